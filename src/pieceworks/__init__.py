@@ -1,0 +1,25 @@
+"""pieceworks: train and run subword tokenizers, faithfully and fast.
+
+The public API mirrors Hugging Face ``tokenizers``: switch by changing the
+import.
+
+>>> from pieceworks import Tokenizer
+>>> from pieceworks.models import WordLevel
+>>> Tokenizer(WordLevel({"hi": 0}, unk_token="hi")).encode("hi").ids
+[0]
+"""
+
+from . import decoders, models, normalizers, pre_tokenizers, processors, trainers
+from .added_vocabulary import AddedToken
+from .alignment import NormalizedString, SplitDelimiterBehavior
+from .encoding import Encoding
+from .pretokenized import PreTokenizedString, Token
+from .tokenizer import Tokenizer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AddedToken", "Encoding", "NormalizedString", "PreTokenizedString", "SplitDelimiterBehavior",
+    "Token", "Tokenizer", "decoders", "models", "normalizers", "pre_tokenizers", "processors",
+    "trainers", "__version__",
+]

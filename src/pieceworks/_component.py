@@ -1,0 +1,173 @@
+"""What every pipeline stage shares: a ``type`` name, JSON in and out, a registry.
+
+Each stage has one base class (``Normalizer``, ``PreTokenizer``, ``Model``,
+``PostProcessor``, ``Decoder``) made with :func:`stage_base`; each component
+subclasses it with a ``type_name`` (its ``"type"`` in tokenizer.json) and is
+registered automatically. Loading dispatches on ``"type"``:
+
+>>> from pieceworks.normalizers import Normalizer
+>>> Normalizer.from_json({"type": "Lowercase"})
+Lowercase()
+
+A component implements ``_to_fields()`` (its JSON fields, without ``type``)
+and ``_from_fields(fields)`` (a classmethod reading them through
+:class:`Fields`, which turns a missing or mistyped field into a
+:class:`~pieceworks.errors.TokenizerFileError` that names it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .errors import TokenizerFileError, UnknownComponentError
+
+__all__ = ["Component", "Fields", "MISSING"]
+
+MISSING = object()
+
+_TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+               list: "a list", dict: "an object"}
+
+
+class Fields:
+    """Typed access to one JSON object, with errors that name the field.
+
+    >>> Fields({"lowercase": "yes"}, "normalizer").get("lowercase", bool)
+    Traceback (most recent call last):
+      ...
+    pieceworks.errors.TokenizerFileError: <string>: field 'normalizer.lowercase': expected a boolean, got 'yes'. Fix: ...
+    """
+
+    def __init__(self, data: dict, where: str, path: str | None = None):
+        if not isinstance(data, dict):
+            raise TokenizerFileError(path, f"expected an object, got {_describe(data)}", field=where,
+                                     fix="check the file against the tokenizer.json schema")
+        self.data = data
+        self.where = where
+        self.path = path
+
+    def field_name(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else name
+
+    def error(self, name: str, problem: str, fix: str | None = None) -> TokenizerFileError:
+        return TokenizerFileError(self.path, problem, field=self.field_name(name),
+                                  fix=fix or "check the file against the tokenizer.json schema; "
+                                             "re-save it with tokenizers or pieceworks")
+
+    def get(self, name: str, kind=None, default: Any = MISSING, *, nullable: bool = False):
+        """The value of ``name``, checked against ``kind`` (a type or tuple of types)."""
+        if name not in self.data:
+            if default is MISSING:
+                raise self.error(name, "missing required field")
+            return default
+        value = self.data[name]
+        if value is None and (nullable or default is None):
+            return None
+        if kind is not None and not _is_kind(value, kind):
+            expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in (kind if isinstance(kind, tuple) else (kind,)))
+            raise self.error(name, f"expected {expected}, got {_describe(value)}")
+        return value
+
+    def sub(self, name: str, default: Any = MISSING) -> "Fields | None":
+        """A nested object as Fields (None if absent/null and a default of None is given)."""
+        value = self.get(name, dict, default, nullable=default is None)
+        if value is None:
+            return None
+        return Fields(value, self.field_name(name), self.path)
+
+
+def _is_kind(value, kind) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    for k in kinds:
+        if k is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if k is int and isinstance(value, bool):
+            continue
+        if isinstance(value, k):
+            return True
+    return False
+
+
+def _describe(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class Component:
+    """Base of every stage's base class; see the module docstring."""
+
+    type_name: ClassVar[str] = ""
+    _registry: ClassVar[dict[str, type]]
+    stage: ClassVar[str] = "component"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "_registry" not in cls.__dict__ and cls.__dict__.get("type_name"):
+            cls._registry[cls.type_name] = cls
+
+    # -- JSON ----------------------------------------------------------
+    def _to_fields(self) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def _from_fields(cls, fields: Fields):
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        """This component as a tokenizer.json object, ``type`` first."""
+        return {"type": self.type_name, **self._to_fields()}
+
+    @classmethod
+    def from_json(cls, data: dict, where: str | None = None, path: str | None = None):
+        """Build the component that ``data["type"]`` names."""
+        where = where or cls.stage
+        fields = Fields(data, where, path)
+        type_name = fields.get("type", str)
+        target = cls._registry.get(type_name)
+        if target is None or (cls.type_name and target is not cls):
+            known = ", ".join(sorted(cls._registry))
+            raise UnknownComponentError(path, f"unknown {cls.stage} type {type_name!r}",
+                                        field=f"{where}.type",
+                                        fix=f"use one of: {known}")
+        return target._from_fields(fields)
+
+    # -- Python niceties -----------------------------------------------
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._to_fields().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __getstate__(self):
+        return self.to_json()
+
+    def __setstate__(self, state):
+        clone = type(self).from_json(state)
+        for klass in type(clone).__mro__:
+            for slot in klass.__dict__.get("__slots__", ()):
+                if hasattr(clone, slot):
+                    setattr(self, slot, getattr(clone, slot))
+        if hasattr(clone, "__dict__"):
+            self.__dict__.update(clone.__dict__)
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.to_json()))
+
+
+def _rebuild(cls, state):
+    return cls.from_json(state)
+
+
+def stage_base(name: str):
+    """Decorator for a stage's base class: give it its own registry and name."""
+
+    def wrap(cls):
+        cls._registry = {}
+        cls.stage = name
+        return cls
+
+    return wrap

@@ -1,0 +1,1 @@
+"""The hot loops, in Cython: one ``.pyx`` (with ``.pxd`` and ``.pyi``) per kernel."""

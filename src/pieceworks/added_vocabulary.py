@@ -1,0 +1,258 @@
+"""Added tokens: strings matched in the raw text before pre-tokenization.
+
+An :class:`AddedToken` (``[CLS]``, ``<|endoftext|>``, a user's domain word)
+is found in the input before the normalizer and pre-tokenizer run and is
+never split. ``special`` tokens are also skipped by ``decode(...,
+skip_special_tokens=True)``. Matching follows Hugging Face ``tokenizers``:
+the leftmost-longest match wins; ``single_word`` requires word boundaries
+around it; ``lstrip``/``rstrip`` swallow the whitespace beside it;
+``normalized`` tokens are matched in the normalized text, the others in
+the original.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ConfigError, InputTypeError
+
+__all__ = ["AddedToken"]
+
+
+@dataclass(eq=True, frozen=False)
+class AddedToken:
+    """A token added to the vocabulary and matched whole in the input.
+
+    >>> AddedToken("[MASK]", lstrip=True, special=True)
+    AddedToken("[MASK]", rstrip=False, lstrip=True, single_word=False, normalized=False, special=True)
+
+    ``normalized`` defaults to ``not special``, as in Hugging Face.
+    """
+
+    content: str
+    single_word: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    normalized: bool | None = None
+    special: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.content, str):
+            raise InputTypeError(f"AddedToken content must be a str, got {type(self.content).__name__}")
+        if not self.content:
+            raise ConfigError("AddedToken content must not be empty", fix="give the token's text")
+        if self.normalized is None:
+            self.normalized = not self.special
+
+    def __repr__(self) -> str:
+        return (f'AddedToken("{self.content}", rstrip={self.rstrip}, lstrip={self.lstrip}, '
+                f"single_word={self.single_word}, normalized={self.normalized}, special={self.special})")
+
+    def __str__(self) -> str:
+        return self.content
+
+    def __hash__(self) -> int:
+        return hash(self.content)
+
+    def to_json(self, id: int) -> dict:
+        """tokenizer.json's ``added_tokens`` entry."""
+        return {"id": id, "content": self.content, "single_word": self.single_word, "lstrip": self.lstrip,
+                "rstrip": self.rstrip, "normalized": self.normalized, "special": self.special}
+
+    def __getstate__(self):
+        return {"content": self.content, "single_word": self.single_word, "lstrip": self.lstrip,
+                "rstrip": self.rstrip, "normalized": self.normalized, "special": self.special}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+
+def as_added_token(token, special: bool) -> AddedToken:
+    """A str or AddedToken as an AddedToken (a str becomes one with default flags)."""
+    if isinstance(token, AddedToken):
+        return token
+    if isinstance(token, str):
+        return AddedToken(token, special=special)
+    raise InputTypeError(f"expected a str or AddedToken, got {type(token).__name__}",
+                         fix="pass token strings or pieceworks.AddedToken objects")
+
+
+class AddedVocabulary:
+    """The added tokens of one tokenizer, and how they are found in text.
+
+    Ids: a token already in the model's vocabulary keeps its id; a new one
+    gets the next id after the model's vocabulary (and after earlier added
+    tokens). Two matchers are kept, as in Hugging Face: tokens with
+    ``normalized=False`` are found in the original text, the others in the
+    normalized text.
+    """
+
+    def __init__(self):
+        self.by_content: dict[str, int] = {}
+        self.by_id: dict[int, AddedToken] = {}
+        self.added: list[AddedToken] = []      # non-special, in the order given
+        self.special: list[AddedToken] = []    # special, in the order given
+        self.special_set: set[str] = set()
+        self._raw_matcher = None               # (compiled regex, {content: id})
+        self._normalized_matcher = None
+
+    def __len__(self) -> int:
+        return len(self.by_content)
+
+    def token_to_id(self, token: str, model) -> int | None:
+        tid = self.by_content.get(token)
+        return tid if tid is not None else model.token_to_id(token)
+
+    def id_to_token(self, id: int, model) -> str | None:
+        tok = self.by_id.get(id)
+        return tok.content if tok is not None else model.id_to_token(id)
+
+    def is_special(self, content: str) -> bool:
+        return content in self.special_set
+
+    def add(self, tokens: list[AddedToken], model, normalizer) -> int:
+        """Add tokens (special ones are remembered as such); return how many were new."""
+        for tok in tokens:
+            if tok.special and tok.content not in self.special_set:
+                self.special.append(tok)
+                self.special_set.add(tok.content)
+        ignored = 0
+        for tok in tokens:
+            if any(existing == tok for existing in self.by_id.values()):
+                ignored += 1
+                continue
+            new_id = self.token_to_id(tok.content, model)
+            if new_id is None:
+                new_id = self._next_id(model)
+            old_id = self.by_content.get(tok.content)
+            self.by_content[tok.content] = new_id
+            if old_id is not None and old_id != new_id:
+                self.by_id.pop(old_id, None)
+            self.by_id[new_id] = tok
+            if tok.content not in self.special_set:
+                self.added.append(tok)
+        self.refresh(model, normalizer)
+        return len(tokens) - ignored
+
+    def _next_id(self, model) -> int:
+        size = model.get_vocab_size()
+        if not self.by_content:
+            return size
+        top = max(self.by_content.values())
+        return top + 1 if top >= size or size == 0 else size
+
+    def refresh(self, model, normalizer) -> None:
+        """Rebuild both matchers (after tokens or the normalizer changed)."""
+        raw: dict[str, int] = {}
+        normed: dict[str, int] = {}
+        for tok in self.special + self.added:
+            tid = self.token_to_id(tok.content, model)
+            if tok.normalized:
+                key = tok.content
+                if normalizer is not None:
+                    key = normalizer.normalize_str(key)
+                normed.setdefault(key, tid) if key else None
+            else:
+                raw.setdefault(tok.content, tid)
+        self._raw_matcher = _compile_matcher(raw)
+        self._normalized_matcher = _compile_matcher(normed)
+
+    # -- matching ------------------------------------------------------
+    def extract_and_normalize(self, normalizer, sequence: str, split_special: bool = False):
+        """Find added tokens in ``sequence``, normalize the rest: a PreTokenizedString.
+
+        With ``split_special=True`` special tokens are treated as plain text
+        (not matched); other added tokens still are.
+        """
+        from .pretokenized import PreTokenizedString
+
+        pretok = PreTokenizedString(sequence)
+        raw, normed = self._raw_matcher, self._normalized_matcher
+        if split_special:
+            raw = self._without_special(raw)
+            normed = self._without_special(normed)
+        if raw is not None:
+            pretok.split(lambda _, ns: self._split_on_matches(ns, raw))
+
+        def normalize_then_match(_, ns):
+            if normalizer is not None:
+                normalizer.normalize(ns)
+            if normed is None:
+                return [ns]
+            return self._split_on_matches(ns, normed)
+
+        pretok.split(normalize_then_match)
+        return pretok
+
+    def _without_special(self, matcher):
+        if matcher is None:
+            return None
+        _, table = matcher
+        kept = {c: i for c, i in table.items() if not self.is_special(self.by_id[i].content)}
+        return _compile_matcher(kept)
+
+    def _split_on_matches(self, ns, matcher):
+        from .pretokenized import Split, Token
+
+        pattern, table = matcher
+        text = ns.normalized
+        out = []
+        start_offset = 0
+        for m in pattern.finditer(text):
+            start, stop = m.span()
+            tid = table[m.group()]
+            tok = self.by_id[tid]
+            if tok.single_word:
+                start_space = start == 0 or not _WORD_CHAR.match(text, start - 1)
+                stop_space = stop == len(text) or not _WORD_CHAR.match(text, stop)
+                if not (start_space and stop_space):
+                    continue
+            if tok.lstrip:
+                start = max(_leftmost_space_at_end(text, start), start_offset)
+            if tok.rstrip:
+                stop = _rightmost_space_at_start(text, stop)
+            if start_offset < start:
+                out.append(Split(ns.slice(start_offset, start)))
+            piece = ns.slice(start, stop)
+            out.append(Split(piece, [Token(tid, piece.normalized, (0, len(piece.normalized)))]))
+            start_offset = stop
+        if not out:
+            return [ns]
+        if start_offset != len(text):
+            out.append(Split(ns.slice(start_offset, len(text))))
+        return out
+
+
+import regex as _regex  # noqa: E402  (kept beside its only users)
+
+from .alignment import is_whitespace  # noqa: E402
+
+# Rust's regex \w (Hugging Face's word test) is Unicode's word class, as is
+# the `regex` module's.
+_WORD_CHAR = _regex.compile(r"\w")
+
+
+def _leftmost_space_at_end(text: str, end: int) -> int:
+    """Start of the whitespace run that ends at ``end``."""
+    while end > 0 and is_whitespace(text[end - 1]):
+        end -= 1
+    return end
+
+
+def _rightmost_space_at_start(text: str, start: int) -> int:
+    """End of the whitespace run that starts at ``start``."""
+    n = len(text)
+    while start < n and is_whitespace(text[start]):
+        start += 1
+    return start
+
+
+def _compile_matcher(table: dict[str, int]):
+    # Longest alternatives first make the regex engine's leftmost-first
+    # choice equal to Aho-Corasick's leftmost-longest (Hugging Face's rule).
+    if not table:
+        return None
+    alternatives = sorted(table, key=lambda s: (-len(s), s))
+    pattern = _regex.compile("|".join(_regex.escape(s) for s in alternatives))
+    return pattern, table

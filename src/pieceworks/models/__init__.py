@@ -1,0 +1,4 @@
+"""Models: BPE, WordPiece, WordLevel and Unigram, as in ``tokenizers.models``."""
+
+from ._base import Model
+from .wordlevel import WordLevel

@@ -1,0 +1,59 @@
+"""The Model interface: turn one pre-tokenized piece into tokens.
+
+A model sees one piece of normalized, pre-tokenized text at a time and
+returns :class:`~pieceworks.pretokenized.Token` objects whose offsets are
+char spans inside that piece. It owns the vocabulary (token ↔ id).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .._component import Component, Fields, stage_base
+from ..pretokenized import Token
+
+__all__ = ["Model", "Token"]
+
+
+@stage_base("model")
+class Model(Component):
+    """Base class of BPE, WordPiece, WordLevel and Unigram."""
+
+    def tokenize(self, sequence: str) -> list[Token]:
+        """The tokens of one piece, offsets inside it."""
+        raise NotImplementedError
+
+    def token_to_id(self, token: str) -> int | None:
+        raise NotImplementedError
+
+    def id_to_token(self, id: int) -> str | None:
+        raise NotImplementedError
+
+    def get_vocab(self) -> dict[str, int]:
+        raise NotImplementedError
+
+    def get_vocab_size(self) -> int:
+        return len(self.get_vocab())
+
+    def get_trainer(self):
+        """A trainer of the matching kind, with default options."""
+        raise NotImplementedError
+
+    def save(self, folder: str, prefix: str | None = None) -> list[str]:
+        """Write the model's own files (vocab.json, ...) into ``folder``; return their paths."""
+        raise NotImplementedError
+
+    # Subclasses call this to write files atomically.
+    @staticmethod
+    def _model_file(folder: str, prefix: str | None, name: str) -> Path:
+        return Path(folder) / (f"{prefix}-{name}" if prefix else name)
+
+    @staticmethod
+    def _write_vocab_json(path: Path, vocab: dict[str, int]) -> str:
+        from ..fileio import atomic_write_text
+
+        ordered = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
+        atomic_write_text(path, json.dumps(ordered, ensure_ascii=False))
+        return os.fspath(path)

@@ -1,0 +1,29 @@
+"""Checks shared by every model's vocabulary (token → id)."""
+
+from __future__ import annotations
+
+from ..errors import FileFormatError
+
+
+def check_vocab(vocab: dict, where: str, path: str | None = None) -> dict[str, int]:
+    """Every key a str, every id a non-negative int, no id used twice.
+
+    >>> check_vocab({"a": 0, "b": 0}, "vocab")
+    Traceback (most recent call last):
+      ...
+    pieceworks.errors.FileFormatError: <string>: field 'vocab': id 0 is used by both 'a' and 'b'. Fix: ...
+    """
+    seen: dict[int, str] = {}
+    for token, tid in vocab.items():
+        if not isinstance(token, str):
+            raise FileFormatError(path, f"token {token!r} is not a string", field=where,
+                                  fix="vocabulary keys must be token strings")
+        if isinstance(tid, bool) or not isinstance(tid, int) or tid < 0:
+            raise FileFormatError(path, f"token {token!r} has id {tid!r}, not a non-negative integer",
+                                  field=where, fix="give every token a distinct integer id >= 0")
+        other = seen.get(tid)
+        if other is not None:
+            raise FileFormatError(path, f"id {tid} is used by both {other!r} and {token!r}", field=where,
+                                  fix="give every token a distinct id")
+        seen[tid] = token
+    return vocab

@@ -1,0 +1,446 @@
+"""Tokenizer: the whole pipeline, with Hugging Face ``tokenizers``' Python API.
+
+encode: text → added tokens found → normalizer → pre-tokenizer → model →
+truncation → post-processor → padding → :class:`~pieceworks.encoding.Encoding`.
+decode: ids → tokens → decoder → text.
+
+>>> from pieceworks import Tokenizer
+>>> from pieceworks.models import WordLevel
+>>> from pieceworks.pre_tokenizers import WhitespaceSplit
+>>> tok = Tokenizer(WordLevel({"[UNK]": 0, "hello": 1, "world": 2}, unk_token="[UNK]"))
+>>> tok.pre_tokenizer = WhitespaceSplit()
+>>> enc = tok.encode("hello big world")
+>>> enc.ids, enc.tokens, enc.offsets
+([1, 0, 2], ['hello', '[UNK]', 'world'], [(0, 5), (6, 9), (10, 15)])
+>>> tok.decode(enc.ids)
+'hello [UNK] world'
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator
+
+from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
+from .encoding import Encoding
+from .errors import ConfigError, InputTypeError, UnknownIdError
+from .pretokenized import PreTokenizedString
+
+__all__ = ["Tokenizer"]
+
+_STRATEGIES = ("longest_first", "only_first", "only_second")
+
+
+class Tokenizer:
+    """A model plus the optional normalizer, pre-tokenizer, post-processor and decoder."""
+
+    def __init__(self, model):
+        from .models import Model
+
+        if not isinstance(model, Model):
+            raise InputTypeError(f"Tokenizer needs a pieceworks model, got {type(model).__name__}",
+                                 fix="pass e.g. pieceworks.models.BPE() or WordLevel(vocab, unk_token)")
+        self._model = model
+        self._normalizer = None
+        self.pre_tokenizer = None
+        self.post_processor = None
+        self.decoder = None
+        self._added = AddedVocabulary()
+        self._truncation: dict | None = None
+        self._padding: dict | None = None
+        #: When True, special tokens in the text are encoded as plain text.
+        self.encode_special_tokens = False
+
+    # -- the stages --------------------------------------------------------
+    @property
+    def model(self):
+        return self._model
+
+    @model.setter
+    def model(self, model):
+        self._model = model
+        self._added.refresh(model, self._normalizer)
+
+    @property
+    def normalizer(self):
+        return self._normalizer
+
+    @normalizer.setter
+    def normalizer(self, normalizer):
+        # Normalized added tokens are matched in their normalized form.
+        self._normalizer = normalizer
+        self._added.refresh(self._model, normalizer)
+
+    # -- vocabulary --------------------------------------------------------
+    def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
+        vocab = self._model.get_vocab()
+        if with_added_tokens:
+            vocab.update(self._added.by_content)
+        return vocab
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        if with_added_tokens:
+            return len(self.get_vocab(True))
+        return self._model.get_vocab_size()
+
+    def get_added_tokens_decoder(self) -> dict[int, AddedToken]:
+        """Added tokens by id."""
+        return dict(sorted(self._added.by_id.items()))
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._added.token_to_id(token, self._model)
+
+    def id_to_token(self, id: int) -> str | None:
+        return self._added.id_to_token(id, self._model)
+
+    def add_tokens(self, tokens: list) -> int:
+        """Add tokens matched whole in the text (not special); returns how many were new."""
+        return self._added.add([as_added_token(t, special=False) for t in _as_list(tokens, "tokens")],
+                               self._model, self._normalizer)
+
+    def add_special_tokens(self, tokens: list) -> int:
+        """Add special tokens (skipped by ``decode(skip_special_tokens=True)``)."""
+        return self._added.add([as_added_token(t, special=True) for t in _as_list(tokens, "tokens")],
+                               self._model, self._normalizer)
+
+    def num_special_tokens_to_add(self, is_pair: bool) -> int:
+        return 0 if self.post_processor is None else self.post_processor.num_special_tokens_to_add(is_pair)
+
+    # -- truncation and padding ------------------------------------------
+    def enable_truncation(self, max_length: int, stride: int = 0, strategy: str = "longest_first",
+                          direction: str = "right") -> None:
+        """Cut encodings to ``max_length`` tokens (special tokens included)."""
+        _check_count(max_length, "max_length")
+        _check_count(stride, "stride")
+        if strategy not in _STRATEGIES:
+            raise ConfigError(f"unknown truncation strategy {strategy!r}", fix=f"use one of {', '.join(_STRATEGIES)}")
+        if direction not in ("right", "left"):
+            raise ConfigError(f"unknown truncation direction {direction!r}", fix="use 'right' or 'left'")
+        n_added = self.num_special_tokens_to_add(False)
+        if max_length - n_added < stride:
+            raise ConfigError(
+                f"truncation stride ({stride}) must be smaller than max_length ({max_length}) minus the "
+                f"{n_added} special tokens the post-processor adds",
+                fix="lower the stride or raise max_length")
+        self._truncation = {"max_length": max_length, "stride": stride, "strategy": strategy,
+                            "direction": direction}
+
+    def no_truncation(self) -> None:
+        self._truncation = None
+
+    @property
+    def truncation(self) -> dict | None:
+        """The truncation settings (a dict), or None."""
+        return None if self._truncation is None else dict(self._truncation)
+
+    def enable_padding(self, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0,
+                       pad_token: str = "[PAD]", length: int | None = None,
+                       pad_to_multiple_of: int | None = None) -> None:
+        """Pad to ``length`` tokens, or (``length=None``) to the longest in the batch."""
+        if direction not in ("right", "left"):
+            raise ConfigError(f"unknown padding direction {direction!r}", fix="use 'right' or 'left'")
+        if length is not None:
+            _check_count(length, "length")
+        if pad_to_multiple_of is not None:
+            _check_count(pad_to_multiple_of, "pad_to_multiple_of")
+        self._padding = {"length": length, "pad_to_multiple_of": pad_to_multiple_of, "pad_id": pad_id,
+                         "pad_token": pad_token, "pad_type_id": pad_type_id, "direction": direction}
+
+    def no_padding(self) -> None:
+        self._padding = None
+
+    @property
+    def padding(self) -> dict | None:
+        """The padding settings (a dict), or None."""
+        return None if self._padding is None else dict(self._padding)
+
+    # -- encoding ----------------------------------------------------------
+    def encode(self, sequence, pair=None, is_pretokenized: bool = False, add_special_tokens: bool = True,
+               split_special_tokens: bool | None = None) -> Encoding:
+        """Encode one input (or a pair) into an :class:`Encoding`.
+
+        ``split_special_tokens=True`` treats special-token text in the input
+        as plain text (safe for untrusted input); the default follows
+        :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
+        """
+        split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+        encoding = self._encode_sequence(sequence, 0, is_pretokenized, split, "sequence")
+        pair_encoding = None
+        if pair is not None:
+            pair_encoding = self._encode_sequence(pair, 1, is_pretokenized, split, "pair")
+        encoding = self.post_process(encoding, pair_encoding, add_special_tokens)
+        if self._padding is not None:
+            self._pad([encoding])
+        return encoding
+
+    def encode_batch(self, input: list, is_pretokenized: bool = False, add_special_tokens: bool = True,
+                     split_special_tokens: bool | None = None) -> list[Encoding]:
+        """Encode many inputs; each item is a sequence or a ``(sequence, pair)``."""
+        out = []
+        for i, item in enumerate(_as_list(input, "input")):
+            first, second = _split_batch_item(item, is_pretokenized, i)
+            split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+            enc = self._encode_sequence(first, 0, is_pretokenized, split, f"input[{i}]")
+            pair = None if second is None else self._encode_sequence(second, 1, is_pretokenized, split,
+                                                                    f"input[{i}]")
+            out.append(self.post_process(enc, pair, add_special_tokens))
+        if self._padding is not None:
+            self._pad(out)
+        return out
+
+    def encode_batch_fast(self, input: list, add_special_tokens: bool = True) -> list[Encoding]:
+        """Same as :meth:`encode_batch` (Hugging Face's name for the offsets-light path)."""
+        return self.encode_batch(input, add_special_tokens=add_special_tokens)
+
+    def _encode_sequence(self, sequence, type_id: int, is_pretokenized: bool, split_special: bool,
+                         name: str) -> Encoding:
+        if is_pretokenized:
+            if isinstance(sequence, str) or not isinstance(sequence, (list, tuple)):
+                raise InputTypeError(f"{name}: with is_pretokenized=True each input must be a list of str, "
+                                     f"got {type(sequence).__name__}",
+                                     fix="pass a list of words, or is_pretokenized=False for a plain str")
+            parts = [self._encode_text(_check_str(w, f"{name}[{j}]"), type_id, j, split_special)
+                     for j, w in enumerate(sequence)]
+            return Encoding.merge(parts, growing_offsets=False)
+        return self._encode_text(_check_str(sequence, name), type_id, None, split_special)
+
+    def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
+        pretok = self._added.extract_and_normalize(self._normalizer, text, split_special)
+        if self.pre_tokenizer is not None:
+            self.pre_tokenizer.pre_tokenize(pretok)
+        pretok.tokenize(self._model.tokenize)
+        return _pretokenized_to_encoding(pretok, type_id, word_index)
+
+    def post_process(self, encoding: Encoding, pair: Encoding | None = None,
+                     add_special_tokens: bool = True) -> Encoding:
+        """Truncate, add special tokens (post-processor); padding is not applied here."""
+        if self._truncation is not None:
+            params = dict(self._truncation)
+            n_added = self.num_special_tokens_to_add(pair is not None)
+            if add_special_tokens and n_added > 0:
+                params["max_length"] = max(params["max_length"] - n_added, 0)
+            encoding, pair = _truncate_pair(encoding, pair, params)
+        if self.post_processor is not None:
+            return self.post_processor.process(encoding, pair, add_special_tokens)
+        if pair is None:
+            return encoding
+        encoding.set_sequence_id(0)
+        pair.set_sequence_id(1)
+        return Encoding.merge([encoding, pair], growing_offsets=False)
+
+    def _pad(self, encodings: list[Encoding]) -> None:
+        p = self._padding
+        target = p["length"] if p["length"] is not None else max((len(e) for e in encodings), default=0)
+        multiple = p["pad_to_multiple_of"]
+        if multiple and target % multiple:
+            target += multiple - target % multiple
+        for enc in encodings:
+            enc.pad(target, p["direction"], p["pad_id"], p["pad_type_id"], p["pad_token"])
+
+    # -- decoding ----------------------------------------------------------
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        """Text of ``ids``; an id outside the vocabulary raises UnknownIdError."""
+        tokens = []
+        for i, tid in enumerate(_as_list(ids, "ids")):
+            if isinstance(tid, bool) or not isinstance(tid, int):
+                raise InputTypeError(f"ids[{i}] is {tid!r}, not an int", fix="pass a list of integer token ids")
+            token = self.id_to_token(tid)
+            if token is None:
+                raise UnknownIdError(f"ids[{i}] = {tid} is not in the vocabulary (size "
+                                     f"{self.get_vocab_size()})", fix="pass ids this tokenizer produced")
+            if skip_special_tokens and self._added.is_special(token):
+                continue
+            tokens.append(token)
+        if self.decoder is None:
+            return " ".join(tokens)
+        return self.decoder.decode(tokens)
+
+    def decode_batch(self, sequences: list[list[int]], skip_special_tokens: bool = True) -> list[str]:
+        return [self.decode(ids, skip_special_tokens) for ids in _as_list(sequences, "sequences")]
+
+    # -- training ----------------------------------------------------------
+    def train(self, files: list[str], trainer=None) -> None:
+        """Train the model on text files (read line by line, UTF-8)."""
+        from .trainers.files import iter_file_lines
+
+        paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+        self.train_from_iterator(iter_file_lines(paths), trainer)
+
+    def train_from_iterator(self, iterator: Iterable, trainer=None, length: int | None = None) -> None:
+        """Train the model on texts (str, or lists of str) from ``iterator``."""
+        from .trainers.counts import count_words
+
+        trainer = trainer if trainer is not None else self._model.get_trainer()
+        _check_trainer(trainer, self._model)
+        counts = count_words(_flatten_texts(iterator), self._normalizer, self.pre_tokenizer)
+        self.train_from_counts(counts, trainer)
+
+    def train_from_counts(self, counts, trainer=None) -> None:
+        """Train the model from a ``{piece: count}`` table made elsewhere."""
+        trainer = trainer if trainer is not None else self._model.get_trainer()
+        _check_trainer(trainer, self._model)
+        special = trainer.train(self._model, counts)
+        self.add_special_tokens(special)
+        self._added.refresh(self._model, self._normalizer)
+
+    # -- files ---------------------------------------------------------------
+    def to_str(self, pretty: bool = False) -> str:
+        """This tokenizer as tokenizer.json text."""
+        from .formats.hf_json import tokenizer_to_str
+
+        return tokenizer_to_str(self, pretty)
+
+    def save(self, path: str, pretty: bool = True) -> None:
+        """Write tokenizer.json to ``path`` (atomically: temp file, fsync, rename)."""
+        from .fileio import atomic_write_text
+
+        atomic_write_text(path, self.to_str(pretty))
+
+    @staticmethod
+    def from_str(json: str) -> "Tokenizer":
+        from .formats.hf_json import tokenizer_from_str
+
+        return tokenizer_from_str(json)
+
+    @staticmethod
+    def from_file(path: str) -> "Tokenizer":
+        from .formats.hf_json import tokenizer_from_file
+
+        return tokenizer_from_file(path)
+
+    @staticmethod
+    def from_buffer(buffer: bytes) -> "Tokenizer":
+        from .formats.hf_json import tokenizer_from_str
+
+        return tokenizer_from_str(bytes(buffer).decode("utf-8"))
+
+    def __getstate__(self):
+        return self.to_str()
+
+    def __setstate__(self, state):
+        self.__dict__.update(Tokenizer.from_str(state).__dict__)
+
+    def __repr__(self) -> str:
+        return (f"Tokenizer(model={self._model!r}, normalizer={self._normalizer!r}, "
+                f"pre_tokenizer={self.pre_tokenizer!r}, post_processor={self.post_processor!r}, "
+                f"decoder={self.decoder!r}, added_tokens={len(self._added)})")
+
+
+# -- helpers ---------------------------------------------------------------
+def _pretokenized_to_encoding(pretok: PreTokenizedString, type_id: int, word_index: int | None) -> Encoding:
+    """Flatten the tokens of every split, offsets mapped into the original text."""
+    ids, tokens, offsets, words = [], [], [], []
+    for idx, split in enumerate(pretok.splits):
+        ns = split.normalized
+        word = idx if word_index is None else word_index
+        shift = ns.original_shift
+        identity = ns.is_identity
+        for tok in split.tokens or ():
+            s, e = tok.offsets
+            if not identity:
+                span = ns.original_span(s, e)
+                if span is not None:
+                    s, e = span
+            ids.append(tok.id)
+            tokens.append(tok.value)
+            offsets.append((s + shift, e + shift))
+            words.append(word)
+    n = len(ids)
+    return Encoding(ids, [type_id] * n, tokens, words, offsets, [0] * n, [1] * n, [], {})
+
+
+def _truncate_pair(encoding: Encoding, pair: Encoding | None, params: dict):
+    max_length, stride, direction = params["max_length"], params["stride"], params["direction"]
+    if max_length == 0:
+        encoding.truncate(0, stride, direction)
+        if pair is not None:
+            pair.truncate(0, stride, direction)
+        return encoding, pair
+    total = len(encoding) + (len(pair) if pair is not None else 0)
+    if total <= max_length:
+        return encoding, pair
+    to_remove = total - max_length
+    strategy = params["strategy"]
+    if strategy == "longest_first":
+        if pair is None:
+            encoding.truncate(max_length, stride, direction)
+            return encoding, pair
+        n1, n2 = len(encoding), len(pair)
+        swap = n1 > n2
+        if swap:
+            n1, n2 = n2, n1
+        n2 = n1 if n1 > max_length else max(n1, max_length - n1)
+        if n1 + n2 > max_length:
+            n1 = max_length // 2
+            n2 = n1 + max_length % 2
+        if swap:
+            n1, n2 = n2, n1
+        encoding.truncate(n1, stride, direction)
+        pair.truncate(n2, stride, direction)
+        return encoding, pair
+    if strategy == "only_second" and pair is None:
+        raise ConfigError("truncation strategy 'only_second' needs a pair of sequences",
+                          fix="pass a pair, or use strategy='longest_first' or 'only_first'")
+    target = encoding if strategy == "only_first" else pair
+    if len(target) <= to_remove:
+        raise ConfigError(
+            f"cannot truncate with strategy {strategy!r}: that sequence has {len(target)} tokens but "
+            f"{to_remove} must go", fix="use strategy='longest_first' or raise max_length")
+    target.truncate(len(target) - to_remove, stride, direction)
+    return encoding, pair
+
+
+def _check_str(value, name: str) -> str:
+    if not isinstance(value, str):
+        raise InputTypeError(f"{name} must be a str, got {type(value).__name__}",
+                             fix="decode bytes first (e.g. data.decode('utf-8')) or pass text")
+    return value
+
+
+def _check_count(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+
+
+def _as_list(value, name: str) -> list:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise InputTypeError(f"{name} must be a list, got {type(value).__name__}",
+                             fix=f"wrap a single value in a list: [{name}]")
+    return list(value)
+
+
+def _split_batch_item(item, is_pretokenized: bool, i: int):
+    if not is_pretokenized:
+        if isinstance(item, str):
+            return item, None
+        if isinstance(item, (list, tuple)) and len(item) == 2:
+            return item[0], item[1]
+        raise InputTypeError(f"input[{i}] must be a str or a (str, str) pair, got {type(item).__name__}")
+    if isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, (list, tuple)) for x in item):
+        return item[0], item[1]
+    return item, None
+
+
+def _flatten_texts(iterator) -> Iterator[str]:
+    for item in iterator:
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, (list, tuple)):
+            for sub in item:
+                yield _check_str(sub, "training text")
+        else:
+            _check_str(item, "training text")
+
+
+def _check_trainer(trainer, model) -> None:
+    from .trainers import Trainer
+
+    if not isinstance(trainer, Trainer):
+        raise InputTypeError(f"expected a pieceworks trainer, got {type(trainer).__name__}",
+                             fix="pass e.g. pieceworks.trainers.BpeTrainer(...)")
+    expected = trainer.model_type
+    if expected is not None and not isinstance(model, expected):
+        raise ConfigError(f"{type(trainer).__name__} trains {expected.__name__} models, but this tokenizer's "
+                          f"model is {type(model).__name__}",
+                          fix=f"use Tokenizer({expected.__name__}(...)) or the trainer of "
+                              f"{type(model).__name__}")

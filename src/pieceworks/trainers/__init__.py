@@ -1,0 +1,4 @@
+"""Trainers: learn a model's vocabulary from counted pieces, as in ``tokenizers.trainers``."""
+
+from ._base import Trainer
+from .wordlevel import WordLevelTrainer

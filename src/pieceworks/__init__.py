@@ -9,6 +9,7 @@ import.
 [0]
 """
 
+from . import errors
 from . import decoders, models, normalizers, pre_tokenizers, processors, trainers
 from .added_vocabulary import AddedToken
 from .alignment import NormalizedString, SplitDelimiterBehavior

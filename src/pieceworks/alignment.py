@@ -389,8 +389,15 @@ class NormalizedString:
         self.transform_range(0, 1, dest, 0)
 
     def append(self, s: str) -> None:
-        """Put ``s`` at the end; its chars align with the last char (no-op when empty)."""
-        if not self.normalized or not s:
+        """Put ``s`` at the end; its chars align with the last char.
+
+        On an empty string the new chars align to ``(0, 0)`` (as Hugging
+        Face's ``NormalizedString.append`` does).
+        """
+        if not s:
+            return
+        if not self.normalized:
+            self.transform_range(0, 0, [(c, 1) for c in s], 0)
             return
         last = len(self.normalized) - 1
         dest = [(self.normalized[last], 0)] + [(c, 1) for c in s]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import FileFormatError
 
 
-def check_vocab(vocab: dict, where: str, path: str | None = None) -> dict[str, int]:
+def check_vocab(vocab: dict, where: str, path: str | None = None, error=FileFormatError) -> dict[str, int]:
     """Every key a str, every id a non-negative int, no id used twice.
 
     >>> check_vocab({"a": 0, "b": 0}, "vocab")
@@ -16,14 +16,14 @@ def check_vocab(vocab: dict, where: str, path: str | None = None) -> dict[str, i
     seen: dict[int, str] = {}
     for token, tid in vocab.items():
         if not isinstance(token, str):
-            raise FileFormatError(path, f"token {token!r} is not a string", field=where,
+            raise error(path, f"token {token!r} is not a string", field=where,
                                   fix="vocabulary keys must be token strings")
         if isinstance(tid, bool) or not isinstance(tid, int) or tid < 0:
-            raise FileFormatError(path, f"token {token!r} has id {tid!r}, not a non-negative integer",
+            raise error(path, f"token {token!r} has id {tid!r}, not a non-negative integer",
                                   field=where, fix="give every token a distinct integer id >= 0")
         other = seen.get(tid)
         if other is not None:
-            raise FileFormatError(path, f"id {tid} is used by both {other!r} and {token!r}", field=where,
+            raise error(path, f"id {tid} is used by both {other!r} and {token!r}", field=where,
                                   fix="give every token a distinct id")
         seen[tid] = token
     return vocab

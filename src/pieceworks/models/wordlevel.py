@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from .._component import Fields
-from ..errors import FileFormatError, UnknownTokenError
+from ..errors import FileFormatError, TokenizerFileError, UnknownTokenError
 from ..pretokenized import Token
 from ._base import Model
 from ._vocab import check_vocab
@@ -92,7 +92,7 @@ class WordLevel(Model):
     @classmethod
     def _from_fields(cls, fields: Fields) -> "WordLevel":
         vocab = fields.get("vocab", dict)
-        check_vocab(vocab, fields.field_name("vocab"), path=fields.path)
+        check_vocab(vocab, fields.field_name("vocab"), path=fields.path, error=TokenizerFileError)
         return cls(vocab, unk_token=fields.get("unk_token", str, "<unk>"))
 
     def __repr__(self) -> str:

@@ -1,0 +1,86 @@
+"""Encoding's look-ups, truncation, merging and padding against Hugging Face."""
+
+from __future__ import annotations
+
+import pytest
+import tokenizers as hf
+from hypothesis import given, settings, strategies as st
+
+import pieceworks as pw
+from pieceworks.encoding import Encoding
+from pieceworks.errors import ConfigError
+
+from parity import assert_same_encoding
+
+WORDS = ["a", "bb", "ccc", "dddd"]
+
+
+def tokenizers_over_words():
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(WORDS)}}
+    ours = pw.Tokenizer(pw.models.WordLevel(dict(vocab), unk_token="[UNK]"))
+    theirs = hf.Tokenizer(hf.models.WordLevel(dict(vocab), unk_token="[UNK]"))
+    # Added tokens cut the text into words without needing a pre-tokenizer.
+    ours.add_tokens(WORDS + [" "])
+    theirs.add_tokens(WORDS + [" "])
+    return ours, theirs
+
+
+texts = st.lists(st.sampled_from(WORDS + [" ", "x"]), max_size=12).map("".join)
+
+
+@settings(max_examples=80, deadline=None)
+@given(texts, texts)
+def test_position_lookups_match_huggingface(first, second):
+    ours, theirs = tokenizers_over_words()
+    a, b = ours.encode(first, second), theirs.encode(first, second)
+    assert_same_encoding(a, b)
+    assert a.n_sequences == b.n_sequences
+    n = len(a.ids)
+    for i in range(n + 2):
+        assert a.token_to_sequence(i) == b.token_to_sequence(i), i
+        assert a.token_to_chars(i) == b.token_to_chars(i), i
+        assert a.token_to_word(i) == b.token_to_word(i), i
+    for seq in (0, 1):
+        for pos in range(max(len(first), len(second)) + 2):
+            assert a.char_to_token(pos, seq) == b.char_to_token(pos, seq), (pos, seq)
+            assert a.char_to_word(pos, seq) == b.char_to_word(pos, seq), (pos, seq)
+        for word in range(n + 2):
+            assert a.word_to_tokens(word, seq) == b.word_to_tokens(word, seq), (word, seq)
+            assert a.word_to_chars(word, seq) == b.word_to_chars(word, seq), (word, seq)
+
+
+@settings(max_examples=80, deadline=None)
+@given(texts, st.integers(0, 8), st.integers(0, 7), st.sampled_from(["right", "left"]))
+def test_truncate_matches_huggingface(text, max_length, stride, direction):
+    ours, theirs = tokenizers_over_words()
+    a, b = ours.encode(text), theirs.encode(text)
+    if max_length and stride >= max_length and max_length < len(a.ids):
+        with pytest.raises(ConfigError, match="stride"):
+            a.truncate(max_length, stride, direction)
+        return
+    a.truncate(max_length, stride=stride, direction=direction)
+    b.truncate(max_length, stride=stride, direction=direction)
+    assert_same_encoding(a, b)
+
+
+@settings(max_examples=50, deadline=None)
+@given(texts, texts, st.integers(0, 20), st.sampled_from(["right", "left"]))
+def test_pad_and_merge_match_huggingface(first, second, length, direction):
+    ours, theirs = tokenizers_over_words()
+    a, b = ours.encode(first, second), theirs.encode(first, second)
+    a.pad(length, direction=direction, pad_id=9, pad_type_id=2, pad_token="<p>")
+    b.pad(length, direction=direction, pad_id=9, pad_type_id=2, pad_token="<p>")
+    assert_same_encoding(a, b)
+    for growing in (True, False):
+        merged_a = Encoding.merge([ours.encode(first), ours.encode(second)], growing_offsets=growing)
+        merged_b = hf.Encoding.merge([theirs.encode(first), theirs.encode(second)], growing_offsets=growing)
+        assert_same_encoding(merged_a, merged_b)
+
+
+def test_from_tokens_builds_an_unmasked_encoding():
+    e = Encoding.from_tokens([(3, "x", (0, 1)), (4, "y", (1, 2))], type_id=1)
+    assert e.type_ids == [1, 1]
+    assert e.attention_mask == [1, 1]
+    assert e.special_tokens_mask == [0, 0]
+    assert e.word_ids == [None, None]
+    assert len(e) == 2

@@ -1,0 +1,224 @@
+"""The Tokenizer pipeline against Hugging Face tokenizers: added tokens,
+pairs, pre-tokenized input, truncation, padding, decode, training, errors."""
+
+from __future__ import annotations
+
+import pytest
+import tokenizers as hf
+from hypothesis import given, settings, strategies as st
+
+import pieceworks as pw
+from pieceworks.errors import ConfigError, InputTypeError, PieceworksError, UnknownIdError
+
+from parity import assert_same_encoding
+
+VOCAB = {"[UNK]": 0, "hello": 1, "world": 2, "a": 3, "b": 4, "my": 5, "name": 6, "is": 7}
+
+
+def make_pair(added=(), special=(), normalizer=None):
+    """The same WordLevel tokenizer in both libraries (no pre-tokenizer)."""
+    ours = pw.Tokenizer(pw.models.WordLevel(dict(VOCAB), unk_token="[UNK]"))
+    theirs = hf.Tokenizer(hf.models.WordLevel(dict(VOCAB), unk_token="[UNK]"))
+    if normalizer == "lowercase":
+        theirs.normalizer = hf.normalizers.Lowercase()
+        ours.normalizer = pw.normalizers.Normalizer.from_json({"type": "Lowercase"})
+    ours.add_special_tokens([pw.AddedToken(**t) if isinstance(t, dict) else t for t in special])
+    theirs.add_special_tokens([hf.AddedToken(**t) if isinstance(t, dict) else t for t in special])
+    ours.add_tokens([pw.AddedToken(**t) if isinstance(t, dict) else t for t in added])
+    theirs.add_tokens([hf.AddedToken(**t) if isinstance(t, dict) else t for t in added])
+    return ours, theirs
+
+
+ADDED_OPTIONS = [
+    dict(content="my", lstrip=True, rstrip=True),
+    dict(content="name"),
+    dict(content="ony", single_word=True),
+    dict(content="<mask>", single_word=True, lstrip=True, rstrip=True),
+    dict(content="hello world"),
+    dict(content="hello"),
+]
+SPECIAL = ["[CLS]", "[SEP]", dict(content="<|endoftext|>", special=True)]
+
+
+@pytest.mark.parametrize("text", [
+    "[CLS] My name is Anthony [SEP]",
+    "<mask> My name <mask> A<mask> <mask>ony <mask>",
+    "<mask>, <mask>- \u25cc\u0330<mask>",
+    "Hi <mask> there\t<mask>\t<mask>\u2000",
+    "hello world hello worldhello",
+    "",
+    "   ",
+    "<|endoftext|><|endoftext|>[CLS][SEP]",
+    "my my  my\u00a0my",
+])
+def test_added_tokens_split_like_huggingface(text):
+    ours, theirs = make_pair(ADDED_OPTIONS, SPECIAL)
+    assert_same_encoding(ours.encode(text), theirs.encode(text), text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["my", "name", "ony", "<mask>", "hello", "world", "[CLS]", "<|endoftext|>",
+                                 " ", "  ", "\t", "\u2000", "A", "é", "\u0301", "-", ",", "x"]),
+                max_size=14).map("".join))
+def test_added_tokens_match_huggingface_on_random_mixtures(text):
+    ours, theirs = make_pair(ADDED_OPTIONS, SPECIAL, normalizer="lowercase")
+    assert_same_encoding(ours.encode(text), theirs.encode(text), repr(text))
+
+
+def test_split_special_tokens_treats_special_text_as_plain_text():
+    ours, theirs = make_pair(ADDED_OPTIONS, SPECIAL)
+    text = "<|endoftext|> hello [CLS]"
+    special_ids = {ours.token_to_id("<|endoftext|>"), ours.token_to_id("[CLS]")}
+    assert special_ids & set(ours.encode(text).ids)
+    safe = ours.encode(text, split_special_tokens=True)
+    assert not special_ids & set(safe.ids)
+    theirs.encode_special_tokens = True
+    assert_same_encoding(safe, theirs.encode(text), text)
+
+
+def test_added_token_ids_follow_the_model_vocabulary():
+    ours, theirs = make_pair(ADDED_OPTIONS, SPECIAL)
+    assert ours.get_vocab() == theirs.get_vocab()
+    assert ours.get_vocab_size() == theirs.get_vocab_size()
+    assert ours.get_vocab_size(with_added_tokens=False) == theirs.get_vocab_size(with_added_tokens=False)
+    assert {i: t.content for i, t in ours.get_added_tokens_decoder().items()} == \
+        {i: t.content for i, t in theirs.get_added_tokens_decoder().items()}
+    assert ours.add_tokens(["hello", "brand-new"]) == theirs.add_tokens(["hello", "brand-new"])
+    assert ours.get_vocab() == theirs.get_vocab()
+
+
+@pytest.mark.parametrize("strategy", ["longest_first", "only_first", "only_second"])
+@pytest.mark.parametrize("direction", ["right", "left"])
+@pytest.mark.parametrize("stride", [0, 1, 2])
+@pytest.mark.parametrize("max_length", [3, 4, 7, 30])
+def test_truncation_of_pairs_like_huggingface(strategy, direction, stride, max_length):
+    ours, theirs = make_pair(added=[dict(content=w) for w in ("hello", "world", "a", "b", "my", "name")])
+    for t in (ours, theirs):
+        t.enable_truncation(max_length, stride=stride, strategy=strategy, direction=direction)
+    first = "hellowordmyname" * 2
+    second = "abab"
+    try:
+        expected = theirs.encode(first, second)
+    except BaseException:  # HF raises, or panics (PanicException) on a stride too large
+        with pytest.raises(PieceworksError):
+            ours.encode(first, second)
+        return
+    assert_same_encoding(ours.encode(first, second), expected, f"{strategy} {direction} {stride} {max_length}")
+    assert ours.truncation == theirs.truncation
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(), dict(direction="left"), dict(length=9), dict(length=2), dict(pad_to_multiple_of=4),
+    dict(pad_id=3, pad_type_id=1, pad_token="<pad>"),
+])
+def test_padding_of_batches_like_huggingface(kwargs):
+    ours, theirs = make_pair(added=[dict(content=w) for w in ("hello", "world", "a", "b")])
+    for t in (ours, theirs):
+        t.enable_padding(**kwargs)
+    batch = ["hello", "helloworldab", ("a", "bbb"), ""]
+    for o, t in zip(ours.encode_batch(batch), theirs.encode_batch(batch)):
+        assert_same_encoding(o, t, str(kwargs))
+    assert ours.padding == theirs.padding
+
+
+def test_padding_applies_to_overflowing_parts_too():
+    ours, theirs = make_pair(added=[dict(content=w) for w in ("hello", "world", "a", "b")])
+    for t in (ours, theirs):
+        t.enable_truncation(2, stride=1)
+        t.enable_padding(length=4)
+    assert_same_encoding(ours.encode("helloworldabab"), theirs.encode("helloworldabab"))
+
+
+def test_pretokenized_input_gives_word_ids_per_word():
+    ours, theirs = make_pair(added=[dict(content=w) for w in ("hello", "world")])
+    words = ["hello", "big", "worldhello", ""]
+    assert_same_encoding(ours.encode(words, is_pretokenized=True), theirs.encode(words, is_pretokenized=True))
+    pair = (["a", "hello"], ["world"])
+    ours_b = ours.encode_batch([pair], is_pretokenized=True)[0]
+    theirs_b = theirs.encode_batch([pair], is_pretokenized=True)[0]
+    assert_same_encoding(ours_b, theirs_b)
+
+
+def test_decode_skips_special_tokens_and_joins_with_spaces_without_decoder():
+    ours, theirs = make_pair(ADDED_OPTIONS, SPECIAL)
+    ids = ours.encode("[CLS] hello my world").ids
+    for skip in (True, False):
+        assert ours.decode(ids, skip_special_tokens=skip) == theirs.decode(ids, skip_special_tokens=skip)
+    assert ours.decode_batch([ids, ids[:1]]) == theirs.decode_batch([ids, ids[:1]])
+
+
+def test_decode_rejects_ids_outside_the_vocabulary():
+    ours, _ = make_pair()
+    with pytest.raises(UnknownIdError, match="not in the vocabulary"):
+        ours.decode([1, 999])
+    with pytest.raises(InputTypeError):
+        ours.decode([1, "2"])
+
+
+@pytest.mark.parametrize("bad", [b"bytes", 3, None, ["list"]])
+def test_encode_rejects_non_str_input_with_a_clear_error(bad):
+    ours, _ = make_pair()
+    with pytest.raises(InputTypeError, match="must be a str"):
+        ours.encode(bad)
+
+
+def test_wrong_options_raise_config_errors_that_name_the_fix():
+    ours, _ = make_pair(added=[dict(content="hello")])
+    with pytest.raises(ConfigError, match="strategy"):
+        ours.enable_truncation(5, strategy="middle_out")
+    with pytest.raises(ConfigError, match="stride"):
+        ours.enable_truncation(5, stride=6)
+    with pytest.raises(ConfigError, match="direction"):
+        ours.enable_padding(direction="up")
+    with pytest.raises(ConfigError, match="only_second"):
+        ours.enable_truncation(2, strategy="only_second")
+        ours.encode("hellohelloworld")
+
+
+def test_unknown_word_without_unk_token_in_vocab_is_a_clear_error():
+    tok = pw.Tokenizer(pw.models.WordLevel({"a": 0}, unk_token="[UNK]"))
+    with pytest.raises(PieceworksError, match="unk_token"):
+        tok.encode("b")
+
+
+def test_wordlevel_training_matches_huggingface(tmp_path):
+    text = "the cat sat on the mat\nthe dog sat\n\nzebra zebra the\n"
+    path = tmp_path / "corpus.txt"
+    path.write_text(text)
+    ours = pw.Tokenizer(pw.models.WordLevel(unk_token="[UNK]"))
+    theirs = hf.Tokenizer(hf.models.WordLevel(unk_token="[UNK]"))
+    for kwargs in (dict(), dict(vocab_size=5), dict(min_frequency=2)):
+        ours.train([str(path)], pw.trainers.WordLevelTrainer(special_tokens=["[UNK]", "[PAD]"], **kwargs))
+        theirs.train([str(path)], hf.trainers.WordLevelTrainer(special_tokens=["[UNK]", "[PAD]"], **kwargs))
+        assert ours.get_vocab() == theirs.get_vocab(), kwargs
+    assert ours.encode("the zebra\n").ids == theirs.encode("the zebra\n").ids
+
+
+def test_training_with_the_wrong_trainer_says_which_model_it_needs():
+    class Other(pw.models.Model):
+        type_name = ""
+
+    tok = pw.Tokenizer(pw.models.WordLevel(unk_token="[UNK]"))
+    tok._model = Other()
+    with pytest.raises(ConfigError, match="WordLevelTrainer trains WordLevel"):
+        tok.train_from_iterator(["a"], pw.trainers.WordLevelTrainer())
+
+
+def test_training_file_errors_name_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\nbroken \xff here\n")
+    tok = pw.Tokenizer(pw.models.WordLevel(unk_token="[UNK]"))
+    with pytest.raises(PieceworksError, match=r"bad.txt:2: invalid UTF-8"):
+        tok.train([str(bad)], pw.trainers.WordLevelTrainer())
+    with pytest.raises(PieceworksError, match="file not found"):
+        tok.train([str(tmp_path / "missing.txt")], pw.trainers.WordLevelTrainer())
+
+
+def test_tokenizer_pickles_and_copies():
+    import copy
+    import pickle
+
+    ours, _ = make_pair(ADDED_OPTIONS, SPECIAL)
+    clone = pickle.loads(pickle.dumps(ours))
+    assert clone.to_str() == ours.to_str()
+    assert copy.deepcopy(ours).encode("[CLS] my name").ids == ours.encode("[CLS] my name").ids

@@ -260,19 +260,32 @@ class Tokenizer:
 
     # -- training ----------------------------------------------------------
     def train(self, files: list[str], trainer=None) -> None:
-        """Train the model on text files (read line by line, UTF-8)."""
-        from .trainers.files import iter_file_lines
+        """Train the model on text files (read line by line, UTF-8), with a progress bar."""
+        from .progress import progress_bar
+        from .trainers.files import iter_file_lines, total_size
 
         paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
-        self.train_from_iterator(iter_file_lines(paths), trainer)
+        trainer = trainer if trainer is not None else self._model.get_trainer()
+        _check_trainer(trainer, self._model)
+        with progress_bar(total_size(paths), "Reading files", unit="B", enabled=trainer.show_progress) as bar:
+            self._count_and_train(iter_file_lines(paths, on_bytes=bar.update), trainer)
 
     def train_from_iterator(self, iterator: Iterable, trainer=None, length: int | None = None) -> None:
-        """Train the model on texts (str, or lists of str) from ``iterator``."""
-        from .trainers.counts import count_words
+        """Train the model on texts (str, or lists of str) from ``iterator``.
+
+        ``length`` (the number of items, if known) sizes the progress bar.
+        """
+        from .progress import progress_bar
 
         trainer = trainer if trainer is not None else self._model.get_trainer()
         _check_trainer(trainer, self._model)
-        counts = count_words(_flatten_texts(iterator), self._normalizer, self.pre_tokenizer)
+        with progress_bar(length, "Reading texts", unit="texts", enabled=trainer.show_progress) as bar:
+            self._count_and_train(_flatten_texts(iterator, bar.update), trainer)
+
+    def _count_and_train(self, texts: Iterable[str], trainer) -> None:
+        from .trainers.counts import count_words
+
+        counts = count_words(texts, self._normalizer, self.pre_tokenizer)
         self.train_from_counts(counts, trainer)
 
     def train_from_counts(self, counts, trainer=None) -> None:
@@ -421,8 +434,10 @@ def _split_batch_item(item, is_pretokenized: bool, i: int):
     return item, None
 
 
-def _flatten_texts(iterator) -> Iterator[str]:
+def _flatten_texts(iterator, on_item=None) -> Iterator[str]:
     for item in iterator:
+        if on_item is not None:
+            on_item(1)
         if isinstance(item, str):
             yield item
         elif isinstance(item, (list, tuple)):

@@ -16,11 +16,26 @@ from typing import Iterable, Iterator
 
 from ..errors import FileFormatError
 
-__all__ = ["iter_file_lines"]
+__all__ = ["iter_file_lines", "total_size"]
 
 
-def iter_file_lines(paths: Iterable["str | os.PathLike"]) -> Iterator[str]:
-    """Yield every line of every file; invalid UTF-8 raises FileFormatError naming file:line."""
+def total_size(paths: Iterable["str | os.PathLike"]) -> int | None:
+    """Bytes in all the files (None if any size is unknown, e.g. a pipe)."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            return None
+    return total
+
+
+def iter_file_lines(paths: Iterable["str | os.PathLike"], on_bytes=None) -> Iterator[str]:
+    """Yield every line of every file; invalid UTF-8 raises FileFormatError naming file:line.
+
+    ``on_bytes`` (if given) is called with each line's size in bytes, for a
+    progress bar.
+    """
     for path in paths:
         try:
             fh = open(path, "rb")
@@ -30,6 +45,8 @@ def iter_file_lines(paths: Iterable["str | os.PathLike"]) -> Iterator[str]:
             raise FileFormatError(path, "is a folder, not a file", fix="pass the text files inside it") from exc
         with fh:
             for lineno, raw in enumerate(fh, start=1):
+                if on_bytes is not None:
+                    on_bytes(len(raw))
                 try:
                     yield raw.decode("utf-8")
                 except UnicodeDecodeError as exc:

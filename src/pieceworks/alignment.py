@@ -135,8 +135,8 @@ def _find_regex_matches(compiled, text: str) -> list[tuple[Span, bool]]:
     prev = 0
     for m in compiled.finditer(text):
         start, end = m.span()
-        if start == end:  # Oniguruma's find_iter yields no empty matches
-            continue
+        # Empty matches count (Replace inserts at them); which ones exist is
+        # the pattern's business: pieceworks.Regex follows Oniguruma's rule.
         if prev != start:
             out.append(((prev, start), False))
         out.append(((start, end), True))

@@ -12,6 +12,7 @@ import.
 from . import errors
 from . import decoders, models, normalizers, pre_tokenizers, processors, trainers
 from .added_vocabulary import AddedToken
+from ._regex import Regex
 from .alignment import NormalizedString, SplitDelimiterBehavior
 from .encoding import Encoding
 from .pretokenized import PreTokenizedString, Token
@@ -20,7 +21,7 @@ from .tokenizer import Tokenizer
 __version__ = "0.1.0"
 
 __all__ = [
-    "AddedToken", "Encoding", "NormalizedString", "PreTokenizedString", "SplitDelimiterBehavior",
+    "AddedToken", "Encoding", "NormalizedString", "PreTokenizedString", "Regex", "SplitDelimiterBehavior",
     "Token", "Tokenizer", "decoders", "models", "normalizers", "pre_tokenizers", "processors",
     "trainers", "__version__",
 ]

@@ -425,16 +425,29 @@ class NormalizedString:
     def replace(self, pattern, content: str) -> None:
         """Replace every match of ``pattern`` by ``content`` (Hugging Face's ``Replace``).
 
+        Inserted chars align with the last matched char (``(0, 0)`` for an
+        empty match at the start); one pass over the text, however many matches.
+
         >>> n = NormalizedString("a b"); n.replace(" ", "▁"); n.normalized, n.alignments()
         ('a▁b', [(0, 1), (1, 2), (2, 3)])
         """
-        offset = 0
-        for (start, end), is_match in find_matches(pattern, self.normalized):
-            if not is_match:
-                continue
-            s, e = start + offset, end + offset
-            self.transform_range(s, e, [(c, 1) for c in content], e - s)
-            offset += len(content) - (end - start)
+        matches = find_matches(pattern, self.normalized)
+        if not any(is_match for _, is_match in matches):
+            return
+        align = self.alignments()
+        text = self.normalized
+        chars: list[str] = []
+        new_align: list[Span] = []
+        for (start, end), is_match in matches:
+            if is_match:
+                a = align[end - 1] if end >= 1 else (0, 0)
+                chars.append(content)
+                new_align.extend([a] * len(content))
+            else:
+                chars.append(text[start:end])
+                new_align.extend(align[start:end])
+        self.normalized = "".join(chars)
+        self._align = new_align
 
 
 def is_whitespace(ch: str) -> bool:

@@ -6,14 +6,36 @@ exact. Names, fields and behaviour follow Hugging Face ``tokenizers``.
 
 >>> Lowercase().normalize_str("HeLLo")
 'hello'
+>>> Sequence([NFKC(), Lowercase()]).normalize_str("ＡＢＣ ﬁ")
+'abc fi'
+
+Unicode data comes from Python's :mod:`unicodedata` (Unicode 14.0 on
+Python 3.11). Hugging Face uses older tables in places: its NFC/NFD/NFKC/NFKD
+and ``StripAccents`` use Unicode 9.0, ``BertNormalizer``'s control and
+accent classes come from a crate at about Unicode 8.0, and ``Lowercase``
+uses Rust's (newer than 14.0). The outputs therefore differ on the few
+hundred characters whose data changed between those versions (characters
+added since, and a handful whose general category was revised); everywhere
+else they are identical.
 """
 
 from __future__ import annotations
 
-from ._component import Component, Fields, stage_base
-from .alignment import NormalizedString
+import re
+import unicodedata
+from itertools import repeat
 
-__all__ = ["Normalizer"]
+from ._component import Component, Fields, stage_base
+from ._regex import Regex
+from ._unicode_forms import char_set, normalize_aligned
+from .alignment import NormalizedString, is_whitespace
+from .byte_level import bytes_to_byte_chars
+from .errors import ConfigError, InputTypeError
+
+__all__ = [
+    "Normalizer", "NFC", "NFD", "NFKC", "NFKD", "Lowercase", "StripAccents", "Strip", "Replace",
+    "Prepend", "BertNormalizer", "Sequence", "ByteLevel", "Nmt",
+]
 
 
 @stage_base("normalizer")
@@ -28,3 +50,521 @@ class Normalizer(Component):
         ns = NormalizedString(sequence)
         self.normalize(ns)
         return ns.normalized
+
+
+class _FieldlessNormalizer(Normalizer):
+    """A normalizer with no options: its JSON is just its ``type``."""
+
+    def _to_fields(self) -> dict:
+        return {}
+
+    @classmethod
+    def _from_fields(cls, fields: Fields):
+        return cls()
+
+
+# -- Unicode normalization forms ---------------------------------------------
+
+class _UnicodeForm(_FieldlessNormalizer):
+    form = ""
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        normalize_aligned(normalized, self.form)
+
+
+class NFD(_UnicodeForm):
+    """Canonical decomposition: ``é`` → ``e`` + combining acute.
+
+    >>> NFD().normalize_str("é") == "e\\u0301"
+    True
+    """
+
+    type_name = "NFD"
+    form = "NFD"
+
+
+class NFKD(_UnicodeForm):
+    """Compatibility decomposition: ``ﬁ`` → ``fi``, ``é`` → ``e`` + combining acute.
+
+    >>> NFKD().normalize_str("ﬁ²")
+    'fi2'
+    """
+
+    type_name = "NFKD"
+    form = "NFKD"
+
+
+class NFC(_UnicodeForm):
+    """Canonical decomposition, then canonical composition: ``e`` + acute → ``é``.
+
+    >>> NFC().normalize_str("e\\u0301")
+    'é'
+    """
+
+    type_name = "NFC"
+    form = "NFC"
+
+
+class NFKC(_UnicodeForm):
+    """Compatibility decomposition, then canonical composition.
+
+    >>> NFKC().normalize_str("ＡＢＣ①ﬁ")
+    'ABC1fi'
+    """
+
+    type_name = "NFKC"
+    form = "NFKC"
+
+
+# -- case and accents --------------------------------------------------------
+
+class Lowercase(_FieldlessNormalizer):
+    """Lowercase each char on its own (Rust's ``char::to_lowercase``, no final-sigma rule).
+
+    >>> Lowercase().normalize_str("ΣΑΣ İ")
+    'σασ i̇'
+    """
+
+    type_name = "Lowercase"
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        _lowercase(normalized)
+
+
+def _lowercase(normalized: NormalizedString) -> None:
+    """Lowercase in place; a char that lowercases to several (``İ``) adds new chars."""
+    text = normalized.normalized
+    lowered = text.lower()
+    if lowered == text:
+        return
+    if len(lowered) == len(text) and "Σ" not in text:
+        # One char for one: no insertions, and no final-sigma context to undo.
+        normalized.transform(zip(lowered, repeat(0)), 0)
+    else:
+        normalized.map_chars(str.lower)
+
+
+class StripAccents(_FieldlessNormalizer):
+    """Remove every combining mark (general category Mn, Mc or Me).
+
+    Run it after NFD or NFKD so that accents are separate marks first.
+
+    >>> Sequence([NFD(), StripAccents()]).normalize_str("Crème brûlée")
+    'Creme brulee'
+    """
+
+    type_name = "StripAccents"
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        _drop_and_map(normalized, _category_runs("Mn", "Mc", "Me"))
+
+
+# -- whitespace, literal edits -----------------------------------------------
+
+class Strip(Normalizer):
+    """Remove leading (``left``) and/or trailing (``right``) whitespace.
+
+    >>> Strip().normalize_str("  hi  "), Strip(left=False).normalize_str("  hi  ")
+    ('hi', '  hi')
+    """
+
+    type_name = "Strip"
+
+    def __init__(self, left: bool = True, right: bool = True):
+        self.left = _check_bool("left", left)
+        self.right = _check_bool("right", right)
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        normalized.strip_whitespace(self.left, self.right)
+
+    def _to_fields(self) -> dict:
+        return {"strip_left": self.left, "strip_right": self.right}
+
+    @classmethod
+    def _from_fields(cls, fields: Fields):
+        return cls(fields.get("strip_left", bool), fields.get("strip_right", bool))
+
+
+class Replace(Normalizer):
+    """Replace every match of ``pattern`` (a literal ``str`` or a :class:`Regex`) by ``content``.
+
+    Matching follows Hugging Face, which runs even a literal pattern as an
+    Oniguruma regex: matches do not overlap, and a pattern that can match
+    the empty string matches between chars too (but not right after a match).
+
+    >>> Replace(" ", "▁").normalize_str("a b c")
+    'a▁b▁c'
+    >>> Replace(Regex(r"\\s+"), " ").normalize_str("a \\t\\n b")
+    'a b'
+    >>> Replace("", "-").normalize_str("ab")
+    '-a-b-'
+    """
+
+    type_name = "Replace"
+
+    def __init__(self, pattern: "str | Regex", content: str):
+        if not isinstance(pattern, (str, Regex)):
+            raise InputTypeError(f"Replace pattern must be a str or a Regex, got {type(pattern).__name__}",
+                                 fix="pass a literal string, or wrap a regular expression as Regex(r'...')")
+        self.pattern = pattern
+        self.content = _check_str("content", content)
+        # A literal is matched as its escaped regex, as Hugging Face does.
+        self._regex = pattern if isinstance(pattern, Regex) else Regex(re.escape(pattern))
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        text = normalized.normalized
+        if not text:
+            return      # Hugging Face looks for no match, not even an empty one, in empty text
+        spans = [m.span() for m in self._regex.finditer(text)]
+        if not spans:
+            return
+        stream = _replacement_stream(text, spans, self.content)
+        if stream is not None:
+            normalized.transform(*stream)
+            return
+        # Hugging Face's way, one match at a time: every content char is new
+        # (it aligns with the last matched char) and the matched chars go.
+        replacement = [(c, 1) for c in self.content]
+        shift = 0
+        for start, end in spans:
+            normalized.transform_range(start + shift, end + shift, replacement, end - start)
+            shift += len(self.content) - (end - start)
+
+    def _to_fields(self) -> dict:
+        kind = "Regex" if isinstance(self.pattern, Regex) else "String"
+        source = self.pattern.pattern if isinstance(self.pattern, Regex) else self.pattern
+        return {"pattern": {kind: source}, "content": self.content}
+
+    @classmethod
+    def _from_fields(cls, fields: Fields):
+        pattern = _read_pattern(fields)
+        return cls(pattern, fields.get("content", str))
+
+
+def _replacement_stream(text: str, spans: list[tuple[int, int]],
+                        content: str) -> tuple[list[tuple[str, int]], int] | None:
+    """One whole-text edit equal to replacing ``spans`` one by one, or None if none exists.
+
+    Replacing match by match costs a pass over the text per match; one
+    stream costs one pass. The matched chars are removed by the char before
+    them (a negative change) or by the initial offset, so that the content,
+    inserted after them, aligns with the last matched char as in Hugging
+    Face. A one-char match is simply overwritten by the content's first char
+    (same alignment). The one case a stream cannot express is a longer match
+    right after inserted content: nothing there can carry the removal.
+
+    >>> _replacement_stream("a  b", [(1, 2), (2, 3)], "_")
+    ([('a', 0), ('_', 0), ('_', 0), ('b', 0)], 0)
+    >>> _replacement_stream("xyab", [(0, 2)], "_")
+    ([('_', 1), ('a', 0), ('b', 0)], 2)
+    """
+    dest: list[tuple[str, int]] = []
+    initial = 0
+    done = 0
+    for start, end in spans:
+        dest.extend(zip(text[done:start], repeat(0)))
+        removed = end - start
+        if removed == 1 and content:
+            dest.append((content[0], 0))
+            dest.extend((c, 1) for c in content[1:])
+        else:
+            if removed and not dest:
+                initial += removed
+            elif removed and dest[-1][1] <= 0:
+                ch, change = dest[-1]
+                dest[-1] = (ch, change - removed)
+            elif removed:
+                return None
+            dest.extend((c, 1) for c in content)
+        done = end
+    dest.extend(zip(text[done:], repeat(0)))
+    return dest, initial
+
+
+def _read_pattern(fields: Fields) -> "str | Regex":
+    """``{"String": s}`` → ``s``; ``{"Regex": r}`` → ``Regex(r)``; anything else names the field."""
+    pattern = fields.get("pattern", dict)
+    if len(pattern) != 1 or next(iter(pattern)) not in ("String", "Regex"):
+        raise fields.error("pattern", f"expected {{\"String\": ...}} or {{\"Regex\": ...}}, got {pattern!r}",
+                           fix='write the pattern as {"String": "text"} or {"Regex": "regex"}')
+    sub = Fields(pattern, fields.field_name("pattern"), fields.path)
+    if "String" in pattern:
+        return sub.get("String", str)
+    source = sub.get("Regex", str)
+    try:
+        return Regex(source)
+    except ConfigError as exc:
+        raise sub.error("Regex", exc.message, fix=exc.fix) from None
+
+
+class Prepend(Normalizer):
+    """Put ``prepend`` in front of non-empty text (SentencePiece's ``▁``); it aligns with the first char.
+
+    >>> Prepend("▁").normalize_str("hello"), Prepend("▁").normalize_str("")
+    ('▁hello', '')
+    """
+
+    type_name = "Prepend"
+
+    def __init__(self, prepend: str):
+        self.prepend = _check_str("prepend", prepend)
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        normalized.prepend(self.prepend)
+
+    def _to_fields(self) -> dict:
+        return {"prepend": self.prepend}
+
+    @classmethod
+    def _from_fields(cls, fields: Fields):
+        return cls(fields.get("prepend", str))
+
+
+# -- BERT --------------------------------------------------------------------
+
+class BertNormalizer(Normalizer):
+    """BERT's cleaning: drop control chars, unify whitespace, space out CJK, strip accents, lowercase.
+
+    ``strip_accents=None`` means "strip when lowercasing", as in the original BERT.
+
+    >>> BertNormalizer().normalize_str("Héllo\\tWORLD中文")
+    'hello world 中  文 '
+    """
+
+    type_name = "BertNormalizer"
+
+    def __init__(self, clean_text: bool = True, handle_chinese_chars: bool = True,
+                 strip_accents: bool | None = None, lowercase: bool = True):
+        self.clean_text = _check_bool("clean_text", clean_text)
+        self.handle_chinese_chars = _check_bool("handle_chinese_chars", handle_chinese_chars)
+        self.strip_accents = None if strip_accents is None else _check_bool("strip_accents", strip_accents)
+        self.lowercase = _check_bool("lowercase", lowercase)
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        if self.clean_text:
+            _drop_and_map(normalized, _bert_control_runs(), _BERT_SPACES)
+        if self.handle_chinese_chars:
+            _space_out_chinese_chars(normalized)
+        strip_accents = self.lowercase if self.strip_accents is None else self.strip_accents
+        if strip_accents:
+            normalize_aligned(normalized, "NFD")
+            _drop_and_map(normalized, _category_runs("Mn"))
+        if self.lowercase:
+            _lowercase(normalized)
+
+    def _to_fields(self) -> dict:
+        return {"clean_text": self.clean_text, "handle_chinese_chars": self.handle_chinese_chars,
+                "strip_accents": self.strip_accents, "lowercase": self.lowercase}
+
+    @classmethod
+    def _from_fields(cls, fields: Fields):
+        return cls(fields.get("clean_text", bool), fields.get("handle_chinese_chars", bool),
+                   fields.get("strip_accents", bool, None), fields.get("lowercase", bool))
+
+
+def _bert_control_runs() -> "re.Pattern[str]":
+    # BERT's "control" chars: general categories Cc, Cf and Co (not Cn:
+    # unassigned code points are kept), and NUL and U+FFFD; but tab, newline
+    # and carriage return are whitespace.
+    pattern = _RUNS.get("bert-control")
+    if pattern is None:
+        control = set(_code_points_in("Cc", "Cf", "Co")) - {0x09, 0x0A, 0x0D} | {0x00, 0xFFFD}
+        pattern = _RUNS["bert-control"] = re.compile(f"{char_set(sorted(control))}+")
+    return pattern
+
+
+# Whitespace (tab, newline, carriage return, and Unicode White_Space) becomes a
+# space. White_Space has no code point above U+3000.
+_BERT_SPACES = {cp: " " for cp in range(0x3001) if chr(cp) in "\t\n\r" or is_whitespace(chr(cp))}
+del _BERT_SPACES[0x20]
+
+# The blocks BERT calls Chinese: CJK Unified Ideographs and Extensions A-E,
+# and the two CJK Compatibility Ideographs blocks (not kana, not Hangul).
+_CHINESE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
+                      "\U0002a700-\U0002b73f\U0002b740-\U0002b81f\U0002b920-\U0002ceaf\U0002f800-\U0002fa1f]+")
+
+
+def _space_out_chinese_chars(normalized: NormalizedString) -> None:
+    text = normalized.normalized
+    dest: list[tuple[str, int]] = []
+    done = 0
+    for match in _CHINESE.finditer(text):
+        start, end = match.span()
+        dest.extend(zip(text[done:start], repeat(0)))
+        for ch in match.group():
+            # Hugging Face's order: the first space takes the char's place and
+            # the char itself counts as new, so all three align with the char.
+            dest += ((" ", 0), (ch, 1), (" ", 1))
+        done = end
+    if dest:
+        dest.extend(zip(text[done:], repeat(0)))
+        normalized.transform(dest, 0)
+
+
+# -- composition -------------------------------------------------------------
+
+class Sequence(Normalizer):
+    """Run several normalizers in order on the same string.
+
+    As in Hugging Face, a Sequence given to the constructor is spliced in
+    (its members join this list); one read from JSON keeps its nesting.
+
+    >>> Sequence([NFD(), StripAccents(), Lowercase()]).normalize_str("Ça Va")
+    'ca va'
+    >>> len(Sequence([Sequence([NFD(), StripAccents()]), Lowercase()]))
+    3
+    """
+
+    type_name = "Sequence"
+
+    def __init__(self, normalizers):
+        items = list(normalizers) if not isinstance(normalizers, (str, bytes)) else None
+        if items is None or not all(isinstance(n, Normalizer) for n in items):
+            raise InputTypeError("Sequence takes a list of normalizers",
+                                 fix="pass e.g. Sequence([NFD(), Lowercase()])")
+        self.normalizers = [member for n in items for member in (n.normalizers if isinstance(n, Sequence) else [n])]
+
+    @classmethod
+    def _nested(cls, normalizers: list[Normalizer]) -> "Sequence":
+        seq = cls.__new__(cls)
+        seq.normalizers = normalizers
+        return seq
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        for normalizer in self.normalizers:
+            normalizer.normalize(normalized)
+
+    def __len__(self) -> int:
+        return len(self.normalizers)
+
+    def __getitem__(self, index: int) -> Normalizer:
+        return self.normalizers[index]
+
+    def __iter__(self):
+        return iter(self.normalizers)
+
+    def _to_fields(self) -> dict:
+        return {"normalizers": [n.to_json() for n in self.normalizers]}
+
+    @classmethod
+    def _from_fields(cls, fields: Fields):
+        items = fields.get("normalizers", list)
+        where = fields.field_name("normalizers")
+        return cls._nested([Normalizer.from_json(item, where=f"{where}[{i}]", path=fields.path)
+                            for i, item in enumerate(items)])
+
+
+# -- byte level, SentencePiece's NMT cleanup -----------------------------------
+
+class ByteLevel(_FieldlessNormalizer):
+    """Spell the text's UTF-8 bytes in GPT-2's byte alphabet (one char per byte).
+
+    Every byte of a char aligns with that char.
+
+    >>> ByteLevel().normalize_str("hé y")
+    'hÃ©Ġy'
+    """
+
+    type_name = "ByteLevel"
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        text = normalized.normalized
+        if not text or _BYTE_LEVEL_IDENTITY.fullmatch(text):
+            return
+        data = text.encode("utf-8", "surrogatepass")
+        # A char's first byte replaces it; its continuation bytes (10xxxxxx) are new.
+        changes = [1 if byte & 0xC0 == 0x80 else 0 for byte in data]
+        normalized.transform(zip(bytes_to_byte_chars(data), changes), 0)
+
+
+# ASCII chars that the byte alphabet spells as themselves.
+_BYTE_LEVEL_IDENTITY = re.compile("[!-~]*")
+
+
+class Nmt(_FieldlessNormalizer):
+    """SentencePiece's NMT cleanup: drop ASCII control chars, turn other spacing chars into spaces.
+
+    >>> Nmt().normalize_str("a\\x01b\\u200bc\\td")
+    'ab c d'
+    """
+
+    type_name = "Nmt"
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        _drop_and_map(normalized, _NMT_DROPPED, _NMT_SPACES)
+
+
+# ASCII and C1 control chars that NMT drops, and the spacing chars it turns into spaces.
+_NMT_DROPPED = re.compile("[\x01-\x08\x0b\x0e-\x1f\x7f\x8f\x9f]+")
+_NMT_SPACES = {cp: " " for cp in [0x09, 0x0A, 0x0C, 0x0D, 0x1680, *range(0x200B, 0x2010),
+                                  0x2028, 0x2029, 0x2581, 0xFEFF, 0xFFFD]}
+
+
+# -- shared edits ----------------------------------------------------------------
+
+def _drop_and_map(normalized: NormalizedString, drop: "re.Pattern[str]", table: dict | None = None) -> None:
+    """Remove the runs ``drop`` matches, then map the rest one for one by ``str.translate(table)``.
+
+    One edit with exactly the changes of Hugging Face's ``filter`` followed
+    by ``map``: a kept char replaces itself and removes the dropped run after
+    it; a run at the very start is the initial offset. The regex finds the
+    (usually absent) runs in C, which is the whole point.
+
+    >>> s = NormalizedString("\\x01a\\x02\\x03b\\tc")
+    >>> _drop_and_map(s, re.compile("[\\x01-\\x08]+"), {ord("\\t"): " "})
+    >>> s.normalized, s.alignments()
+    ('ab c', [(1, 2), (4, 5), (5, 6), (6, 7)])
+    """
+    text = normalized.normalized
+    table = table or {}
+    runs = [m.span() for m in drop.finditer(text)]
+    if not runs:
+        mapped = text.translate(table)
+        if mapped != text:
+            normalized.transform(zip(mapped, repeat(0)), 0)
+        return
+    dest: list[tuple[str, int]] = []
+    initial = 0
+    done = 0
+    for start, end in runs:
+        dest.extend(zip(text[done:start].translate(table), repeat(0)))
+        if dest:
+            # Runs are maximal, so dest[-1] is a kept char that removes nothing yet.
+            dest[-1] = (dest[-1][0], start - end)
+        else:
+            initial = end - start
+        done = end
+    dest.extend(zip(text[done:].translate(table), repeat(0)))
+    normalized.transform(dest, initial)
+
+
+_RUNS: dict[str, "re.Pattern[str]"] = {}
+
+
+def _category_runs(*categories: str) -> "re.Pattern[str]":
+    """A regex matching runs of chars in the given general categories (unicodedata's); built once."""
+    key = "+".join(categories)
+    pattern = _RUNS.get(key)
+    if pattern is None:
+        pattern = _RUNS[key] = re.compile(f"{char_set(_code_points_in(*categories))}+")
+    return pattern
+
+
+def _code_points_in(*categories: str) -> list[int]:
+    wanted = frozenset(categories)
+    category = unicodedata.category
+    return [cp for cp in range(0x110000) if category(chr(cp)) in wanted]
+
+
+# -- argument checks -----------------------------------------------------------
+
+def _check_bool(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise InputTypeError(f"{name} must be True or False, got {value!r}", fix=f"pass {name}=True or {name}=False")
+    return value
+
+
+def _check_str(name: str, value) -> str:
+    if not isinstance(value, str):
+        raise InputTypeError(f"{name} must be a str, got {type(value).__name__}", fix=f"pass {name} as text")
+    return value

@@ -1,0 +1,338 @@
+"""Unicode normalization (NFD, NFKD, NFC, NFKC) that says where each output char came from.
+
+Hugging Face ``tokenizers`` normalizes with the Rust crate
+``unicode-normalization-alignments``, whose iterators yield, with each
+output char, a *change* in the sense of
+:meth:`~pieceworks.alignment.NormalizedString.transform_range`
+(0 replaces an input char, 1 is a new char, -n replaces one and drops n).
+Offsets agree with Hugging Face only if the changes agree, so this module
+reproduces that crate's two state machines, step for step; the Unicode data
+itself comes from Python's :mod:`unicodedata`.
+
+>>> changes("ﬁ", "NFKC")                  # one char becomes two: the second is new
+[('f', 0), ('i', 1)]
+>>> changes("e\\u0301", "NFC")            # two become one: é replaces e, drops the accent
+[('é', -1)]
+
+How the crate assigns changes (and so what the offsets mean):
+
+- *Decomposition*: each input char expands to its full decomposition; the
+  first char gets 0, the others 1. Then every run of non-starters is sorted
+  by canonical combining class (stable), and the changes travel with their
+  chars, so after a reordering a 1 can precede a 0.
+- *Composition*: when the pending starter ``k`` absorbs a char ``c``, the
+  composite gets ``change(k) + change(c) - 1``.
+
+Speed: the state machines run in Python, so :func:`normalize_aligned` only
+runs them on the few *segments* that can change. A segment starts at a char
+that is a normalization boundary (below) and takes every following
+non-boundary char; text is the concatenation of its segments'
+normalizations, and the crate's state is fresh at each boundary, so each
+segment's changes can be computed alone. A segment that is already
+normalized yields only 0s (the tests check this) and is left alone.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from itertools import repeat
+
+__all__ = ["FORMS", "changes", "normalize_aligned", "compose_pair", "char_set"]
+
+FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+_COMPOSING = {"NFC": True, "NFD": False, "NFKC": True, "NFKD": False}
+_DECOMPOSED_FORM = {"NFC": "NFD", "NFD": "NFD", "NFKC": "NFKD", "NFKD": "NFKD"}
+
+# Hangul syllables compose and decompose by arithmetic, not by table (Unicode ch. 3.12).
+_S_BASE, _L_BASE, _V_BASE, _T_BASE = 0xAC00, 0x1100, 0x1161, 0x11A7
+_L_COUNT, _V_COUNT, _T_COUNT = 19, 21, 28
+_S_COUNT = _L_COUNT * _V_COUNT * _T_COUNT
+
+# Every char with a decomposition or a non-zero combining class lies below
+# U+30000 (the CJK compatibility ideographs end at U+2FA1D); the tests scan
+# all of Unicode to check this, so the tables need not.
+_SCAN_END = 0x30000
+
+_combining = unicodedata.combining
+
+
+def changes(text: str, form: str) -> list[tuple[str, int]]:
+    """``text`` normalized to ``form`` as ``(char, change)`` pairs, exactly as the crate yields them.
+
+    >>> changes("\\u1100\\u1161", "NFC")     # Hangul jamo L + V compose into one syllable
+    [('가', -1)]
+    >>> changes("가", "NFD")
+    [('ᄀ', 0), ('ᅡ', 1)]
+    """
+    stream = _decompose(text, _DECOMPOSED_FORM[form])
+    if _COMPOSING[form]:
+        stream = _recompose(stream)
+    return stream
+
+
+def normalize_aligned(normalized, form: str) -> None:
+    """Normalize a :class:`~pieceworks.alignment.NormalizedString` in place, through its edit path.
+
+    Text that is already in ``form`` is not touched (its identity alignment
+    stays unmaterialized).
+
+    >>> from pieceworks.alignment import NormalizedString
+    >>> s = NormalizedString("ﬁx")
+    >>> normalize_aligned(s, "NFKC")
+    >>> s.normalized, s.alignments()
+    ('fix', [(0, 1), (0, 1), (1, 2)])
+    """
+    text = normalized.normalized
+    if unicodedata.is_normalized(form, text):
+        return
+    dest: list[tuple[str, int]] = []
+    done = 0
+    for match in _segmenter(form).finditer(text):
+        start, end = match.span()
+        segment = text[start:end]
+        if unicodedata.is_normalized(form, segment):
+            continue
+        dest.extend(zip(text[done:start], repeat(0)))
+        dest.extend(_cached_changes(segment, form))
+        done = end
+    dest.extend(zip(text[done:], repeat(0)))
+    normalized.transform(dest, 0)
+
+
+_CHANGES_CACHE: dict[tuple[str, str], list[tuple[str, int]]] = {}
+_CHANGES_CACHE_SIZE = 8192
+_CACHED_SEGMENT_LENGTH = 32
+
+
+def _cached_changes(segment: str, form: str) -> list[tuple[str, int]]:
+    # Real text repeats its segments (a kana with its voicing mark, a
+    # full-width comma), so remembering a few thousand saves most of the work.
+    if len(segment) > _CACHED_SEGMENT_LENGTH:
+        return changes(segment, form)
+    key = (segment, form)
+    out = _CHANGES_CACHE.get(key)
+    if out is None:
+        if len(_CHANGES_CACHE) >= _CHANGES_CACHE_SIZE:
+            _CHANGES_CACHE.clear()
+        out = _CHANGES_CACHE[key] = changes(segment, form)
+    return out
+
+
+# -- decomposition ---------------------------------------------------------
+
+_DECOMPOSITIONS: dict[str, dict[str, str]] = {"NFD": {}, "NFKD": {}}
+
+
+def _full_decomposition(ch: str, form: str) -> str:
+    """The full (recursive) decomposition of one char; cached.
+
+    Python's per-char NFD/NFKD equals the raw recursive decomposition for
+    every code point (no single char's decomposition needs reordering), so
+    the crate's emission order is preserved.
+    """
+    cache = _DECOMPOSITIONS[form]
+    out = cache.get(ch)
+    if out is None:
+        out = cache[ch] = unicodedata.normalize(form, ch)
+    return out
+
+
+def _decompose(text: str, form: str) -> list[tuple[str, int]]:
+    """The crate's ``Decompositions`` iterator: expand, then sort each run of non-starters."""
+    out: list[tuple[str, int]] = []
+    pending = 0          # out[pending:] is a starter (maybe) and the non-starters after it
+    unsorted = False     # a non-starter arrived with a lower class than the one before it
+    last_class = 0
+    for ch in text:
+        first = 0
+        for piece in _full_decomposition(ch, form):
+            klass = _combining(piece)
+            if klass == 0:
+                if unsorted:
+                    _sort_by_class(out, pending)
+                    unsorted = False
+                pending = len(out)
+            elif klass < last_class:
+                unsorted = True
+            last_class = klass
+            out.append((piece, first))
+            first = 1
+    if unsorted:
+        _sort_by_class(out, pending)
+    return out
+
+
+def _sort_by_class(out: list[tuple[str, int]], start: int) -> None:
+    # Stable, like the crate's sort_by_key: equal classes keep text order,
+    # and the starter at out[start] (class 0) stays first.
+    out[start:] = sorted(out[start:], key=lambda pair: _combining(pair[0]))
+
+
+# -- composition -----------------------------------------------------------
+
+def _recompose(stream: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The crate's ``Recompositions`` state machine over a decomposed stream."""
+    out: list[tuple[str, int]] = []
+    buffer: list[tuple[str, int]] = []     # non-starters that did not compose, in order
+    composee: tuple[str, int] | None = None
+    last_class: int | None = None          # class of the last char put in the buffer
+    for ch, change in stream:
+        klass = _combining(ch)
+        if composee is None:
+            if klass != 0:
+                out.append((ch, change))
+            else:
+                composee = (ch, change)
+            continue
+        if last_class is not None and last_class >= klass:
+            # ch is blocked from the composee.
+            if klass == 0:
+                out.append(composee)
+                out.extend(buffer)
+                buffer.clear()
+                composee, last_class = (ch, change), None
+            else:
+                buffer.append((ch, change))
+                last_class = klass
+            continue
+        composite = compose_pair(composee[0], ch)
+        if composite is not None:
+            composee = (composite, composee[1] + change - 1)
+        elif klass == 0 and last_class is None:
+            out.append(composee)
+            composee = (ch, change)
+        else:
+            buffer.append((ch, change))
+            last_class = klass
+    if composee is not None:
+        out.append(composee)
+    out.extend(buffer)
+    return out
+
+
+_COMPOSITIONS: dict[str, str] = {}
+_BACKWARD_COMBINING: set[str] = set()
+
+
+def compose_pair(first: str, second: str) -> str | None:
+    """The primary composite of two chars, or None (Hangul included).
+
+    >>> compose_pair("e", "\\u0301"), compose_pair("\\u1100", "\\u1161"), compose_pair("a", "b")
+    ('é', '가', None)
+    """
+    a, b = ord(first), ord(second)
+    if _L_BASE <= a < _L_BASE + _L_COUNT and _V_BASE <= b < _V_BASE + _V_COUNT:
+        return chr(_S_BASE + ((a - _L_BASE) * _V_COUNT + (b - _V_BASE)) * _T_COUNT)
+    if (_S_BASE <= a < _S_BASE + _S_COUNT and (a - _S_BASE) % _T_COUNT == 0
+            and _T_BASE < b < _T_BASE + _T_COUNT):
+        return chr(a + b - _T_BASE)
+    if not _COMPOSITIONS:
+        _build_composition_table()
+    return _COMPOSITIONS.get(first + second)
+
+
+def _build_composition_table() -> None:
+    # Primary composites: two-char canonical decompositions that NFC puts back
+    # together (composition exclusions and singletons are left out by NFC itself).
+    for cp in range(_SCAN_END):
+        mapping = unicodedata.decomposition(chr(cp))
+        if not mapping or mapping[0] == "<":
+            continue
+        parts = mapping.split()
+        if len(parts) != 2:
+            continue
+        pair = chr(int(parts[0], 16)) + chr(int(parts[1], 16))
+        if unicodedata.normalize("NFC", pair) == chr(cp):
+            _COMPOSITIONS[pair] = chr(cp)
+            _BACKWARD_COMBINING.add(pair[1])
+    _BACKWARD_COMBINING.update(chr(_V_BASE + i) for i in range(_V_COUNT))
+    _BACKWARD_COMBINING.update(chr(_T_BASE + i) for i in range(1, _T_COUNT))
+
+
+# -- segmentation ----------------------------------------------------------
+
+_SEGMENTERS: dict[str, "re.Pattern[str]"] = {}
+
+
+def _segmenter(form: str) -> "re.Pattern[str]":
+    """A regex whose matches are the segments of a text that may change under ``form``.
+
+    A char is a *boundary* when the first char of its decomposition is a
+    starter that composes with nothing before it (for NFC/NFKC). A segment
+    is a boundary char plus the non-boundary chars after it (or a run of
+    non-boundary chars at the very start). Segments of one boundary char
+    matter only if that char changes by itself.
+    """
+    pattern = _SEGMENTERS.get(form)
+    if pattern is None:
+        inner, changing = _segment_tables(form)
+        alternatives = []
+        if inner:
+            inner_set = char_set(inner)
+            alternatives.append(f"(?:(?!{inner_set})[\\s\\S])?(?:{inner_set})+")
+        if changing:
+            alternatives.append(char_set(changing))
+        pattern = _SEGMENTERS[form] = re.compile("|".join(alternatives) or "(?!)")
+    return pattern
+
+
+def _segment_tables(form: str) -> tuple[list[int], list[int]]:
+    """(non-boundary code points, boundary code points that change alone) for ``form``."""
+    if not _COMPOSITIONS:
+        _build_composition_table()
+    decomposed = _DECOMPOSED_FORM[form]
+    composing = _COMPOSING[form]
+    inner: list[int] = []
+    changing: list[int] = []
+    for cp in range(_SCAN_END):
+        ch = chr(cp)
+        if _S_BASE <= cp < _S_BASE + _S_COUNT:
+            lead = chr(_L_BASE + (cp - _S_BASE) // (_V_COUNT * _T_COUNT))
+        elif unicodedata.decomposition(ch):
+            lead = _full_decomposition(ch, decomposed)[0]
+        else:
+            lead = ch
+        if _combining(lead) or (composing and lead in _BACKWARD_COMBINING):
+            inner.append(cp)
+        elif lead != ch and unicodedata.normalize(form, ch) != ch:
+            changing.append(cp)
+    return inner, changing
+
+
+def char_set(code_points: list[int]) -> str:
+    """A regex fragment matching one char of the sorted ``code_points``.
+
+    ``re`` checks a class of BMP chars with a bitmap, but a class that also
+    holds astral chars with a list of ranges, several times slower. So the
+    astral part is tried only on astral chars.
+
+    >>> re.fullmatch(f"(?:{char_set([0x61, 0x62, 0x63, 0x1F600])})+", "cab😀") is not None
+    True
+    """
+    bmp = [cp for cp in code_points if cp < 0x10000]
+    astral = [cp for cp in code_points if cp >= 0x10000]
+    parts = []
+    if bmp:
+        parts.append(f"[{_char_class(bmp)}]")
+    if astral:
+        parts.append(f"(?=[\\U00010000-\\U0010ffff])[{_char_class(astral)}]")
+    return "(?:" + "|".join(parts) + ")" if parts else "(?!)"
+
+
+def _char_class(code_points: list[int]) -> str:
+    """A character-class body for sorted code points, as ranges."""
+    parts: list[str] = []
+    i = 0
+    while i < len(code_points):
+        j = i
+        while j + 1 < len(code_points) and code_points[j + 1] == code_points[j] + 1:
+            j += 1
+        lo, hi = code_points[i], code_points[j]
+        parts.append(_escape(lo) if lo == hi else f"{_escape(lo)}-{_escape(hi)}")
+        i = j + 1
+    return "".join(parts)
+
+
+def _escape(cp: int) -> str:
+    return f"\\U{cp:08x}"

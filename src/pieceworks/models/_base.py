@@ -21,6 +21,19 @@ __all__ = ["Model", "Token"]
 class Model(Component):
     """Base class of BPE, WordPiece, WordLevel and Unigram."""
 
+    @classmethod
+    def from_json(cls, data: dict, where: str | None = None, path: str | None = None):
+        """Build the model ``data["type"]`` names; older files omit ``type``.
+
+        Without ``type`` the model is recognised by its fields, as Hugging
+        Face's untagged fallback does: ``merges`` → BPE,
+        ``max_input_chars_per_word`` → WordPiece, a list ``vocab`` → Unigram,
+        else WordLevel.
+        """
+        if cls is Model and isinstance(data, dict) and "type" not in data:
+            data = {"type": _guess_model_type(data), **data}
+        return super().from_json(data, where, path)
+
     def tokenize(self, sequence: str) -> list[Token]:
         """The tokens of one piece, offsets inside it."""
         raise NotImplementedError
@@ -57,3 +70,13 @@ class Model(Component):
         ordered = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
         atomic_write_text(path, json.dumps(ordered, ensure_ascii=False))
         return os.fspath(path)
+
+
+def _guess_model_type(data: dict) -> str:
+    if "merges" in data:
+        return "BPE"
+    if "max_input_chars_per_word" in data:
+        return "WordPiece"
+    if isinstance(data.get("vocab"), list):
+        return "Unigram"
+    return "WordLevel"

@@ -2,3 +2,4 @@
 
 from ._base import Model
 from .wordlevel import WordLevel
+from .wordpiece import WordPiece

@@ -2,3 +2,4 @@
 
 from ._base import Trainer
 from .wordlevel import WordLevelTrainer
+from .wordpiece import WordPieceTrainer

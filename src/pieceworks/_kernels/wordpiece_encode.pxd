@@ -1,0 +1,34 @@
+# cython: language_level=3
+# The C-level layout of the WordPiece matcher (see wordpiece_encode.pyx for the algorithm).
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+
+
+cdef class WordPieceMatcher:
+    # Trie over the vocabulary: node 0 is the root of word-initial tokens, node
+    # ``croot`` the root of continuing tokens (prefix removed); they are the
+    # same node when the prefix is empty.
+    cdef int32_t croot
+    cdef unordered_map[uint64_t, int32_t] edges   # (node << 21 | code point) -> child
+    cdef vector[int32_t] parent, depth, token     # token: vocabulary id, or -1
+    cdef vector[Py_UCS4] label                    # the char on the edge into the node
+    # Failure links and failure pops (Song et al. 2021): fail[v] is where
+    # matching resumes after popping the tokens of fpop[v]; -1 = no way on.
+    cdef vector[int32_t] fail, fpop
+    # A failure pop is a handle: -1 empty; >= 0 the one token of that trie
+    # node; <= -2 the list -2 - h, whose items (handles again) are
+    # items[starts[k]:starts[k + 1]].
+    cdef vector[int32_t] items, starts
+    cdef vector[int32_t] stack                    # scratch for expanding handles
+    cdef dict values                              # id -> token text
+    cdef object token_cls                         # what tokens() builds
+    cdef int64_t steps                            # trie moves of the last match
+
+    cdef int32_t new_node(self, int32_t parent, Py_UCS4 c, int32_t depth)
+    cdef int32_t child(self, int32_t v, Py_UCS4 c) noexcept
+    cdef int32_t insert(self, int32_t root, str text, Py_ssize_t skip) except -1
+    cdef void link(self)
+    cdef void expand(self, int32_t handle, vector[int32_t]& out)
+    cdef bint match(self, str word, vector[int32_t]& out)

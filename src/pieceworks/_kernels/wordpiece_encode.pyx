@@ -1,0 +1,255 @@
+# distutils: language = c++
+# cython: language_level=3
+"""WordPiece encoding in linear time: LinMaxMatch (Song et al. 2021, "Fast WordPiece Tokenization").
+
+WordPiece's rule is greedy longest-match-first: at each point of a word take
+the longest vocabulary token that matches there (with the ``##`` prefix
+after the first), and give up, making the whole word unknown, when none
+does. Done naively (``while word[:i] not in vocab: i -= 1``) that is
+quadratic in the word's length, or worse.
+
+LinMaxMatch walks a trie of the vocabulary one char at a time and never
+reads a char twice. Each trie node ``v`` (a string ``s``) carries
+
+* ``fpop[v]``, the tokens greedy matching pops off ``s`` when the next char
+  does not extend it, and
+* ``fail[v]``, the trie node of what is left of ``s`` after those pops (as
+  a continuing token), or none when greedy matching gets stuck inside ``s``.
+
+They are computed parent before child, like Aho-Corasick's failure links:
+if ``v = u + c`` is not a token, ``v`` pops what ``u`` pops and then follows
+``u``'s failure links until one of them extends by ``c``. A token node pops
+itself and fails to the continuing root.
+
+Encoding reads the word: while the next char does not extend the current
+node, emit its failure pops and follow its failure link; at the end, do the
+same until the continuing root is reached. Every failure pop is at least one
+token, and tokens cover disjoint chars, so the work is linear in the word's
+length.
+
+Failure pops are stored shared: a node whose pops are its parent's reuses
+the parent's handle, and otherwise stores a short list of handles (its
+parent's, then those of the failure links it followed). Expanding a handle
+costs O(tokens emitted), and the whole table is O(total token length), even
+for vocabularies with very long tokens.
+
+Two roots: word-initial tokens are keyed by their full text under node 0,
+continuing tokens by their text after the prefix under ``croot``. A token
+that starts with the prefix (``##a``) is both: at the start of a word it
+matches as typed, as Hugging Face's ``vocab.contains(word[0..end])`` does.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libcpp.algorithm cimport stable_sort
+from libcpp.unordered_map cimport unordered_map
+from libcpp.utility cimport pair
+from libcpp.vector cimport vector
+from cython.operator cimport dereference as deref
+
+
+cdef inline uint64_t edge_key(int32_t v, Py_UCS4 c) noexcept nogil:
+    return (<uint64_t>v << 21) | <uint64_t>c
+
+
+cdef class WordPieceMatcher:
+    """Greedy longest-match-first over a vocabulary, in linear time.
+
+    >>> m = WordPieceMatcher({"b": 0, "##u": 1, "##gs": 2, "hug": 3, "##s": 4}, "##")
+    >>> m.tokenize("bugs"), m.tokenize("hugs"), m.tokenize("mug")
+    ([(0, 0, 1), (1, 1, 2), (2, 2, 4)], [(3, 0, 3), (4, 3, 4)], None)
+    """
+
+    def __init__(self, dict vocab, str prefix, token_cls=None):
+        cdef str text
+        cdef int32_t v
+        self.values = {tid: text for text, tid in vocab.items()}
+        self.token_cls = token_cls
+        # With an empty prefix one trie serves both roles: continuing tokens are typed as is.
+        self.new_node(-1, 0, 0)                         # node 0: word-initial root
+        self.croot = 0
+        if prefix:
+            self.croot = self.new_node(-1, 0, 0)        # continuing root
+        for text, tid in vocab.items():
+            if not text:
+                continue                                 # an empty token can never match
+            v = self.insert(0, text, 0)
+            self.token[v] = tid
+            if prefix and len(text) > len(prefix) and text.startswith(prefix):
+                v = self.insert(self.croot, text, len(prefix))
+                self.token[v] = tid
+        self.link()
+
+    cdef int32_t new_node(self, int32_t parent, Py_UCS4 c, int32_t depth):
+        cdef int32_t v = self.parent.size()
+        self.parent.push_back(parent)
+        self.label.push_back(c)
+        self.depth.push_back(depth)
+        self.token.push_back(-1)
+        self.fail.push_back(-1)
+        self.fpop.push_back(-1)
+        return v
+
+    cdef int32_t child(self, int32_t v, Py_UCS4 c) noexcept:
+        cdef unordered_map[uint64_t, int32_t].iterator it = self.edges.find(edge_key(v, c))
+        if it == self.edges.end():
+            return -1
+        return deref(it).second
+
+    cdef int32_t insert(self, int32_t root, str text, Py_ssize_t skip) except -1:
+        cdef int32_t v = root, w
+        cdef Py_ssize_t i, n = len(text)
+        cdef Py_UCS4 c
+        for i in range(skip, n):
+            c = text[i]
+            w = self.child(v, c)
+            if w < 0:
+                w = self.new_node(v, c, self.depth[v] + 1)
+                self.edges[edge_key(v, c)] = w
+            v = w
+        return v
+
+    cdef void link(self):
+        # Parents before children: every failure link points to a shallower node.
+        cdef vector[pair[int32_t, int32_t]] order
+        cdef vector[int32_t] pops
+        cdef int32_t v, u, z, nxt
+        cdef Py_ssize_t i, k
+        cdef Py_UCS4 c
+        for i in range(<Py_ssize_t>self.parent.size()):
+            if self.parent[i] >= 0:
+                order.push_back(pair[int32_t, int32_t](self.depth[i], i))
+        stable_sort(order.begin(), order.end())
+        self.starts.push_back(0)
+        for k in range(<Py_ssize_t>order.size()):
+            v = order[k].second
+            if self.token[v] >= 0:
+                self.fpop[v] = v
+                self.fail[v] = self.croot
+                continue
+            u = self.parent[v]
+            z = self.fail[u]
+            if u == 0 or u == self.croot or z < 0:
+                continue                                  # stuck: nothing before v is a whole token
+            c = self.label[v]
+            pops.clear()
+            pops.push_back(self.fpop[u])
+            nxt = self.child(z, c)
+            while nxt < 0:
+                pops.push_back(self.fpop[z])
+                z = self.fail[z]
+                if z < 0:
+                    break
+                nxt = self.child(z, c)
+            if z < 0:
+                continue
+            self.fail[v] = nxt
+            if pops.size() == 1:
+                self.fpop[v] = pops[0]
+            else:
+                for i in range(<Py_ssize_t>pops.size()):
+                    self.items.push_back(pops[i])
+                self.fpop[v] = -2 - (<int32_t>self.starts.size() - 1)
+                self.starts.push_back(self.items.size())
+
+    cdef void expand(self, int32_t handle, vector[int32_t]& out):
+        # Depth-first, items in order: push them reversed.
+        cdef int32_t h, k
+        cdef Py_ssize_t i
+        self.stack.clear()
+        self.stack.push_back(handle)
+        while not self.stack.empty():
+            h = self.stack.back()
+            self.stack.pop_back()
+            if h >= 0:
+                out.push_back(h)
+            elif h <= -2:
+                k = -2 - h
+                i = self.starts[k + 1] - 1
+                while i >= self.starts[k]:
+                    self.stack.push_back(self.items[i])
+                    i -= 1
+
+    cdef bint match(self, str word, vector[int32_t]& out):
+        # out receives the trie nodes of the tokens; False means the word is unknown.
+        # ``steps`` counts trie moves (one per char read, one per failure link
+        # followed): the linear-time bound tests check it.
+        cdef int32_t u = 0, w
+        cdef Py_UCS4 c
+        cdef int64_t steps = 0
+        out.clear()
+        for c in word:
+            w = self.child(u, c)
+            while w < 0:
+                if u == 0 or u == self.croot:
+                    self.steps = steps
+                    return False
+                self.expand(self.fpop[u], out)
+                u = self.fail[u]
+                steps += 1
+                if u < 0:
+                    self.steps = steps
+                    return False
+                w = self.child(u, c)
+            u = w
+            steps += 1
+        while u != self.croot and u != 0:
+            self.expand(self.fpop[u], out)
+            u = self.fail[u]
+            steps += 1
+            if u < 0:
+                self.steps = steps
+                return False
+        self.steps = steps
+        return True
+
+    def tokenize(self, str word):
+        """``[(id, start, end), ...]`` in chars, or None when the word cannot be matched."""
+        cdef vector[int32_t] nodes
+        cdef Py_ssize_t i, start = 0, end
+        if not self.match(word, nodes):
+            return None
+        out = []
+        for i in range(<Py_ssize_t>nodes.size()):
+            end = start + self.depth[nodes[i]]
+            out.append((self.token[nodes[i]], start, end))
+            start = end
+        return out
+
+    def tokens(self, str word):
+        """``token_cls(id, value, (start, end))`` per token, or None when the word cannot be matched."""
+        cdef vector[int32_t] nodes
+        cdef Py_ssize_t i, start = 0, end
+        cdef int32_t node
+        if not self.match(word, nodes):
+            return None
+        out = []
+        make, values = self.token_cls, self.values
+        for i in range(<Py_ssize_t>nodes.size()):
+            node = nodes[i]
+            end = start + self.depth[node]
+            out.append(make(self.token[node], values[self.token[node]], (start, end)))
+            start = end
+        return out
+
+    def tokenize_ids(self, str word):
+        """The token ids of one word, or None when it cannot be matched."""
+        cdef vector[int32_t] nodes
+        cdef Py_ssize_t i
+        if not self.match(word, nodes):
+            return None
+        return [self.token[nodes[i]] for i in range(<Py_ssize_t>nodes.size())]
+
+    @property
+    def last_steps(self) -> int:
+        """Trie moves made by the last call (chars read + failure links followed)."""
+        return self.steps
+
+    @property
+    def n_nodes(self) -> int:
+        """Trie nodes, both roots included."""
+        return self.parent.size()
+
+    @property
+    def n_pop_items(self) -> int:
+        """Stored failure-pop items: linear in the vocabulary's total length."""
+        return self.items.size()

@@ -108,6 +108,10 @@ class AddedVocabulary:
         tok = self.by_id.get(id)
         return tok.content if tok is not None else model.id_to_token(id)
 
+    def has_normalized_tokens(self) -> bool:
+        """Whether some added token is matched in the normalized text."""
+        return self._normalized_matcher is not None
+
     def is_special(self, content: str) -> bool:
         return content in self.special_set
 

@@ -205,11 +205,70 @@ class Tokenizer:
         return self._encode_text(_check_str(sequence, name), type_id, None, split_special)
 
     def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
+        plan = self._current_plan()
+        if plan is not None:
+            encoding = self._encode_with_plan(plan, text, type_id, word_index, split_special)
+            if encoding is not None:
+                return encoding
         pretok = self._added.extract_and_normalize(self._normalizer, text, split_special)
         if self.pre_tokenizer is not None:
             self.pre_tokenizer.pre_tokenize(pretok)
         pretok.tokenize(self._model.tokenize)
         return _pretokenized_to_encoding(pretok, type_id, word_index)
+
+    # -- the fused fast path (pieceworks.fast) ---------------------------------
+    def _current_plan(self):
+        """The fast plan for the current stages (rebuilt when a stage object is replaced)."""
+        key = (type(self._model), id(self._model), id(self._normalizer), id(self.pre_tokenizer))
+        cached = self.__dict__.get("_plan")
+        if cached is None or cached[0] != key:
+            from .fast import find_plan
+
+            cached = (key, find_plan(self))
+            self.__dict__["_plan"] = cached
+        return cached[1]
+
+    def _encode_with_plan(self, plan, text: str, type_id: int, word_index: int | None,
+                          split_special: bool) -> Encoding | None:
+        """Added tokens split off in Python, each plain segment through the plan; None to fall back."""
+        if self._normalizer is not None and self._added.has_normalized_tokens():
+            return None  # those are matched after normalization: the general path's job
+        if not self._added.by_content:
+            result = plan.encode_plain(text)
+            if result is None:
+                return None
+            ids, tokens, offsets, words, _ = result
+            if word_index is not None:
+                words = [word_index] * len(ids)
+            n = len(ids)
+            return Encoding(ids, [type_id] * n, tokens, words, offsets, [0] * n, [1] * n, [], {})
+        pretok = self._added.extract_and_normalize(None, text, split_special)
+        ids, tokens, offsets, words = [], [], [], []
+        word = 0
+        for split in pretok.splits:
+            ns = split.normalized
+            base = ns.original_shift
+            if split.tokens is not None:
+                for tok in split.tokens:
+                    ids.append(tok.id)
+                    tokens.append(tok.value)
+                    offsets.append((base + tok.offsets[0], base + tok.offsets[1]))
+                    words.append(word)
+                word += 1
+                continue
+            result = plan.encode_plain(ns.normalized)
+            if result is None:
+                return None
+            seg_ids, seg_tokens, seg_offsets, seg_words, n_words = result
+            ids += seg_ids
+            tokens += seg_tokens
+            offsets += [(s + base, e + base) for s, e in seg_offsets]
+            words += [w + word for w in seg_words]
+            word += n_words
+        if word_index is not None:
+            words = [word_index] * len(ids)
+        n = len(ids)
+        return Encoding(ids, [type_id] * n, tokens, words, offsets, [0] * n, [1] * n, [], {})
 
     def post_process(self, encoding: Encoding, pair: Encoding | None = None,
                      add_special_tokens: bool = True) -> Encoding:

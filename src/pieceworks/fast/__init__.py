@@ -1,0 +1,70 @@
+"""Fused fast paths: whole pipelines that run in one kernel pass.
+
+The general pipeline (normalizer → pre-tokenizer → model, one Python object
+per split and per token) is exact for every combination of components but
+slow. For the pipelines people actually ship (BERT WordPiece, byte-level
+BPE, SentencePiece), a *plan* encodes a plain segment of text (one without
+added tokens) in a kernel, giving exactly the same ids, tokens, offsets and
+word ids.
+
+A plan builder looks at a tokenizer's stages and returns a plan or None.
+Plans read the components' options on every call, so changing an option
+needs no rebuild; the tokenizer rebuilds its plan when a stage object is
+replaced.
+
+A plan has one method::
+
+    encode_plain(text) -> (ids, tokens, offsets, words, n_words) | None
+
+``offsets`` are char spans into ``text``, ``words`` are word indices
+counted from 0, ``n_words`` is how many pre-tokenized pieces the text made
+(empty pieces excluded, as the general path drops them). None means "this
+text needs the general path" (say, a character the kernel does not handle);
+the tokenizer then falls back, so a plan may be partial but never wrong.
+
+Set ``PIECEWORKS_NO_FAST=1`` to disable every plan (for debugging and for
+the tests that hold plans to the general path).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+__all__ = ["register_plan", "find_plan"]
+
+_BUILDERS: list[Callable] = []
+
+
+def register_plan(builder: Callable) -> Callable:
+    """Decorator: ``builder(tokenizer) -> plan | None`` is tried when a plan is needed."""
+    _BUILDERS.append(builder)
+    return builder
+
+
+def find_plan(tokenizer):
+    """The first plan a builder offers for ``tokenizer``, or None."""
+    if os.environ.get("PIECEWORKS_NO_FAST"):
+        return None
+    _load_builders()
+    for builder in _BUILDERS:
+        plan = builder(tokenizer)
+        if plan is not None:
+            return plan
+    return None
+
+
+_loaded = False
+
+
+def _load_builders() -> None:
+    # Builders live beside their kernels; importing them registers them.
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")

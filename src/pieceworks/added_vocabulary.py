@@ -123,7 +123,8 @@ class AddedVocabulary:
                 self.special_set.add(tok.content)
         ignored = 0
         for tok in tokens:
-            if any(existing == tok for existing in self.by_id.values()):
+            known_id = self.by_content.get(tok.content)
+            if known_id is not None and self.by_id.get(known_id) == tok:  # an equal token has the same content
                 ignored += 1
                 continue
             new_id = self.token_to_id(tok.content, model)

@@ -3,3 +3,4 @@
 from ._base import Model
 from .wordlevel import WordLevel
 from .wordpiece import WordPiece
+from .bpe import BPE

@@ -68,7 +68,7 @@ class Model(Component):
         from ..fileio import atomic_write_text
 
         ordered = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
-        atomic_write_text(path, json.dumps(ordered, ensure_ascii=False))
+        atomic_write_text(path, json.dumps(ordered, ensure_ascii=False, separators=(",", ":")))
         return os.fspath(path)
 
 

@@ -3,3 +3,4 @@
 from ._base import Trainer
 from .wordlevel import WordLevelTrainer
 from .wordpiece import WordPieceTrainer
+from .bpe import BpeTrainer

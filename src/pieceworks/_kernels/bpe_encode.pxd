@@ -1,0 +1,57 @@
+# cython: language_level=3
+# distutils: language = c++
+"""C-level API of the BPE encoding kernel (see bpe_encode.pyx)."""
+
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libcpp.vector cimport vector
+
+
+cdef struct U64Map:
+    # Open addressing, linear probing; EMPTY_KEY marks a free slot.
+    uint64_t* keys
+    uint64_t* values
+    size_t mask
+    size_t size
+
+
+cdef struct Symbol:
+    int32_t id
+    int32_t nbytes   # UTF-8 bytes it covers, as Hugging Face counts them (offsets add these up)
+    int32_t prev     # linked neighbours (heap path only)
+    int32_t next
+    bint alive
+
+
+cdef struct Candidate:
+    uint32_t rank
+    int32_t pos
+    uint32_t new_id
+
+
+cdef class BpeEncoder:
+    cdef U64Map merges        # (left << 32 | right) -> (rank << 32 | new_id)
+    cdef U64Map chars         # (code point << 2 | marks) -> id; marks: 1 prefix, 2 suffix
+    cdef int64_t byte_ids[256]
+    cdef int64_t unk_id       # -1: no unk token; -2: an unk token that is not in the vocab
+    cdef object unk_token
+    cdef bint fuse_unk
+    cdef bint byte_fallback
+    cdef bint ignore_merges
+    cdef bint has_prefix
+    cdef bint has_suffix
+    cdef bytes prefix_bytes
+    cdef bytes suffix_bytes
+    cdef double dropout
+    cdef uint64_t rng_state
+    cdef list id_to_token
+    cdef dict vocab
+    cdef dict cache
+    cdef Py_ssize_t cache_capacity
+    cdef object token_cls
+    cdef public Py_ssize_t small_piece   # pieces up to this many symbols take the linear path
+
+    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1
+    cdef void _merge_small(self, vector[Symbol]& syms) noexcept
+    cdef void _merge_heap(self, vector[Symbol]& syms, double dropout) noexcept
+    cdef double _random(self) noexcept
+    cdef tuple _encode(self, str piece)

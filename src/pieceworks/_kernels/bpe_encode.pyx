@@ -1,0 +1,557 @@
+# cython: language_level=3
+# distutils: language = c++
+"""BPE encoding of one piece: chars to ids, then merges by rank.
+
+The merge table is a C hash map from ``(left_id, right_id)`` to ``(rank,
+new_id)``. A piece is first split into one symbol per char (prefix/suffix
+marks, unknown chars and byte fallback as Hugging Face does), then the
+adjacent pair with the lowest rank (the leftmost on ties) is merged until
+none is left:
+
+* short pieces (at most ``small_piece`` = 96 symbols): a linear scan over a rank
+  array that is updated only beside each merge (at most two lookups per
+  merge);
+* long pieces and BPE-dropout: Hugging Face's heap of ``(rank, position)``
+  over a doubly linked list of symbols, so no input is quadratic.
+
+Both give the same result: a stale heap entry is skipped when its pair no
+longer makes the same token, and tokens only grow, so the lowest rank
+present is always the one merged.
+
+Performance notes: a Python dict of pairs costs about as much as the whole
+merge loop; the open-addressing map keeps a lookup to a multiply and one or
+two probes. The linear path beats the heap (allocation and sifting) up to about
+128 symbols on GPT-2's merges; the cut is set a little below, at 96.
+"""
+
+from array import array
+
+from cpython.unicode cimport PyUnicode_GET_LENGTH
+from libcpp.unordered_map cimport unordered_map
+from libc.stdint cimport UINT32_MAX, UINT64_MAX
+from libc.stdlib cimport calloc, free, malloc
+
+cdef uint64_t EMPTY_KEY = UINT64_MAX
+cdef Py_ssize_t SMALL_PIECE = 96
+
+# -- the hash map ---------------------------------------------------------------
+
+
+cdef inline uint64_t mix(uint64_t x) noexcept nogil:
+    # splitmix64's finalizer: spreads ids that differ in a few low bits.
+    x ^= x >> 30
+    x *= 0xbf58476d1ce4e5b9ULL
+    x ^= x >> 27
+    x *= 0x94d049bb133111ebULL
+    x ^= x >> 31
+    return x
+
+
+cdef int map_init(U64Map* m, size_t expected) except -1:
+    cdef size_t capacity = 16
+    while capacity < expected * 2:
+        capacity <<= 1
+    m.keys = <uint64_t*>malloc(capacity * sizeof(uint64_t))
+    m.values = <uint64_t*>malloc(capacity * sizeof(uint64_t))
+    if m.keys == NULL or m.values == NULL:
+        free(m.keys)
+        free(m.values)
+        m.keys = NULL
+        m.values = NULL
+        raise MemoryError()
+    cdef size_t i
+    for i in range(capacity):
+        m.keys[i] = EMPTY_KEY
+    m.mask = capacity - 1
+    m.size = 0
+    return 0
+
+
+cdef void map_free(U64Map* m) noexcept nogil:
+    free(m.keys)
+    free(m.values)
+    m.keys = NULL
+    m.values = NULL
+
+
+cdef inline void map_put(U64Map* m, uint64_t key, uint64_t value) noexcept nogil:
+    """Insert or overwrite (the map was sized for every key, so it never fills)."""
+    cdef size_t i = mix(key) & m.mask
+    while m.keys[i] != EMPTY_KEY and m.keys[i] != key:
+        i = (i + 1) & m.mask
+    if m.keys[i] == EMPTY_KEY:
+        m.size += 1
+    m.keys[i] = key
+    m.values[i] = value
+
+
+cdef inline bint map_get(const U64Map* m, uint64_t key, uint64_t* value) noexcept nogil:
+    cdef size_t i = mix(key) & m.mask
+    while m.keys[i] != EMPTY_KEY:
+        if m.keys[i] == key:
+            value[0] = m.values[i]
+            return True
+        i = (i + 1) & m.mask
+    return False
+
+
+cdef inline uint64_t pair_key(uint32_t a, uint32_t b) noexcept nogil:
+    return ((<uint64_t>a) << 32) | b
+
+
+# -- the candidate heap (min rank, then leftmost) --------------------------------
+
+
+cdef inline bint comes_first(const Candidate& x, const Candidate& y) noexcept nogil:
+    if x.rank != y.rank:
+        return x.rank < y.rank
+    return x.pos < y.pos
+
+
+cdef void heap_push(vector[Candidate]& heap, Candidate c) noexcept nogil:
+    heap.push_back(c)
+    cdef size_t i = heap.size() - 1
+    cdef size_t parent
+    cdef Candidate tmp
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not comes_first(heap[i], heap[parent]):
+            break
+        tmp = heap[i]
+        heap[i] = heap[parent]
+        heap[parent] = tmp
+        i = parent
+
+
+cdef Candidate heap_pop(vector[Candidate]& heap) noexcept nogil:
+    cdef Candidate top = heap[0]
+    cdef Candidate last = heap.back()
+    heap.pop_back()
+    cdef size_t n = heap.size()
+    cdef size_t i = 0
+    cdef size_t child, best
+    cdef Candidate tmp
+    if n == 0:
+        return top
+    heap[0] = last
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        best = child
+        if child + 1 < n and comes_first(heap[child + 1], heap[child]):
+            best = child + 1
+        if not comes_first(heap[best], heap[i]):
+            break
+        tmp = heap[i]
+        heap[i] = heap[best]
+        heap[best] = tmp
+        i = best
+    return top
+
+
+cdef inline int utf8_encode(uint32_t cp, unsigned char* out) noexcept nogil:
+    if cp < 0x80:
+        out[0] = <unsigned char>cp
+        return 1
+    if cp < 0x800:
+        out[0] = <unsigned char>(0xC0 | (cp >> 6))
+        out[1] = <unsigned char>(0x80 | (cp & 0x3F))
+        return 2
+    if cp < 0x10000:
+        out[0] = <unsigned char>(0xE0 | (cp >> 12))
+        out[1] = <unsigned char>(0x80 | ((cp >> 6) & 0x3F))
+        out[2] = <unsigned char>(0x80 | (cp & 0x3F))
+        return 3
+    out[0] = <unsigned char>(0xF0 | (cp >> 18))
+    out[1] = <unsigned char>(0x80 | ((cp >> 12) & 0x3F))
+    out[2] = <unsigned char>(0x80 | ((cp >> 6) & 0x3F))
+    out[3] = <unsigned char>(0x80 | (cp & 0x3F))
+    return 4
+
+
+cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes) noexcept nogil:
+    cdef Symbol s
+    s.id = <int32_t>id
+    s.nbytes = <int32_t>nbytes
+    s.alive = True
+    s.prev = -1
+    s.next = -1
+    syms.push_back(s)
+
+
+cdef class BpeEncoder:
+    """Everything a BPE model needs to encode, in C form.
+
+    ``merges``: ``left_id, right_id, new_id`` per merge, flat, by rank (a
+    repeated pair keeps its last rank); ``chars``: ``[(code_point << 2 | marks, id)]``
+    for the one-char tokens, ``marks`` 1 = prefixed, 2 = suffixed;
+    ``byte_ids``: the id of ``<0xNN>`` for each byte, or -1.
+
+    >>> from array import array
+    >>> enc = BpeEncoder(array("I", [0, 1, 2]), [(ord("a") << 2, 0), (ord("b") << 2, 1)], [-1] * 256,
+    ...                  ["a", "b", "ab"], {"a": 0, "b": 1, "ab": 2})
+    >>> enc.encode_ids("abba")
+    [2, 1, 0]
+    """
+
+    def __cinit__(self):
+        self.merges.keys = NULL
+        self.merges.values = NULL
+        self.chars.keys = NULL
+        self.chars.values = NULL
+
+    def __init__(self, const uint32_t[::1] merges, list chars, list byte_ids, list id_to_token, dict vocab, *,
+                 unk_token=None, bint fuse_unk=False, bint byte_fallback=False, bint ignore_merges=False,
+                 prefix=None, suffix=None, dropout=None, seed=None, Py_ssize_t cache_capacity=10000,
+                 token_cls=None):
+        cdef Py_ssize_t rank, n = merges.shape[0] // 3
+        map_init(&self.merges, n)
+        for rank in range(n):
+            map_put(&self.merges, pair_key(merges[3 * rank], merges[3 * rank + 1]),
+                    ((<uint64_t>rank) << 32) | merges[3 * rank + 2])
+        map_init(&self.chars, len(chars))
+        for key, tid in chars:
+            map_put(&self.chars, key, tid)
+        for rank in range(256):
+            self.byte_ids[rank] = byte_ids[rank]
+        self.id_to_token = id_to_token
+        self.vocab = vocab
+        self.unk_token = unk_token
+        if unk_token is None:
+            self.unk_id = -1
+        else:
+            self.unk_id = vocab.get(unk_token, -2)
+        self.fuse_unk = fuse_unk
+        self.byte_fallback = byte_fallback
+        self.ignore_merges = ignore_merges
+        self.has_prefix = prefix is not None
+        self.has_suffix = suffix is not None
+        self.prefix_bytes = (prefix or "").encode("utf-8", "surrogatepass")
+        self.suffix_bytes = (suffix or "").encode("utf-8", "surrogatepass")
+        self.dropout = 0.0 if dropout is None else dropout
+        if seed is None:
+            import os
+            seed = int.from_bytes(os.urandom(8), "little")
+        self.rng_state = mix(<uint64_t>(seed & 0xFFFFFFFFFFFFFFFF) + 0x9E3779B97F4A7C15ULL) | 1
+        self.cache = {}
+        self.cache_capacity = cache_capacity
+        if token_cls is None:
+            from pieceworks.pretokenized import Token as token_cls
+        self.token_cls = token_cls
+        self.small_piece = SMALL_PIECE
+
+    def __dealloc__(self):
+        map_free(&self.merges)
+        map_free(&self.chars)
+
+    cdef double _random(self) noexcept:
+        # xorshift64*: plenty for dropout, and reproducible from a seed.
+        cdef uint64_t x = self.rng_state
+        x ^= x >> 12
+        x ^= x << 25
+        x ^= x >> 27
+        self.rng_state = x
+        return <double>((x * 0x2545F4914F6CDD1DULL) >> 11) * (1.0 / 9007199254740992.0)
+
+    # -- piece -> symbols --------------------------------------------------------
+    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1:
+        """One symbol per char, as Hugging Face's ``merge_word`` builds them.
+
+        Each symbol records the UTF-8 bytes it stands for, as Hugging Face
+        does: a char its own bytes, an unknown token the bytes of the chars
+        it replaces, a byte-fallback token one byte. A char that is dropped
+        (unknown, and no unknown token) counts nothing, so later offsets
+        shift left exactly as Hugging Face's do. ``char_at`` receives the
+        char index of every byte of the piece.
+        """
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(piece)
+        cdef Py_ssize_t i = 0, k, nbytes
+        cdef Py_UCS4 cp
+        cdef uint64_t found
+        cdef uint64_t marks
+        cdef int64_t unk_bytes = -1
+        cdef unsigned char buf[4]
+        cdef bytes raw
+        cdef const unsigned char* bp
+        cdef int nb
+        cdef bint all_known
+        for cp in piece:
+            nb = utf8_encode(<uint32_t>cp, buf)
+            for k in range(nb):
+                char_at.push_back(<int32_t>i)
+            marks = 0
+            if self.has_prefix and i > 0:
+                marks |= 1
+            if self.has_suffix and i == n - 1:
+                marks |= 2
+            if map_get(&self.chars, ((<uint64_t>cp) << 2) | marks, &found):
+                if unk_bytes >= 0:
+                    push_symbol(syms, self.unk_id, unk_bytes)
+                    unk_bytes = -1
+                push_symbol(syms, <int64_t>found, nb)
+                i += 1
+                continue
+            if self.byte_fallback:
+                # The bytes of the marked char (prefix and suffix included), all or none.
+                raw = ((self.prefix_bytes if marks & 1 else b"") + (<char*>buf)[:nb]
+                       + (self.suffix_bytes if marks & 2 else b""))
+                bp = raw
+                nbytes = len(raw)
+                all_known = True
+                for k in range(nbytes):
+                    if self.byte_ids[bp[k]] < 0:
+                        all_known = False
+                        break
+                if all_known:
+                    # As Hugging Face: a pending unknown token waits until the next known char.
+                    for k in range(nbytes):
+                        push_symbol(syms, self.byte_ids[bp[k]], 1)
+                    i += 1
+                    continue
+            if self.unk_id != -1:
+                if self.unk_id == -2:
+                    from pieceworks.errors import UnknownTokenError
+                    raise UnknownTokenError(
+                        f"BPE: the unk_token {self.unk_token!r} is not in the vocabulary",
+                        fix="add it to the vocabulary (train with it as a special token) or set unk_token=None")
+                if unk_bytes >= 0 and self.fuse_unk:
+                    unk_bytes += nb
+                else:
+                    if unk_bytes >= 0:
+                        push_symbol(syms, self.unk_id, unk_bytes)
+                    unk_bytes = nb
+            i += 1
+        if unk_bytes >= 0:
+            push_symbol(syms, self.unk_id, unk_bytes)
+        char_at.push_back(<int32_t>n)
+        return 0
+
+    # -- merging -------------------------------------------------------------------
+    cdef void _merge_small(self, vector[Symbol]& syms) noexcept:
+        """Lowest rank first, leftmost on ties, by scanning a rank array."""
+        cdef size_t m = syms.size()
+        cdef vector[uint64_t] cand      # rank << 32 | new_id, or UINT64_MAX
+        cdef size_t i, best
+        cdef uint64_t value, best_value
+        cand.resize(m - 1 if m else 0)
+        for i in range(cand.size()):
+            if not map_get(&self.merges, pair_key(syms[i].id, syms[i + 1].id), &cand[i]):
+                cand[i] = UINT64_MAX
+        while cand.size():
+            best_value = UINT64_MAX
+            best = 0
+            for i in range(cand.size()):
+                if cand[i] < best_value:
+                    best_value = cand[i]
+                    best = i
+            if best_value == UINT64_MAX:
+                return
+            syms[best].id = <int32_t>(best_value & 0xFFFFFFFF)
+            syms[best].nbytes += syms[best + 1].nbytes
+            syms.erase(syms.begin() + best + 1)
+            cand.erase(cand.begin() + best)
+            if best > 0 and not map_get(&self.merges, pair_key(syms[best - 1].id, syms[best].id), &cand[best - 1]):
+                cand[best - 1] = UINT64_MAX
+            if best < cand.size() and not map_get(&self.merges, pair_key(syms[best].id, syms[best + 1].id), &cand[best]):
+                cand[best] = UINT64_MAX
+
+    cdef void _merge_heap(self, vector[Symbol]& syms, double dropout) noexcept:
+        """Hugging Face's ``merge_all``: a heap of (rank, position) over linked symbols."""
+        cdef vector[Candidate] heap
+        cdef vector[Candidate] skipped
+        cdef Candidate top, c
+        cdef size_t i
+        cdef int32_t pos, nxt, prv
+        cdef uint64_t value
+        for i in range(syms.size()):
+            syms[i].prev = <int32_t>i - 1
+            syms[i].next = <int32_t>i + 1 if i + 1 < syms.size() else -1
+        for i in range(syms.size() - 1 if syms.size() else 0):
+            if map_get(&self.merges, pair_key(syms[i].id, syms[i + 1].id), &value):
+                c.rank = <uint32_t>(value >> 32)
+                c.pos = <int32_t>i
+                c.new_id = <uint32_t>(value & 0xFFFFFFFF)
+                heap_push(heap, c)
+        while heap.size():
+            top = heap_pop(heap)
+            if dropout > 0.0 and self._random() < dropout:
+                skipped.push_back(top)  # dropped this time; back after the next merge
+                continue
+            for i in range(skipped.size()):
+                heap_push(heap, skipped[i])
+            skipped.clear()
+            pos = top.pos
+            if not syms[pos].alive or syms[pos].next == -1:
+                continue
+            nxt = syms[pos].next
+            # A stale entry: the pair here changed and no longer makes this token.
+            if not map_get(&self.merges, pair_key(syms[pos].id, syms[nxt].id), &value) \
+                    or <uint32_t>(value & 0xFFFFFFFF) != top.new_id:
+                continue
+            syms[pos].id = <int32_t>top.new_id
+            syms[pos].nbytes += syms[nxt].nbytes
+            syms[pos].next = syms[nxt].next
+            syms[nxt].alive = False
+            if syms[pos].next != -1:
+                syms[syms[pos].next].prev = pos
+            prv = syms[pos].prev
+            if prv != -1 and map_get(&self.merges, pair_key(syms[prv].id, syms[pos].id), &value):
+                c.rank = <uint32_t>(value >> 32)
+                c.pos = prv
+                c.new_id = <uint32_t>(value & 0xFFFFFFFF)
+                heap_push(heap, c)
+            nxt = syms[pos].next
+            if nxt != -1 and map_get(&self.merges, pair_key(syms[pos].id, syms[nxt].id), &value):
+                c.rank = <uint32_t>(value >> 32)
+                c.pos = pos
+                c.new_id = <uint32_t>(value & 0xFFFFFFFF)
+                heap_push(heap, c)
+        # Drop the merged-away symbols.
+        cdef size_t kept = 0
+        for i in range(syms.size()):
+            if syms[i].alive:
+                syms[kept] = syms[i]
+                kept += 1
+        syms.resize(kept)
+
+    cdef tuple _encode(self, str piece):
+        """``(ids, starts, ends)`` of one piece, through the cache when there is no dropout.
+
+        Offsets are Hugging Face's byte offsets turned into char offsets:
+        a token starts at the char holding its first byte and ends after
+        the char holding its last.
+        """
+        cdef vector[Symbol] syms
+        cdef vector[int32_t] char_at
+        cdef size_t i, last = 0
+        cdef int64_t pos = 0, end
+        cdef bint use_cache = self.dropout <= 0.0
+        cdef tuple result
+        if use_cache:
+            hit = self.cache.get(piece)
+            if hit is not None:
+                return <tuple>hit
+        self._split(piece, syms, char_at)
+        if self.dropout > 0.0:
+            self._merge_heap(syms, self.dropout)
+        elif <Py_ssize_t>syms.size() <= self.small_piece:
+            self._merge_small(syms)
+        else:
+            self._merge_heap(syms, 0.0)
+        ids = [syms[i].id for i in range(syms.size())]
+        starts = []
+        ends = []
+        last = char_at.size() - 1      # char_at[last] is the piece's length
+        for i in range(syms.size()):
+            end = pos + syms[i].nbytes
+            starts.append(char_at[min(<size_t>pos, last)])
+            ends.append(char_at[min(<size_t>(end - 1), last - 1)] + 1 if last else 0)
+            pos = end
+        result = (ids, starts, ends)
+        if use_cache and len(self.cache) < self.cache_capacity and PyUnicode_GET_LENGTH(piece) < 256:
+            self.cache[piece] = result
+        return result
+
+    # -- Python API ----------------------------------------------------------------
+    def tokenize(self, str piece):
+        """The piece's tokens (``Token(id, value, (start, end))``, char offsets)."""
+        if not piece:
+            return []
+        if self.ignore_merges:
+            tid = self.vocab.get(piece)
+            if tid is not None:
+                return [self.token_cls(tid, piece, (0, len(piece)))]
+        ids, starts, ends = self._encode(piece)
+        cdef list id_to_token = self.id_to_token
+        make = self.token_cls
+        return [make(ids[k], id_to_token[ids[k]], (starts[k], ends[k])) for k in range(len(ids))]
+
+    def encode_ids(self, str piece):
+        """Just the ids of the piece's tokens."""
+        if not piece:
+            return []
+        if self.ignore_merges:
+            tid = self.vocab.get(piece)
+            if tid is not None:
+                return [tid]
+        return list(self._encode(piece)[0])
+
+    def clear_cache(self):
+        self.cache.clear()
+
+    def resize_cache(self, Py_ssize_t capacity):
+        self.cache_capacity = capacity
+        if len(self.cache) > capacity:
+            self.cache.clear()
+
+    def merge_count(self):
+        return self.merges.size
+
+
+def resolve_merges(dict vocab, list merges, prefix):
+    """Merges as a flat ``array("I")`` of ``left_id, right_id, new_id`` per merge.
+
+    Each merge is a two-string list/tuple or a ``"left right"`` string; the
+    new token is ``left + right`` minus ``prefix`` at the right's start. A
+    pair listed twice keeps only its later place (Hugging Face keeps a
+    pair -> rank map). Returns ``None`` at the first merge that is
+    malformed or names a token outside ``vocab``; the caller then finds
+    and reports it.
+
+    >>> list(resolve_merges({"a": 0, "##b": 1, "ab": 2}, [["a", "##b"]], "##"))
+    [0, 1, 2]
+    >>> resolve_merges({"a": 0}, ["a b"], None) is None
+    True
+    """
+    cdef Py_ssize_t i, n = len(merges)
+    cdef Py_ssize_t cut = 0 if prefix is None else len(prefix)
+    cdef vector[uint32_t] flat
+    cdef unordered_map[uint64_t, Py_ssize_t] last
+    cdef object m, a, b, right, a_id, b_id, new_id
+    cdef bint repeated = False
+    flat.reserve(3 * n)
+    for i in range(n):
+        m = merges[i]
+        if (type(m) is list or type(m) is tuple) and len(m) == 2:
+            a = m[0]
+            b = m[1]
+            if type(a) is not str or type(b) is not str:
+                return None
+        elif type(m) is str:
+            parts = (<str>m).split(" ")
+            if len(parts) != 2:
+                return None
+            a = parts[0]
+            b = parts[1]
+        else:
+            return None
+        a_id = vocab.get(a)
+        b_id = vocab.get(b)
+        if a_id is None or b_id is None:
+            return None
+        if cut:
+            if not (<str>b).startswith(prefix):
+                return None
+            right = (<str>b)[cut:]
+        else:
+            right = b
+        new_id = vocab.get(a + right)
+        if new_id is None:
+            return None
+        flat.push_back(<uint32_t>a_id)
+        flat.push_back(<uint32_t>b_id)
+        flat.push_back(<uint32_t>new_id)
+    for i in range(n):
+        key = pair_key(flat[3 * i], flat[3 * i + 1])
+        if last.count(key):
+            repeated = True
+        last[key] = i
+    out = array("I")
+    if not repeated:
+        out.frombytes((<char*>flat.data())[:flat.size() * sizeof(uint32_t)])
+        return out
+    for i in range(n):
+        if last[pair_key(flat[3 * i], flat[3 * i + 1])] == i:
+            out.extend((flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]))
+    return out

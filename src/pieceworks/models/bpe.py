@@ -1,0 +1,501 @@
+"""BPE: split a piece into chars, then apply learned merges, lowest rank first.
+
+The model holds a vocabulary (token → id) and an ordered list of merges
+``(left, right)``. The first merge has rank 0 and goes first. Encoding a
+piece works like Hugging Face ``tokenizers.models.BPE``:
+
+1. One symbol per char. With ``continuing_subword_prefix`` every char but
+   the first is looked up as ``prefix + char``; with ``end_of_word_suffix``
+   the last is looked up as ``char + suffix``. A char not in the vocabulary
+   becomes its ``<0xNN>`` byte tokens (``byte_fallback``, all bytes or
+   none), else the unknown token (consecutive ones fused into one with
+   ``fuse_unk``), else it is dropped.
+2. Repeatedly merge the adjacent pair with the lowest rank, the leftmost on
+   ties. The new token is ``left + right`` with the right part's prefix
+   removed.
+
+With ``ignore_merges`` a piece that is itself in the vocabulary is one
+token. ``dropout`` (BPE-dropout) skips each merge with that probability;
+pass ``seed`` for reproducible samples.
+
+Offsets are char offsets inside the piece, computed as Hugging Face does:
+each symbol stands for some UTF-8 bytes (a char its own, a byte-fallback
+token one), offsets add those up, and a byte offset maps to the char that
+holds it. So all byte-fallback tokens of a char get that char's span, and
+a dropped char (unknown, with no ``unk_token``) shifts later offsets left
+(Hugging Face's behaviour, kept on purpose).
+
+The loop runs in the Cython kernel :mod:`pieceworks._kernels.bpe_encode`.
+
+>>> model = BPE({"u": 0, "g": 1, "h": 2, "ug": 3, "hug": 4}, [("u", "g"), ("h", "ug")])
+>>> [(t.value, t.offsets) for t in model.tokenize("hugug")]
+[('hug', (0, 3)), ('ug', (3, 5))]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from array import array
+from pathlib import Path
+from typing import Iterable
+
+from .._component import Fields
+from ..errors import ConfigError, FileFormatError, InputTypeError, TokenizerFileError
+from ..pretokenized import Token
+from ._base import Model
+from ._vocab import check_vocab
+
+__all__ = ["BPE"]
+
+#: merges.txt's first line as Hugging Face writes it (and skips it on reading).
+MERGES_HEADER = "#version: 0.2"
+
+_OPTION_NAMES = ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+                 "byte_fallback", "ignore_merges")
+
+
+class BPE(Model):
+    """A byte-pair-encoding model; arguments and defaults as Hugging Face's ``BPE``.
+
+    ``seed`` (ours) makes BPE-dropout reproducible; it is not saved.
+    """
+
+    type_name = "BPE"
+
+    def __init__(self, vocab: dict[str, int] | None = None, merges: Iterable | None = None,
+                 cache_capacity: int | None = 10000, dropout: float | None = None,
+                 unk_token: str | None = None, continuing_subword_prefix: str | None = None,
+                 end_of_word_suffix: str | None = None, fuse_unk: bool = False,
+                 byte_fallback: bool = False, ignore_merges: bool = False, *, seed: int | None = None):
+        if (vocab is None) != (merges is None):
+            raise ConfigError("`vocab` and `merges` must be both specified",
+                              fix="pass both, or neither for an empty model to train")
+        if isinstance(vocab, (str, os.PathLike)):
+            raise InputTypeError("vocab must be a dict of token -> id, got a path",
+                                 fix="use BPE.from_file(vocab_path, merges_path)")
+        self._encoder = None
+        self.cache_capacity = 10000 if cache_capacity is None else _int_option("cache_capacity", cache_capacity)
+        self.dropout = dropout
+        self.unk_token = unk_token
+        self.continuing_subword_prefix = continuing_subword_prefix
+        self.end_of_word_suffix = end_of_word_suffix
+        self.fuse_unk = fuse_unk
+        self.byte_fallback = byte_fallback
+        self.ignore_merges = ignore_merges
+        self.seed = seed
+        self._set_vocab_and_merges(dict(vocab or {}), list(merges or []))
+
+    # -- options: changing one rebuilds the encoder (and empties the cache) -----
+    def __setattr__(self, name, value):
+        if name in _OPTION_NAMES:
+            value = _check_option(name, value)
+        object.__setattr__(self, name, value)
+        if name in _OPTION_NAMES or name in ("seed", "cache_capacity"):
+            object.__setattr__(self, "_encoder", None)
+
+    def _set_vocab_and_merges(self, vocab: dict[str, int], merges: list, source: "_Source | None" = None) -> None:
+        """Check and install a vocabulary and merges; ``source`` says where they came from."""
+        from .._kernels.bpe_encode import resolve_merges
+
+        source = source or _Source()
+        if source.check_vocab:
+            check_vocab(vocab, source.vocab_field(), source.path, error=source.error_class())
+        merge_ids = resolve_merges(vocab, merges, self.continuing_subword_prefix)
+        if merge_ids is None:  # something is off, or unusual: the careful path finds it and says what
+            pairs = [_as_pair(m, i, source) for i, m in enumerate(merges)]
+            merge_ids = _flat_keep_last(_merge_ids(vocab, pairs, self.continuing_subword_prefix, source))
+        self._install(vocab, merge_ids)
+
+    def _install(self, vocab: dict[str, int], merge_ids: array) -> None:
+        object.__setattr__(self, "vocab", vocab)
+        object.__setattr__(self, "vocab_r", {i: t for t, i in vocab.items()})
+        object.__setattr__(self, "_merge_ids", merge_ids)
+        object.__setattr__(self, "_merge_strings", None)
+        object.__setattr__(self, "_encoder", None)
+
+    @property
+    def merges(self) -> list[tuple[str, str]]:
+        """The merges as ``(left, right)`` token pairs, first rank first."""
+        if self._merge_strings is None:
+            ids, token = self._merge_ids, self.vocab_r
+            object.__setattr__(self, "_merge_strings",
+                               [(token[ids[k]], token[ids[k + 1]]) for k in range(0, len(ids), 3)])
+        return self._merge_strings
+
+    def _set_trained(self, vocab: dict[str, int], merges: list[tuple[str, str]],
+                     continuing_subword_prefix: str | None, end_of_word_suffix: str | None, *,
+                     merge_ids: list[tuple[int, int, int]] | None = None) -> None:
+        """What a trainer calls: new vocab, merges, prefix and suffix; other options stay.
+
+        ``merge_ids`` (the trainer's own ``(left, right, new)`` ids, one per
+        merge, no pair twice) skips re-checking what the trainer built.
+        """
+        object.__setattr__(self, "continuing_subword_prefix", continuing_subword_prefix)
+        object.__setattr__(self, "end_of_word_suffix", end_of_word_suffix)
+        if merge_ids is None:
+            self._set_vocab_and_merges(dict(vocab), list(merges))
+        else:
+            self._install(dict(vocab), array("I", [i for triple in merge_ids for i in triple]))
+
+    def _get_encoder(self):
+        encoder = self._encoder
+        if encoder is None:
+            from .._kernels.bpe_encode import BpeEncoder
+
+            size = max(self.vocab_r, default=-1) + 1
+            id_to_token = [None] * size
+            for tid, token in self.vocab_r.items():
+                id_to_token[tid] = token
+            encoder = BpeEncoder(
+                self._merge_ids, _char_table(self.vocab, self.continuing_subword_prefix, self.end_of_word_suffix),
+                _byte_table(self.vocab), id_to_token, self.vocab, unk_token=self.unk_token,
+                fuse_unk=self.fuse_unk, byte_fallback=self.byte_fallback, ignore_merges=self.ignore_merges,
+                prefix=self.continuing_subword_prefix, suffix=self.end_of_word_suffix,
+                dropout=self.dropout if self.dropout else None, seed=self.seed,
+                cache_capacity=self.cache_capacity, token_cls=Token)
+            object.__setattr__(self, "_encoder", encoder)
+        return encoder
+
+    # -- the model ---------------------------------------------------------------
+    def tokenize(self, sequence: str) -> list[Token]:
+        """The tokens of one piece, char offsets inside it.
+
+        >>> BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")]).tokenize("aba")
+        [Token(id=2, value='ab', offsets=(0, 2)), Token(id=0, value='a', offsets=(2, 3))]
+        """
+        if not isinstance(sequence, str):
+            raise InputTypeError(f"BPE.tokenize expects a str, got {type(sequence).__name__}")
+        return self._get_encoder().tokenize(sequence)
+
+    def encode_ids(self, sequence: str) -> list[int]:
+        """Only the ids of :meth:`tokenize` (faster: no Token objects)."""
+        return self._get_encoder().encode_ids(sequence)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.vocab.get(token)
+
+    def id_to_token(self, id: int) -> str | None:
+        return self.vocab_r.get(id)
+
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self.vocab)
+
+    def get_vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def get_merges(self) -> list[tuple[str, str]]:
+        """The merges, first rank first."""
+        return list(self.merges)
+
+    def get_trainer(self):
+        from ..trainers.bpe import BpeTrainer
+
+        return BpeTrainer()
+
+    def _clear_cache(self) -> None:
+        if self._encoder is not None:
+            self._encoder.clear_cache()
+
+    def _resize_cache(self, capacity: int) -> None:
+        object.__setattr__(self, "cache_capacity", _int_option("cache_capacity", capacity))
+        if self._encoder is not None:
+            self._encoder.resize_cache(capacity)
+
+    # -- files -------------------------------------------------------------------
+    def save(self, folder: str, prefix: str | None = None) -> list[str]:
+        """Write ``vocab.json`` and ``merges.txt`` (``prefix-vocab.json``, ...) into ``folder``."""
+        from ..fileio import atomic_write_text
+
+        vocab_path = self._write_vocab_json(self._model_file(folder, prefix, "vocab.json"), self.vocab)
+        merges_path = self._model_file(folder, prefix, "merges.txt")
+        lines = [MERGES_HEADER] + [f"{a} {b}" for a, b in self.merges]
+        atomic_write_text(merges_path, "\n".join(lines) + "\n")
+        return [vocab_path, os.fspath(merges_path)]
+
+    @staticmethod
+    def read_file(vocab: str, merges: str) -> tuple[dict[str, int], list[tuple[str, str]]]:
+        """Read ``vocab.json`` and ``merges.txt``: ``(vocab, merges)``.
+
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp()
+        >>> _ = open(os.path.join(d, "v.json"), "w").write('{"a": 0, "b": 1, "ab": 2}')
+        >>> _ = open(os.path.join(d, "m.txt"), "w").write("#version: 0.2\\na b\\n")
+        >>> BPE.read_file(os.path.join(d, "v.json"), os.path.join(d, "m.txt"))
+        ({'a': 0, 'b': 1, 'ab': 2}, [('a', 'b')])
+        """
+        vocab_dict = _read_vocab_json(vocab)
+        pairs, _ = _read_merges_txt(merges)
+        return vocab_dict, pairs
+
+    @classmethod
+    def from_file(cls, vocab: str, merges: str, **kwargs) -> "BPE":
+        """A model from ``vocab.json`` and ``merges.txt``; other options as keywords.
+
+        Merges naming tokens the vocabulary lacks raise
+        :class:`~pieceworks.errors.FileFormatError` with the merges file and line.
+        """
+        vocab_dict = _read_vocab_json(vocab)
+        pairs, lines = _read_merges_txt(merges)
+        model = cls(**kwargs)
+        model._set_vocab_and_merges(vocab_dict, pairs, _Source(path=os.fspath(merges), lines=lines,
+                                                               check_vocab=False))
+        return model
+
+    # -- tokenizer.json ----------------------------------------------------------
+    def _to_fields(self) -> dict:
+        return {
+            "dropout": self.dropout,
+            "unk_token": self.unk_token,
+            "continuing_subword_prefix": self.continuing_subword_prefix,
+            "end_of_word_suffix": self.end_of_word_suffix,
+            "fuse_unk": self.fuse_unk,
+            "byte_fallback": self.byte_fallback,
+            "ignore_merges": self.ignore_merges,
+            "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
+            "merges": _merge_lists(self._merge_ids, self.vocab_r),
+        }
+
+    @classmethod
+    def _from_fields(cls, fields: Fields) -> "BPE":
+        dropout = fields.get("dropout", (int, float), None)
+        if dropout is not None and not 0.0 <= dropout <= 1.0:
+            raise fields.error("dropout", f"dropout must be between 0 and 1, got {dropout!r}")
+        model = cls(
+            dropout=dropout,
+            unk_token=fields.get("unk_token", str, None),
+            continuing_subword_prefix=fields.get("continuing_subword_prefix", str, None),
+            end_of_word_suffix=fields.get("end_of_word_suffix", str, None),
+            fuse_unk=fields.get("fuse_unk", bool, False),
+            byte_fallback=fields.get("byte_fallback", bool, False),
+            ignore_merges=fields.get("ignore_merges", bool, False),
+        )
+        vocab = fields.get("vocab", dict, {})
+        merges = fields.get("merges", list, [])
+        model._set_vocab_and_merges(vocab, merges, _Source(path=fields.path, fields=fields))
+        return model
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={getattr(self, k)!r}" for k in _OPTION_NAMES if getattr(self, k) not in (None, False))
+        return f"BPE(vocab_size={len(self.vocab)}, merges={len(self._merge_ids) // 3}{', ' + opts if opts else ''})"
+
+
+# -- building the kernel's tables ----------------------------------------------
+
+
+class _Source:
+    """Where a vocabulary and merges came from, to name it in errors."""
+
+    def __init__(self, path=None, lines: list[int] | None = None, fields: Fields | None = None,
+                 check_vocab: bool = True):
+        self.path = path
+        self.lines = lines
+        self.fields = fields
+        self.check_vocab = check_vocab
+
+    def error_class(self):
+        return TokenizerFileError if self.fields is not None else FileFormatError
+
+    def vocab_field(self) -> str:
+        return self.fields.field_name("vocab") if self.fields is not None else "vocab"
+
+    def merge_error(self, index: int, problem: str, fix: str) -> FileFormatError:
+        if self.fields is not None:
+            return TokenizerFileError(self.path, problem, field=self.fields.field_name(f"merges[{index}]"), fix=fix)
+        if self.lines is not None:
+            return FileFormatError(self.path, problem, line=self.lines[index], fix=fix)
+        return FileFormatError(self.path, problem, field=f"merges[{index}]", fix=fix)
+
+
+def _as_pair(merge, index: int, source: _Source) -> tuple[str, str]:
+    """A merge as ``(left, right)``: from a pair or a legacy ``"left right"`` string."""
+    if isinstance(merge, str):
+        parts = merge.split(" ")
+        if len(parts) == 2:
+            return parts[0], parts[1]
+        problem = f"merge {merge!r} is not two tokens separated by one space"
+    elif isinstance(merge, (list, tuple)) and len(merge) == 2 and all(isinstance(t, str) for t in merge):
+        return merge[0], merge[1]
+    else:
+        problem = f"merge {merge!r} is not a pair of token strings"
+    raise source.merge_error(index, problem, 'write each merge as ["left", "right"] or "left right"')
+
+
+def _merge_ids(vocab: dict[str, int], pairs: list[tuple[str, str]], prefix: str | None,
+               source: _Source) -> list[tuple[int, int, int]]:
+    """``(left_id, right_id, new_id)`` per merge; every token must be in the vocabulary."""
+    prefix_len = len(prefix.encode("utf-8")) if prefix else 0
+    get = vocab.get
+    out = []
+    for i, (a, b) in enumerate(pairs):
+        a_id = get(a)
+        b_id = get(b)
+        if a_id is not None and b_id is not None:
+            right = b[len(prefix):] if prefix and b.startswith(prefix) else _strip_prefix(b, prefix, prefix_len)
+            new_id = get(a + right) if right is not None else None
+            if new_id is not None:
+                out.append((a_id, b_id, new_id))
+                continue
+            if right is None:
+                problem = f"merge {a!r} {b!r}: {b!r} does not start with the continuing prefix {prefix!r}"
+            else:
+                problem = f"merge {a!r} {b!r} makes {a + right!r}, which is not in the vocabulary"
+        else:
+            missing = a if a_id is None else b
+            problem = f"merge {a!r} {b!r} uses {missing!r}, which is not in the vocabulary"
+        raise source.merge_error(i, problem, "the vocabulary and merges must come from the same tokenizer")
+    return out
+
+
+def _merge_lists(ids: array, token: dict[int, str]) -> list[list[str]]:
+    """tokenizer.json's ``merges``: ``[[left, right], ...]``."""
+    return [[token[ids[k]], token[ids[k + 1]]] for k in range(0, len(ids), 3)]
+
+
+def _flat_keep_last(triples: list[tuple[int, int, int]]) -> array:
+    """Triples flattened; a pair listed twice keeps its later place.
+
+    >>> list(_flat_keep_last([(0, 1, 2), (1, 1, 3), (0, 1, 2)]))
+    [1, 1, 3, 0, 1, 2]
+    """
+    last = {(a, b): rank for rank, (a, b, _) in enumerate(triples)}
+    return array("I", [i for rank, t in enumerate(triples) if last[t[0], t[1]] == rank for i in t])
+
+
+def _strip_prefix(right: str, prefix: str | None, prefix_len: int) -> str | None:
+    """The right part without its continuing prefix (None when it cannot be cut)."""
+    if not prefix:
+        return right
+    if right.startswith(prefix):
+        return right[len(prefix):]
+    # Hugging Face cuts the prefix's byte length whatever the text; keep that.
+    raw = right.encode("utf-8")
+    if len(raw) < prefix_len:
+        return None
+    try:
+        return raw[prefix_len:].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _char_table(vocab: dict[str, int], prefix: str | None, suffix: str | None) -> list[tuple[int, int]]:
+    """``(code_point << 2 | marks, id)`` for every token that is one marked char.
+
+    ``marks``: 1 = ``prefix + char``, 2 = ``char + suffix``, 3 = both.
+
+    >>> _char_table({"a": 0, "##a": 1, "ab": 2}, "##", None)
+    [(388, 0), (389, 1)]
+    """
+    lp = -1 if prefix is None else len(prefix)
+    ls = -1 if suffix is None else len(suffix)
+    longest = 1 + max(lp, 0) + max(ls, 0)
+    out = []
+    for token, tid in vocab.items():
+        n = len(token)
+        if n > longest or n == 0:
+            continue
+        if n == 1:
+            out.append((ord(token) << 2, tid))
+        if n == lp + 1 and token.startswith(prefix):
+            out.append((ord(token[lp]) << 2 | 1, tid))
+        if n == ls + 1 and token.endswith(suffix):
+            out.append((ord(token[0]) << 2 | 2, tid))
+        if lp >= 0 and ls >= 0 and n == lp + ls + 1 and token.startswith(prefix) and token.endswith(suffix):
+            out.append((ord(token[lp]) << 2 | 3, tid))
+    return out
+
+
+def _byte_table(vocab: dict[str, int]) -> list[int]:
+    """The id of each ``<0xNN>`` byte token, or -1."""
+    return [vocab.get(f"<0x{b:02X}>", -1) for b in range(256)]
+
+
+# -- reading files -----------------------------------------------------------------
+
+
+def _read_vocab_json(path) -> dict[str, int]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise FileFormatError(path, "file not found", fix="check the vocab.json path") from exc
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(path, f"not UTF-8 text: {exc}", fix="give a vocab.json") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FileFormatError(path, f"not valid JSON: {exc.msg}", line=exc.lineno,
+                              fix="give a vocab.json mapping each token to its id") from exc
+    if not isinstance(data, dict):
+        raise FileFormatError(path, "expected a JSON object of token -> id",
+                              fix="give a vocab.json mapping each token to its id")
+    return check_vocab(data, "vocab", path)
+
+
+def _read_merges_txt(path) -> tuple[list[tuple[str, str]], list[int]]:
+    """Merges and their line numbers; ``#version`` lines are skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise FileFormatError(path, "file not found", fix="check the merges.txt path") from exc
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(path, f"not UTF-8 text: {exc}", fix="give a merges.txt") from exc
+    pairs: list[tuple[str, str]] = []
+    lines: list[int] = []
+    raw_lines = text.split("\n")
+    if raw_lines and raw_lines[-1] == "":
+        raw_lines.pop()  # the final newline ends the last line
+    for number, line in enumerate(raw_lines, start=1):
+        line = line[:-1] if line.endswith("\r") else line
+        if line.startswith("#version"):
+            continue
+        parts = line.split(" ")
+        if len(parts) != 2:
+            raise FileFormatError(path, f"expected two tokens separated by one space, got {line!r}", line=number,
+                                  fix="each merges.txt line is 'left right'")
+        pairs.append((parts[0], parts[1]))
+        lines.append(number)
+    return pairs, lines
+
+
+# -- option checks ----------------------------------------------------------------
+
+
+def _as_f32(value: float) -> float:
+    """The shortest decimal with the same 32-bit float as ``value``.
+
+    Hugging Face keeps dropout as an f32 and writes its shortest form, so
+    0.123456789 is saved as 0.12345679; keeping that form saves the same.
+
+    >>> _as_f32(0.123456789), _as_f32(0.1)
+    (0.12345679, 0.1)
+    """
+    single = struct.unpack("f", struct.pack("f", value))[0]
+    for digits in range(1, 10):
+        text = f"{single:.{digits}g}"
+        if struct.unpack("f", struct.pack("f", float(text)))[0] == single:
+            return float(text)
+    return single
+
+
+def _int_option(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _check_option(name: str, value):
+    if name == "dropout":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            raise ConfigError(f"dropout should be between 0 and 1, inclusive, got {value!r}",
+                              fix="pass a probability like 0.1, or None for no dropout")
+        return _as_f32(float(value))
+    if name in ("unk_token", "continuing_subword_prefix", "end_of_word_suffix"):
+        if value is not None and not isinstance(value, str):
+            raise InputTypeError(f"{name} must be a str or None, got {type(value).__name__}")
+        return value
+    if not isinstance(value, bool):
+        raise InputTypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value

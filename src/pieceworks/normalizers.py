@@ -568,3 +568,138 @@ def _check_str(name: str, value) -> str:
     if not isinstance(value, str):
         raise InputTypeError(f"{name} must be a str, got {type(value).__name__}", fix=f"pass {name} as text")
     return value
+
+
+# == SentencePiece: the precompiled charsmap ===================================
+# (added by the SentencePiece work; everything below belongs to Precompiled)
+
+__all__ += ["Precompiled"]
+
+class Precompiled(Normalizer):
+    """SentencePiece's normalization rules, as stored in a .model's ``precompiled_charsmap``.
+
+    Behaves as Hugging Face's ``Precompiled``: the text is cut into grapheme
+    clusters; a cluster shorter than 6 UTF-8 bytes is replaced whole when a
+    rule matches its start (the shortest such rule), otherwise each char is
+    replaced by its own rule. (SentencePiece itself rewrites by the longest
+    match over the raw bytes; :class:`pieceworks.sentencepiece.SentencePieceProcessor`
+    does that.) In tokenizer.json the charsmap is base64.
+
+    >>> import base64                                           # doctest: +SKIP
+    >>> Precompiled(charsmap).normalize_str("ﬁ①\\u00a0x")        # doctest: +SKIP
+    'fi1 x'
+    """
+
+    type_name = "Precompiled"
+
+    def __init__(self, precompiled_charsmap: bytes):
+        from ._kernels.unigram import Charsmap, KernelError
+
+        if isinstance(precompiled_charsmap, str):
+            precompiled_charsmap = _b64decode(precompiled_charsmap)
+        if not isinstance(precompiled_charsmap, (bytes, bytearray, memoryview)):
+            raise InputTypeError(f"precompiled_charsmap must be bytes, got {type(precompiled_charsmap).__name__}",
+                                 fix="pass proto.normalizer_spec.precompiled_charsmap from a .model")
+        self.precompiled_charsmap = bytes(precompiled_charsmap)
+        self._charsmap = None
+        self._starts = None
+        if self.precompiled_charsmap:
+            try:
+                self._charsmap = Charsmap(self.precompiled_charsmap)
+            except KernelError as exc:
+                raise ConfigError(f"broken precompiled_charsmap: {exc}",
+                                  fix="take the charsmap from an intact SentencePiece .model") from exc
+            self._starts = _rule_starts(self._charsmap, self.precompiled_charsmap)
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        text = normalized.normalized
+        if self._charsmap is None or self._starts is None or not self._starts.search(text):
+            return
+        dest: list[tuple[str, int]] = []
+        modified = False
+        lookup = self._charsmap.lookup
+        for grapheme in _GRAPHEME.findall(text):
+            data = grapheme.encode("utf-8")
+            if len(data) < 6:
+                found = lookup(data, False)
+                if found is not None:
+                    modified = True
+                    _precompiled_replace(dest, grapheme, found[1].decode("utf-8", "replace"))
+                    continue
+            for ch in grapheme:
+                found = lookup(ch.encode("utf-8"), False)
+                if found is not None:
+                    modified = True
+                    _precompiled_replace(dest, ch, found[1].decode("utf-8", "replace"))
+                else:
+                    dest.append((ch, 0))
+        if modified:
+            normalized.transform(dest, 0)
+
+    def _to_fields(self) -> dict:
+        import base64
+
+        return {"precompiled_charsmap": base64.b64encode(self.precompiled_charsmap).decode("ascii")}
+
+    @classmethod
+    def _from_fields(cls, fields: Fields):
+        value = fields.get("precompiled_charsmap", str, None, nullable=True) or ""
+        try:
+            data = _b64decode(value)
+        except ConfigError as exc:
+            raise fields.error("precompiled_charsmap", exc.message, fix=exc.fix) from None
+        try:
+            return cls(data)
+        except ConfigError as exc:
+            raise fields.error("precompiled_charsmap", exc.message, fix=exc.fix) from None
+
+    def __repr__(self) -> str:
+        return f"Precompiled(precompiled_charsmap=<{len(self.precompiled_charsmap)} bytes>)"
+
+
+_RULE_STARTS: dict[bytes, "re.Pattern[str] | None"] = {}
+
+
+def _rule_starts(charsmap, blob: bytes):
+    """A regex of the chars that begin some rule (text without them is left alone); cached per charsmap."""
+    if blob not in _RULE_STARTS:
+        firsts = {key.decode("utf-8", "replace")[:1] for key, _ in charsmap.rules()}
+        firsts.discard("\ufffd")
+        firsts.discard("")
+        if len(_RULE_STARTS) > 8:
+            _RULE_STARTS.clear()
+        _RULE_STARTS[blob] = re.compile(char_set(sorted(ord(c) for c in firsts))) if firsts else None
+    return _RULE_STARTS[blob]
+
+
+def _b64decode(text: str) -> bytes:
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ConfigError(f"precompiled_charsmap is not valid base64 ({exc})",
+                          fix="save the tokenizer.json again; the charsmap must be base64 of a .model's "
+                              "normalizer_spec.precompiled_charsmap") from exc
+
+
+def _grapheme_pattern():
+    import regex
+
+    return regex.compile(r"\X", regex.DOTALL)
+
+
+_GRAPHEME = _grapheme_pattern()
+
+
+def _precompiled_replace(dest: list, old: str, new: str) -> None:
+    """Hugging Face's edit list for ``old`` → ``new``: extra chars are insertions, a shrink removes at the end."""
+    diff = len(new) - len(old)
+    dest.extend((c, 0) for c in new)
+    if diff > 0:
+        for k in range(len(dest) - diff, len(dest)):
+            dest[k] = (dest[k][0], 1)
+    elif diff < 0 and dest:
+        ch, change = dest[-1]
+        dest[-1] = (ch, change + diff)

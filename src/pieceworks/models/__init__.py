@@ -2,5 +2,6 @@
 
 from ._base import Model
 from .wordlevel import WordLevel
-from .wordpiece import WordPiece
 from .bpe import BPE
+from .wordpiece import WordPiece
+from .unigram import Unigram

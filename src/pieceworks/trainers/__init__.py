@@ -2,5 +2,5 @@
 
 from ._base import Trainer
 from .wordlevel import WordLevelTrainer
-from .wordpiece import WordPieceTrainer
 from .bpe import BpeTrainer
+from .wordpiece import WordPieceTrainer

@@ -1,0 +1,392 @@
+"""The SentencePiece face: ``SentencePieceProcessor`` with sentencepiece's names and defaults.
+
+A drop-in for ``sentencepiece.SentencePieceProcessor`` (0.2.x): load a
+.model file, encode to ids or pieces (one string or a list), sample
+(subword regularization), n-best, decode, and the vocabulary queries. Each
+method is a thin adapter over :class:`pieceworks.models.spm.SentencePieceModel`;
+errors are pieceworks errors (which are also ``ValueError``/``IndexError``/
+``OSError``, as sentencepiece's are).
+
+>>> import pieceworks.sentencepiece as spm          # doctest: +SKIP
+>>> sp = spm.SentencePieceProcessor(model_file="m.model")   # doctest: +SKIP
+>>> sp.encode("Hello world", out_type=str)          # doctest: +SKIP
+['▁He', 'llo', '▁world']
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import ConfigError, InputTypeError
+from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
+from .models.spm import SentencePieceModel, check_sampling, set_random_seed
+
+__all__ = ["SentencePieceProcessor", "set_random_generator_seed", "SetRandomGeneratorSeed", "ModelProto"]
+
+_OUT_TYPES = (int, str)
+_NOT_LOADED = "load a model first: SentencePieceProcessor(model_file='x.model') or sp.load('x.model')"
+
+
+def set_random_generator_seed(seed: int) -> None:
+    """Seed every sampling call (``enable_sampling``, ``sample_encode_*``) for reproducible samples."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputTypeError(f"seed must be an int, got {type(seed).__name__}", fix="pass e.g. 42")
+    set_random_seed(seed)
+
+
+SetRandomGeneratorSeed = set_random_generator_seed
+
+
+class SentencePieceProcessor:
+    """Encode and decode with a SentencePiece .model, as ``sentencepiece.SentencePieceProcessor``."""
+
+    def __init__(self, model_file=None, model_proto=None, out_type=int, add_bos: bool = False,
+                 add_eos: bool = False, reverse: bool = False, emit_unk_piece: bool = False,
+                 enable_sampling: bool = False, nbest_size: int = -1, alpha: float = 0.1,
+                 num_threads: int = -1):
+        self._model: SentencePieceModel | None = None
+        self._out_type = _check_out_type(out_type)
+        self._add_bos = add_bos
+        self._add_eos = add_eos
+        self._reverse = reverse
+        self._emit_unk_piece = emit_unk_piece
+        self._enable_sampling = enable_sampling
+        self._nbest_size = nbest_size
+        self._alpha = alpha
+        if model_file or model_proto:
+            self.Load(model_file=model_file, model_proto=model_proto)
+
+    # -- loading -----------------------------------------------------------------
+    def Load(self, model_file=None, model_proto=None) -> bool:
+        """Load a .model from a path (``model_file``) or from its bytes (``model_proto``)."""
+        if model_file and model_proto:
+            raise ConfigError("model_file and model_proto are exclusive", fix="pass only one of them")
+        if model_proto:
+            return self.LoadFromSerializedProto(model_proto)
+        if model_file:
+            return self.LoadFromFile(model_file)
+        raise ConfigError("either model_file or model_proto must be given",
+                          fix="pass model_file='path/to/x.model'")
+
+    def LoadFromFile(self, filename) -> bool:
+        self._model = SentencePieceModel(read_model_proto(os.fspath(filename)))
+        return True
+
+    def LoadFromSerializedProto(self, serialized) -> bool:
+        if hasattr(serialized, "SerializeToString"):
+            serialized = serialized.SerializeToString()
+        if not isinstance(serialized, (bytes, bytearray, memoryview)):
+            raise InputTypeError(f"model_proto must be bytes, got {type(serialized).__name__}",
+                                 fix="pass open('x.model', 'rb').read()")
+        self._model = SentencePieceModel(read_model_proto(bytes(serialized)))
+        return True
+
+    @classmethod
+    def from_file(cls, model_file, **kwargs) -> "SentencePieceProcessor":
+        sp = cls(**kwargs)
+        sp.LoadFromFile(model_file)
+        return sp
+
+    @property
+    def model(self) -> SentencePieceModel:
+        if self._model is None:
+            raise ConfigError("no model is loaded", fix=_NOT_LOADED)
+        return self._model
+
+    def serialized_model_proto(self) -> bytes:
+        return self.model.proto.SerializeToString()
+
+    def model_proto(self) -> ModelProto:
+        """The loaded ``ModelProto`` (a copy you may edit and save)."""
+        copy = ModelProto()
+        copy.CopyFrom(self.model.proto)
+        return copy
+
+    def save_vocab(self, path) -> None:
+        """Write the .vocab file (``piece<TAB>score`` per line)."""
+        write_vocab(self.model.proto, path)
+
+    # -- encoding -------------------------------------------------------------------
+    def Encode(self, input, out_type=None, add_bos=None, add_eos=None, reverse=None, emit_unk_piece=None,
+               enable_sampling=None, nbest_size=None, alpha=None, num_threads=None):
+        """Ids (``out_type=int``) or pieces (``str``) of ``input`` (a str, or a list of str).
+
+        ``enable_sampling=True`` samples a segmentation (subword
+        regularization): Unigram with ``nbest_size=-1`` samples from all
+        segmentations by forward-filtering backward-sampling, ``nbest_size``
+        > 1 from the n best, weights exp(alpha·score); BPE drops merges with
+        probability ``alpha`` (BPE-dropout). ``add_bos``/``add_eos`` add
+        ``<s>``/``</s>`` after ``reverse``.
+        """
+        out_type = _check_out_type(self._out_type if out_type is None else out_type)
+        add_bos = self._add_bos if add_bos is None else add_bos
+        add_eos = self._add_eos if add_eos is None else add_eos
+        reverse = self._reverse if reverse is None else reverse
+        emit_unk_piece = self._emit_unk_piece if emit_unk_piece is None else emit_unk_piece
+        enable_sampling = self._enable_sampling if enable_sampling is None else enable_sampling
+        nbest_size = self._nbest_size if nbest_size is None else nbest_size
+        alpha = self._alpha if alpha is None else alpha
+        model = self.model
+        if enable_sampling is True:
+            if nbest_size is None or nbest_size in (0, 1) or alpha is None:
+                raise ConfigError(
+                    f"enable_sampling=True needs nbest_size > 1 or nbest_size = -1, and alpha (got "
+                    f"nbest_size={nbest_size}, alpha={alpha})",
+                    fix="pass e.g. nbest_size=-1, alpha=0.1 (whole lattice) or nbest_size=64, alpha=0.1")
+            check_sampling(nbest_size, alpha, model.is_unigram)
+        if isinstance(input, list):
+            return [self._encode_one(x, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                                     nbest_size, alpha) for x in input]
+        return self._encode_one(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                                nbest_size, alpha)
+
+    def _encode_one(self, text, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                    nbest_size, alpha):
+        model = self.model
+        _check_text(text)
+        if enable_sampling:
+            normalized, segs = model.sample(text, nbest_size, alpha)
+            out = ([s[0] for s in segs] if out_type is int
+                   else model.segments_to_pieces(normalized, segs, emit_unk_piece))
+        elif out_type is int:
+            out = model.encode_ids(text)
+        else:
+            out = model.encode_pieces(text, emit_unk_piece)
+        return self._extras(out, out_type, add_bos, add_eos, reverse)
+
+    def _extras(self, out: list, out_type, add_bos, add_eos, reverse) -> list:
+        model = self.model
+        if reverse:
+            out.reverse()
+        if add_bos:
+            out.insert(0, self._special(model.bos_piece, "bos", out_type))
+        if add_eos:
+            out.append(self._special(model.eos_piece, "eos", out_type))
+        return out
+
+    def _special(self, piece: str, name: str, out_type):
+        i = self.model.piece_to_id(piece)
+        if self.model.types[i] == 2 and piece != self.model.pieces[i]:
+            raise ConfigError(f"add_{name}=True but the model has no {piece!r} piece",
+                              fix=f"pass add_{name}=False, or use a model trained with a {name} piece")
+        return i if out_type is int else piece
+
+    def EncodeAsPieces(self, input, **kwargs):
+        return self.Encode(input, out_type=str, **kwargs)
+
+    def EncodeAsIds(self, input, **kwargs):
+        return self.Encode(input, out_type=int, **kwargs)
+
+    def SampleEncodeAsPieces(self, input, nbest_size=None, alpha=None, **kwargs):
+        return self.Encode(input, out_type=str, enable_sampling=True, nbest_size=nbest_size, alpha=alpha,
+                           **kwargs)
+
+    def SampleEncodeAsIds(self, input, nbest_size=None, alpha=None, **kwargs):
+        return self.Encode(input, out_type=int, enable_sampling=True, nbest_size=nbest_size, alpha=alpha,
+                           **kwargs)
+
+    def NBestEncode(self, input, out_type=None, add_bos=None, add_eos=None, reverse=None, emit_unk_piece=None,
+                    nbest_size=None):
+        """The ``nbest_size`` best segmentations of ``input``, best first (Unigram models)."""
+        out_type = _check_out_type(self._out_type if out_type is None else out_type)
+        nbest_size = self._nbest_size if nbest_size is None else nbest_size
+        if isinstance(nbest_size, bool) or not isinstance(nbest_size, int):
+            raise ConfigError(f"nbest_size must be an int, got {nbest_size!r}", fix="pass e.g. nbest_size=10")
+        nbest_size = max(nbest_size, 1)
+        if isinstance(input, list):
+            return [self.NBestEncode(x, out_type, add_bos, add_eos, reverse, emit_unk_piece, nbest_size)
+                    for x in input]
+        return [out for out, _ in self._nbest(input, out_type, add_bos, add_eos, reverse, emit_unk_piece,
+                                               nbest_size)]
+
+    def NBestEncodeWithScores(self, input, nbest_size, out_type=int):
+        """``[(ids or pieces, score)]``: the n best segmentations with their model scores."""
+        return self._nbest(input, _check_out_type(out_type), None, None, None, None, max(int(nbest_size), 1))
+
+    def _nbest(self, text, out_type, add_bos, add_eos, reverse, emit_unk_piece, nbest_size):
+        model = self.model
+        _check_text(text)
+        add_bos = self._add_bos if add_bos is None else add_bos
+        add_eos = self._add_eos if add_eos is None else add_eos
+        reverse = self._reverse if reverse is None else reverse
+        emit_unk_piece = self._emit_unk_piece if emit_unk_piece is None else emit_unk_piece
+        normalized, results = model.nbest(text, nbest_size)
+        out = []
+        for segs, score in results:
+            seq = ([s[0] for s in segs] if out_type is int
+                   else model.segments_to_pieces(normalized, segs, emit_unk_piece))
+            out.append((self._extras(seq, out_type, add_bos, add_eos, reverse), score))
+        return out
+
+    def NBestEncodeAsPieces(self, input, nbest_size=None, **kwargs):
+        return self.NBestEncode(input, out_type=str, nbest_size=nbest_size, **kwargs)
+
+    def NBestEncodeAsIds(self, input, nbest_size=None, **kwargs):
+        return self.NBestEncode(input, out_type=int, nbest_size=nbest_size, **kwargs)
+
+    def SampleEncodeAndScore(self, input, out_type=None, num_samples=1, alpha=0.1, wor=False,
+                             include_best=False):
+        """``num_samples`` sampled segmentations, each with its log-probability under exp(alpha·score).
+
+        Samples are drawn with replacement from the whole lattice (``wor`` and
+        ``include_best`` are not supported).
+        """
+        if wor or include_best:
+            raise ConfigError("sampling without replacement (wor/include_best) is not supported",
+                              fix="use wor=False, include_best=False")
+        out_type = _check_out_type(self._out_type if out_type is None else out_type)
+        model = self.model
+        check_sampling(-1, alpha, model.is_unigram)
+        results = []
+        for _ in range(int(num_samples)):
+            normalized, segs = model.sample(input, -1, alpha)
+            pieces = model.segments_to_pieces(normalized, segs)
+            logz = model._core.log_partition(normalized, float(alpha))
+            score = alpha * model.score(pieces) - logz
+            results.append(([s[0] for s in segs] if out_type is int else pieces, score))
+        return results
+
+    def CalculateEntropy(self, input, alpha: float):
+        """Entropy of the segmentation distribution exp(alpha·score) of ``input`` (or each of a list)."""
+        if isinstance(input, list):
+            return [self.model.entropy(x, alpha) for x in input]
+        return self.model.entropy(input, alpha)
+
+    def Normalize(self, input, with_offsets: bool = False):
+        """The normalized text (with ``with_offsets``: and each normalized char's original char offset)."""
+        if isinstance(input, list):
+            return [self.model.normalize(x, with_offsets) for x in input]
+        return self.model.normalize(input, with_offsets)
+
+    # -- decoding --------------------------------------------------------------------
+    def Decode(self, input, out_type=str, num_threads=None):
+        """Text of ids or pieces (or of a list of such sequences)."""
+        if out_type is not str:
+            raise ConfigError(f"Decode out_type must be str, got {out_type!r}", fix="use out_type=str")
+        model = self.model
+        if input is None:
+            return ""
+        if isinstance(input, (str, int)) and not isinstance(input, bool):
+            input = [input] if input != "" else []
+        if not isinstance(input, (list, tuple)) and not hasattr(input, "tolist"):
+            raise InputTypeError(f"decode takes ids or pieces, got {type(input).__name__}",
+                                 fix="pass a list of ints, a list of str, or a list of such lists")
+        if hasattr(input, "tolist"):
+            input = input.tolist()
+        if input and all(isinstance(x, (list, tuple)) for x in input):
+            return [self.Decode(list(x)) for x in input]
+        if input and isinstance(input[0], str):
+            return model.decode_pieces(input)
+        return model.decode_ids(input)
+
+    def DecodePieces(self, input, out_type=str):
+        return self.Decode(input, out_type)
+
+    def DecodeIds(self, input, out_type=str):
+        return self.Decode(input, out_type)
+
+    # -- vocabulary -----------------------------------------------------------------
+    def GetPieceSize(self) -> int:
+        return len(self.model)
+
+    def PieceToId(self, piece):
+        if isinstance(piece, (list, tuple)):
+            return [self.PieceToId(p) for p in piece]
+        if not isinstance(piece, str):
+            raise InputTypeError(f"piece must be a str, got {type(piece).__name__}", fix="pass a piece string")
+        return self.model.piece_to_id(piece)
+
+    def IdToPiece(self, id):
+        if isinstance(id, (list, tuple)):
+            return [self.IdToPiece(i) for i in id]
+        return self.model.id_to_piece(id)
+
+    def GetScore(self, id):
+        if isinstance(id, (list, tuple)):
+            return [self.GetScore(i) for i in id]
+        return self.model.get_score(id)
+
+    def _is(self, id, kind: int):
+        if isinstance(id, (list, tuple)):
+            return [self._is(i, kind) for i in id]
+        return self.model.piece_type(id) == kind
+
+    def IsUnknown(self, id):
+        return self._is(id, 2)
+
+    def IsControl(self, id):
+        return self._is(id, 3)
+
+    def IsUnused(self, id):
+        return self._is(id, 5)
+
+    def IsByte(self, id):
+        return self._is(id, 6)
+
+    def unk_id(self) -> int:
+        return self.model.unk_id()
+
+    def bos_id(self) -> int:
+        return self.model.bos_id()
+
+    def eos_id(self) -> int:
+        return self.model.eos_id()
+
+    def pad_id(self) -> int:
+        return self.model.pad_id()
+
+    piece_size = GetPieceSize
+    vocab_size = GetPieceSize
+
+    def __len__(self) -> int:
+        return self.GetPieceSize()
+
+    def __getitem__(self, piece):
+        return self.PieceToId(piece)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_model"] = None if self._model is None else self.serialized_model_proto()
+        return state
+
+    def __setstate__(self, state):
+        proto = state.pop("_model", None)
+        self.__dict__.update(state)
+        self._model = None
+        if proto is not None:
+            self.LoadFromSerializedProto(proto)
+
+    def __repr__(self) -> str:
+        if self._model is None:
+            return "SentencePieceProcessor(<no model>)"
+        kind = "Unigram" if self._model.is_unigram else "BPE"
+        return f"SentencePieceProcessor({kind}, vocab_size={len(self._model)})"
+
+    Tokenize = Encode
+    Detokenize = Decode
+
+
+def _check_out_type(out_type):
+    if out_type not in _OUT_TYPES:
+        raise ConfigError(f"out_type must be int or str, got {out_type!r}", fix="pass out_type=int or out_type=str")
+    return out_type
+
+
+def _check_text(text) -> None:
+    if not isinstance(text, (str, bytes)):
+        raise InputTypeError(f"input must be str or bytes, got {type(text).__name__}",
+                             fix="pass a str, or a list of str")
+
+
+def _add_snake_case(cls) -> None:
+    """``EncodeAsPieces`` → ``encode_as_pieces`` etc., as sentencepiece does."""
+    import re
+
+    for name, value in list(cls.__dict__.items()):
+        if re.match(r"^[A-Z]", name):
+            snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower().replace("n_best", "nbest")
+            setattr(cls, snake, value)
+
+
+_add_snake_case(SentencePieceProcessor)
+SentencePieceProcessor.load = SentencePieceProcessor.Load

@@ -1,0 +1,157 @@
+"""Per-code-point tables for the pre-tokenizer scanners (``_kernels/scan.pyx``).
+
+The scanners look every code point up in one flat table of flags, built
+once, on first use, from the ``regex`` module's Unicode properties (it
+carries a newer Unicode than Python's ``unicodedata``, which stops at 14.0 on
+Python 3.11, while Hugging Face's Rust tables are at 16.0 and 17.0):
+
+==============  =============================================  ==================
+flag            meaning (the Hugging Face code it stands for)  Unicode version
+==============  =============================================  ==================
+``WHITESPACE``  White_Space: Rust ``char::is_whitespace``,      any (stable)
+                ``\\s`` of the regex crate and of Oniguruma
+``WORD``        ``\\w`` of Rust's regex crate (Whitespace)       16.0
+``PUNCT``       ASCII punctuation or a ``P*`` category: BERT's   8.0
+                ``is_punctuation`` (the ``unicode_categories``
+                crate)
+``NUMERIC``     Rust ``char::is_numeric`` (``N*``, Digits)       17.0
+``LETTER``      ``\\p{L}`` of Oniguruma (GPT-2's pattern)        16.0
+``NUMBER``      ``\\p{N}`` of Oniguruma (GPT-2's pattern)        16.0
+==============  =============================================  ==================
+
+Where Hugging Face's table is older than ours, the characters it does not know
+yet are listed below and taken out, so our splits match theirs exactly.
+
+>>> flags = char_flags()
+>>> flags[ord(" ")] == WHITESPACE, bool(flags[ord("a")] & WORD), bool(flags[ord("!")] & PUNCT)
+(True, True, True)
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+
+import regex
+
+from ._unicode_scripts import script_ranges
+
+__all__ = ["WHITESPACE", "WORD", "PUNCT", "NUMERIC", "LETTER", "NUMBER",
+           "char_flags", "script_table", "SCRIPT_ANY"]
+
+WHITESPACE = 1
+WORD = 2
+PUNCT = 4
+NUMERIC = 8
+LETTER = 16
+NUMBER = 32
+
+N_CODE_POINTS = 0x110000
+
+# Letters, marks and digits new in Unicode 17.0: the regex crate's \w and
+# Oniguruma's \p{L}/\p{N} in tokenizers 0.23 are at Unicode 16.0 and lack them
+# (Rust's std, behind char::is_numeric, already has them).
+UNICODE_17_WORD_CHARS = (
+    (0x088F, 0x088F), (0x0C5C, 0x0C5C), (0x0CDC, 0x0CDC), (0x1ACF, 0x1ADD), (0x1AE0, 0x1AEB),
+    (0xA7CE, 0xA7CF), (0xA7D2, 0xA7D2), (0xA7D4, 0xA7D4), (0xA7F1, 0xA7F1), (0x10940, 0x10959),
+    (0x10EC5, 0x10EC7), (0x10EFA, 0x10EFB), (0x11B60, 0x11B67), (0x11DB0, 0x11DDB),
+    (0x11DE0, 0x11DE9), (0x16EA0, 0x16EB8), (0x16EBB, 0x16ED3), (0x16FF2, 0x16FF6),
+    (0x187F8, 0x187FF), (0x18D09, 0x18D1E), (0x18D80, 0x18DF2), (0x1E6C0, 0x1E6DE),
+    (0x1E6E0, 0x1E6F5), (0x1E6FE, 0x1E6FF), (0x2B73A, 0x2B73F), (0x2CEA2, 0x2CEAD),
+    (0x323B0, 0x33479),
+)
+
+# Punctuation (P*) assigned after Unicode 8.0, the version of the
+# `unicode_categories` crate behind BERT's is_punctuation in tokenizers.
+PUNCT_AFTER_UNICODE_8 = (
+    (0x061D, 0x061D), (0x09FD, 0x09FD), (0x0A76, 0x0A76), (0x0C77, 0x0C77), (0x0C84, 0x0C84),
+    (0x1B4E, 0x1B4F), (0x1B7D, 0x1B7F), (0x2E43, 0x2E4F), (0x2E52, 0x2E5D), (0x10D6E, 0x10D6E),
+    (0x10EAD, 0x10EAD), (0x10ED0, 0x10ED0), (0x10F55, 0x10F59), (0x10F86, 0x10F89),
+    (0x113D4, 0x113D5), (0x113D7, 0x113D8), (0x1144B, 0x1144F), (0x1145A, 0x1145B),
+    (0x1145D, 0x1145D), (0x11660, 0x1166C), (0x116B9, 0x116B9), (0x1183B, 0x1183B),
+    (0x11944, 0x11946), (0x119E2, 0x119E2), (0x11A3F, 0x11A46), (0x11A9A, 0x11A9C),
+    (0x11A9E, 0x11AA2), (0x11B00, 0x11B09), (0x11BE1, 0x11BE1), (0x11C41, 0x11C45),
+    (0x11C70, 0x11C71), (0x11EF7, 0x11EF8), (0x11F43, 0x11F4F), (0x11FFF, 0x11FFF),
+    (0x12FF1, 0x12FF2), (0x16D6D, 0x16D6F), (0x16E97, 0x16E9A), (0x16FE2, 0x16FE2),
+    (0x1E5FF, 0x1E5FF), (0x1E95E, 0x1E95F),
+)
+# Punctuation in Unicode 8.0 that became a symbol (So) later.
+PUNCT_UNTIL_UNICODE_8 = (0x166D, 0x111C9)
+
+ASCII_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+
+# (flag, pattern for runs of it, code points to take out)
+_FLAG_SOURCES = (
+    (WHITESPACE, r"\p{White_Space}+", ()),
+    (WORD, r"\w+", UNICODE_17_WORD_CHARS),
+    (PUNCT, r"\p{P}+", PUNCT_AFTER_UNICODE_8),
+    (NUMERIC, r"\p{N}+", ()),
+    (LETTER, r"\p{L}+", UNICODE_17_WORD_CHARS),
+    (NUMBER, r"\p{N}+", UNICODE_17_WORD_CHARS),
+)
+
+
+def _every_code_point() -> str:
+    # Lone surrogates included: a Python str may hold them; they get no flag.
+    return array.array("I", range(N_CODE_POINTS)).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def _flag_plane(flag: int, pattern: str, removed, text: str) -> int:
+    """One flag over all code points, as a big int with byte ``cp`` = flag or 0."""
+    plane = bytearray(N_CODE_POINTS)
+    one = bytes([flag])
+    for m in regex.finditer(pattern, text):
+        start, end = m.span()
+        plane[start:end] = one * (end - start)
+    for first, last in removed:
+        plane[first:last + 1] = bytes(last + 1 - first)
+    return int.from_bytes(plane, "little")
+
+
+@functools.cache
+def char_flags() -> bytes:
+    """``N_CODE_POINTS`` bytes: the OR of the flags that hold for each code point.
+
+    >>> char_flags()[ord("7")] == WORD | NUMERIC | NUMBER
+    True
+    """
+    text = _every_code_point()
+    # OR the planes as big integers: one C-level pass per flag, no Python loop per code point.
+    combined = 0
+    for flag, pattern, removed in _FLAG_SOURCES:
+        combined |= _flag_plane(flag, pattern, removed, text)
+    flags = bytearray(combined.to_bytes(N_CODE_POINTS, "little"))
+    for ch in ASCII_PUNCTUATION:
+        flags[ord(ch)] |= PUNCT
+    for cp in PUNCT_UNTIL_UNICODE_8:
+        flags[cp] |= PUNCT
+    return bytes(flags)
+
+
+SCRIPT_ANY = 0
+
+
+@functools.cache
+def script_table() -> tuple[bytes, tuple[str, ...]]:
+    """A script id per code point, and the script names (id 0 is ``"Any"``).
+
+    Applies Hugging Face's ``fixed_script``: Hiragana, Katakana and U+30FC
+    count as Han (as SentencePiece does), and the space U+0020 has no script.
+
+    >>> ids, names = script_table()
+    >>> names[ids[ord("か")]], names[ids[ord("a")]], names[ids[ord(" ")]]
+    ('Han', 'Latin', 'Any')
+    """
+    names = ["Any"]
+    index = {"Any": SCRIPT_ANY}
+    table = bytearray(N_CODE_POINTS)
+    for first, last, name in script_ranges():
+        if name in ("Hiragana", "Katakana"):
+            name = "Han"
+        if name not in index:
+            index[name] = len(names)
+            names.append(name)
+        table[first:last + 1] = bytes([index[name]]) * (last + 1 - first)
+    table[0x30FC] = index["Han"]
+    table[0x20] = SCRIPT_ANY
+    return bytes(table), tuple(names)

@@ -1,0 +1,611 @@
+"""Pre-tokenizers: parity with Hugging Face ``tokenizers`` (pieces AND offsets), JSON, errors.
+
+Every configuration below is built twice, once with pieceworks and once
+with ``tokenizers.pre_tokenizers``, and both must cut the same text into the
+same pieces at the same offsets: on hypothesis text over all of Unicode, on
+targeted alphabets (every kind of space, punctuation and symbols, digits of
+other scripts, combining marks, emoji, CJK, characters new in Unicode 17),
+on every code point (the scanner's tables), on already-edited strings, and
+on the shared test inputs and corpora.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+import string
+import time
+
+import pytest
+import regex
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+hf = pytest.importorskip("tokenizers")
+from tokenizers import pre_tokenizers as hp  # noqa: E402
+
+from pieceworks import pre_tokenizers as pp  # noqa: E402
+from pieceworks._kernels import scan  # noqa: E402
+from pieceworks._regex import Regex  # noqa: E402
+from pieceworks import _unicode_tables as tables  # noqa: E402
+from pieceworks._unicode_tables import UNICODE_17_WORD_CHARS  # noqa: E402
+from pieceworks.errors import ConfigError, InputTypeError, TokenizerFileError, UnknownComponentError  # noqa: E402
+from pieceworks.pretokenized import PreTokenizedString  # noqa: E402
+
+BEHAVIORS = ("removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous")
+GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+
+
+# -- building the same configuration in both libraries -------------------------------
+
+class R(str):
+    """A regex pattern in a case: becomes pieceworks' or tokenizers' ``Regex``."""
+
+
+def make(lib, case):
+    """Build ``case`` = (class name, args, kwargs) with ``lib`` (``pp`` or ``hp``)."""
+    name, args, kwargs = case
+    regex_cls = Regex if lib is pp else hf.Regex
+
+    def convert(value):
+        if isinstance(value, R):
+            return regex_cls(str(value))
+        if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], str):
+            return make(lib, value)
+        if isinstance(value, list):
+            return [convert(v) for v in value]
+        return value
+
+    return getattr(lib, name)(*[convert(a) for a in args], **{k: convert(v) for k, v in kwargs.items()})
+
+
+def case_id(case) -> str:
+    name, args, kwargs = case
+    parts = [repr(a) if not isinstance(a, list) else "[" + ",".join(c[0] for c in a) + "]" for a in args]
+    parts += [f"{k}={v!r}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+SCANNER_CASES = [
+    ("Whitespace", (), {}),
+    ("WhitespaceSplit", (), {}),
+    ("BertPreTokenizer", (), {}),
+    *[("Punctuation", (b,), {}) for b in BEHAVIORS],
+    ("Digits", (), {}),
+    ("Digits", (), {"individual_digits": True}),
+    ("UnicodeScripts", (), {}),
+]
+EDITING_CASES = [
+    ("ByteLevel", (), {}),
+    ("ByteLevel", (), {"add_prefix_space": False}),
+    ("ByteLevel", (), {"use_regex": False}),
+    ("ByteLevel", (), {"add_prefix_space": False, "use_regex": False}),
+    *[("Metaspace", (), {"prepend_scheme": s, "split": split})
+      for s in ("always", "first", "never") for split in (True, False)],
+    ("Metaspace", ("_",), {}),
+]
+OTHER_CASES = [
+    ("CharDelimiterSplit", (" ",), {}),
+    ("CharDelimiterSplit", ("-",), {}),
+    ("FixedLength", (), {}),
+    ("FixedLength", (1,), {}),
+    ("FixedLength", (3,), {}),
+    ("Sequence", ([("WhitespaceSplit", (), {}), ("Digits", (), {"individual_digits": True})],), {}),
+    ("Sequence", ([("WhitespaceSplit", (), {}), ("Metaspace", (), {"prepend_scheme": "first"})],), {}),
+    ("Sequence", ([("Punctuation", ("merged_with_next",), {}), ("ByteLevel", (), {})],), {}),
+    ("Sequence", ([("Split", (R(r"\d{1,3}"), "isolated"), {}), ("ByteLevel", (), {"add_prefix_space": False})],),
+     {}),
+    ("Sequence", ([],), {}),
+]
+SPLIT_PATTERNS = [" ", "-", "ab", "", "▁", R(r"\s+"), R(r"\w+|[^\w\s]+"), R(r"\p{L}+"), R("a*"), R(r"(?=\d)"),
+                  R(GPT2_PATTERN), R(r"(?i)ab"), R(r"\d")]
+SPLIT_CASES = [("Split", (p, b), {"invert": inv}) for p in SPLIT_PATTERNS for b in BEHAVIORS
+               for inv in (False, True)]
+ALL_CASES = SCANNER_CASES + EDITING_CASES + OTHER_CASES + SPLIT_CASES
+
+
+def pair(case):
+    return make(pp, case), make(hp, case)
+
+
+def assert_same_pieces(ours, theirs, text: str) -> None:
+    expected = theirs.pre_tokenize_str(text)
+    got = ours.pre_tokenize_str(text)
+    assert got == expected, f"{ours!r} on {text!r}"
+
+
+def needs_unicode_16_classes(case) -> bool:
+    """A user regex with Unicode classes, which ``regex`` and Oniguruma define slightly differently.
+
+    ``regex`` is at Unicode 17, Oniguruma at 16; and Oniguruma's ``\\w`` takes
+    ²³¹¼½¾ but not ZWNJ/ZWJ. ``Split`` runs user patterns on ``regex``, so
+    those chars are left out of the text for such patterns.
+    """
+    name, args, _ = case
+    if name == "Sequence":
+        return any(needs_unicode_16_classes(c) for c in args[0])
+    return name == "Split" and isinstance(args[0], R) and re.search(r"\\[wdpsWDPS]", args[0]) is not None
+
+
+_U17 = "".join(f"{chr(a)}-{chr(b)}" for a, b in UNICODE_17_WORD_CHARS)
+_U17_RE = regex.compile(f"[{_U17}]")
+_ONIG_DIFFERENT_RE = regex.compile(f"[{_U17}\u00b2\u00b3\u00b9\u00bc-\u00be\u200c\u200d]")
+
+
+def without_unicode_17(text: str) -> str:
+    return _U17_RE.sub("", text)
+
+
+def without_onig_differences(text: str) -> str:
+    return _ONIG_DIFFERENT_RE.sub("", text)
+
+
+# -- text strategies --------------------------------------------------------------------
+
+SPACES = (" \t\n\r\x0b\x0c\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+          "\u2028\u2029\u202f\u205f\u3000\x1c\x1d\x1e\x1f\u200b\u180e\ufeff\u2060")
+PUNCT_SYMBOLS = (string.punctuation + "¡¿«»§¶·–—‘’“”…‰′″‹›※‼⁇、。「」『』【】〜・！？，．：；￥＄＋＝＜＞＾｀｜～€£¥©®°±×÷™→∀∑√∞≠"
+                 "■▲●★♠♥♪✓❤\u00ad\u166d\U000111c9\u2e43\u2e52\u061d\u0589\u061c\u05be\u0f14\u1800"
+                 "\U0001e95e\u2e5d\U00011b00")
+DIGITS = ("0123456789٠١٢٣٤٥٦٧٨٩۰۱۲०१२३০১২๐๑๒໐໑０１２①②⑳ⅠⅡⅫⅰ½¼¾²³¹𝟎𝟘𝟙\u16ee\u3007\u3021"
+          "\U00011de0\U00011de9\U000116d0\U00010d40\U00016ff4")
+MARKS = ("\u0300\u0301\u0302\u0308\u0323\u0327\u034f\u0483\u0591\u05b0\u0610\u064b\u0670\u0900\u0901"
+         "\u093c\u0941\u094d\u0951\u0952\u0953\u0954\u0e31\u0e48\u1ab0\u1dc0\u200c\u200d\u20d0\u20dd"
+         "\u20e3\ufe0f\ufe0e\U000e0100\u1acf")
+LETTERS = ("abcXYZéßøłñΩαβЖжяאבגعربهिन्दीไทยქართᎠᚠ𐌰漢字中文日本語ひらがなカタカナーｶﾀｶﾅ한국어ㄅ〆々"
+           "\u088f\U00011db0\U000323b0\U0001e6c0\U00020000\u30fc\uff21")
+ODD = "▁_'\ue000\uffff\U0010ffff\u0378\U000e0001\x00\x7f\u200e\u0600"
+ATOMS = (list(SPACES + PUNCT_SYMBOLS + DIGITS + MARKS + LETTERS + ODD)
+         + ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'x", " '", "  ", "   ", "\r\n", " \n", "\n\n",
+            "Hello", " world", "it's", "3.14", "1,000", "😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "1️⃣", "❤️", "🏳️‍🌈",
+            "e\u0301", "▁▁", " ▁", "aa", "ab", "--", "-", " - "])
+
+TARGETED = st.lists(st.sampled_from(ATOMS), max_size=25).map("".join)
+ANY_TEXT = st.one_of(st.text(max_size=30), TARGETED)
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+QUICK = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# -- parity on generated text -----------------------------------------------------------
+
+@pytest.mark.parametrize("case", SCANNER_CASES + EDITING_CASES + OTHER_CASES, ids=case_id)
+@FAST
+@given(text=ANY_TEXT)
+def test_same_pieces_as_hf(case, text):
+    ours, theirs = pair(case)
+    if needs_unicode_16_classes(case):
+        text = without_onig_differences(text)
+    assert_same_pieces(ours, theirs, text)
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=case_id)
+@QUICK
+@given(text=ANY_TEXT)
+def test_split_same_pieces_as_hf(case, text):
+    ours, theirs = pair(case)
+    if needs_unicode_16_classes(case):
+        text = without_onig_differences(text)
+    assert_same_pieces(ours, theirs, text)
+
+
+EDITS = {
+    # An edit both NormalizedStrings make alike, so the pre-tokenizer sees edited (non-identity) text.
+    "replace a→XY": (lambda ns: ns.replace("a", "XY"), lambda ns: ns.replace("a", "XY")),
+    "replace space→▁": (lambda ns: ns.replace(" ", "▁"), lambda ns: ns.replace(" ", "▁")),
+    "drop e": (lambda ns: ns.replace("e", ""), lambda ns: ns.replace("e", "")),
+    "prepend+append": (lambda ns: (ns.prepend("»"), ns.append(" ¿")),
+                       lambda ns: (ns.prepend("»"), ns.append(" ¿"))),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+@pytest.mark.parametrize("case", SCANNER_CASES + EDITING_CASES + OTHER_CASES[:6], ids=case_id)
+@settings(max_examples=8, deadline=None)
+@given(text=ANY_TEXT)
+def test_same_pieces_on_edited_text(case, edit, text):
+    """Pre-tokenizing an edited string: offsets still map into the original exactly as in HF."""
+    # An empty input that an edit made non-empty has no original chars to align
+    # with; tokenizers' ByteLevel garbles that case (it leaves chars unspelled).
+    assume(text)
+    ours, theirs = pair(case)
+    our_edit, their_edit = EDITS[edit]
+    mine = PreTokenizedString(text)
+    mine.normalize(our_edit)
+    ours.pre_tokenize(mine)
+    other = hf.PreTokenizedString(text)
+    other.normalize(their_edit)
+    theirs.pre_tokenize(other)
+    assert mine.get_splits() == [(s, o) for s, o, _ in other.get_splits(offset_type="char")]
+
+
+@pytest.mark.parametrize("case", SCANNER_CASES + EDITING_CASES, ids=case_id)
+def test_same_pieces_after_a_first_split(case):
+    """Pieces that do not start at offset 0 (``original_shift``), as after WhitespaceSplit."""
+    first = ("WhitespaceSplit", (), {})
+    ours, theirs = pair(("Sequence", ([first, case],), {}))
+    for text in ["Hello big  world", "  a1 b2\u3000c3 ", "x 'sy 'll 漢字 ｶﾀ ▁q", "12 ab 34", " \n "]:
+        assert_same_pieces(ours, theirs, text)
+
+
+def test_targeted_characters_one_by_one():
+    """Every targeted char alone and between letters, spaces, digits and punctuation."""
+    pairs = [pair(c) for c in SCANNER_CASES + EDITING_CASES]
+    for ch in SPACES + PUNCT_SYMBOLS + DIGITS + MARKS + LETTERS + ODD:
+        for text in (ch, f"a{ch}b", f" {ch} ", f"1{ch}2", f"!{ch}?", f"{ch}{ch}", f"'{ch}"):
+            for ours, theirs in pairs:
+                assert_same_pieces(ours, theirs, text)
+
+
+# -- every code point ---------------------------------------------------------------------
+
+def _sweep_code_points() -> list[int]:
+    """Every assigned code point but Han ideographs (every 11th) and private use; every 199th of the rest."""
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assigned = {ord(c) for c in regex.findall(r"[^\p{Cn}\p{Co}\p{Han}]", every)}
+    han = {ord(c) for c in regex.findall(r"\p{Han}", every)}
+    return [ord(c) for i, c in enumerate(every)
+            if ord(c) in assigned or (ord(c) in han and i % 11 == 0) or i % 199 == 0]
+
+
+SWEEP_CHECKS = [
+    (("Whitespace", (), {}), "a!"),
+    (("WhitespaceSplit", (), {}), "a"),
+    (("BertPreTokenizer", (), {}), "a"),
+    (("Punctuation", ("isolated",), {}), "a"),
+    (("Digits", (), {"individual_digits": True}), "a"),
+    (("ByteLevel", (), {"add_prefix_space": False}), "a"),
+    (("ByteLevel", (), {"add_prefix_space": False}), "1"),
+    (("UnicodeScripts", (), {}), "a"),
+    (("UnicodeScripts", (), {}), "\u05d0"),
+]
+
+
+@pytest.fixture(scope="module")
+def sweep_code_points():
+    return _sweep_code_points()
+
+
+@pytest.mark.parametrize("case,filler", SWEEP_CHECKS, ids=lambda v: case_id(v) if isinstance(v, tuple) else repr(v))
+def test_every_code_point_between_fillers(case, filler, sweep_code_points):
+    """Each code point between filler chars: its class decides its piece, so every table entry is checked."""
+    ours, theirs = pair(case)
+    text = "".join(filler + chr(c) for c in sweep_code_points)
+    expected = theirs.pre_tokenize_str(text)
+    got = ours.pre_tokenize_str(text)
+    if got != expected:
+        first = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
+        pytest.fail(f"{case_id(case)}: first difference at piece {first}: ours {got[first]!r}, "
+                    f"HF {expected[first]!r} (code points {[hex(ord(c)) for c in expected[first][0][:4]]})")
+    assert got == expected
+
+
+# -- real inputs --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shared_inputs(shared_data):
+    path = shared_data / "testvectors" / "generated" / "inputs.jsonl"
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f]
+
+
+SHARED_INPUT_SPLITS = [c for c in SPLIT_CASES if c[1][1] in ("isolated", "merged_with_next")
+                       and c[1][0] not in ("", "a*") and not c[2]["invert"]]
+
+
+@pytest.mark.parametrize("case", SCANNER_CASES + EDITING_CASES + OTHER_CASES + SHARED_INPUT_SPLITS, ids=case_id)
+def test_shared_inputs(case, shared_inputs):
+    ours, theirs = pair(case)
+    for text in shared_inputs:
+        if needs_unicode_16_classes(case):
+            text = without_onig_differences(text)
+        assert_same_pieces(ours, theirs, text)
+
+
+CORPORA = ["corpora/english/botchan.txt", "corpora/multilingual/ja_wagahaiwa_nekodearu.txt",
+           "corpora/multilingual/th_wisesight_social_media.txt", "corpora/multilingual/ko_nsmc_movie_reviews.txt"]
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_long_text_from_corpora(corpus, shared_data):
+    """Long strings (the scanner drops the GIL past 4096 chars) of 2- and 4-byte storage."""
+    text = (shared_data / corpus).read_text(encoding="utf-8")[:30_000]
+    for case in SCANNER_CASES + EDITING_CASES[:2] + EDITING_CASES[4:5]:
+        assert_same_pieces(*pair(case), text)
+
+
+# -- pathological input -------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["a" * 60_000, " " * 60_000, "1" * 60_000, "'" * 60_000,
+                                  "a " * 30_000, "\n" * 60_000, "漢" * 60_000],
+                         ids=lambda text: f"{text[:2]!r}*{len(text) // 2}")
+def test_long_runs_take_linear_time(text):
+    for case in SCANNER_CASES[:6] + [("ByteLevel", (), {}), ("Metaspace", (), {}),
+                                     ("Metaspace", (), {"split": False}), ("Split", (" ", "isolated"), {})]:
+        ours, theirs = pair(case)
+        start = time.perf_counter()
+        got = ours.pre_tokenize_str(text)
+        elapsed = time.perf_counter() - start
+        # Linear work is ~0.1 s here; one quadratic pass (a copy per piece) would take tens of seconds.
+        assert elapsed < 3, f"{case_id(case)} took {elapsed:.1f}s on {len(text)} chars"
+        assert got == theirs.pre_tokenize_str(text)
+
+
+def test_lone_surrogates_do_not_break_the_scanners():
+    # tokenizers refuses such strings; pieceworks treats a surrogate as an "other" char.
+    text = "a\ud800b c\udfff"
+    assert pp.Whitespace().pre_tokenize_str(text) == [("a", (0, 1)), ("\ud800", (1, 2)), ("b", (2, 3)),
+                                                     ("c", (4, 5)), ("\udfff", (5, 6))]
+    assert pp.ByteLevel().pre_tokenize_str(text)[0] == ("Ġa", (0, 1))
+    assert pp.UnicodeScripts().pre_tokenize_str(text) == [("a\ud800b c\udfff", (0, 6))]
+
+
+# -- the kernel on its own ----------------------------------------------------------------
+
+def test_gpt2_scanner_matches_the_gpt2_regex():
+    """On text without Unicode 17 chars, the scanner's spans are the regex's matches."""
+    compiled = regex.compile(GPT2_PATTERN)
+
+    @settings(max_examples=300, deadline=None)
+    @given(text=ANY_TEXT.map(without_unicode_17))
+    def check(text):
+        assert scan.gpt2_spans(text) == [m.span() for m in compiled.finditer(text)]
+    check()
+
+
+def test_class_runs_on_all_storage_widths():
+    actions = scan.actions_for([(scan.FLAG_WHITESPACE, scan.ACTION_DROP), (scan.FLAG_PUNCT, scan.ACTION_ISOLATE)])
+    for tail in ("", "é", "漢", "😀"):   # 1-, 1-, 2- and 4-byte storage
+        text = f"ab, c{tail}" * 3000
+        spans = scan.class_runs(text, actions)
+        assert spans == [m.span() for m in regex.finditer(r"[^\s\p{P}]+|\p{P}", text)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=ANY_TEXT, edit=st.sampled_from([None, *EDITS]))
+def test_spelled_is_spell_bytes_in_one_step(text, edit):
+    """The fast byte spelling equals the edit through ``transform`` (Hugging Face's way)."""
+    from pieceworks.alignment import NormalizedString
+    reference, fast = NormalizedString(text), NormalizedString(text)
+    if edit is not None:
+        EDITS[edit][0](reference)
+        EDITS[edit][0](fast)
+    pp.spell_bytes(reference)
+    result = pp.spelled(fast)
+    assert (result.normalized, result.alignments(), result.original, result.original_shift) == \
+        (reference.normalized, reference.alignments(), reference.original, reference.original_shift)
+
+
+def test_kernel_flags_are_the_table_flags():
+    assert [scan.FLAG_WHITESPACE, scan.FLAG_WORD, scan.FLAG_PUNCT, scan.FLAG_NUMERIC, scan.FLAG_LETTER,
+            scan.FLAG_NUMBER] == [tables.WHITESPACE, tables.WORD, tables.PUNCT, tables.NUMERIC, tables.LETTER,
+                                  tables.NUMBER]
+    assert scan.char_flags("7") == tables.char_flags()[ord("7")] == tables.WORD | tables.NUMERIC | tables.NUMBER
+    ids, names = tables.script_table()
+    assert names[scan.script_id("ア")] == "Han" and scan.script_id(" ") == tables.SCRIPT_ANY
+
+
+def test_action_table_must_have_256_entries():
+    with pytest.raises(ValueError, match="256"):
+        scan.class_runs("abc", b"\x02" * 64)
+
+
+def test_char_matches_is_find_matches_for_a_char_class():
+    assert scan.char_matches("", scan.FLAG_PUNCT) == [((0, 0), False)]
+    assert scan.char_matches("a,,b", scan.FLAG_PUNCT) == [((0, 1), False), ((1, 2), True), ((2, 3), True),
+                                                          ((3, 4), False)]
+
+
+# -- JSON -----------------------------------------------------------------------------------
+
+def hf_json(pre_tokenizer) -> dict:
+    tok = hf.Tokenizer(hf.models.WordLevel({"a": 0}, unk_token="a"))
+    tok.pre_tokenizer = pre_tokenizer
+    return json.loads(tok.to_str())["pre_tokenizer"]
+
+
+def hf_load(data: dict):
+    """Load a pre_tokenizer object through tokenizers (raises on what it refuses)."""
+    base = json.loads(hf.Tokenizer(hf.models.WordLevel({"a": 0}, unk_token="a")).to_str())
+    base["pre_tokenizer"] = data
+    return hf.Tokenizer.from_str(json.dumps(base))
+
+
+JSON_CASES = SCANNER_CASES + EDITING_CASES + OTHER_CASES + [c for c in SPLIT_CASES if c[1][1] != "removed"][::3]
+
+
+@pytest.mark.parametrize("case", JSON_CASES, ids=case_id)
+def test_to_json_is_hf_serialization(case):
+    ours, theirs = pair(case)
+    # Same keys in the same order, as tokenizer.json text.
+    assert json.dumps(ours.to_json(), ensure_ascii=False) == json.dumps(hf_json(theirs), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("case", JSON_CASES, ids=case_id)
+def test_from_hf_json_round_trips(case):
+    theirs = make(hp, case)
+    data = hf_json(theirs)
+    loaded = pp.PreTokenizer.from_json(data)
+    assert type(loaded).__name__ == case[0]
+    assert loaded.to_json() == data
+    for text in ["Hello, my  friend's 42 cats!", " ½ 漢字 ｶﾀ \u3000x\n", ""]:
+        assert_same_pieces(loaded, theirs, text)
+
+
+@pytest.mark.parametrize("case", JSON_CASES[::4], ids=case_id)
+def test_pickle_round_trips(case):
+    ours = make(pp, case)
+    clone = pickle.loads(pickle.dumps(ours))
+    assert clone == ours and clone.to_json() == ours.to_json()
+    assert clone.pre_tokenize_str("Hi there, 12 you") == ours.pre_tokenize_str("Hi there, 12 you")
+
+
+@pytest.mark.parametrize("data,expected", [
+    ({"type": "Punctuation"}, {"type": "Punctuation", "behavior": "Isolated"}),
+    ({"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True},
+     {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}),
+    ({"type": "Metaspace", "replacement": "▁", "add_prefix_space": True},
+     {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}),
+    ({"type": "Metaspace", "replacement": "_", "str_rep": "_", "add_prefix_space": True},
+     {"type": "Metaspace", "replacement": "_", "prepend_scheme": "always", "split": True}),
+    ({"type": "Metaspace", "replacement": "▁", "add_prefix_space": False, "prepend_scheme": "never"},
+     {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": True}),
+    ({"type": "Metaspace", "replacement": "▁", "add_prefix_space": True, "prepend_scheme": "first"},
+     {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": True}),
+    ({"type": "FixedLength"}, {"type": "FixedLength", "length": 5}),
+    ({"type": "Whitespace", "unknown_field": 1}, {"type": "Whitespace"}),
+])
+def test_defaults_and_legacy_fields_load_as_in_hf(data, expected):
+    assert pp.PreTokenizer.from_json(data).to_json() == expected
+    assert json.loads(hf_load(data).to_str())["pre_tokenizer"] == expected
+
+
+BAD_JSON = [
+    ({}, TokenizerFileError, "pre_tokenizer.type"),
+    ({"type": "Nope"}, UnknownComponentError, "pre_tokenizer.type"),
+    ({"type": 3}, TokenizerFileError, "pre_tokenizer.type"),
+    ({"type": "Digits"}, TokenizerFileError, "pre_tokenizer.individual_digits"),
+    ({"type": "Digits", "individual_digits": 1}, TokenizerFileError, "pre_tokenizer.individual_digits"),
+    ({"type": "ByteLevel"}, TokenizerFileError, "pre_tokenizer.add_prefix_space"),
+    ({"type": "ByteLevel", "add_prefix_space": True}, TokenizerFileError, "pre_tokenizer.trim_offsets"),
+    ({"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": "yes"},
+     TokenizerFileError, "pre_tokenizer.use_regex"),
+    ({"type": "Metaspace"}, TokenizerFileError, "pre_tokenizer.replacement"),
+    ({"type": "Metaspace", "replacement": "__"}, TokenizerFileError, "pre_tokenizer.replacement"),
+    ({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "sometimes"},
+     TokenizerFileError, "pre_tokenizer.prepend_scheme"),
+    ({"type": "Metaspace", "replacement": "▁", "add_prefix_space": False},
+     TokenizerFileError, "pre_tokenizer.add_prefix_space"),
+    ({"type": "Metaspace", "replacement": "▁", "split": "no"}, TokenizerFileError, "pre_tokenizer.split"),
+    ({"type": "Punctuation", "behavior": "Bogus"}, TokenizerFileError, "pre_tokenizer.behavior"),
+    ({"type": "Split", "pattern": {"String": "a"}, "behavior": "Isolated"}, TokenizerFileError,
+     "pre_tokenizer.invert"),
+    ({"type": "Split", "pattern": {"String": "a"}, "invert": False}, TokenizerFileError, "pre_tokenizer.behavior"),
+    ({"type": "Split", "pattern": {"String": "a"}, "behavior": "isolated", "invert": False},
+     TokenizerFileError, "pre_tokenizer.behavior"),
+    ({"type": "Split", "pattern": "a", "behavior": "Isolated", "invert": False},
+     TokenizerFileError, "pre_tokenizer.pattern"),
+    ({"type": "Split", "pattern": {"Str": "a"}, "behavior": "Isolated", "invert": False},
+     TokenizerFileError, "pre_tokenizer.pattern"),
+    ({"type": "Split", "pattern": {"String": "a", "Regex": "b"}, "behavior": "Isolated", "invert": False},
+     TokenizerFileError, "pre_tokenizer.pattern"),
+    ({"type": "Split", "pattern": {"String": 1}, "behavior": "Isolated", "invert": False},
+     TokenizerFileError, "pre_tokenizer.pattern.String"),
+    ({"type": "Split", "pattern": {"Regex": "(ab"}, "behavior": "Isolated", "invert": False},
+     TokenizerFileError, "pre_tokenizer.pattern.Regex"),
+    ({"type": "CharDelimiterSplit"}, TokenizerFileError, "pre_tokenizer.delimiter"),
+    ({"type": "CharDelimiterSplit", "delimiter": "ab"}, TokenizerFileError, "pre_tokenizer.delimiter"),
+    ({"type": "FixedLength", "length": -1}, TokenizerFileError, "pre_tokenizer.length"),
+    ({"type": "FixedLength", "length": "5"}, TokenizerFileError, "pre_tokenizer.length"),
+    ({"type": "Sequence"}, TokenizerFileError, "pre_tokenizer.pretokenizers"),
+    ({"type": "Sequence", "pretokenizers": {"type": "Whitespace"}}, TokenizerFileError,
+     "pre_tokenizer.pretokenizers"),
+    ({"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}, {"type": "Nope"}]},
+     UnknownComponentError, "pre_tokenizer.pretokenizers[1].type"),
+    ({"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": None}]},
+     TokenizerFileError, "pre_tokenizer.pretokenizers[0].individual_digits"),
+]
+
+
+@pytest.mark.parametrize("data,error,field", BAD_JSON, ids=lambda v: json.dumps(v) if isinstance(v, dict) else None)
+def test_bad_json_names_the_field(data, error, field):
+    with pytest.raises(error) as caught:
+        pp.PreTokenizer.from_json(data)
+    assert caught.value.field == field
+    assert f"field '{field}'" in str(caught.value) and "Fix:" in str(caught.value)
+    with pytest.raises(Exception):   # tokenizers refuses the same objects
+        hf_load(data)
+
+
+def test_invalid_regex_in_json_says_which_pattern():
+    data = {"type": "Split", "pattern": {"Regex": "[a-"}, "behavior": "Isolated", "invert": False}
+    with pytest.raises(TokenizerFileError, match=re.escape("'[a-'")):
+        pp.PreTokenizer.from_json(data, path="tok.json")
+
+
+def test_fixed_length_zero_is_refused_up_front():
+    # tokenizers loads length 0 and then panics on the first text ("chunk size must be non-zero").
+    with pytest.raises(TokenizerFileError, match="pre_tokenizer.length"):
+        pp.PreTokenizer.from_json({"type": "FixedLength", "length": 0})
+    with pytest.raises(ConfigError, match="at least 1"):
+        pp.FixedLength(0)
+
+
+# -- the Python API -------------------------------------------------------------------------
+
+def test_invalid_regex_raises_config_error_naming_the_pattern():
+    with pytest.raises(ConfigError, match=re.escape("'(unclosed'")):
+        pp.Split(Regex("(unclosed"), "isolated")
+
+
+@pytest.mark.parametrize("build,error", [
+    (lambda: pp.Split("a", "bogus"), ConfigError),
+    (lambda: pp.Split(3, "isolated"), InputTypeError),
+    (lambda: pp.Split("a", "isolated", invert="no"), InputTypeError),
+    (lambda: pp.Punctuation("sideways"), ConfigError),
+    (lambda: pp.Metaspace("__"), ConfigError),
+    (lambda: pp.Metaspace(""), ConfigError),
+    (lambda: pp.Metaspace(prepend_scheme="sometimes"), ConfigError),
+    (lambda: pp.CharDelimiterSplit("ab"), ConfigError),
+    (lambda: pp.Digits("yes"), InputTypeError),
+    (lambda: pp.ByteLevel(add_prefix_space=1), InputTypeError),
+    (lambda: pp.FixedLength(2.5), InputTypeError),
+    (lambda: pp.Sequence([pp.Whitespace(), "Digits"]), InputTypeError),
+    (lambda: pp.Whitespace().pre_tokenize_str(b"bytes"), InputTypeError),
+])
+def test_bad_arguments_raise_pieceworks_errors_with_a_fix(build, error):
+    with pytest.raises(error) as caught:
+        build()
+    assert caught.value.fix
+
+
+def test_bad_arguments_are_refused_by_hf_too():
+    for build in [lambda: hp.Split("a", "bogus"), lambda: hp.Metaspace("__"),
+                  lambda: hp.Metaspace(prepend_scheme="sometimes"), lambda: hp.CharDelimiterSplit("ab"),
+                  lambda: hp.Punctuation("sideways")]:
+        with pytest.raises(Exception):
+            build()
+
+
+def test_attributes_read_like_hf():
+    pairs = [pair(("ByteLevel", (), {"add_prefix_space": False})), pair(("Metaspace", ("_", "first", False), {})),
+             pair(("Split", ("-", "contiguous"), {"invert": True})), pair(("Punctuation", ("contiguous",), {})),
+             pair(("Digits", (True,), {})), pair(("CharDelimiterSplit", ("x",), {})), pair(("FixedLength", (7,), {}))]
+    names = ["add_prefix_space", "trim_offsets", "use_regex", "replacement", "prepend_scheme", "split", "behavior",
+             "invert", "individual_digits", "delimiter", "length"]
+    for ours, theirs in pairs:
+        for name in names:
+            if hasattr(theirs, name) and name in type(theirs).__dict__:
+                assert getattr(ours, name) == getattr(theirs, name), (ours, name)
+
+
+def test_setters_change_behaviour():
+    m = pp.Metaspace()
+    m.prepend_scheme = "never"
+    m.replacement = "_"
+    assert m.pre_tokenize_str("a b") == hp.Metaspace("_", "never").pre_tokenize_str("a b")
+    s = pp.Split(" ", "removed")
+    s.pattern = Regex(r"\d")
+    s.behavior = "isolated"
+    assert s.pre_tokenize_str("a1b") == [("a", (0, 1)), ("1", (1, 2)), ("b", (2, 3))]
+    seq = pp.Sequence([pp.WhitespaceSplit()])
+    seq[0] = pp.Digits(individual_digits=True)
+    assert len(seq) == 1 and seq[0] == pp.Digits(True)
+
+
+def test_byte_level_alphabet_is_hf_alphabet():
+    alphabet = pp.ByteLevel.alphabet()
+    assert len(alphabet) == 256 and set(alphabet) == set(hp.ByteLevel.alphabet())
+
+
+def test_metaspace_first_prepends_only_at_the_start_of_the_input():
+    seq = pp.Sequence([pp.WhitespaceSplit(), pp.Metaspace(prepend_scheme="first")])
+    assert seq.pre_tokenize_str("ab cd") == [("▁ab", (0, 2)), ("cd", (3, 5))]
+
+
+def test_pre_tokenize_leaves_tokenized_splits_alone():
+    pretok = PreTokenizedString("ab cd")
+    pp.WhitespaceSplit().pre_tokenize(pretok)
+    pretok.splits[0].tokens = []      # as if an added token had matched "ab"
+    pp.FixedLength(1).pre_tokenize(pretok)
+    assert pretok.get_splits() == [("ab", (0, 2)), ("c", (3, 4)), ("d", (4, 5))]

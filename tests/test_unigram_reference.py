@@ -31,12 +31,20 @@ def build(entries: dict, model_type: int, user: frozenset = frozenset()) -> Sent
 
 
 def merge_unknowns(pieces: list[str], vocab: dict) -> list[str]:
+    """Join each run of unknown pieces into one, as SentencePieceProcessor does.
+
+    Whether the previous piece was unknown is remembered, not looked up: a merged run
+    can spell a vocabulary piece ('b' + 'b' = 'bb').
+    """
     out: list[str] = []
+    prev_unknown = False
     for piece in pieces:
-        if piece not in vocab and out and out[-1] not in vocab:
+        unknown = piece not in vocab
+        if unknown and prev_unknown:
             out[-1] += piece
         else:
             out.append(piece)
+        prev_unknown = unknown
     return out
 
 
@@ -100,3 +108,41 @@ def test_float32_rounding_decides_ties():
     model = build(vocab, 1)
     for text in ["x---", "x" * 7 + "-" * 9]:
         assert model.encode_pieces(text) == ref.viterbi(text, vocab)
+
+
+# Cases hypothesis found (vocab, user-defined pieces, text).
+FOUND = [
+    ({"a": -0.25, "ab": -0.25}, {"a", "ab"}, "ab"),
+    ({"a": -0.25, "ab": -0.25}, {"a", "ab"}, "abab"),
+    ({"a": -0.25, "ab": -0.25}, {"a", "ab"}, "bab"),
+    ({"a": -0.25, "bb": -0.25}, {"a", "bb"}, "bbb"),
+    ({"b": -0.25, "aaa": -0.25}, set(), "aaaa"),
+]
+
+
+@pytest.mark.parametrize("model_type", [1, 2])
+@pytest.mark.parametrize("vocab, user, text", FOUND)
+def test_found_cases_against_sentencepiece(model_type, vocab, user, text):
+    # With no NORMAL piece, SentencePiece's minimum score stays at FLT_MAX, so an unknown char
+    # scores FLT_MAX − 10 and the Unigram path 'a' + unknown 'b' beats the user-defined 'ab'.
+    # BPE takes user-defined symbols whole before merging. A run of unknown chars may spell a
+    # piece ('b' + 'b' + 'b' around 'bb'). The expected pieces come from the sentencepiece
+    # library, on a model built with its own protobuf.
+    spm = pytest.importorskip("sentencepiece")
+    from sentencepiece import sentencepiece_model_pb2 as spm_pb2
+
+    user = frozenset(user)
+    proto = spm_pb2.ModelProto()
+    proto.trainer_spec.model_type = model_type
+    proto.normalizer_spec.name = "identity"
+    proto.normalizer_spec.add_dummy_prefix = False
+    proto.normalizer_spec.remove_extra_whitespaces = False
+    p = proto.pieces.add()
+    p.piece, p.type = "<unk>", 2
+    for piece, score in vocab.items():
+        p = proto.pieces.add()
+        p.piece, p.score, p.type = piece, score, 4 if piece in user else 1
+    want = spm.SentencePieceProcessor(model_proto=proto.SerializeToString()).encode(text, out_type=str)
+    assert build(vocab, model_type, user).encode_pieces(text) == want
+    twin = ref.viterbi(text, vocab, user_defined=user) if model_type == 1 else ref.bpe(text, vocab, frozen=user)
+    assert merge_unknowns(twin, vocab) == want

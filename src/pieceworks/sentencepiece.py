@@ -390,3 +390,60 @@ def _add_snake_case(cls) -> None:
 
 _add_snake_case(SentencePieceProcessor)
 SentencePieceProcessor.load = SentencePieceProcessor.Load
+
+
+# == training (SentencePieceTrainer) ==========================================================
+__all__ += ["SentencePieceTrainer"]
+
+
+class SentencePieceTrainer:
+    """``sentencepiece.SentencePieceTrainer``: train a .model with ``spm_train``'s flags.
+
+    ``train('--input=corpus.txt --model_prefix=m --vocab_size=8000 --model_type=unigram')``
+    or the same as keyword arguments (``input=..., model_prefix=..., vocab_size=8000``;
+    lists for repeated flags, Python bools). Writes ``m.model`` and ``m.vocab``;
+    with ``model_writer=f`` (a binary file object) writes the serialized model to ``f``
+    instead; ``sentence_iterator`` replaces ``--input``. A flag SentencePiece does
+    not have raises :class:`~pieceworks.errors.ConfigError` naming the closest one.
+
+    Unigram follows ``spm_train``'s algorithm (seeds, EM, pruning) and BPE its merge
+    rule (see :mod:`pieceworks.trainers.spm`); the result is close to, not
+    byte-identical with, SentencePiece's (a different suffix sorter and float
+    summation order break its ties differently).
+    """
+
+    @staticmethod
+    def train(arg=None, logstream=None, **kwargs) -> None:
+        from .formats.sentencepiece import write_model_proto
+        from .trainers.spm import parse_flags, train_model_proto
+
+        iterator = kwargs.pop("sentence_iterator", None) or kwargs.pop("sentence_reader", None)
+        writer = kwargs.pop("model_writer", None)
+        n_threads = kwargs.pop("n_threads", None)
+        spec, norm = parse_flags(arg, **kwargs)
+        if not spec.model_prefix and writer is None:
+            raise ConfigError("no --model_prefix", fix="pass --model_prefix=NAME (writes NAME.model and NAME.vocab) "
+                                                       "or model_writer=a binary file")
+        lines = None
+        if iterator is not None:
+            if spec.input:
+                raise ConfigError("--input and sentence_iterator are exclusive", fix="pass only one of them")
+            lines = (_check_sentence(s) for s in iterator)
+        proto = train_model_proto(spec, norm, lines, n_threads=n_threads)
+        if writer is not None:
+            writer.write(proto.SerializeToString())
+            return None
+        write_model_proto(proto, spec.model_prefix + ".model")
+        write_vocab(proto, spec.model_prefix + ".vocab")
+        return None
+
+    Train = train
+
+
+def _check_sentence(sentence) -> str:
+    if isinstance(sentence, bytes):
+        return sentence.decode("utf-8", "replace")
+    if not isinstance(sentence, str):
+        raise InputTypeError(f"sentence_iterator must yield str, got {type(sentence).__name__}",
+                             fix="yield one sentence (a str) at a time")
+    return sentence

@@ -27,20 +27,29 @@ on ties. (Hugging Face's BPE ranks merges instead of scoring pieces.)
 
 from __future__ import annotations
 
+import math
 import struct
 
-__all__ = ["f32", "viterbi", "all_segmentations", "bpe", "UNK_PENALTY"]
+__all__ = ["f32", "viterbi", "all_segmentations", "bpe", "UNK_PENALTY", "FLT_MAX"]
 
 UNK_PENALTY = 10.0
+#: The largest float32. SentencePiece starts its minimum score there, so a model with
+#: no NORMAL piece scores an unknown char ``FLT_MAX − 10`` (= ``FLT_MAX`` in float).
+FLT_MAX = 3.4028234663852886e+38
 
 
 def f32(x: float) -> float:
     """``x`` rounded to the nearest float32, as C's ``(float)x``.
 
-    >>> f32(0.1)
-    0.10000000149011612
+    Past the float range the result is infinite, as in C.
+
+    >>> f32(0.1), f32(2 * FLT_MAX)
+    (0.10000000149011612, inf)
     """
-    return struct.unpack("f", struct.pack("f", x))[0]
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 def viterbi(text: str, scores: dict[str, float], unk: str = "<unk>", user_defined: frozenset = frozenset(),
@@ -48,11 +57,16 @@ def viterbi(text: str, scores: dict[str, float], unk: str = "<unk>", user_define
     """The best segmentation of ``text`` (unknown chars come back as themselves, one per char).
 
     ``user_defined`` pieces score ``0.1 · len(UTF-8 bytes) − 0.1`` (SentencePiece's bonus that
-    makes them win); all others score their value in ``scores``.
+    makes them win); all others score their value in ``scores``. An unknown char scores the
+    lowest NORMAL score minus 10; with no NORMAL piece that minimum is still SentencePiece's
+    starting value ``FLT_MAX``, so unknown chars then beat every user-defined piece:
+
+    >>> viterbi("ab", {"a": -1.0, "ab": -1.0}, user_defined=frozenset({"a", "ab"}))
+    ['a', 'b']
     """
     rnd = f32 if float32 else (lambda x: x)
     normal = [s for p, s in scores.items() if p not in user_defined]
-    unk_score = rnd(min(normal) - UNK_PENALTY) if normal else 0.0
+    unk_score = rnd(min(normal, default=FLT_MAX) - UNK_PENALTY)
     longest = max((len(p) for p in scores), default=1)
     n = len(text)
     best: list[float | None] = [0.0] + [None] * n

@@ -4,3 +4,4 @@ from ._base import Trainer
 from .wordlevel import WordLevelTrainer
 from .bpe import BpeTrainer
 from .wordpiece import WordPieceTrainer
+from .unigram import UnigramTrainer

@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_encode(commands)
     _add_decode(commands)
     _add_inspect(commands)
+    _add_count(commands)            # the scale section, at the end of this file
+    _add_encode_dataset(commands)
     # `convert` (tiktoken / SentencePiece / vocab.txt ↔ tokenizer.json) and
     # `bench` join here as their engines land.
     return parser
@@ -940,3 +942,132 @@ def _describe_padding(padding: dict | None) -> str:
     strategy = f"Fixed({strategy['Fixed']})" if isinstance(strategy, dict) and "Fixed" in strategy else strategy
     keys = ("direction", "pad_token", "pad_id", "pad_type_id", "pad_to_multiple_of")
     return ", ".join([f"strategy={strategy}"] + [f"{k}={_compact(padding.get(k))}" for k in keys])
+
+
+# -- scale: count, encode-dataset ---------------------------------------------------
+# Counting as its own step and encoding whole corpora to token shards
+# (pieceworks.trainers.counts, pieceworks.dataset). Same conventions as above:
+# errors are one line and exit 2, progress bars go to stderr.
+def _add_input_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="inputs: text (one text per line), .jsonl, .parquet, .arrow; "
+                             "text and .jsonl may be .gz or .zst")
+    parser.add_argument("--field", default="text",
+                        help="the .jsonl field or Parquet/Arrow column holding the text (default: text)")
+    parser.add_argument("--format", choices=("text", "jsonl", "parquet", "arrow"), default=None,
+                        help="read every file as this format (default: from the file name)")
+    parser.add_argument("--workers", "-j", type=_positive_int, default=None,
+                        help="processes to use (default: every core)")
+    parser.add_argument("--errors", choices=("skip", "strict"), default="skip",
+                        help="lines that are not UTF-8 (or bad .jsonl records): skip and report them "
+                             "(default), or stop at the first")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="show a progress bar on stderr (default: only when stderr is a terminal)")
+
+
+def _pipeline_tokenizer(args: argparse.Namespace):
+    """The tokenizer whose normalizer and pre-tokenizer cut the text: -t FILE, else a --model recipe."""
+    if args.tokenizer:
+        return load_tokenizer(args.tokenizer)
+    recipes = available_recipes()
+    if args.model not in recipes:
+        raise ConfigError(f"no {args.model} recipe in this installation", fix="pass --tokenizer FILE")
+    return recipes[args.model].build(1000, 0, [], False)[0]
+
+
+def _add_count(commands) -> None:
+    recipes = sorted(available_recipes())
+    parser = commands.add_parser(
+        "count", help="count the pieces of a corpus into a counts file (to train from later)",
+        description="Normalize and pre-tokenize a corpus as a tokenizer does, count every piece, and "
+                    "save the counts. Counts from several runs merge (pass counts files to --merge), "
+                    "and 'Tokenizer.train_from_counts' trains from them.")
+    _add_input_options(parser)
+    parser.add_argument("--tokenizer", "-t", metavar="TOKENIZER",
+                        help="a tokenizer.json whose normalizer and pre-tokenizer to use")
+    parser.add_argument("--model", "-m", choices=recipes, default="bpe" if "bpe" in recipes else None,
+                        help="without --tokenizer: the pipeline of this 'train --model' recipe (default: bpe)")
+    parser.add_argument("--output", "-o", required=True, help="the counts file to write")
+    parser.add_argument("--merge", action="append", default=[], metavar="COUNTS",
+                        help="a counts file to add to the result (repeatable)")
+    parser.add_argument("--memory-limit", default=None, metavar="SIZE",
+                        help="spill the table to disk past this size, e.g. 2GB (default: no limit)")
+    parser.add_argument("--tmp-dir", default=None, help="where to spill (default: the system's temp folder)")
+    parser.add_argument("--min-count", type=_non_negative_int, default=1,
+                        help="keep only pieces seen at least this often (default: 1, keep all)")
+    parser.add_argument("--top-k", type=_positive_int, default=None,
+                        help="keep only the K most frequent pieces (default: all)")
+    parser.add_argument("--compression", choices=("none", "gzip", "zstd"), default="none",
+                        help="compress the counts file (default: none)")
+    parser.set_defaults(run=run_count)
+
+
+def run_count(args: argparse.Namespace) -> int:
+    """``pieceworks count``: count, merge, prune, save; print a one-line summary."""
+    from .trainers.counts import Counts, count_files
+
+    output = _check_output_path(args.output)
+    tokenizer = _pipeline_tokenizer(args)
+    show = _want_progress(args.progress)
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        counts = count_files(args.files, tokenizer.normalizer, tokenizer.pre_tokenizer, field=args.field,
+                             format=args.format, errors=args.errors, workers=args.workers,
+                             memory_limit=args.memory_limit, progress=show, tmp_dir=args.tmp_dir)
+    for warning in caught:
+        _show_warning(warning.message, warning.category, warning.filename, warning.lineno)
+    if args.merge:
+        counts = Counts.merge(counts, *(Counts.load(path) for path in args.merge))
+    if args.min_count > 1 or args.top_k is not None:
+        counts = counts.prune(min_count=args.min_count, top_k=args.top_k)
+    counts.save(output, compression=None if args.compression == "none" else args.compression)
+    seconds = time.perf_counter() - started
+    print(f"Counted {len(counts):,} distinct pieces ({counts.total():,} in all) from {counts.n_texts:,} texts "
+          f"({_human_bytes(counts.n_bytes)}) in {seconds:.1f} s; saved to {output}")
+    return 0
+
+
+def _add_encode_dataset(commands) -> None:
+    parser = commands.add_parser(
+        "encode-dataset", help="encode a corpus to token-id shards (.npy) for model training",
+        description="Encode every document (a non-empty line of a text file, or one record of "
+                    ".jsonl/Parquet/Arrow) and write the ids as NumPy .npy shards (uint16 when the "
+                    "vocabulary fits, else uint32) with an index of document boundaries. Run it again "
+                    "into the same folder to resume after a crash: finished shards are kept.")
+    _add_input_options(parser)
+    parser.add_argument("--tokenizer", "-t", required=True, metavar="TOKENIZER", help="a tokenizer.json file")
+    parser.add_argument("--output", "-o", required=True, metavar="FOLDER", help="the folder for the shards")
+    parser.add_argument("--eod-token", default=None, metavar="TOKEN",
+                        help="append this token's id after every document, e.g. '<|endoftext|>'")
+    parser.add_argument("--add-special-tokens", action="store_true",
+                        help="let the post-processor add its tokens ([CLS] ... [SEP]) to each document")
+    parser.add_argument("--shard-size", default="64MB", metavar="SIZE",
+                        help="input bytes per shard (default: 64MB)")
+    parser.set_defaults(run=run_encode_dataset)
+
+
+def run_encode_dataset(args: argparse.Namespace) -> int:
+    """``pieceworks encode-dataset``: encode, write shards and index.json, print a summary."""
+    from .dataset import encode_dataset
+    from .trainers.counts import parse_memory_limit
+
+    tokenizer = load_tokenizer(args.tokenizer)
+    try:
+        shard_bytes = parse_memory_limit(args.shard_size, minimum=1)
+    except ConfigError:
+        raise ConfigError(f"--shard-size {args.shard_size!r} is not a size",
+                          fix="write it like 64MB or 1GB") from None
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        index = encode_dataset(args.files, tokenizer, args.output, field=args.field, format=args.format,
+                               eod_token=args.eod_token, add_special_tokens=args.add_special_tokens,
+                               workers=args.workers, shard_bytes=shard_bytes, errors=args.errors,
+                               progress=_want_progress(args.progress))
+    for warning in caught:
+        _show_warning(warning.message, warning.category, warning.filename, warning.lineno)
+    seconds = time.perf_counter() - started
+    print(f"Encoded {index['documents']:,} documents into {index['tokens']:,} tokens ({index['dtype']}) "
+          f"in {len(index['shards'])} shard(s) in {seconds:.1f} s; index: {Path(args.output) / 'index.json'}")
+    return 0

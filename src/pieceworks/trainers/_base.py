@@ -24,6 +24,20 @@ class Trainer:
     model_type: type | None = None
     show_progress: bool = True
     special_tokens: list
+    #: Bytes the counting step may hold before it spills to disk (None: no
+    #: limit); set with ``memory_limit="2GB"`` (see trainers.counts).
+    memory_limit: int | None = None
 
     def train(self, model, counts: Mapping[str, int]) -> list:
         raise NotImplementedError
+
+
+def memory_limit_option(value) -> int | None:
+    """A trainer's ``memory_limit`` in bytes (``"300MB"``, ``"2GiB"``, an int, or None).
+
+    >>> memory_limit_option("2GB")
+    2000000000
+    """
+    from .counts import parse_memory_limit
+
+    return parse_memory_limit(value)

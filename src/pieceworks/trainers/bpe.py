@@ -47,7 +47,7 @@ from typing import Iterable, Mapping
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
 from ..progress import progress_bar
-from ._base import Trainer
+from ._base import Trainer, memory_limit_option
 
 __all__ = ["BpeTrainer", "compute_alphabet"]
 
@@ -61,7 +61,7 @@ class BpeTrainer(Trainer):
                  special_tokens: Iterable = (), limit_alphabet: int | None = None,
                  initial_alphabet: Iterable[str] = (), continuing_subword_prefix: str | None = None,
                  end_of_word_suffix: str | None = None, max_token_length: int | None = None,
-                 tie_break: str = "huggingface"):
+                 tie_break: str = "huggingface", *, memory_limit=None):
         self.vocab_size = _count_option("vocab_size", vocab_size)
         self.min_frequency = _count_option("min_frequency", min_frequency)
         self.show_progress = bool(show_progress)
@@ -76,6 +76,7 @@ class BpeTrainer(Trainer):
             raise ConfigError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}",
                               fix='use "huggingface" (as tokenizers) or "first_seen" (as the textbook)')
         self.tie_break = tie_break
+        self.memory_limit = memory_limit_option(memory_limit)
 
     # Hugging Face's setters convert as they store; so do ours.
     @property
@@ -173,6 +174,10 @@ def compute_alphabet(counts: Mapping[str, int], initial_alphabet: Iterable[str] 
 
 
 def _check_counts(counts: Mapping[str, int]) -> None:
+    from .counts import Counts
+
+    if isinstance(counts, Counts):
+        return  # checked when it was built
     if not isinstance(counts, Mapping):
         raise InputTypeError(f"counts must be a mapping of word -> count, got {type(counts).__name__}",
                              fix="build counts with pieceworks.trainers.counts.count_words")

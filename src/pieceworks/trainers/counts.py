@@ -1,24 +1,84 @@
 """Counting: texts → ``{piece: count}``, the only thing trainers consume.
 
 The tokenizer's normalizer and pre-tokenizer run on every text; each piece
-they produce is counted. Counts are plain dicts, so tables from different
-shards merge by addition (:func:`merge_counts`), in any order.
+they produce is counted. Counting is its own step, so that it can run on all
+cores, on a cluster (:mod:`pieceworks.distributed`), in bounded memory, and
+be saved and merged:
 
 >>> from pieceworks.pre_tokenizers import WhitespaceSplit
 >>> count_words(["a b a", "b c"], pre_tokenizer=WhitespaceSplit())
 {'a': 2, 'b': 2, 'c': 1}
+>>> c = count_texts(["a b a", "b c"], pre_tokenizer=WhitespaceSplit())
+>>> c + count_texts(["c d"], pre_tokenizer=WhitespaceSplit())
+Counts({'a': 2, 'b': 2, 'c': 2, 'd': 1})
+
+**Order.** A :class:`Counts` lists its pieces in the order they were first
+met in the input (as a dict filled by one pass would). Some trainers break
+ties by that order (``tie_break="first_seen"``, the numbering of
+``##``-prefixed chars), so every path here keeps it: units of input counted
+in separate processes, tables spilled to disk, partitions counted on Dask
+workers all carry a *first-seen key* per piece, ``(unit index << 32) |
+rank in the unit``, and the merge keeps the smallest. Training from files
+is therefore exactly counting + ``train_from_counts``, whatever the number of
+workers or the memory limit. Merging two separately made tables (``a + b``)
+keeps ``a``'s order, then ``b``'s new pieces: as tables, ``a + b == b + a``.
+
+**The fast path.** For the pre-tokenizers whose cut is a scanner
+(ByteLevel, Whitespace, WhitespaceSplit, BertPreTokenizer, Punctuation
+"isolated", Digits, UnicodeScripts, or none) the Cython kernel
+:mod:`pieceworks._kernels.count` cuts and counts without a Python object per
+piece; a normalizer, if any, runs as ``normalize_str`` per text. Other
+pipelines use :func:`pieces_of` (the general path); the tests hold the two
+equal.
+
+**Bounded memory.** With ``memory_limit``, the table is spilled to disk when
+it outgrows its share of the limit, split by piece hash into partitions;
+at the end each partition is summed on its own and the partitions are put
+back in first-seen order. The result equals an unlimited run's.
+
+**Pruning** (:meth:`Counts.prune`) drops rare pieces: ``min_count`` keeps
+pieces seen at least that often, ``top_k`` the ``k`` most frequent (ties
+go to the piece seen first). Pruned counts train a different (smaller)
+model than the full counts: every pair inside a dropped piece is lost too.
+Prune to fit memory, not by default.
+
+**The file** (:meth:`Counts.save` / :meth:`Counts.load`): ``PWCOUNTS``
+magic, a version, then blocks of (piece lengths u32, counts u64, UTF-8
+bytes) in first-seen order, an end block with the number of pieces and
+the total, all optionally gzip- or zstd-compressed; written atomically.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+import heapq
+import os
+import struct
+import sys
+import tempfile
+import warnings
+from array import array
+from collections import deque
+from collections.abc import ItemsView, Mapping, ValuesView
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Iterable, Iterator
 
 from ..alignment import NormalizedString
+from ..errors import ConfigError, FileFormatError, InputTypeError, PieceworksError
 from ..pretokenized import PreTokenizedString
+from . import sources as _sources
 
-__all__ = ["count_words", "merge_counts", "pieces_of"]
+__all__ = ["Counts", "CountPlan", "count_words", "count_texts", "count_files", "count_sources",
+           "merge_counts", "pieces_of", "parse_memory_limit", "default_workers"]
+
+_BATCH = 1 << 16            # pieces decoded per kernel call when iterating
+_PARTITIONS = 32            # spill partitions: each is summed alone at the end
+# Share of memory_limit the live table may use; the rest covers the final
+# arrays, the interpreter and the units in flight.
+_TABLE_SHARE = 0.35
 
 
+# -- the general path ----------------------------------------------------------
 def pieces_of(text: str, normalizer=None, pre_tokenizer=None) -> list[str]:
     """The normalized pieces a tokenizer's first two stages make of ``text``."""
     ns = NormalizedString(text)
@@ -32,15 +92,41 @@ def pieces_of(text: str, normalizer=None, pre_tokenizer=None) -> list[str]:
 
 
 def count_words(texts: Iterable[str], normalizer=None, pre_tokenizer=None, progress=None) -> dict[str, int]:
-    """Count the pieces of every text; ``progress`` (if given) is called with each text's length."""
-    counts: dict[str, int] = {}
-    get = counts.get
+    """Count the pieces of every text; ``progress`` (if given) is called with each text's length.
+
+    The one-process, in-memory form (a plain dict in first-seen order); it
+    takes the fast path when the pipeline has one.
+    """
+    plan = CountPlan.build(normalizer, pre_tokenizer)
+    if plan.mode is None:
+        counts: dict[str, int] = {}
+        get = counts.get
+        for text in texts:
+            for piece in pieces_of(text, normalizer, pre_tokenizer):
+                counts[piece] = get(piece, 0) + 1
+            if progress is not None:
+                progress(len(text))
+        return counts
+    from .._kernels.count import PieceTable
+
+    table = PieceTable()
+    batch: list[str] = []
+    size = 0
+    chunk = 0
     for text in texts:
-        for piece in pieces_of(text, normalizer, pre_tokenizer):
-            counts[piece] = get(piece, 0) + 1
+        batch.append(text)
+        size += len(text)
+        if size >= 1 << 20:
+            plan.count_into(table, batch, False, chunk)
+            chunk += 1
+            if progress is not None:
+                progress(size)
+            batch, size = [], 0
+    if batch:
+        plan.count_into(table, batch, False, chunk)
         if progress is not None:
-            progress(len(text))
-    return counts
+            progress(size)
+    return dict(_counts_from_table(table, plan.spell).items())
 
 
 def merge_counts(*tables: Mapping[str, int]) -> dict[str, int]:
@@ -54,3 +140,880 @@ def merge_counts(*tables: Mapping[str, int]) -> dict[str, int]:
         for piece, n in table.items():
             out[piece] = out.get(piece, 0) + n
     return out
+
+
+# -- memory limits ------------------------------------------------------------------
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 10**3, "KIB": 1 << 10, "M": 1 << 20, "MB": 10**6,
+          "MIB": 1 << 20, "G": 1 << 30, "GB": 10**9, "GIB": 1 << 30, "T": 1 << 40, "TB": 10**12, "TIB": 1 << 40}
+
+
+def parse_memory_limit(value, minimum: int = 16_000_000) -> int | None:
+    """Bytes from ``"300MB"``, ``"2GiB"``, ``"1.5G"`` or an int; None stays None.
+
+    >>> parse_memory_limit("300MB"), parse_memory_limit("2GiB"), parse_memory_limit(None)
+    (300000000, 2147483648, None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ConfigError(f"memory_limit must be a size such as '2GB' or a number of bytes, got {value!r}")
+    if isinstance(value, int):
+        number, unit = float(value), ""
+    elif isinstance(value, str):
+        text = value.strip().upper().replace(" ", "")
+        digits = text.rstrip("KMGTIB")
+        unit = text[len(digits):]
+        try:
+            number = float(digits)
+        except ValueError:
+            number = -1.0
+        if unit not in _UNITS:
+            number = -1.0
+    else:
+        raise ConfigError(f"memory_limit must be a size such as '2GB' or a number of bytes, got {value!r}")
+    if number <= 0:
+        raise ConfigError(f"memory_limit {value!r} is not a size", fix="write it like '300MB', '2GB' or 2_000_000_000")
+    limit = int(number * _UNITS[unit])
+    if limit < minimum:
+        raise ConfigError(f"memory_limit {value!r} is below {minimum:,} bytes, too small to count anything",
+                          fix="allow at least '64MB'")
+    return limit
+
+
+def default_workers() -> int:
+    """The cores this process may run on, or ``PIECEWORKS_WORKERS`` if set."""
+    forced = os.environ.get("PIECEWORKS_WORKERS", "").strip()
+    if forced:
+        if not forced.isdigit() or int(forced) < 1:
+            raise ConfigError(f"PIECEWORKS_WORKERS={forced!r} is not a positive whole number",
+                              fix="set it to the number of processes to use, e.g. 2, or unset it")
+        return int(forced)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# -- the fast-path plan -------------------------------------------------------------
+@dataclass(frozen=True)
+class CountPlan:
+    """How to cut texts: a scanner mode for the kernel (or None: the general path).
+
+    Plans travel to worker processes, so they hold the components as
+    tokenizer.json dicts and rebuild them once per process.
+    """
+
+    normalizer_json: dict | None
+    pre_tokenizer_json: dict | None
+    mode: int | None
+    actions: bytes | None = None
+    prefix_space: bool = False
+    spell: bool = False
+
+    @classmethod
+    def build(cls, normalizer=None, pre_tokenizer=None) -> "CountPlan":
+        """The plan for a normalizer and pre-tokenizer (either may be None)."""
+        mode, actions, prefix, spell = _scanner_for(pre_tokenizer)
+        return cls(None if normalizer is None else normalizer.to_json(),
+                   None if pre_tokenizer is None else pre_tokenizer.to_json(), mode, actions, prefix, spell)
+
+    def components(self):
+        """``(normalizer, pre_tokenizer)`` rebuilt from JSON (cached per process)."""
+        key = id(self)
+        found = _COMPONENTS.get(key)
+        if found is None or found[0] is not self:
+            from ..normalizers import Normalizer
+            from ..pre_tokenizers import PreTokenizer
+
+            normalizer = None if self.normalizer_json is None else Normalizer.from_json(self.normalizer_json)
+            pre = None if self.pre_tokenizer_json is None else PreTokenizer.from_json(self.pre_tokenizer_json)
+            found = _COMPONENTS[key] = (self, normalizer, pre)
+        return found[1], found[2]
+
+    def count_into(self, table, texts: list[str], lines_mode: bool, chunk: int) -> None:
+        """Count ``texts`` into a PieceTable (``lines_mode``: texts[0] is whole lines, each a text)."""
+        normalizer, pre_tokenizer = self.components()
+        key_base = chunk << 32
+        if self.mode is None:
+            self._count_general(table, texts, lines_mode, key_base, normalizer, pre_tokenizer)
+            return
+        if normalizer is not None:
+            texts = [normalizer.normalize_str(t) for t in (_split_lines(texts[0]) if lines_mode else texts)]
+            lines_mode = False
+        if lines_mode:
+            table.count_lines(texts[0], self.mode, self.actions, self.prefix_space, key_base)
+        else:
+            table.count_texts(texts, self.mode, self.actions, self.prefix_space, key_base)
+
+    def _count_general(self, table, texts, lines_mode, key_base, normalizer, pre_tokenizer) -> None:
+        from .._kernels.count import MODE_WHOLE
+
+        counts: dict[str, int] = {}
+        get = counts.get
+        for text in (_split_lines(texts[0]) if lines_mode else texts):
+            for piece in pieces_of(text, normalizer, pre_tokenizer):
+                if piece:
+                    counts[piece] = get(piece, 0) + 1
+        # Feed the table in first-seen order: each piece once, then its extra count.
+        pieces = list(counts)
+        table.count_texts(pieces, MODE_WHOLE, None, False, key_base)
+        _add_extra(table, pieces, counts, key_base)
+
+
+_COMPONENTS: dict[int, tuple] = {}
+
+
+def _add_extra(table, pieces: list[str], counts: dict[str, int], key_base: int) -> None:
+    """Add ``counts[p] - 1`` to every piece (count_texts counted each once)."""
+    blob = bytearray()
+    lengths = array("I")
+    extra = array("Q")
+    for piece in pieces:
+        n = counts[piece] - 1
+        if n:
+            data = piece.encode("utf-8", "surrogatepass")
+            blob += data
+            lengths.append(len(data))
+            extra.append(n)
+    if lengths:
+        table.add_arrays(bytes(blob), lengths, extra, array("Q", [key_base + (1 << 31)] * len(lengths)))
+
+
+def _split_lines(chunk: str) -> list[str]:
+    """Lines of ``chunk`` cut after each ``\\n`` only (str.splitlines also cuts at \\r, \\x85, ...)."""
+    parts = chunk.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _scanner_for(pre_tokenizer):
+    """``(mode, actions, prefix_space, spell)`` of a pre-tokenizer with a scanner; mode None otherwise."""
+    from .. import pre_tokenizers as pt
+    from .._kernels import count as k
+
+    if pre_tokenizer is None:
+        return k.MODE_WHOLE, None, False, False
+    kind = type(pre_tokenizer)
+    if kind is pt.ByteLevel:
+        mode = k.MODE_GPT2 if pre_tokenizer.use_regex else k.MODE_WHOLE
+        return mode, None, pre_tokenizer.add_prefix_space, True
+    if kind is pt.UnicodeScripts:
+        return k.MODE_SCRIPTS, None, False, False
+    actions = {
+        pt.Whitespace: lambda p: pt._WHITESPACE_ACTIONS,
+        pt.WhitespaceSplit: lambda p: pt._WHITESPACE_SPLIT_ACTIONS,
+        pt.BertPreTokenizer: lambda p: pt._BERT_ACTIONS,
+        pt.Punctuation: lambda p: pt._PUNCT_ISOLATED_ACTIONS if p.behavior == "isolated" else None,
+        pt.Digits: lambda p: (pt._DIGITS_INDIVIDUAL_ACTIONS if p.individual_digits
+                              else pt._DIGITS_CONTIGUOUS_ACTIONS),
+    }.get(kind)
+    table = actions(pre_tokenizer) if actions is not None else None
+    if table is None:
+        return None, None, False, False
+    return k.MODE_CLASS_RUNS, table, False, False
+
+
+# -- Counts ------------------------------------------------------------------------
+class Counts(Mapping):
+    """Counted pieces (str → int), in first-seen order, stored compactly.
+
+    Build one with :func:`count_files`, :func:`count_texts`, from a dict
+    (``Counts({"a": 2})``), by adding two (``a + b``) or with
+    :meth:`load`. Besides the table it says what the input held:
+    ``n_texts``, ``n_bytes``, ``skipped`` lines and the first one
+    (``first_skipped``, ``"file:line: reason"``).
+
+    >>> c = Counts({"low": 5, "lower": 2})
+    >>> c["low"], len(c), c.total()
+    (5, 2, 7)
+    >>> c.prune(min_count=3)
+    Counts({'low': 5})
+    """
+
+    def __init__(self, table: Mapping[str, int] | None = None):
+        self._dict: dict[str, int] | None = None
+        self._blob = b""
+        self._offsets = array("q", [0])
+        self._counts = array("Q")
+        self._order = array("I")      # empty: identity
+        self.n_texts = 0
+        self.n_bytes = 0
+        self.skipped = 0
+        self.first_skipped: str | None = None
+        self.spills = 0                  # times counting spilled its table to disk
+        if table is not None:
+            checked = {}
+            for piece, count in table.items():
+                _check_entry(piece, count)
+                checked[piece] = count
+            self._dict = checked
+
+    @classmethod
+    def _from_arrays(cls, blob: bytes, lengths, counts, order=b"") -> "Counts":
+        self = cls()
+        self._blob = bytes(blob)
+        self._offsets = array("q", accumulate(lengths, initial=0))
+        self._counts = counts if isinstance(counts, array) else _u64(counts)
+        self._order = order if isinstance(order, array) else _u32(order)
+        return self
+
+    # -- the Mapping ------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._dict) if self._dict is not None else len(self._counts)
+
+    def __iter__(self) -> Iterator[str]:
+        for piece, _ in self._iter_items():
+            yield piece
+
+    def __getitem__(self, piece: str) -> int:
+        return self._as_dict()[piece]
+
+    def __contains__(self, piece) -> bool:
+        return piece in self._as_dict()
+
+    def items(self):
+        """``(piece, count)`` in first-seen order, decoded lazily (no dict is built)."""
+        return _CountsItems(self)
+
+    def values(self):
+        return _CountsValues(self)
+
+    def _iter_items(self) -> Iterator[tuple[str, int]]:
+        if self._dict is not None:
+            yield from self._dict.items()
+            return
+        from .._kernels.count import decode_pieces
+
+        counts, n = self._counts, len(self._counts)
+        for start in range(0, n, _BATCH):
+            for piece, i in decode_pieces(self._blob, self._offsets, self._order, start, min(n, start + _BATCH)):
+                yield piece, counts[i]
+
+    def _as_dict(self) -> dict[str, int]:
+        # Lookups need an index; the compact form builds a dict once (it costs memory).
+        if self._dict is None:
+            self._dict = dict(self._iter_items())
+            self._release_arrays()
+        return self._dict
+
+    def _release_arrays(self) -> None:
+        self._blob, self._offsets, self._counts, self._order = b"", array("q", [0]), array("Q"), array("I")
+
+    def total(self) -> int:
+        """The sum of all counts."""
+        return sum(self._dict.values()) if self._dict is not None else sum(self._counts)
+
+    def __repr__(self) -> str:
+        shown = []
+        for i, (piece, count) in enumerate(self._iter_items()):
+            if i == 20:
+                shown.append("...")
+                break
+            shown.append(f"{piece!r}: {count}")
+        return f"Counts({{{', '.join(shown)}}})"
+
+    # -- merging, pruning ----------------------------------------------------------------
+    def __add__(self, other: Mapping[str, int]) -> "Counts":
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return Counts.merge(self, other)
+
+    @staticmethod
+    def merge(*tables: Mapping[str, int]) -> "Counts":
+        """Add tables: counts add; order is the first table's, then each later table's new pieces."""
+        from .._kernels.count import PieceTable
+
+        table = PieceTable()
+        out = Counts()
+        for i, t in enumerate(tables):
+            _add_mapping(table, t, i)
+            if isinstance(t, Counts):
+                out._add_stats(t)
+        merged = _counts_from_table(table, False)
+        merged._copy_stats(out)
+        return merged
+
+    def prune(self, min_count: int = 1, top_k: int | None = None) -> "Counts":
+        """Keep pieces seen at least ``min_count`` times, then at most the ``top_k`` most frequent.
+
+        Ties at the ``top_k`` cut go to the piece seen first; the result keeps
+        first-seen order.
+
+        >>> Counts({"a": 1, "b": 3, "c": 3, "d": 2}).prune(top_k=2)
+        Counts({'b': 3, 'c': 3})
+        """
+        if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 0:
+            raise ConfigError(f"min_count must be a non-negative integer, got {min_count!r}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
+            raise ConfigError(f"top_k must be a non-negative integer or None, got {top_k!r}")
+        kept = [(p, c) for p, c in self._iter_items() if c >= min_count]
+        if top_k is not None and len(kept) > top_k:
+            chosen = set(heapq.nsmallest(top_k, range(len(kept)), key=lambda i: (-kept[i][1], i)))
+            kept = [item for i, item in enumerate(kept) if i in chosen]
+        out = Counts()
+        out._dict = dict(kept)
+        out._copy_stats(self)
+        return out
+
+    def _add_stats(self, other: "Counts") -> None:
+        self.n_texts += other.n_texts
+        self.n_bytes += other.n_bytes
+        self.skipped += other.skipped
+        if self.first_skipped is None:
+            self.first_skipped = other.first_skipped
+
+    def _copy_stats(self, other: "Counts") -> None:
+        self.n_texts, self.n_bytes = other.n_texts, other.n_bytes
+        self.skipped, self.first_skipped = other.skipped, other.first_skipped
+
+    # -- arrays ---------------------------------------------------------------------------
+    def to_arrays(self) -> tuple[bytes, array, array]:
+        """``(blob, offsets, counts)`` in first-seen order: piece i is ``blob[offsets[i]:offsets[i+1]]`` (UTF-8).
+
+        >>> blob, offsets, counts = Counts({"ab": 2, "c": 1}).to_arrays()
+        >>> blob, list(offsets), list(counts)
+        (b'abc', [0, 2, 3], [2, 1])
+        """
+        if self._dict is None and len(self._order) == 0:
+            return self._blob, self._offsets, self._counts
+        blob = bytearray()
+        lengths = array("I")
+        counts = array("Q")
+        for piece, count in self._iter_items():
+            data = piece.encode("utf-8", "surrogatepass")
+            blob += data
+            lengths.append(len(data))
+            counts.append(count)
+        return bytes(blob), array("q", accumulate(lengths, initial=0)), counts
+
+    # -- the file ----------------------------------------------------------------------------
+    def save(self, path, compression: str | None = None) -> None:
+        """Write the counts file (atomically); ``compression``: None, ``"gzip"`` or ``"zstd"``.
+
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.counts")
+        >>> Counts({"a": 2, "é": 1}).save(p); Counts.load(p)
+        Counts({'a': 2, 'é': 1})
+        """
+        from ..fileio import atomic_open
+
+        if compression not in (None, "gzip", "zstd"):
+            raise ConfigError(f"unknown compression {compression!r}", fix='use None, "gzip" or "zstd"')
+        with atomic_open(path) as raw:
+            with _compressed_writer(raw, compression) as fh:
+                _write_counts(fh, self)
+
+    @classmethod
+    def load(cls, path) -> "Counts":
+        """Read a counts file written by :meth:`save` (compression is detected)."""
+        return _read_counts_file(os.fspath(path))
+
+
+class _CountsItems(ItemsView):
+    def __iter__(self):
+        return self._mapping._iter_items()
+
+
+class _CountsValues(ValuesView):
+    def __iter__(self):
+        for _, count in self._mapping._iter_items():
+            yield count
+
+
+def _check_entry(piece, count) -> None:
+    if not isinstance(piece, str):
+        raise InputTypeError(f"counts keys must be str, got {type(piece).__name__}: {piece!r}",
+                             fix="build counts with pieceworks.trainers.counts.count_files or count_texts")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0 or count >= 1 << 64:
+        raise InputTypeError(f"count of {piece!r} must be a non-negative int below 2**64, got {count!r}",
+                             fix="build counts with pieceworks.trainers.counts.count_files or count_texts")
+
+
+def _u64(data) -> array:
+    out = array("Q")
+    out.frombytes(bytes(data))
+    return out
+
+
+def _u32(data) -> array:
+    out = array("I")
+    out.frombytes(bytes(data))
+    return out
+
+
+def _add_mapping(table, mapping: Mapping[str, int], chunk: int) -> None:
+    """Add a mapping to a PieceTable, keyed in its order under ``chunk``."""
+    if isinstance(mapping, Counts) and mapping._dict is None and len(mapping._order) == 0:
+        blob, offsets, counts = mapping._blob, mapping._offsets, mapping._counts
+        lengths = array("I", (offsets[i + 1] - offsets[i] for i in range(len(counts))))
+    else:
+        blob_parts, lengths, counts = bytearray(), array("I"), array("Q")
+        for piece, count in mapping.items():
+            _check_entry(piece, count)
+            data = piece.encode("utf-8", "surrogatepass")
+            blob_parts += data
+            lengths.append(len(data))
+            counts.append(count)
+        blob = bytes(blob_parts)
+    if len(lengths) >= 1 << 32:
+        raise ConfigError("a table of 2**32 pieces or more cannot be merged")
+    keys = array("Q", range(chunk << 32, (chunk << 32) + len(lengths)))
+    table.add_arrays(blob, lengths, counts, keys)
+
+
+def _counts_from_table(table, spell: bool) -> Counts:
+    """The table's entries, in first-seen order, as Counts (byte-level pieces spelled if asked)."""
+    blob, lengths, counts, _ = table.export()
+    if spell:
+        from .._kernels.count import spell_byte_level
+
+        blob, lengths = spell_byte_level(blob, _u32(lengths))
+    return Counts._from_arrays(blob, _u32(lengths), _u64(counts))
+
+
+# -- the counts file ---------------------------------------------------------------------------
+_MAGIC = b"PWCOUNTS"
+_END = b"PWCEND\0\0"
+_VERSION = 1
+_HEADER = struct.Struct("<8sII")        # magic, version, flags (0)
+_BLOCK = struct.Struct("<IQ")           # pieces in the block (0 = end), bytes of text
+_FOOTER = struct.Struct("<QQ8s")        # pieces, total count, end magic
+_FILE_BLOCK = 1 << 16
+
+
+class _compressed_writer:
+    def __init__(self, raw, compression):
+        self.raw, self.compression, self.fh = raw, compression, None
+
+    def __enter__(self):
+        if self.compression == "gzip":
+            import gzip
+
+            self.fh = gzip.GzipFile(fileobj=self.raw, mode="wb", mtime=0)
+        elif self.compression == "zstd":
+            _sources._require("zstandard", "writing zstd-compressed counts", "pip install zstandard")
+            import zstandard
+
+            self.fh = zstandard.ZstdCompressor(level=3).stream_writer(self.raw, closefd=False)
+        else:
+            self.fh = self.raw
+        return self.fh
+
+    def __exit__(self, *exc):
+        if self.fh is not self.raw:
+            if exc[0] is None:
+                self.fh.close()
+        return False
+
+
+def _write_counts(fh, counts: Counts) -> None:
+    fh.write(_HEADER.pack(_MAGIC, _VERSION, 0))
+    blob, offsets, values = counts.to_arrays()
+    n = len(values)
+    total = 0
+    for start in range(0, n, _FILE_BLOCK):
+        stop = min(n, start + _FILE_BLOCK)
+        lengths = array("I", (offsets[i + 1] - offsets[i] for i in range(start, stop)))
+        part = values[start:stop]
+        text = blob[offsets[start]:offsets[stop]]
+        total += sum(part)
+        fh.write(_BLOCK.pack(stop - start, len(text)))
+        fh.write(_little(lengths))
+        fh.write(_little(part))
+        fh.write(text)
+    fh.write(_BLOCK.pack(0, 0))
+    fh.write(_FOOTER.pack(n, total % (1 << 64), _END))
+
+
+def _little(arr: array) -> bytes:
+    if sys.byteorder == "little":
+        return arr.tobytes()
+    swapped = array(arr.typecode, arr)
+    swapped.byteswap()
+    return swapped.tobytes()
+
+
+def _read_counts_file(path: str) -> Counts:
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(4)
+            raw.seek(0)
+            if head[:2] == b"\x1f\x8b":
+                import gzip
+
+                data = gzip.GzipFile(fileobj=raw).read()
+            elif head == b"\x28\xb5\x2f\xfd":
+                _sources._require("zstandard", "reading zstd-compressed counts", "pip install zstandard")
+                import zstandard
+
+                data = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True).read()
+            else:
+                data = raw.read()
+    except FileNotFoundError as exc:
+        raise FileFormatError(path, "file not found", fix="check the path") from exc
+    except (OSError, EOFError) as exc:
+        raise FileFormatError(path, f"cannot be read or decompressed: {exc}",
+                              fix="the file is damaged; count the corpus again") from exc
+    except Exception as exc:  # zstandard.ZstdError
+        raise FileFormatError(path, f"cannot be decompressed: {exc}",
+                              fix="the file is damaged; count the corpus again") from exc
+    return _parse_counts(data, path)
+
+
+def _parse_counts(data: bytes, path: str) -> Counts:
+    def bad(offset: int, problem: str) -> FileFormatError:
+        return FileFormatError(path, f"{problem} at byte {offset}",
+                               fix="the file is damaged or not a pieceworks counts file; count the corpus again")
+
+    if len(data) < _HEADER.size or data[:8] != _MAGIC:
+        raise FileFormatError(path, "not a pieceworks counts file (no PWCOUNTS header)",
+                              fix="pass a file written by Counts.save or 'pieceworks count'")
+    _, version, flags = _HEADER.unpack_from(data, 0)
+    if version != _VERSION:
+        raise FileFormatError(path, f"counts file version {version}, this pieceworks reads version {_VERSION}",
+                              fix="upgrade pieceworks, or count again with this version")
+    pos = _HEADER.size
+    blobs, lengths, counts = [], array("I"), array("Q")
+    while True:
+        if pos + _BLOCK.size > len(data):
+            raise bad(pos, "the file ends inside a block header (truncated?)")
+        n, text_size = _BLOCK.unpack_from(data, pos)
+        pos += _BLOCK.size
+        if n == 0:
+            break
+        need = 12 * n + text_size
+        if pos + need > len(data):
+            raise bad(pos, f"a block of {n} pieces needs {need} bytes but the file ends first (truncated?)")
+        block_lengths = _read_array("I", data, pos, n)
+        if sum(block_lengths) != text_size:
+            raise bad(pos, "piece lengths do not add up to the block's text size")
+        lengths.extend(block_lengths)
+        counts.extend(_read_array("Q", data, pos + 4 * n, n))
+        blobs.append(data[pos + 12 * n:pos + need])
+        pos += need
+    if pos + _FOOTER.size != len(data):
+        raise bad(pos, "the end block is missing or followed by extra bytes")
+    n_total, total, end = _FOOTER.unpack_from(data, pos)
+    if end != _END or n_total != len(counts) or total != sum(counts) % (1 << 64):
+        raise bad(pos, "the end block does not match the pieces read")
+    blob = b"".join(blobs)
+    out = Counts._from_arrays(blob, lengths, counts)
+    try:
+        blob.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as exc:
+        raise bad(exc.start, "a piece is not valid UTF-8 (offset into the pieces' text)") from None
+    from .._kernels.count import first_bad_piece
+
+    bad_piece = first_bad_piece(out._blob, out._offsets)
+    if bad_piece >= 0:
+        raise FileFormatError(path, f"piece {bad_piece} is cut inside a UTF-8 character",
+                              fix="the file is damaged; count the corpus again")
+    return out
+
+
+def _read_array(code: str, data: bytes, pos: int, n: int) -> array:
+    out = array(code)
+    out.frombytes(data[pos:pos + out.itemsize * n])
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out
+
+
+# -- counting sources ------------------------------------------------------------------------
+def count_texts(texts: Iterable, normalizer=None, pre_tokenizer=None, *, workers: int | None = None,
+                memory_limit=None, progress: bool = False, unit_bytes: int | None = None,
+                tmp_dir=None) -> Counts:
+    """Count the pieces of texts from an iterable (each item a str, or a list of str).
+
+    >>> from pieceworks.pre_tokenizers import Whitespace
+    >>> count_texts(["Hi, you!", ["you"]], pre_tokenizer=Whitespace())
+    Counts({'Hi': 1, ',': 1, 'you': 2, '!': 1})
+    """
+    return count_sources([_sources.iterable_source(texts)], normalizer, pre_tokenizer, workers=workers,
+                         memory_limit=memory_limit, progress=progress, unit_bytes=unit_bytes, errors="strict",
+                         tmp_dir=tmp_dir, description="texts")
+
+
+def count_files(files, normalizer=None, pre_tokenizer=None, *, field: str = "text", format: str | None = None,
+                errors: str = "skip", workers: int | None = None, memory_limit=None, progress: bool = True,
+                unit_bytes: int | None = None, tmp_dir=None) -> Counts:
+    """Count the pieces of files: text (one text per line, ``\\n`` kept), .jsonl (``field`` of each
+    record), Parquet / Arrow (column ``field``), plain or ``.gz`` / ``.zst``.
+
+    ``workers`` processes count in parallel (default: every core);
+    ``memory_limit`` (``"2GB"``) bounds the table, spilling to ``tmp_dir``;
+    ``errors="skip"`` skips lines that are not UTF-8 (or bad .jsonl records)
+    and warns with their number and the first file:line; ``"strict"`` raises.
+    """
+    sources = _sources.open_sources(files, field=field, format=format)
+    return count_sources(sources, normalizer, pre_tokenizer, workers=workers, memory_limit=memory_limit,
+                         progress=progress, unit_bytes=unit_bytes, errors=errors, tmp_dir=tmp_dir,
+                         description=_describe(sources))
+
+
+def _describe(sources) -> str:
+    if len(sources) == 1:
+        return os.path.basename(sources[0].name)
+    return f"{len(sources)} files"
+
+
+def count_sources(sources, normalizer=None, pre_tokenizer=None, *, workers: int | None = None,
+                  memory_limit=None, progress: bool = False, unit_bytes: int | None = None,
+                  errors: str = "skip", tmp_dir=None, description: str = "input") -> Counts:
+    """Count every unit of ``sources`` (see :mod:`.sources`) with ``workers`` processes."""
+    if errors not in _sources.ERRORS:
+        raise ConfigError(f"errors must be one of {_sources.ERRORS}, got {errors!r}",
+                          fix='use "skip" (count and report bad lines) or "strict" (stop at the first)')
+    workers = default_workers() if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"workers must be a positive integer, got {workers!r}")
+    plan = CountPlan.build(normalizer, pre_tokenizer)
+    limit = parse_memory_limit(memory_limit)
+    unit_bytes = _sources.DEFAULT_UNIT_BYTES if unit_bytes is None else unit_bytes
+    total = sum(s.size for s in sources if s.size is not None) if all(s.size is not None for s in sources) else None
+    from ..progress import progress_bar
+
+    with _Merger(plan, limit, tmp_dir) as merger, \
+            progress_bar(total, f"Counting {description}", unit="B", enabled=progress) as bar:
+        units = _sources.plan_units(sources, unit_bytes)
+        for result in _run_units(units, plan, errors, workers):
+            merger.add(result)
+            bar.update(result.size)
+        counts = merger.finish()
+    _report_skipped(counts, errors)
+    return counts
+
+
+def _report_skipped(counts: Counts, errors: str) -> None:
+    if counts.skipped:
+        warnings.warn(f"skipped {counts.skipped} unreadable line(s); the first is {counts.first_skipped}. "
+                      f"Fix: convert the input to UTF-8, or pass errors=\"strict\" to stop at the first",
+                      UserWarning, stacklevel=3)
+
+
+@dataclass
+class UnitResult:
+    """A unit's table as arrays, and what reading it found."""
+
+    index: int
+    arrays: tuple            # (blob, lengths u32 bytes, counts u64 bytes, keys u64 bytes)
+    size: int
+    n_texts: int
+    n_bytes: int
+    skipped: int
+    first_skipped: tuple | None
+    error: tuple | None = None   # a FileFormatError raised in a worker (see unit_error)
+
+
+def count_unit(unit, plan: CountPlan, errors: str) -> UnitResult:
+    """Read and count one unit into a fresh table (runs in worker processes and on Dask workers)."""
+    from .._kernels.count import PieceTable
+
+    try:
+        read = _sources.read_unit(unit, errors)
+    except FileFormatError as exc:
+        return UnitResult(unit.index, (b"", b"", b"", b""), unit.size, 0, 0, 0, None, unit_error(exc))
+    table = PieceTable()
+    if read.texts:
+        plan.count_into(table, read.texts, read.lines_mode, unit.index)
+    return UnitResult(unit.index, table.export(), unit.size, read.n_texts, read.n_bytes, read.skipped,
+                      read.first_skipped)
+
+
+def raise_unit_error(error: tuple) -> None:
+    """Re-raise, in the caller's process, the FileFormatError a worker reported.
+
+    (Our exceptions take keyword arguments, which pickling between processes
+    loses, so workers send the fields instead.)
+    """
+    path, line, field, message, fix = error
+    exc = FileFormatError.__new__(FileFormatError)
+    PieceworksError.__init__(exc, message, fix=fix)
+    exc.path, exc.line, exc.field = path, line, field
+    raise exc
+
+
+def unit_error(exc: FileFormatError) -> tuple:
+    """The fields of a FileFormatError, to send to another process."""
+    return (exc.path, exc.line, exc.field, exc.message, exc.fix)
+
+
+def _run_units(units: Iterator, plan: CountPlan, errors: str, workers: int) -> Iterator[UnitResult]:
+    """Count units in order: in this process, or in a pool once there is a second unit."""
+    first = next(units, None)
+    if first is None:
+        return
+    second = next(units, None)
+    if second is None or workers == 1:
+        for unit in ([first] if second is None else _chain(first, second, units)):
+            yield count_unit(unit, plan, errors)
+        return
+    yield from _pool_units(_chain(first, second, units), plan, errors, workers)
+
+
+def _chain(first, second, rest):
+    yield first
+    yield second
+    yield from rest
+
+
+def _pool_units(units: Iterator, plan: CountPlan, errors: str, workers: int) -> Iterator[UnitResult]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=pool_context())
+    pending: deque = deque()
+    try:
+        for unit in units:
+            pending.append(pool.submit(count_unit, unit, plan, errors))
+            # Two units in flight per worker: enough to keep them busy, little memory.
+            while len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def pool_context():
+    """The multiprocessing start method for worker pools.
+
+    ``fork`` is fastest, but forking a process that runs other threads can
+    deadlock a child, so it is used only while this process has one thread;
+    otherwise ``forkserver`` (a clean process that forks the workers).
+    """
+    import multiprocessing
+    import threading
+
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+class _Merger:
+    """Adds unit tables into one table, spilling partitions to disk past the memory budget."""
+
+    def __init__(self, plan: CountPlan, limit: int | None, tmp_dir):
+        from .._kernels.count import PieceTable
+
+        self.plan = plan
+        self.table = PieceTable()
+        self.budget = None if limit is None else int(limit * _TABLE_SHARE)
+        self.tmp_dir = tmp_dir
+        self.spill_dir = None
+        self.spills = 0
+        self.stats = Counts()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.spill_dir is not None:
+            self.spill_dir.cleanup()
+            self.spill_dir = None
+        return False
+
+    def add(self, result: UnitResult) -> None:
+        if result.error is not None:
+            raise_unit_error(result.error)
+        stats = self.stats
+        stats.n_texts += result.n_texts
+        stats.n_bytes += result.n_bytes
+        stats.skipped += result.skipped
+        if stats.first_skipped is None and result.first_skipped is not None:
+            stats.first_skipped = _where_text(result.first_skipped)
+        blob, lengths, counts, keys = result.arrays
+        if lengths:
+            self.table.add_arrays(blob, _u32(lengths), _u64(counts), _u64(keys))
+        if self.budget is not None and self.table.nbytes() > self.budget:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self.spill_dir is None:
+            self.spill_dir = tempfile.TemporaryDirectory(prefix="pieceworks-counts-", dir=self.tmp_dir)
+        parts = self.table.export(_PARTITIONS)
+        try:
+            for p, (blob, lengths, counts, keys) in enumerate(parts):
+                if not lengths:
+                    continue
+                with open(os.path.join(self.spill_dir.name, f"part-{p:03d}"), "ab") as fh:
+                    fh.write(_BLOCK.pack(len(lengths) // 4, len(blob)))
+                    fh.write(lengths)
+                    fh.write(counts)
+                    fh.write(keys)
+                    fh.write(blob)
+        except OSError as exc:
+            from ..errors import FileWriteError
+
+            raise FileWriteError(f"cannot spill counts to {self.spill_dir.name}: {exc.strerror or exc}",
+                                 fix="free disk space there, pass tmp_dir= (--tmp-dir) on a bigger disk, "
+                                     "or raise memory_limit") from exc
+        del parts
+        self.table.clear()
+        self.spills += 1
+
+    def finish(self) -> Counts:
+        if self.spills == 0:
+            counts = _counts_from_table(self.table, self.plan.spell)
+        else:
+            self._spill()
+            counts = self._merge_partitions()
+        self.table.clear()
+        counts._copy_stats(self.stats)
+        counts.spills = self.spills
+        return counts
+
+    def _merge_partitions(self) -> Counts:
+        """Sum each partition alone, then order all pieces by their first-seen key."""
+        from .._kernels.count import PieceTable, order_by_keys, spell_byte_level
+
+        blob = bytearray()
+        lengths, counts, keys = array("I"), array("Q"), array("Q")
+        for p in range(_PARTITIONS):
+            path = os.path.join(self.spill_dir.name, f"part-{p:03d}")
+            if not os.path.exists(path):
+                continue
+            table = PieceTable()
+            for block in _spill_blocks(path):
+                table.add_arrays(*block)
+            os.unlink(path)
+            part_blob, part_lengths, part_counts, part_keys = table.export()
+            del table
+            blob += part_blob
+            lengths.frombytes(part_lengths)
+            counts.frombytes(part_counts)
+            keys.frombytes(part_keys)
+        order = _u32(order_by_keys(keys))
+        del keys
+        blob = bytes(blob)
+        if self.plan.spell:
+            blob, spelled = spell_byte_level(blob, lengths)
+            lengths = _u32(spelled)
+        return Counts._from_arrays(blob, lengths, counts, order)
+
+
+def _spill_blocks(path: str) -> Iterator[tuple]:
+    with open(path, "rb") as fh:
+        while True:
+            head = fh.read(_BLOCK.size)
+            if not head:
+                return
+            n, text_size = _BLOCK.unpack(head)
+            lengths = _u32(fh.read(4 * n))
+            counts = _u64(fh.read(8 * n))
+            keys = _u64(fh.read(8 * n))
+            yield fh.read(text_size), lengths, counts, keys
+
+
+def _where_text(first: tuple) -> str:
+    name, line, offset, reason = first
+    if line is None and offset is not None:
+        try:
+            line = _sources.line_number_at(name, offset)
+        except OSError:
+            return f"{name} (byte {offset}): {reason}"
+    return f"{name}:{line}: {reason}" if line is not None else f"{name}: {reason}"

@@ -18,7 +18,7 @@ from typing import Mapping
 
 from ..added_vocabulary import AddedToken, as_added_token
 from ..errors import ConfigError
-from ._base import Trainer
+from ._base import Trainer, memory_limit_option
 
 __all__ = ["WordLevelTrainer"]
 
@@ -27,7 +27,7 @@ class WordLevelTrainer(Trainer):
     """Options as in Hugging Face's ``WordLevelTrainer``."""
 
     def __init__(self, vocab_size: int = 30000, min_frequency: int = 0, show_progress: bool = True,
-                 special_tokens: list | None = None):
+                 special_tokens: list | None = None, *, memory_limit=None):
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 0:
             raise ConfigError(f"vocab_size must be a non-negative integer, got {vocab_size!r}")
         if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 0:
@@ -36,6 +36,7 @@ class WordLevelTrainer(Trainer):
         self.min_frequency = min_frequency
         self.show_progress = show_progress
         self.special_tokens: list[AddedToken] = [as_added_token(t, special=True) for t in special_tokens or []]
+        self.memory_limit = memory_limit_option(memory_limit)
 
     @property
     def model_type(self):
@@ -44,9 +45,14 @@ class WordLevelTrainer(Trainer):
         return WordLevel
 
     def train(self, model, counts: Mapping[str, int]) -> list[AddedToken]:
-        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        import heapq
+
+        # Only the vocab_size most frequent can be kept: select them without
+        # sorting (or holding) the whole table.
+        frequent = ((w, n) for w, n in counts.items() if n >= self.min_frequency)
+        ordered = heapq.nsmallest(self.vocab_size, frequent, key=lambda kv: (-kv[1], kv[0]))
         words = [t.content for t in self.special_tokens]
-        words += [w for w, n in ordered if n >= self.min_frequency]
+        words += [w for w, n in ordered]
         vocab: dict[str, int] = {}
         for i, w in enumerate(words[: self.vocab_size]):
             vocab[w] = i  # a repeated word keeps its later id, as Hugging Face does

@@ -60,7 +60,7 @@ from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
-from ._base import Trainer
+from ._base import Trainer, memory_limit_option
 
 __all__ = ["WordPieceTrainer", "SCORINGS", "TIE_BREAKS"]
 
@@ -81,7 +81,7 @@ class WordPieceTrainer(Trainer):
                  special_tokens: Iterable = (), limit_alphabet: int | None = None,
                  initial_alphabet: Iterable[str] = (), continuing_subword_prefix: str = "##",
                  end_of_word_suffix: str | None = None, *, scoring: str = "likelihood",
-                 tie_break: str | None = None):
+                 tie_break: str | None = None, memory_limit=None):
         self.vocab_size = _count_option("vocab_size", vocab_size)
         self.min_frequency = _count_option("min_frequency", min_frequency)
         self.show_progress = bool(show_progress)
@@ -104,6 +104,7 @@ class WordPieceTrainer(Trainer):
             raise ConfigError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}",
                               fix='use "first_seen" (as the walkthrough) or "huggingface" (smallest ids)')
         self.tie_break = tie_break
+        self.memory_limit = memory_limit_option(memory_limit)
 
     # Hugging Face's setters convert as they store; so do ours.
     @property

@@ -112,6 +112,17 @@ class AddedVocabulary:
         """Whether some added token is matched in the normalized text."""
         return self._normalized_matcher is not None
 
+    def may_occur_in(self, text: str) -> bool:
+        """Whether some added token occurs in ``text`` as it is (not normalized).
+
+        False is a promise that :meth:`extract_and_normalize` with no
+        normalizer finds nothing (whatever ``split_special``), so the caller
+        can skip splitting. With a normalizer, tokens matched after
+        normalization may still appear: see :meth:`has_normalized_tokens`.
+        """
+        return any(matcher is not None and matcher[0].search(text) is not None
+                   for matcher in (self._raw_matcher, self._normalized_matcher))
+
     def is_special(self, content: str) -> bool:
         return content in self.special_set
 

@@ -245,7 +245,8 @@ class Encoding:
         self.tokens = self.tokens + pair.tokens
         self.words = self.words + pair.words
         shift = self.offsets[-1][1] if growing_offsets and self.offsets else 0
-        self.offsets = self.offsets + [(s + shift, e + shift) for s, e in pair.offsets]
+        # Offsets are immutable tuples: unshifted ones are shared, not rebuilt (most merges).
+        self.offsets = self.offsets + ([(s + shift, e + shift) for s, e in pair.offsets] if shift else pair.offsets)
         self.special_tokens_mask = self.special_tokens_mask + pair.special_tokens_mask
         self.attention_mask = self.attention_mask + pair.attention_mask
         self.overflowing = overflowings

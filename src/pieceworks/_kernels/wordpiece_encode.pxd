@@ -6,6 +6,11 @@ from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 
+ctypedef struct EdgeSlot:
+    uint64_t key                                  # (node << 21) | code point, or EMPTY_EDGE
+    int32_t child
+
+
 cdef class WordPieceMatcher:
     # Trie over the vocabulary: node 0 is the root of word-initial tokens, node
     # ``croot`` the root of continuing tokens (prefix removed); they are the
@@ -25,6 +30,11 @@ cdef class WordPieceMatcher:
     cdef dict values                              # id -> token text
     cdef object token_cls                         # what tokens() builds
     cdef int64_t steps                            # trie moves of the last match
+    # An open-addressing copy of ``edges`` (linear probing, power-of-two size,
+    # EMPTY_EDGE in unused slots), built once after link(): the nogil API below
+    # reads only it, never the std::unordered_map, and never writes the matcher.
+    cdef vector[EdgeSlot] slots
+    cdef uint64_t slot_mask
 
     cdef int32_t new_node(self, int32_t parent, Py_UCS4 c, int32_t depth)
     cdef int32_t child(self, int32_t v, Py_UCS4 c) noexcept
@@ -32,3 +42,14 @@ cdef class WordPieceMatcher:
     cdef void link(self)
     cdef void expand(self, int32_t handle, vector[int32_t]& out)
     cdef bint match(self, str word, vector[int32_t]& out)
+
+    # -- the nogil API (for fused kernels such as bert_fast) -------------------
+    # Read-only after construction, so any number of threads may call these at
+    # once, each with its own ``out`` and ``stack`` vectors.
+    cdef void build_slots(self)
+    cdef int32_t child_nogil(self, int32_t v, Py_UCS4 c) noexcept nogil
+    cdef void expand_into(self, int32_t handle, vector[int32_t]& out, vector[int32_t]& stack) noexcept nogil
+    # Match ``word[0:n]``; ``out`` receives the trie nodes of the tokens
+    # (token id: token[node], length in chars: depth[node]); False: unknown word.
+    cdef bint match_array(self, const Py_UCS4* word, Py_ssize_t n, vector[int32_t]& out,
+                          vector[int32_t]& stack) noexcept nogil

@@ -51,6 +51,27 @@ cdef inline uint64_t edge_key(int32_t v, Py_UCS4 c) noexcept nogil:
     return (<uint64_t>v << 21) | <uint64_t>c
 
 
+# No edge key reaches this: nodes are int32 and code points 21 bits.
+cdef uint64_t EMPTY_EDGE = 0xFFFFFFFFFFFFFFFFULL
+
+
+cdef inline uint64_t slot_of(uint64_t key, uint64_t mask) noexcept nogil:
+    # Fibonacci hashing: the high bits of key * 2^64/phi spread nearby keys apart.
+    return ((key * 0x9E3779B97F4A7C15ULL) >> 20) & mask
+
+
+cdef inline int32_t probe(const EdgeSlot* slots, uint64_t mask, int32_t v, Py_UCS4 c) noexcept nogil:
+    # The child of node v by char c in the open-addressing table, or -1.
+    cdef uint64_t key = edge_key(v, c)
+    cdef uint64_t i = slot_of(key, mask)
+    while True:
+        if slots[i].key == key:
+            return slots[i].child
+        if slots[i].key == EMPTY_EDGE:
+            return -1
+        i = (i + 1) & mask
+
+
 cdef class WordPieceMatcher:
     """Greedy longest-match-first over a vocabulary, in linear time.
 
@@ -78,6 +99,7 @@ cdef class WordPieceMatcher:
                 v = self.insert(self.croot, text, len(prefix))
                 self.token[v] = tid
         self.link()
+        self.build_slots()
 
     cdef int32_t new_node(self, int32_t parent, Py_UCS4 c, int32_t depth):
         cdef int32_t v = self.parent.size()
@@ -200,6 +222,77 @@ cdef class WordPieceMatcher:
                 self.steps = steps
                 return False
         self.steps = steps
+        return True
+
+    # -- the nogil API: C arrays in, trie nodes out; shared by fused kernels ------
+    cdef void build_slots(self):
+        # Load factor <= 1/2, so a probe run stays short.
+        cdef uint64_t size = 16
+        cdef uint64_t i
+        cdef EdgeSlot empty
+        empty.key = EMPTY_EDGE
+        empty.child = -1
+        while size < 2 * <uint64_t>self.edges.size():
+            size *= 2
+        self.slots.assign(size, empty)
+        self.slot_mask = size - 1
+        for item in self.edges:
+            i = slot_of(item.first, self.slot_mask)
+            while self.slots[i].key != EMPTY_EDGE:
+                i = (i + 1) & self.slot_mask
+            self.slots[i].key = item.first
+            self.slots[i].child = item.second
+
+    cdef int32_t child_nogil(self, int32_t v, Py_UCS4 c) noexcept nogil:
+        return probe(self.slots.data(), self.slot_mask, v, c)
+
+    cdef void expand_into(self, int32_t handle, vector[int32_t]& out, vector[int32_t]& stack) noexcept nogil:
+        # expand() with the caller's stack, so threads never share scratch.
+        cdef int32_t h, k
+        cdef Py_ssize_t i
+        if handle >= 0:
+            out.push_back(handle)                         # the common case: one token
+            return
+        stack.clear()
+        stack.push_back(handle)
+        while not stack.empty():
+            h = stack.back()
+            stack.pop_back()
+            if h >= 0:
+                out.push_back(h)
+            elif h <= -2:
+                k = -2 - h
+                i = self.starts[k + 1] - 1
+                while i >= self.starts[k]:
+                    stack.push_back(self.items[i])
+                    i -= 1
+
+    cdef bint match_array(self, const Py_UCS4* word, Py_ssize_t n, vector[int32_t]& out,
+                          vector[int32_t]& stack) noexcept nogil:
+        # match(), step for step, on a C array (see match() for the invariant).
+        cdef int32_t u = 0, w
+        cdef Py_ssize_t i
+        cdef Py_UCS4 c
+        cdef const EdgeSlot* slots = self.slots.data()
+        cdef uint64_t mask = self.slot_mask
+        out.clear()
+        for i in range(n):
+            c = word[i]
+            w = probe(slots, mask, u, c)
+            while w < 0:
+                if u == 0 or u == self.croot:
+                    return False
+                self.expand_into(self.fpop[u], out, stack)
+                u = self.fail[u]
+                if u < 0:
+                    return False
+                w = probe(slots, mask, u, c)
+            u = w
+        while u != self.croot and u != 0:
+            self.expand_into(self.fpop[u], out, stack)
+            u = self.fail[u]
+            if u < 0:
+                return False
         return True
 
     def tokenize(self, str word):

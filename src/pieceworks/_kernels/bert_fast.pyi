@@ -1,0 +1,25 @@
+from pieceworks._kernels.wordpiece_encode import WordPieceMatcher
+
+NEEDS_ORDER_CHECK: int
+NO_UNK_TOKEN: int
+CACHE_SLOTS: int
+
+class CharMap:
+    """What each code point becomes: the normalizer's output and the pre-tokenizer's action on it."""
+
+    def __init__(self, actions: bytes, special: dict[int, str], check: "list[int] | tuple[int, ...]" = ()) -> None: ...
+    def entry(self, ch: str) -> tuple[int, int]: ...
+
+class Scratch:
+    """Per-call buffers (pooled)."""
+
+class TokenTable:
+    """A matcher with the id and text objects of its tokens."""
+
+    def __init__(self, matcher: WordPieceMatcher) -> None: ...
+
+def encode(
+    text: str, cmap: CharMap, table: TokenTable, max_chars: int, unk_id: int, unk_token: str,
+    nogil_min: int = 2048, order_checked: bool = False,
+) -> "tuple[list[int], list[str], list[tuple[int, int]], list[int], int] | int": ...
+def pieces(text: str, cmap: CharMap, order_checked: bool = False) -> list[tuple[str, list[int]]] | None: ...

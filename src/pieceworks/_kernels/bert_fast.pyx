@@ -1,0 +1,511 @@
+# distutils: language = c++
+# cython: language_level=3
+"""BERT's whole encode pipeline in one pass over the code points.
+
+BertNormalizer (clean text, space out CJK ideographs, strip accents,
+lowercase), a class-run pre-tokenizer (BertPreTokenizer, Whitespace,
+WhitespaceSplit) and WordPiece, fused: each code point is looked up once in
+a :class:`CharMap` that says what the normalizer turns it into and what the
+pre-tokenizer does with the result; word chars collect into a buffer with
+their original index, and a finished piece goes straight to the LinMaxMatch
+matcher of ``wordpiece_encode``. Token ids and original-text offsets land in
+C buffers; Python lists are built once at the end.
+
+Why a per-char map is exact: every step of BertNormalizer is a function of
+one char except NFD's canonical reordering, which only moves chars of
+non-zero combining class. When accents are stripped those are all dropped
+(Mn) except 38 spacing marks (Mc). Their entries are ENTRY_CHECK: a text
+holding one comes back as NEEDS_ORDER_CHECK, and the caller runs it again
+with ``order_checked=True`` once it knows NFD reorders nothing in it (else
+it takes the general path). Every char a char maps to aligns with that
+char, so a token's offsets are (first char's source, last char's source + 1).
+
+>>> actions = bytearray([2]) * 0x110000               # every char joins a run, but a space splits
+>>> actions[ord(" ")] = 0
+>>> cmap = CharMap(bytes(actions), {ord("É"): "e", ord("X"): " x "})
+>>> pieces("ÉtÉ Xy", cmap)
+[('ete', [0, 1, 2]), ('x', [4]), ('y', [5])]
+
+Performance notes: the map is flat (4 bytes per code point, 4.4 MB, of
+which a text touches a few pages); the matcher's child lookups use its
+open-addressing edge table; each pooled Scratch caches the match of short
+pieces (about +10% on English and code: most words repeat); the GIL is
+released for texts of at least ``nogil_min`` chars, so threads encode in
+parallel. Building the Python lists costs about as much as the scan: the
+offsets tuples are untracked by the garbage collector (two ints cannot
+form a cycle), and ids, tokens and small ints are shared objects.
+"""
+
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_FromLong, PyLong_FromSsize_t
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
+from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcmp
+from libcpp.vector cimport vector
+
+from pieceworks._kernels.wordpiece_encode cimport WordPieceMatcher
+
+cdef Py_ssize_t N_CODE_POINTS = 0x110000
+
+# What a call returns instead of tokens (Python sees these as module ints).
+cdef enum:
+    NEEDS_ORDER_CHECK = 1       # an ENTRY_CHECK char, and order_checked was not set
+    NO_UNK_TOKEN = 2            # a piece needs unk_token, which the vocabulary lacks
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
+    void PyObject_GC_Track(void* op)
+
+ctypedef fused char_t:
+    uint8_t
+    uint16_t
+    uint32_t
+
+
+cdef inline uint32_t make_entry(uint32_t kind, uint32_t payload) noexcept nogil:
+    return (kind << ENTRY_SHIFT) | payload
+
+
+cdef class CharMap:
+    """What each code point becomes: the normalizer's output and the pre-tokenizer's action on it.
+
+    ``actions`` holds the pre-tokenizer's action for each code point (0
+    split, 1 isolate, 2/3 run class); ``special`` maps the code points the
+    normalizer changes to their output (a str, maybe empty); every other
+    char maps to itself. Chars in ``check`` are ENTRY_CHECK (see the module
+    docstring).
+    """
+
+    def __init__(self, bytes actions, dict special, check=()):
+        cdef Py_ssize_t cp
+        cdef const uint8_t* act
+        if len(actions) != N_CODE_POINTS:
+            raise ValueError(f"actions needs one byte per code point ({N_CODE_POINTS}), got {len(actions)}")
+        act = <const uint8_t*> (<char*> actions)
+        self.entries.resize(N_CODE_POINTS)
+        for cp in range(N_CODE_POINTS):
+            if act[cp] > 3:
+                raise ValueError(f"action {act[cp]} of U+{cp:04X} is not 0-3")
+            self.entries[cp] = make_entry(act[cp], cp)
+        self.multi.push_back(0)                     # offset 0 is never a real list
+        for key, out in special.items():
+            self.entries[<Py_ssize_t> key] = self._entry_for(out, act, False)
+        for key in check:
+            self.entries[<Py_ssize_t> key] = self._entry_for(special.get(key, chr(key)), act, True)
+
+    cdef uint32_t _entry_for(self, str text, const uint8_t* act, bint check) except? 0xFFFFFFFF:
+        cdef Py_UCS4 c
+        cdef size_t offset
+        if not check:                               # (a checked char is always a list)
+            if len(text) == 0:
+                return make_entry(ENTRY_DELETE, 0)
+            if len(text) == 1:
+                c = text[0]
+                return make_entry(act[c], c)
+            if len(text) == 3 and text[0] == " " and text[2] == " " and act[32] == ENTRY_SPLIT:
+                # A CJK ideograph spaced out: a piece of its own (or nothing, if a space).
+                c = text[1]
+                return make_entry(ENTRY_SPLIT if act[c] == ENTRY_SPLIT else ENTRY_ISOLATE, c)
+        offset = self.multi.size()
+        if offset > ENTRY_PAYLOAD:
+            raise ValueError("too many multi-char mappings for the char map")
+        self.multi.push_back(len(text))
+        for c in text:
+            self.multi.push_back(make_entry(act[c], c))
+        return make_entry(ENTRY_CHECK if check else ENTRY_MULTI, offset)
+
+    def entry(self, Py_UCS4 ch):
+        """``(kind, payload)`` of one code point (for tests and debugging)."""
+        cdef uint32_t e = self.entries[ch]
+        return e >> ENTRY_SHIFT, e & ENTRY_PAYLOAD
+
+
+cdef class Scratch:
+    """Per-call buffers, reused through a pool (so one per thread at a time)."""
+
+    cdef int flush(self, WordPieceMatcher m, const Params* p) noexcept nogil:
+        # The open piece is complete: WordPiece it into toks.
+        cdef Py_ssize_t n = self.word.size(), i
+        cdef int32_t count
+        cdef const int32_t* nodes
+        cdef Tok tok
+        self.run = NO_RUN
+        if n == 0:
+            return 0
+        tok.word = self.n_words
+        self.n_words += 1
+        if p.collect:
+            # Pieces only (for the tests): each char as a "token" (id = the char).
+            tok.unk = 0
+            for i in range(n):
+                tok.id = self.word[i]
+                tok.start = self.src[i]
+                tok.end = self.src[i] + 1
+                self.toks.push_back(tok)
+        else:
+            count = -1
+            if n <= p.max_chars:
+                nodes = self.match_cached(m, &count)
+            if count < 0:
+                if p.unk_id < 0:
+                    return NO_UNK_TOKEN
+                tok.id = p.unk_id
+                tok.unk = 1
+                tok.start = self.src[0]
+                tok.end = self.src[n - 1] + 1
+                self.toks.push_back(tok)
+            else:
+                self.push_tokens(m, nodes, count, tok.word)
+        self.word.clear()
+        self.src.clear()
+        return 0
+
+    cdef void push_tokens(self, WordPieceMatcher m, const int32_t* nodes, int32_t count, int32_t word) noexcept nogil:
+        # One token per trie node; each covers depth[node] chars of the piece.
+        cdef Py_ssize_t pos = 0, length
+        cdef int32_t k, node
+        cdef Tok tok
+        tok.word = word
+        tok.unk = 0
+        for k in range(count):
+            node = nodes[k]
+            length = m.depth[node]
+            tok.id = m.token[node]
+            tok.start = self.src[pos]
+            tok.end = self.src[pos + length - 1] + 1
+            self.toks.push_back(tok)
+            pos += length
+
+    cdef const int32_t* match_cached(self, WordPieceMatcher m, int32_t* count) noexcept nogil:
+        # The trie nodes of the open piece's tokens (count = -1: an unknown
+        # word), from the word cache when the piece is short enough to cache.
+        cdef Py_ssize_t n = self.word.size()
+        cdef const Py_UCS4* chars = self.word.data()
+        cdef uint64_t h
+        cdef size_t slot, at
+        cdef Py_ssize_t i
+        cdef int32_t* entry
+        if n > CACHE_MAX_CHARS:
+            count[0] = self.nodes.size() if m.match_array(chars, n, self.nodes, self.stack) else -1
+            return self.nodes.data()
+        h = hash_chars(chars, n)
+        slot = h & CACHE_MASK
+        while self.cache_keys[slot]:
+            if self.cache_keys[slot] == h:
+                entry = &self.cache_data[self.cache_at[slot]]
+                if entry[0] == n and memcmp(entry + 1, chars, n * sizeof(Py_UCS4)) == 0:
+                    count[0] = entry[1 + n]
+                    return entry + 2 + n
+            slot = (slot + 1) & CACHE_MASK
+        count[0] = self.nodes.size() if m.match_array(chars, n, self.nodes, self.stack) else -1
+        if self.cache_used >= CACHE_SLOTS * 3 // 4 or self.cache_data.size() > CACHE_MAX_DATA:
+            self.clear_cache()                      # full: start over (a cheap, rare event)
+            slot = h & CACHE_MASK
+        # Entry: [n, chars..., count, nodes...] (count -1: no nodes).
+        at = self.cache_data.size()
+        self.cache_data.push_back(<int32_t> n)
+        for i in range(n):
+            self.cache_data.push_back(<int32_t> chars[i])
+        self.cache_data.push_back(count[0])
+        for i in range(count[0] if count[0] > 0 else 0):
+            self.cache_data.push_back(self.nodes[i])
+        self.cache_keys[slot] = h
+        self.cache_at[slot] = at
+        self.cache_used += 1
+        return self.nodes.data()
+
+    cdef void clear_cache(self) noexcept nogil:
+        self.cache_keys.assign(CACHE_SLOTS, 0)
+        self.cache_at.assign(CACHE_SLOTS, 0)
+        self.cache_data.clear()
+        self.cache_used = 0
+
+    cdef void use_cache_of(self, TokenTable table):
+        # Cached matches belong to one matcher: TokenTable(matcher) stands for
+        # it (and holding it keeps its address from being reused).
+        if self.cache_owner is not table:
+            self.clear_cache()
+            self.cache_owner = table
+
+    cdef void reset(self):
+        self.word.clear()
+        self.src.clear()
+        self.toks.clear()
+        self.n_words = 0
+        self.run = NO_RUN
+
+    cdef void trim(self):
+        # Give back the memory of a huge text rather than keep it pooled.
+        cdef vector[Tok] no_toks
+        cdef vector[Py_UCS4] no_word
+        cdef vector[Py_ssize_t] no_src
+        if self.toks.capacity() > 65536:
+            self.toks.swap(no_toks)
+        if self.word.capacity() > 65536:
+            self.word.swap(no_word)
+            self.src.swap(no_src)
+
+
+cdef inline uint64_t hash_chars(const Py_UCS4* s, Py_ssize_t n) noexcept nogil:
+    # FNV-1a over the code points, made non-zero (0 marks an empty slot).
+    cdef uint64_t h = 0xCBF29CE484222325ULL
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ <uint64_t> s[i]) * <uint64_t> 0x100000001B3ULL
+    return h | 1
+
+
+cdef inline int emit(Scratch sc, WordPieceMatcher m, const Params* p, uint32_t kind, Py_UCS4 c,
+                     Py_ssize_t src) noexcept nogil:
+    # One mapped char (kind 0-3) into the piece buffer.
+    cdef int status
+    if kind >= ENTRY_RUN:
+        if kind != sc.run:
+            status = sc.flush(m, p)
+            if status:
+                return status
+            sc.run = kind
+        sc.word.push_back(c)
+        sc.src.push_back(src)
+        return 0
+    status = sc.flush(m, p)
+    if status or kind == ENTRY_SPLIT:
+        return status
+    sc.word.push_back(c)
+    sc.src.push_back(src)
+    return sc.flush(m, p)
+
+
+cdef int scan_text(const char_t* s, Py_ssize_t n, Scratch sc, WordPieceMatcher m,
+                   const Params* p) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef uint32_t e, kind, k, count
+    cdef const uint32_t* entries = p.entries
+    cdef const uint32_t* multi = p.multi
+    cdef int status
+    for i in range(n):
+        e = entries[s[i]]
+        kind = e >> ENTRY_SHIFT
+        if kind == sc.run:                          # the hot case: one more char of the open piece
+            sc.word.push_back(e & ENTRY_PAYLOAD)
+            sc.src.push_back(i)
+            continue
+        if kind <= 3:
+            status = emit(sc, m, p, kind, e & ENTRY_PAYLOAD, i)
+        elif kind == ENTRY_DELETE:
+            continue
+        elif kind == ENTRY_MULTI or p.order_checked:   # (else ENTRY_CHECK)
+            k = e & ENTRY_PAYLOAD
+            count = multi[k]
+            status = 0
+            while count and not status:
+                k += 1
+                count -= 1
+                status = emit(sc, m, p, multi[k] >> ENTRY_SHIFT, multi[k] & ENTRY_PAYLOAD, i)
+        else:
+            return NEEDS_ORDER_CHECK
+        if status:
+            return status
+    return sc.flush(m, p)
+
+
+cdef int scan_any(int kind, const void* data, Py_ssize_t n, Scratch sc, WordPieceMatcher m,
+                  const Params* p) noexcept nogil:
+    if kind == 1:
+        return scan_text(<const uint8_t*> data, n, sc, m, p)
+    if kind == 2:
+        return scan_text(<const uint16_t*> data, n, sc, m, p)
+    return scan_text(<const uint32_t*> data, n, sc, m, p)
+
+
+cdef list _pool = []
+# Pooled scratches keep their word caches; a few per thread are plenty.
+cdef Py_ssize_t POOL_SIZE = 16
+
+
+cdef Scratch take_scratch():
+    if _pool:
+        return _pool.pop()
+    return Scratch()
+
+
+cdef void give_back(Scratch sc):
+    sc.trim()
+    if len(_pool) < POOL_SIZE:
+        _pool.append(sc)
+
+
+cdef class TokenTable:
+    """A matcher with the id and text objects of its tokens, made once, shared by every call.
+
+    Dense (indexed by id) when the ids are; otherwise looked up by id. Word
+    caches are keyed by the table, so one table must stay with one matcher.
+    """
+
+    def __init__(self, WordPieceMatcher matcher):
+        cdef dict values = matcher.values
+        self.matcher = matcher
+        self.values = values
+        self.ids = None
+        self.texts = None
+        top = max(values, default=-1)
+        if 0 <= top < 4 * len(values) + 1024 and min(values, default=0) >= 0:
+            self.ids = list(range(top + 1))
+            self.texts = [values.get(i) for i in range(top + 1)]
+
+    cdef object id_object(self, int32_t tid):
+        if self.ids is not None:
+            return self.ids[tid]
+        return PyLong_FromLong(tid)
+
+    cdef object text_object(self, int32_t tid):
+        if self.texts is not None:
+            return self.texts[tid]
+        return self.values[tid]
+
+
+def encode(str text, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int unk_id, str unk_token,
+           Py_ssize_t nogil_min=2048, bint order_checked=False):
+    """``(ids, tokens, offsets, words, n_words)`` of ``text``, or an int status instead.
+
+    ``table`` is ``TokenTable(matcher)`` of the model's current matcher.
+
+    NEEDS_ORDER_CHECK: ``text`` has an ENTRY_CHECK char (call again with
+    ``order_checked=True`` if NFD reorders nothing in it). NO_UNK_TOKEN: a
+    piece needs the unknown token and ``unk_id`` is -1 (the vocabulary lacks
+    it; the general path raises the error).
+    """
+    cdef Params p
+    cdef int kind = PyUnicode_KIND(text), status
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef Scratch sc = take_scratch()
+    cdef WordPieceMatcher matcher = table.matcher
+    p.entries = cmap.entries.data()
+    p.multi = cmap.multi.data()
+    p.max_chars = max_chars
+    p.unk_id = unk_id
+    p.collect = 0
+    p.order_checked = order_checked
+    sc.reset()
+    sc.use_cache_of(table)
+    try:
+        if n >= nogil_min:
+            with nogil:
+                status = scan_any(kind, data, n, sc, matcher, &p)
+        else:
+            status = scan_any(kind, data, n, sc, matcher, &p)
+        if status:
+            return status
+        return build_result(sc, table, unk_token)
+    finally:
+        give_back(sc)
+
+
+# Offsets and word numbers below this come from one shared list of ints instead
+# of a new int object each (about 1 MB, made on first use).
+cdef Py_ssize_t N_SHARED_INTS = 1 << 15
+cdef list _shared_ints = None
+
+
+cdef inline object int_object(Py_ssize_t value):
+    if value < N_SHARED_INTS:
+        return _shared_ints[value]
+    return PyLong_FromSsize_t(value)
+
+
+cdef tuple build_result(Scratch sc, TokenTable table, str unk_token):
+    cdef Py_ssize_t n = sc.toks.size(), i
+    cdef list ids = PyList_New(n), tokens = PyList_New(n), offsets = PyList_New(n), words = PyList_New(n)
+    cdef object obj, start_obj, end_obj = None, word_obj = None
+    cdef tuple span
+    cdef Tok* tok
+    cdef Py_ssize_t last_end = -1
+    cdef int32_t last_word = -1
+    cdef bint dense = table.ids is not None
+    global _shared_ints
+    if _shared_ints is None:
+        _shared_ints = list(range(N_SHARED_INTS))
+    # Every 700 new tuples start a collection, which would walk these growing
+    # lists again and again: hide them from the collector until they are full.
+    # (Pausing the collector instead, PyGC_Disable, measured slower: the one
+    # deferred collection then lands on the caller's fresh objects.)
+    for obj in (ids, tokens, offsets, words):
+        PyObject_GC_UnTrack(<void*> obj)
+    for i in range(n):
+        tok = &sc.toks[i]
+        obj = table.ids[tok.id] if dense else table.id_object(tok.id)
+        Py_INCREF(obj)
+        PyList_SET_ITEM(ids, i, obj)
+        obj = unk_token if tok.unk else (table.texts[tok.id] if dense else table.text_object(tok.id))
+        Py_INCREF(obj)
+        PyList_SET_ITEM(tokens, i, obj)
+        # Consecutive tokens share offsets and words: reuse those int objects.
+        start_obj = end_obj if tok.start == last_end else int_object(tok.start)
+        end_obj = int_object(tok.end)
+        last_end = tok.end
+        span = PyTuple_New(2)
+        Py_INCREF(start_obj)
+        PyTuple_SET_ITEM(span, 0, start_obj)
+        Py_INCREF(end_obj)
+        PyTuple_SET_ITEM(span, 1, end_obj)
+        # Two ints cannot form a cycle: keep the garbage collector from
+        # walking millions of these (it would untrack them itself, but only
+        # after scanning them at least once).
+        PyObject_GC_UnTrack(<void*> span)
+        Py_INCREF(span)
+        PyList_SET_ITEM(offsets, i, span)
+        if tok.word != last_word:
+            word_obj = int_object(tok.word)
+            last_word = tok.word
+        Py_INCREF(word_obj)
+        PyList_SET_ITEM(words, i, word_obj)
+    for obj in (ids, tokens, offsets, words):
+        PyObject_GC_Track(<void*> obj)
+    return ids, tokens, offsets, words, sc.n_words
+
+
+def pieces(str text, CharMap cmap, bint order_checked=False):
+    """The pieces the encoder hands WordPiece: ``[(piece, [source index per char]), ...]``, or None.
+
+    The same scan as :func:`encode`, stopped before matching; the tests hold
+    it to BertNormalizer followed by the pre-tokenizer. None: an
+    ENTRY_CHECK char, and ``order_checked`` was not set.
+
+    >>> actions = bytearray([2]) * 0x110000               # every char joins a run, but
+    >>> actions[ord(" ")], actions[ord(",")] = 0, 1         # a space splits, a comma is isolated
+    >>> pieces("Hi, ÉTÉ", CharMap(bytes(actions), {ord("H"): "h", ord("É"): "e", ord("T"): "t"}))
+    [('hi', [0, 1]), (',', [2]), ('ete', [4, 5, 6])]
+    """
+    cdef Params p
+    cdef Scratch sc = Scratch()
+    cdef Tok* tok
+    cdef Py_ssize_t i
+    cdef list out = []
+    p.entries = cmap.entries.data()
+    p.multi = cmap.multi.data()
+    p.max_chars = 0
+    p.unk_id = -1
+    p.collect = 1
+    p.order_checked = order_checked
+    sc.reset()
+    if scan_any(PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), sc, None, &p):
+        return None
+    chars, sources, word = [], [], -1
+    for i in range(<Py_ssize_t> sc.toks.size()):
+        tok = &sc.toks[i]
+        if tok.word != word:
+            if word >= 0:
+                out.append(("".join(chars), sources))
+            chars, sources, word = [], [], tok.word
+        chars.append(chr(tok.id))
+        sources.append(tok.start)
+    if word >= 0:
+        out.append(("".join(chars), sources))
+    return out
+
+
+# The statuses and the cache size, for Python callers.
+globals().update(NEEDS_ORDER_CHECK=NEEDS_ORDER_CHECK, NO_UNK_TOKEN=NO_UNK_TOKEN, CACHE_SLOTS=CACHE_SLOTS)

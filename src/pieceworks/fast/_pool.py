@@ -1,0 +1,120 @@
+"""The thread pool that ``Tokenizer.encode_batch`` shares out a batch on.
+
+Threads only pay when the encoding runs without the GIL, which a plan says
+with ``releases_gil = True`` (it then drops the lock for texts of at least
+``nogil_min_chars`` chars). A batch is split into contiguous ranges of
+about equal work, one per thread, and the results are joined in order, so
+they are exactly the serial results; an error is the one the serial loop
+would raise first.
+
+The pool is made on first use with ``PIECEWORKS_NUM_THREADS`` threads
+(default: the number of CPUs), and made again in a forked child.
+
+>>> run_in_ranges(lambda start, stop: list(range(start, stop)), ["a", "b", "c"], None)
+[0, 1, 2]
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from ..errors import ConfigError
+
+__all__ = ["run_in_ranges", "num_threads"]
+
+# Below this much GIL-free work (chars) in a batch, one thread is faster:
+# handing work to threads costs tens of microseconds.
+THREAD_MIN_CHARS = 32_768
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def num_threads() -> int:
+    """Threads for batch encoding: ``PIECEWORKS_NUM_THREADS``, else the CPU count.
+
+    >>> num_threads() >= 1
+    True
+    """
+    value = os.environ.get("PIECEWORKS_NUM_THREADS", "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"PIECEWORKS_NUM_THREADS must be a positive integer, got {value!r}",
+                          fix="set it to the number of threads, e.g. PIECEWORKS_NUM_THREADS=4, or unset it")
+    return int(value)
+
+
+def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan) -> list:
+    """``encode_range(0, len(items))``, computed as several ranges on threads when that pays.
+
+    ``encode_range(start, stop)`` returns the results of ``items[start:stop]``.
+    """
+    n = len(items)
+    threads = min(num_threads(), n)
+    weights = _gil_free_work(items, plan) if threads > 1 else None
+    if not weights or sum(weights) < THREAD_MIN_CHARS:
+        return encode_range(0, n)
+    bounds = _balanced_bounds(weights, threads)
+    pool = _get_pool(threads)
+    futures = [pool.submit(encode_range, start, stop) for start, stop in zip(bounds, bounds[1:])]
+    out: list = []
+    for future in futures:      # in order: the first error is the serial loop's first error
+        out += future.result()
+    return out
+
+
+def _gil_free_work(items: list, plan) -> list[int] | None:
+    """Per item, the chars the plan encodes without the GIL; None when the plan never drops it."""
+    if plan is None or not getattr(plan, "releases_gil", False):
+        return None
+    least = getattr(plan, "nogil_min_chars", 0)
+    weights = []
+    for item in items:
+        texts = item if isinstance(item, (tuple, list)) else (item,)
+        weights.append(sum(len(t) for t in texts if isinstance(t, str) and len(t) >= least))
+    return weights
+
+
+def _balanced_bounds(weights: list[int], parts: int) -> list[int]:
+    """Cut points splitting ``weights`` into ``parts`` contiguous ranges of about equal sum.
+
+    Every item also counts one unit, so a run of short items still spreads out.
+
+    >>> _balanced_bounds([5, 5, 5, 5], 2)
+    [0, 2, 4]
+    """
+    total = sum(weights) + len(weights)
+    bounds = [0]
+    acc = 0
+    for i, w in enumerate(weights):
+        acc += w + 1
+        if acc * parts >= total * len(bounds) and len(bounds) < parts:
+            bounds.append(i + 1)
+    if bounds[-1] != len(weights):
+        bounds.append(len(weights))
+    return bounds
+
+
+def _get_pool(threads: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < threads:
+            # A smaller old pool is left alone (another batch may be using it); it idles.
+            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pieceworks-encode")
+            _pool_size = threads
+        return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    # The child has none of the parent's threads: a new pool is made on demand.
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size = None, 0
+    _pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)

@@ -1,0 +1,312 @@
+"""The fast plan for BERT-style WordPiece: normalizer, pre-tokenizer and model in one kernel pass.
+
+It takes a tokenizer whose model is :class:`~pieceworks.models.WordPiece`,
+whose normalizer is :class:`~pieceworks.normalizers.BertNormalizer` (or
+none), and whose pre-tokenizer is ``BertPreTokenizer``, ``Whitespace`` or
+``WhitespaceSplit``. The kernel (``_kernels/bert_fast.pyx``) reads each
+code point once, looks up what the normalizer makes of it and what the
+pre-tokenizer does with that, and hands finished pieces to the model's
+LinMaxMatch matcher.
+
+>>> from pieceworks import Tokenizer
+>>> from pieceworks.models import WordPiece
+>>> from pieceworks.normalizers import BertNormalizer
+>>> from pieceworks.pre_tokenizers import BertPreTokenizer
+>>> tok = Tokenizer(WordPiece({"[UNK]": 0, "hello": 1, "!": 2, "wo": 3, "##rld": 4}))
+>>> tok.normalizer, tok.pre_tokenizer = BertNormalizer(), BertPreTokenizer()
+>>> plan = bert_plan(tok)
+>>> plan.encode_plain("Héllo WORLD!")
+([1, 3, 4, 2], ['hello', 'wo', '##rld', '!'], [(0, 5), (6, 8), (8, 11), (11, 12)], [0, 1, 1, 2], 3)
+
+The per-char map is exact because each step of BertNormalizer works on one
+char at a time, except the canonical reordering inside NFD (strip_accents),
+which only moves combining marks. Those are dropped as Mn, except 38
+spacing marks (Mc with a non-zero combining class: some viramas, Hangul
+tone marks, musical symbols); a text holding one of those is encoded by
+the map only if NFD moves nothing in it, else by the general path. The map
+is built once per set of options, with the general path's own Unicode data
+(``unicodedata``, the normalizer's whitespace and CJK tables, the
+pre-tokenizer's flags); the tests compare the two over all of Unicode.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import re
+import sys
+import threading
+import unicodedata
+from array import array
+from functools import partial
+from itertools import compress, count
+from typing import NamedTuple
+
+from .._kernels import bert_fast
+from .._unicode_forms import char_set
+from .._unicode_tables import char_flags
+from ..models.wordpiece import WordPiece
+from ..normalizers import _BERT_SPACES, _CHINESE, BertNormalizer
+from ..pre_tokenizers import (_BERT_ACTIONS, _WHITESPACE_ACTIONS, _WHITESPACE_SPLIT_ACTIONS,
+                              BertPreTokenizer, Whitespace, WhitespaceSplit)
+from . import register_plan
+
+__all__ = ["bert_plan", "BertWordPiecePlan"]
+
+# Texts this long (in chars) are encoded without holding the GIL: below it,
+# releasing and re-taking the lock costs more than other threads gain.
+NOGIL_MIN_CHARS = 1024
+
+# The class-run table of each supported pre-tokenizer (exact type: a subclass may cut differently).
+_PRE_TOKENIZER_ACTIONS = {
+    BertPreTokenizer: _BERT_ACTIONS,
+    Whitespace: _WHITESPACE_ACTIONS,
+    WhitespaceSplit: _WHITESPACE_SPLIT_ACTIONS,
+}
+
+
+@register_plan
+def bert_plan(tokenizer) -> "BertWordPiecePlan | None":
+    """A plan for WordPiece + BertNormalizer/None + a class-run pre-tokenizer, else None."""
+    model, normalizer, pre_tokenizer = tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer
+    if type(model) is not WordPiece:
+        return None
+    if normalizer is not None and type(normalizer) is not BertNormalizer:
+        return None
+    if type(pre_tokenizer) not in _PRE_TOKENIZER_ACTIONS:
+        return None
+    return BertWordPiecePlan(model, normalizer, pre_tokenizer)
+
+
+class BertWordPiecePlan:
+    """Encodes plain text as the general path would; options are read on every call.
+
+    The plan keeps the stage objects it was built for; the tokenizer builds a
+    new plan when one of them is replaced.
+    """
+
+    #: The kernel drops the GIL on texts this long, so threads pay (see Tokenizer.encode_batch).
+    releases_gil = True
+    nogil_min_chars = NOGIL_MIN_CHARS
+
+    def __init__(self, model: WordPiece, normalizer: BertNormalizer | None, pre_tokenizer):
+        self.model = model
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self._tokens: tuple = (None, None)      # (matcher, TokenTable(matcher)), swapped as one
+
+    def encode_plain(self, text: str):
+        """``(ids, tokens, offsets, words, n_words)`` of a text without added tokens, or None.
+
+        None sends the text to the general path: a spacing mark that NFD
+        reorders in this text, or a piece needing an ``unk_token`` the
+        vocabulary lacks (the general path raises the error).
+        """
+        model = self.model
+        options = normalizer_options(self.normalizer)
+        cmap = char_map(options, _PRE_TOKENIZER_ACTIONS[type(self.pre_tokenizer)])
+        matcher = model._get_matcher()
+        known, table = self._tokens
+        if known is not matcher:
+            table = bert_fast.TokenTable(matcher)
+            self._tokens = (matcher, table)
+        unk_token = model.unk_token
+        unk_id = model.vocab.get(unk_token, -1)
+        if not 0 <= unk_id < 2**31:
+            unk_id = -1                          # the general path decides what that means
+        max_chars = min(model.max_input_chars_per_word, sys.maxsize)
+        result = bert_fast.encode(text, cmap, table, max_chars, unk_id, unk_token, NOGIL_MIN_CHARS)
+        if result == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]):
+            result = bert_fast.encode(text, cmap, table, max_chars, unk_id, unk_token, NOGIL_MIN_CHARS,
+                                      order_checked=True)
+        return result if type(result) is tuple else None
+
+
+def normalizer_options(normalizer: BertNormalizer | None) -> tuple[bool, bool, bool, bool]:
+    """``(clean_text, handle_chinese_chars, strip_accents, lowercase)``, strip_accents resolved.
+
+    >>> normalizer_options(BertNormalizer(lowercase=False)), normalizer_options(None)
+    ((True, True, False, False), (False, False, False, False))
+    """
+    if normalizer is None:
+        return (False, False, False, False)
+    lowercase = normalizer.lowercase
+    strip = lowercase if normalizer.strip_accents is None else normalizer.strip_accents
+    return (normalizer.clean_text, normalizer.handle_chinese_chars, strip, lowercase)
+
+
+# -- the per-char map --------------------------------------------------------------
+
+_MAPS: dict[tuple, bert_fast.CharMap] = {}
+_MAPS_LOCK = threading.Lock()
+# A map is 4.4 MB; a process rarely uses more than one or two option sets.
+_MAPS_KEPT = 8
+
+
+def char_map(options: tuple[bool, bool, bool, bool], actions: bytes) -> bert_fast.CharMap:
+    """The kernel's char map for these normalizer options and pre-tokenizer actions; built once."""
+    key = (options, actions)
+    found = _MAPS.get(key)
+    if found is None:
+        with _MAPS_LOCK:
+            found = _MAPS.get(key)
+            if found is None:
+                check = _unicode_facts().reorderable if options[2] else ()
+                found = bert_fast.CharMap(char_flags().translate(actions), special_chars(*options), check)
+                if len(_MAPS) >= _MAPS_KEPT:
+                    del _MAPS[next(iter(_MAPS))]
+                _MAPS[key] = found
+    return found
+
+
+def special_chars(clean_text: bool, chinese: bool, strip_accents: bool, lowercase: bool) -> dict[int, str]:
+    """``{code point: what BertNormalizer makes of it alone}`` for every char it changes.
+
+    An empty string is a char it removes.
+
+    >>> special = special_chars(True, True, True, True)
+    >>> special[ord("É")], special[ord("中")], special[0], ord("a") in special
+    ('e', ' 中 ', '', False)
+    """
+    facts = _unicode_facts()
+    out: dict[int, str] = {}
+    if clean_text:
+        # Removed first, so no later step sees them (the bulk: private use planes).
+        for start, end in facts.controls:
+            out.update(dict.fromkeys(range(start, end), ""))
+    candidates = set(_BERT_SPACES) if clean_text else set()
+    if strip_accents:
+        candidates |= facts.strip_candidates
+    if lowercase:
+        candidates |= facts.lower_candidates
+    for cp in candidates:
+        if cp not in out:
+            ch = chr(cp)
+            mapped = map_char(ch, clean_text, chinese, strip_accents, lowercase)
+            if mapped != ch:
+                out[cp] = mapped
+    if chinese:
+        for start, end in facts.chinese:
+            for cp in range(start, end):
+                if cp not in out:
+                    out[cp] = f" {chr(cp)} "      # (mapped above if another step changes it too)
+    return out
+
+
+def map_char(ch: str, clean_text: bool, chinese: bool, strip_accents: bool, lowercase: bool) -> str:
+    """BertNormalizer's steps, in its order, applied to one char.
+
+    >>> map_char("Å", True, True, True, True), map_char("\\t", True, True, True, True)
+    ('a', ' ')
+    """
+    if clean_text:
+        if _is_bert_control(ch):
+            return ""
+        ch = _BERT_SPACES.get(ord(ch), ch)
+    spaced = chinese and _CHINESE.fullmatch(ch) is not None
+    out = ch
+    if strip_accents:
+        out = "".join(c for c in unicodedata.normalize("NFD", out) if unicodedata.category(c) != "Mn")
+    if lowercase:
+        out = "".join(c.lower() for c in out)   # char by char, as the general path: no final sigma
+    return f" {out} " if spaced else out
+
+
+def reorderable_chars() -> list[int]:
+    """Chars whose NFD holds a mark that NFD may move and accent stripping keeps (non-zero class, not Mn).
+
+    Their per-char mapping is exact only where NFD reorders nothing
+    (:func:`nfd_keeps_order`): the kernel asks before using it.
+
+    >>> [f"U+{cp:04X}" for cp in reorderable_chars()][:3]
+    ['U+1715', 'U+1734', 'U+1B44']
+    """
+    return list(_unicode_facts().reorderable)
+
+
+def nfd_keeps_order(text: str, clean_text: bool) -> bool:
+    """Whether NFD of ``text`` (as BertNormalizer sees it) is each char's NFD, in order.
+
+    Then canonical reordering moves nothing, and the per-char map is exact.
+
+    >>> nfd_keeps_order("\\ua9a4\\ua9c0", True), nfd_keeps_order("a\\u0301\\ua9c0", True)
+    (True, False)
+    """
+    if clean_text:
+        text = _unicode_facts().control_runs.sub("", text)    # removed before NFD: their neighbours meet
+    return unicodedata.normalize("NFD", text) == "".join(map(partial(unicodedata.normalize, "NFD"), text))
+
+
+def bert_control_chars() -> list[int]:
+    """What clean_text removes: general category Cc, Cf or Co, and NUL and U+FFFD, but not ``\\t\\n\\r``.
+
+    The same set as the general path's ``normalizers._bert_control_runs``
+    (the tests compare them over all of Unicode), found in one pass.
+
+    >>> controls = bert_control_chars()
+    >>> 0 in controls, 0xFFFD in controls, ord("\\t") in controls, 0x200B in controls
+    (True, True, False, True)
+    """
+    return [cp for start, end in _unicode_facts().controls for cp in range(start, end)]
+
+
+class _UnicodeFacts(NamedTuple):
+    """What the maps are built from, found once per process (about 0.3 s)."""
+
+    controls: tuple[tuple[int, int], ...]       # runs [start, end) that clean_text removes
+    control_runs: "re.Pattern[str]"
+    chinese: tuple[tuple[int, int], ...]        # runs handle_chinese_chars spaces out
+    strip_candidates: frozenset[int]            # chars NFD changes, combining marks, Mn
+    lower_candidates: frozenset[int]            # chars str.lower changes
+    reorderable: tuple[int, ...]                # see reorderable_chars()
+
+
+# Above this, no char has a canonical decomposition, a combining class or a
+# lowercase form (checked when the facts are gathered, so a newer Unicode cannot slip by).
+_PER_CHAR_SCAN_END = 0x30000
+_CONTROL_CATEGORIES = frozenset(("Cc", "Cf", "Co"))
+
+
+@functools.cache
+def _unicode_facts() -> _UnicodeFacts:
+    # compress/map keep the passes over ~10^6 code points in C.
+    every = array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
+    scan_end = _PER_CHAR_SCAN_END
+    rest = every[scan_end:]
+    if not unicodedata.is_normalized("NFD", rest) or any(map(unicodedata.combining, rest)) or rest.lower() != rest:
+        scan_end = len(every)
+    head = every[:scan_end]
+    categories = list(map(unicodedata.category, every))
+    controls = set(compress(count(), map(_CONTROL_CATEGORIES.__contains__, categories)))
+    controls = sorted(controls - {0x09, 0x0A, 0x0D} | {0x00, 0xFFFD})
+    marks = set(compress(count(), map(unicodedata.combining, head)))
+    decomposing = set(compress(count(), map(operator.not_, map(partial(unicodedata.is_normalized, "NFD"), head))))
+    keeps_a_mark = lambda cp: any(unicodedata.combining(c) and unicodedata.category(c) != "Mn"  # noqa: E731
+                                  for c in unicodedata.normalize("NFD", every[cp]))
+    return _UnicodeFacts(
+        controls=_as_runs(controls),
+        control_runs=re.compile(f"{char_set(controls)}+"),
+        chinese=tuple(m.span() for m in _CHINESE.finditer(every)),
+        strip_candidates=frozenset(marks | decomposing | set(compress(count(), map("Mn".__eq__, categories)))),
+        lower_candidates=frozenset(compress(count(), map(operator.ne, map(str.lower, head), head))),
+        reorderable=tuple(sorted(cp for cp in marks | decomposing if keeps_a_mark(cp))),
+    )
+
+
+def _as_runs(code_points: list[int]) -> tuple[tuple[int, int], ...]:
+    """Sorted code points as ``[start, end)`` runs.
+
+    >>> _as_runs([1, 2, 3, 7])
+    ((1, 4), (7, 8))
+    """
+    runs: list[list[int]] = []
+    for cp in code_points:
+        if runs and runs[-1][1] == cp:
+            runs[-1][1] += 1
+        else:
+            runs.append([cp, cp + 1])
+    return tuple((start, end) for start, end in runs)
+
+
+def _is_bert_control(ch: str) -> bool:
+    return ch in "\x00\ufffd" or (unicodedata.category(ch) in _CONTROL_CATEGORIES and ch not in "\t\n\r")

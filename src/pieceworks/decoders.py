@@ -15,13 +15,16 @@ Hugging Face ``tokenizers``, chunk for chunk, so that decoders chained in a
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 from ._component import Component, Fields, stage_base
 from ._regex import Regex
 from .byte_level import CHAR_TO_BYTE
-from .errors import ConfigError, InputTypeError
+from .errors import ConfigError, DecodeError, InputTypeError
 
 __all__ = ["Decoder", "ByteLevel", "WordPiece", "Metaspace", "BPEDecoder", "ByteFallback", "Fuse",
-           "Strip", "Replace", "CTC", "Sequence"]
+           "Strip", "Replace", "CTC", "Sequence", "DecodeStream"]
 
 
 @stage_base("decoder")
@@ -31,9 +34,58 @@ class Decoder(Component):
     def decode_chain(self, tokens: list[str]) -> list[str]:
         raise NotImplementedError
 
-    def decode(self, tokens: list[str]) -> str:
-        """Decode a list of tokens to text."""
-        return "".join(self.decode_chain(_check_tokens(tokens)))
+    def decode(self, tokens: list[str], errors: str = "replace") -> str:
+        """Decode a list of tokens to text.
+
+        Bytes that do not form valid UTF-8 (from :class:`ByteLevel` or
+        :class:`ByteFallback` tokens) become U+FFFD with ``errors="replace"``
+        (the default, as in Hugging Face) or raise DecodeError with
+        ``errors="strict"``.
+
+        >>> ByteFallback().decode(["<0xE5>"])
+        '\ufffd'
+        """
+        with utf8_errors(errors):
+            return "".join(self.decode_chain(_check_tokens(tokens)))
+
+
+# -- what to do with invalid UTF-8 ------------------------------------------
+# decode_chain keeps Hugging Face's signature (tokens only), so the choice
+# travels in a context variable: set for the duration of one decode call,
+# private to the calling thread (and asyncio task), read where bytes turn
+# into text.
+UTF8_ERRORS = ("replace", "strict")
+_utf8_errors: contextvars.ContextVar[str] = contextvars.ContextVar("pieceworks_utf8_errors", default="replace")
+
+
+@contextlib.contextmanager
+def utf8_errors(errors: str):
+    """Within the block, decoders treat invalid UTF-8 as ``errors`` says ("replace" or "strict")."""
+    token = _utf8_errors.set(check_utf8_errors(errors))
+    try:
+        yield
+    finally:
+        _utf8_errors.reset(token)
+
+
+def check_utf8_errors(errors) -> str:
+    """``errors`` if it is "replace" or "strict", else ConfigError."""
+    if errors not in UTF8_ERRORS:
+        raise ConfigError(f"unknown errors={errors!r} for decoding",
+                          fix="use errors='replace' (invalid bytes become U+FFFD) or errors='strict' (raise)")
+    return errors
+
+
+def _strict_utf8() -> bool:
+    return _utf8_errors.get() == "strict"
+
+
+def _invalid_utf8(data: bytes, exc: UnicodeDecodeError, decoder: str) -> DecodeError:
+    bad = bytes(data[exc.start:exc.end])
+    return DecodeError(f"{decoder}: the ids decode to invalid UTF-8 ({bad!r} at byte {exc.start} of "
+                       f"{len(data)}; {exc.reason})",
+                       fix="decode more ids (a character may be cut off at the end), or pass "
+                           "errors='replace' to get U+FFFD for the bad bytes")
 
 
 # -- argument checks ---------------------------------------------------------
@@ -112,6 +164,11 @@ class ByteLevel(Decoder):
         data = bytearray()
         for token in tokens:
             data += _token_bytes(token)
+        if _strict_utf8():
+            try:
+                return [data.decode("utf-8")]
+            except UnicodeDecodeError as exc:
+                raise _invalid_utf8(data, exc, "ByteLevel") from None
         return [data.decode("utf-8", "replace")]
 
     def _to_fields(self) -> dict:
@@ -313,7 +370,9 @@ def _fallback_byte(token: str) -> int | None:
 def _decode_byte_run(run: bytearray) -> list[str]:
     try:
         return [run.decode("utf-8")]
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as exc:
+        if _strict_utf8():
+            raise _invalid_utf8(run, exc, "ByteFallback") from None
         return ["\ufffd"] * len(run)
 
 
@@ -531,3 +590,118 @@ class Sequence(Decoder):
         items = fields.get("decoders", list)
         where = fields.field_name("decoders")
         return cls([Decoder.from_json(item, f"{where}[{i}]", fields.path) for i, item in enumerate(items)])
+
+
+# =============================================================================
+# Streaming decode: DecodeStream
+# =============================================================================
+#
+# Text for ids that arrive one at a time (a model generating), as Hugging
+# Face's ``tokenizers.decoders.DecodeStream``. Decoding each id alone is wrong
+# twice over: a character may be split across ids (byte-level BPE, ``<0xNN>``
+# byte fallback), and decoders look at neighbours (Metaspace drops the space of
+# the *first* token only, WordPiece glues ``##`` pieces to the word before).
+#
+# The stream keeps a small window of ids. On each step it decodes the window
+# plus the new ids; the new text is what follows the text of the window alone
+# (the "prefix"). Nothing is returned while the text ends in U+FFFD: the last
+# character is incomplete, so the stream waits for more ids. After returning
+# text the window shrinks to the ids of that text, so each step decodes only a
+# few ids. Invariant: the text of the window starts with ``prefix``.
+
+
+class DecodeStream:
+    """Incremental decoding: feed ids as they are generated, get text as soon as it is complete.
+
+    ``ids`` pre-fills the stream with ids already shown (a prompt): their
+    text is not returned again, but it gives the context the next ids
+    decode in. ``skip_special_tokens`` is passed on to
+    ``Tokenizer.decode`` on every step (default False, as Hugging Face's).
+    ``step(tokenizer, id)`` takes one id or a list of ids and returns the
+    new text, or None while a character is still incomplete.
+
+    >>> from pieceworks import Tokenizer
+    >>> from pieceworks.models import BPE
+    >>> tok = Tokenizer(BPE({"▁Hi": 0, "<0xE5>": 1, "<0x8F>": 2, "<0xAB>": 3}, [], byte_fallback=True))
+    >>> tok.decoder = Sequence([ByteFallback(), Metaspace()])
+    >>> stream = DecodeStream()
+    >>> [stream.step(tok, i) for i in [0, 1, 2, 3, 0]]
+    ['Hi', None, None, '叫', ' Hi']
+    """
+
+    def __init__(self, ids: "list[int] | None" = None, skip_special_tokens: "bool | None" = False):
+        self.skip_special_tokens = bool(skip_special_tokens)
+        # The window: ids[:prefix_index] gave the text returned last; ids
+        # after it are pending. ``prefix`` is the text of the window's
+        # returned part (empty until the first text is out).
+        self.ids: list[int] = [] if ids is None else _stream_ids(ids, "ids")
+        self.prefix = ""
+        self.prefix_index = 0
+
+    def step(self, tokenizer, id) -> "str | None":
+        """Add the next id (an int) or ids (a list of int); return the new text, or None if none is complete yet."""
+        new_ids = _stream_ids(id, "id")
+        decode = _decode_function(tokenizer)
+        if not self.prefix and self.ids:
+            # Pre-filled ids: their text (if complete) is context, not output.
+            prefill = decode(self.ids, skip_special_tokens=self.skip_special_tokens)
+            if not prefill.endswith("\ufffd"):
+                self.prefix = prefill
+                self.prefix_index = len(self.ids)
+        self.ids.extend(new_ids)
+        text = decode(self.ids, skip_special_tokens=self.skip_special_tokens)
+        # Compare UTF-8 lengths, as Hugging Face does (Rust's str::len).
+        if _utf8_len(text) <= _utf8_len(self.prefix) or text.endswith("\ufffd"):
+            return None
+        if not text.startswith(self.prefix):
+            raise DecodeError(
+                f"DecodeStream: the decoder changed text it had already returned: after id "
+                f"{self.ids[-1]} the window decodes to {text!r}, which does not start with {self.prefix!r}",
+                fix="this decoder does not stream (its output for earlier ids depends on later ones); "
+                    "decode the whole list of ids with Tokenizer.decode instead")
+        new_text = text[len(self.prefix):]
+        new_prefix_index = len(self.ids) - self.prefix_index
+        del self.ids[:self.prefix_index]
+        self.prefix = decode(self.ids, skip_special_tokens=self.skip_special_tokens)
+        self.prefix_index = new_prefix_index
+        return new_text
+
+    def __copy__(self) -> "DecodeStream":
+        clone = DecodeStream(None, self.skip_special_tokens)
+        clone.ids, clone.prefix, clone.prefix_index = list(self.ids), self.prefix, self.prefix_index
+        return clone
+
+    def __deepcopy__(self, memo) -> "DecodeStream":
+        return self.__copy__()
+
+    def __repr__(self) -> str:
+        return (f"DecodeStream(skip_special_tokens={self.skip_special_tokens}, pending_ids={len(self.ids)}, "
+                f"prefix_index={self.prefix_index})")
+
+
+def _stream_ids(value, name: str) -> list[int]:
+    """One id or a list of ids as a list of non-negative ints (Hugging Face takes u32)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        values = [value]
+    elif isinstance(value, (list, tuple)):
+        values = list(value)
+    else:
+        raise InputTypeError(f"DecodeStream: {name} must be an int or a list of int, got {type(value).__name__}",
+                             fix="pass a token id such as 42, or a list such as [42, 7]")
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**32:
+            raise InputTypeError(f"DecodeStream: {name}[{i}] is {v!r}, not a token id",
+                                 fix="pass non-negative integer token ids")
+    return values
+
+
+def _decode_function(tokenizer):
+    decode = getattr(tokenizer, "decode", None)
+    if not callable(decode):
+        raise InputTypeError(f"DecodeStream.step needs a Tokenizer, got {type(tokenizer).__name__}",
+                             fix="pass the pieceworks.Tokenizer whose ids these are")
+    return decode
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))

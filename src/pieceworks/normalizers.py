@@ -619,7 +619,7 @@ class Precompiled(Normalizer):
         modified = False
         lookup = self._charsmap.lookup
         for grapheme in _GRAPHEME.findall(text):
-            data = grapheme.encode("utf-8")
+            data = grapheme.encode("utf-8", "surrogatepass")
             if len(data) < 6:
                 found = lookup(data, False)
                 if found is not None:
@@ -627,7 +627,7 @@ class Precompiled(Normalizer):
                     _precompiled_replace(dest, grapheme, found[1].decode("utf-8", "replace"))
                     continue
             for ch in grapheme:
-                found = lookup(ch.encode("utf-8"), False)
+                found = lookup(ch.encode("utf-8", "surrogatepass"), False)
                 if found is not None:
                     modified = True
                     _precompiled_replace(dest, ch, found[1].decode("utf-8", "replace"))
@@ -663,13 +663,24 @@ _RULE_STARTS: dict[bytes, "re.Pattern[str] | None"] = {}
 def _rule_starts(charsmap, blob: bytes):
     """A regex of the chars that begin some rule (text without them is left alone); cached per charsmap."""
     if blob not in _RULE_STARTS:
-        firsts = {key.decode("utf-8", "replace")[:1] for key, _ in charsmap.rules()}
-        firsts.discard("\ufffd")
+        firsts = {key.decode("utf-8", "replace")[:1] for key, _ in charsmap.rules()
+                  if not _starts_with_invalid_utf8(key)}
         firsts.discard("")
         if len(_RULE_STARTS) > 8:
             _RULE_STARTS.clear()
         _RULE_STARTS[blob] = re.compile(char_set(sorted(ord(c) for c in firsts))) if firsts else None
     return _RULE_STARTS[blob]
+
+
+def _starts_with_invalid_utf8(key: bytes) -> bool:
+    """True if ``key`` begins with bytes no str char encodes to (such a rule never matches).
+
+    A key that really begins with U+FFFD (EF BF BD) is a rule like any other.
+
+    >>> _starts_with_invalid_utf8(b"\\xff"), _starts_with_invalid_utf8("\ufffd".encode())
+    (True, False)
+    """
+    return key.decode("utf-8", "replace")[:1] == "\ufffd" and not key.startswith(b"\xef\xbf\xbd")
 
 
 def _b64decode(text: str) -> bytes:

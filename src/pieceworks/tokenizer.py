@@ -131,7 +131,8 @@ class Tokenizer:
     @property
     def truncation(self) -> dict | None:
         """The truncation settings (a dict), or None."""
-        return None if self._truncation is None else dict(self._truncation)
+        params = self._truncation
+        return None if params is None else dict(params)
 
     def enable_padding(self, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0,
                        pad_token: str = "[PAD]", length: int | None = None,
@@ -152,7 +153,8 @@ class Tokenizer:
     @property
     def padding(self) -> dict | None:
         """The padding settings (a dict), or None."""
-        return None if self._padding is None else dict(self._padding)
+        params = self._padding
+        return None if params is None else dict(params)
 
     # -- encoding ----------------------------------------------------------
     def encode(self, sequence, pair=None, is_pretokenized: bool = False, add_special_tokens: bool = True,
@@ -175,15 +177,28 @@ class Tokenizer:
 
     def encode_batch(self, input: list, is_pretokenized: bool = False, add_special_tokens: bool = True,
                      split_special_tokens: bool | None = None) -> list[Encoding]:
-        """Encode many inputs; each item is a sequence or a ``(sequence, pair)``."""
-        out = []
-        for i, item in enumerate(_as_list(input, "input")):
-            first, second = _split_batch_item(item, is_pretokenized, i)
-            split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
-            enc = self._encode_sequence(first, 0, is_pretokenized, split, f"input[{i}]")
-            pair = None if second is None else self._encode_sequence(second, 1, is_pretokenized, split,
-                                                                    f"input[{i}]")
-            out.append(self.post_process(enc, pair, add_special_tokens))
+        """Encode many inputs; each item is a sequence or a ``(sequence, pair)``.
+
+        When the fast plan encodes without the GIL and the batch is big
+        enough, ranges of it run on ``PIECEWORKS_NUM_THREADS`` threads
+        (default: the CPU count); the result is the serial one.
+        """
+        from .fast._pool import run_in_ranges
+
+        items = _as_list(input, "input")
+        split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+
+        def encode_range(start: int, stop: int) -> list[Encoding]:
+            out = []
+            for i in range(start, stop):
+                first, second = _split_batch_item(items[i], is_pretokenized, i)
+                enc = self._encode_sequence(first, 0, is_pretokenized, split, f"input[{i}]")
+                pair = None if second is None else self._encode_sequence(second, 1, is_pretokenized, split,
+                                                                        f"input[{i}]")
+                out.append(self.post_process(enc, pair, add_special_tokens))
+            return out
+
+        out = run_in_ranges(encode_range, items, None if is_pretokenized else self._current_plan())
         if self._padding is not None:
             self._pad(out)
         return out
@@ -233,7 +248,7 @@ class Tokenizer:
         """Added tokens split off in Python, each plain segment through the plan; None to fall back."""
         if self._normalizer is not None and self._added.has_normalized_tokens():
             return None  # those are matched after normalization: the general path's job
-        if not self._added.by_content:
+        if not self._added.by_content or not self._added.may_occur_in(text):
             result = plan.encode_plain(text)
             if result is None:
                 return None
@@ -262,8 +277,8 @@ class Tokenizer:
             seg_ids, seg_tokens, seg_offsets, seg_words, n_words = result
             ids += seg_ids
             tokens += seg_tokens
-            offsets += [(s + base, e + base) for s, e in seg_offsets]
-            words += [w + word for w in seg_words]
+            offsets += [(s + base, e + base) for s, e in seg_offsets] if base else seg_offsets
+            words += [w + word for w in seg_words] if word else seg_words
             word += n_words
         if word_index is not None:
             words = [word_index] * len(ids)
@@ -273,8 +288,9 @@ class Tokenizer:
     def post_process(self, encoding: Encoding, pair: Encoding | None = None,
                      add_special_tokens: bool = True) -> Encoding:
         """Truncate, add special tokens (post-processor); padding is not applied here."""
-        if self._truncation is not None:
-            params = dict(self._truncation)
+        truncation = self._truncation  # read once: another thread may change it meanwhile
+        if truncation is not None:
+            params = dict(truncation)
             n_added = self.num_special_tokens_to_add(pair is not None)
             if add_special_tokens and n_added > 0:
                 params["max_length"] = max(params["max_length"] - n_added, 0)
@@ -288,7 +304,9 @@ class Tokenizer:
         return Encoding.merge([encoding, pair], growing_offsets=False)
 
     def _pad(self, encodings: list[Encoding]) -> None:
-        p = self._padding
+        p = self._padding  # read once: another thread may change it meanwhile
+        if p is None:
+            return
         target = p["length"] if p["length"] is not None else max((len(e) for e in encodings), default=0)
         multiple = p["pad_to_multiple_of"]
         if multiple and target % multiple:
@@ -297,8 +315,16 @@ class Tokenizer:
             enc.pad(target, p["direction"], p["pad_id"], p["pad_type_id"], p["pad_token"])
 
     # -- decoding ----------------------------------------------------------
-    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-        """Text of ``ids``; an id outside the vocabulary raises UnknownIdError."""
+    def decode(self, ids: list[int], skip_special_tokens: bool = True, errors: str = "replace") -> str:
+        """Text of ``ids``; an id outside the vocabulary raises UnknownIdError.
+
+        Ids whose bytes are not valid UTF-8 (a byte-level or ``<0xNN>``
+        token cut off mid-character) give U+FFFD, or raise DecodeError with
+        ``errors="strict"``.
+        """
+        from .decoders import check_utf8_errors
+
+        check_utf8_errors(errors)
         tokens = []
         for i, tid in enumerate(_as_list(ids, "ids")):
             if isinstance(tid, bool) or not isinstance(tid, int):
@@ -312,22 +338,30 @@ class Tokenizer:
             tokens.append(token)
         if self.decoder is None:
             return " ".join(tokens)
-        return self.decoder.decode(tokens)
+        return self.decoder.decode(tokens, errors=errors)
 
-    def decode_batch(self, sequences: list[list[int]], skip_special_tokens: bool = True) -> list[str]:
-        return [self.decode(ids, skip_special_tokens) for ids in _as_list(sequences, "sequences")]
+    def decode_batch(self, sequences: list[list[int]], skip_special_tokens: bool = True,
+                     errors: str = "replace") -> list[str]:
+        return [self.decode(ids, skip_special_tokens, errors) for ids in _as_list(sequences, "sequences")]
 
     # -- training ----------------------------------------------------------
     def train(self, files: list[str], trainer=None) -> None:
-        """Train the model on text files (read line by line, UTF-8), with a progress bar."""
-        from .progress import progress_bar
-        from .trainers.files import iter_file_lines, total_size
+        """Train the model on text files (read line by line, UTF-8), with a progress bar.
+
+        Counting runs on every core, within ``trainer.memory_limit`` if set
+        (see :mod:`pieceworks.trainers.counts`); then the trainer learns from
+        the counts, exactly as :meth:`train_from_counts` would.
+        """
+        from .trainers.counts import count_files
 
         paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
         trainer = trainer if trainer is not None else self._model.get_trainer()
         _check_trainer(trainer, self._model)
-        with progress_bar(total_size(paths), "Reading files", unit="B", enabled=trainer.show_progress) as bar:
-            self._count_and_train(iter_file_lines(paths, on_bytes=bar.update), trainer)
+        # As Hugging Face: every file is text, one text per line, and a line
+        # that is not UTF-8 is an error.
+        counts = count_files(paths, self._normalizer, self.pre_tokenizer, format="text", errors="strict",
+                             memory_limit=getattr(trainer, "memory_limit", None), progress=trainer.show_progress)
+        self.train_from_counts(counts, trainer)
 
     def train_from_iterator(self, iterator: Iterable, trainer=None, length: int | None = None) -> None:
         """Train the model on texts (str, or lists of str) from ``iterator``.
@@ -342,15 +376,26 @@ class Tokenizer:
             self._count_and_train(_flatten_texts(iterator, bar.update), trainer)
 
     def _count_and_train(self, texts: Iterable[str], trainer) -> None:
-        from .trainers.counts import count_words
+        from .trainers.counts import count_texts
 
-        counts = count_words(texts, self._normalizer, self.pre_tokenizer)
+        counts = count_texts(texts, self._normalizer, self.pre_tokenizer,
+                             memory_limit=getattr(trainer, "memory_limit", None))
         self.train_from_counts(counts, trainer)
 
     def train_from_counts(self, counts, trainer=None) -> None:
-        """Train the model from a ``{piece: count}`` table made elsewhere."""
+        """Train the model from counts made elsewhere.
+
+        ``counts``: a ``{piece: count}`` mapping, a
+        :class:`~pieceworks.trainers.counts.Counts`, or the path of a counts
+        file (``Counts.save``, ``pieceworks count``). The pieces must come
+        from this tokenizer's normalizer and pre-tokenizer.
+        """
         trainer = trainer if trainer is not None else self._model.get_trainer()
         _check_trainer(trainer, self._model)
+        if isinstance(counts, (str, os.PathLike)):
+            from .trainers.counts import Counts
+
+            counts = Counts.load(counts)
         special = trainer.train(self._model, counts)
         self.add_special_tokens(special)
         self._added.refresh(self._model, self._normalizer)
@@ -382,9 +427,9 @@ class Tokenizer:
 
     @staticmethod
     def from_buffer(buffer: bytes) -> "Tokenizer":
-        from .formats.hf_json import tokenizer_from_str
+        from .formats.hf_json import tokenizer_from_bytes
 
-        return tokenizer_from_str(bytes(buffer).decode("utf-8"))
+        return tokenizer_from_bytes(bytes(buffer))
 
     def __getstate__(self):
         return self.to_str()

@@ -83,12 +83,17 @@ def tokenizer_from_file(path: "str | os.PathLike"):
         raise TokenizerFileError(path, "file not found", fix="check the path") from exc
     except IsADirectoryError as exc:
         raise TokenizerFileError(path, "is a folder", fix="pass the tokenizer.json file inside it") from exc
+    return tokenizer_from_bytes(raw, path=os.fspath(path))
+
+
+def tokenizer_from_bytes(raw: bytes, path: str | None = None):
+    """Load tokenizer.json from its bytes (UTF-8)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TokenizerFileError(path, f"not UTF-8 text (bad byte at offset {exc.start})",
                                  fix="this is not a tokenizer.json; pass the JSON file") from exc
-    return tokenizer_from_str(text, path=os.fspath(path))
+    return tokenizer_from_str(text, path=path)
 
 
 def tokenizer_from_str(text: str, path: str | None = None):

@@ -101,6 +101,9 @@ def check_model_proto(proto: ModelProto, where: str = "<ModelProto>") -> tuple[l
         raise FileFormatError(where, f"{missing} is missing: the file looks truncated (a .model holds "
                                      "pieces, then trainer_spec, then normalizer_spec)", field=missing,
                               fix=_REFETCH)
+    for name in ("trainer_spec", "normalizer_spec", "denormalizer_spec"):
+        if proto.HasField(name):
+            _check_text_fields(getattr(proto, name), name, where)
     model_type = proto.trainer_spec.model_type
     if model_type not in (MODEL_TYPES["UNIGRAM"], MODEL_TYPES["BPE"]):
         name = {v: k for k, v in MODEL_TYPES.items()}.get(model_type, str(model_type))
@@ -110,7 +113,8 @@ def check_model_proto(proto: ModelProto, where: str = "<ModelProto>") -> tuple[l
     rows = [(p.piece, p.score, p.type) for p in proto.pieces]
     texts = [r[0] for r in rows]
     types = [r[2] for r in rows]
-    if all(texts) and len(set(texts)) == len(texts) and types.count(PIECE_TYPES["UNKNOWN"]) == 1 and \
+    if all(type(t) is str for t in texts) and all(texts) and len(set(texts)) == len(texts) and \
+            types.count(PIECE_TYPES["UNKNOWN"]) == 1 and \
             not any("\0" in t for t in texts) and max(map(len, texts)) * 4 < MAX_PIECE_BYTES and \
             set(types) <= {1, 2, 3, 4, 5} and not byte_fallback:
         _check_charsmap(proto, where)
@@ -120,6 +124,8 @@ def check_model_proto(proto: ModelProto, where: str = "<ModelProto>") -> tuple[l
     bytes_found = set()
     for i, (text, _, kind) in enumerate(rows):
         field = f"pieces[{i}]"
+        if not isinstance(text, str):   # protobuf hands back bytes for a string that is not UTF-8
+            raise FileFormatError(where, f"piece {text!r} is not valid UTF-8", field=field, fix=_REFETCH)
         if not text:
             raise FileFormatError(where, "a piece is empty", field=field, fix=_REFETCH)
         if "\0" in text:
@@ -157,6 +163,20 @@ def check_model_proto(proto: ModelProto, where: str = "<ModelProto>") -> tuple[l
                                      "pieces <0x00>..<0xFF> are present", field="pieces", fix=_REFETCH)
     _check_charsmap(proto, where)
     return texts, [r[1] for r in rows], types
+
+
+def _check_text_fields(message, name: str, where: str) -> None:
+    """Refuse string fields that are not UTF-8 (protobuf hands them back as bytes, not str)."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    for field, value in message.ListFields():
+        if field.type != FieldDescriptor.TYPE_STRING:
+            continue
+        values = [value] if isinstance(value, (str, bytes)) else value   # a repeated field is a list
+        for v in values:
+            if not isinstance(v, str):
+                raise FileFormatError(where, f"{name}.{field.name} is not valid UTF-8 ({v!r})",
+                                      field=f"{name}.{field.name}", fix=_REFETCH)
 
 
 def _check_charsmap(proto: ModelProto, where: str) -> None:

@@ -63,6 +63,18 @@ class Unigram(Model):
 
     # -- the model -------------------------------------------------------------
     def tokenize(self, sequence: str) -> list[Token]:
+        try:
+            found = self._find_tokens(sequence)
+        except UnicodeEncodeError:
+            # Lone surrogates (a Python str may hold them; UTF-8 cannot): each
+            # becomes U+FFFD, one char for one, so offsets stay right.
+            found = self._find_tokens(_without_surrogates(sequence))
+        if found is None:
+            raise UnknownTokenError("Unigram: the text has a character no piece covers and the model has no "
+                                    "unk_id", fix="give the model an unk_id (the index of '<unk>' in vocab)")
+        return [Token(i, value, (s, e)) for i, value, s, e in found]
+
+    def _find_tokens(self, sequence: str):
         if self.alpha is not None and self.alpha != 0.0:
             found = self._core.hf_sample(sequence, self._pieces, float(self.alpha),
                                          0 if self.nbest_size is None else int(self.nbest_size))
@@ -72,10 +84,7 @@ class Unigram(Model):
                 found = self._core.hf_tokenize(sequence, self._pieces)
                 if found is not None and len(self._cache) < 10_000 and len(sequence) < 256:
                     self._cache[sequence] = found
-        if found is None:
-            raise UnknownTokenError("Unigram: the text has a character no piece covers and the model has no "
-                                    "unk_id", fix="give the model an unk_id (the index of '<unk>' in vocab)")
-        return [Token(i, value, (s, e)) for i, value, s, e in found]
+        return found
 
     def token_to_id(self, token: str) -> int | None:
         if not isinstance(token, str):
@@ -204,6 +213,15 @@ def _rebuild(data, alpha, nbest_size):
     model.alpha = alpha
     model.nbest_size = nbest_size
     return model
+
+
+def _without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (U+D800..U+DFFF) replaced by U+FFFD.
+
+    >>> _without_surrogates("a\\ud800b")
+    'a\ufffdb'
+    """
+    return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
 
 
 def _check_vocab(vocab) -> list[tuple[str, float]]:

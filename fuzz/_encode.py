@@ -1,0 +1,79 @@
+"""The encode/decode harness shared by the per-model fuzz targets.
+
+Each target names some tokenizers; for every input the harness picks one,
+reads a text and some ids from the fuzzer bytes, and checks:
+
+* ``encode`` refuses cleanly or gives a well-formed Encoding (offsets inside
+  the text), with and without ``split_special_tokens``;
+* the same ids and offsets as Hugging Face ``tokenizers`` (when installed and
+  the text has no lone surrogates, which it refuses);
+* a lossless model gives the text back (``decode(encode(text))``);
+* ``decode`` of arbitrary ids refuses cleanly (unknown id) or matches Hugging
+  Face; ``errors="strict"`` raises DecodeError exactly when the text has bad bytes.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from _common import Input, check_encoding, clean, has_surrogates, hf_comparable, utf8_view
+
+
+class Target:
+    """One tokenizer under test: ours, Hugging Face's twin (or None), and what a round trip gives back."""
+
+    def __init__(self, name: str, ours, theirs=None, lossless: str | None = None, unless: str = "",
+                 byte_fallback: bool = False):
+        self.name, self.ours, self.theirs, self.lossless = name, ours, theirs, lossless
+        #: Chars whose presence makes the round trip lossy (Metaspace's "▁" turns into a space).
+        self.unless = unless
+        #: ByteFallback turns a whole run of byte tokens that is not UTF-8 into U+FFFD, byte by
+        #: byte (a lone surrogate's bytes take valid neighbours such as NUL with them).
+        self.byte_fallback = byte_fallback
+        self.vocab_size = ours.get_vocab_size()
+
+    def round_trip(self, text: str) -> str:
+        text = utf8_view(text)
+        return unicodedata.normalize(self.lossless, text) if self.lossless not in (None, "exact") else text
+
+
+def check_target(target: Target, data: bytes) -> None:
+    from pieceworks.errors import DecodeError
+
+    inp = Input(data)
+    text = inp.text(48)
+    split, add_special = inp.flag(), inp.flag()
+    ours, theirs = target.ours, target.theirs
+    enc = clean(ours.encode, text, add_special_tokens=add_special, split_special_tokens=split)
+    if enc is None:
+        return
+    check_encoding(text, enc)
+    if theirs is not None and not has_surrogates(text) and hf_comparable(text):
+        theirs.encode_special_tokens = split
+        expected = theirs.encode(text, add_special_tokens=add_special)
+        assert enc.ids == expected.ids, f"{target.name}: ids differ from Hugging Face for {text!r}"
+        assert enc.offsets == expected.offsets, f"{target.name}: offsets differ from Hugging Face for {text!r}"
+    if target.lossless and split and not add_special and not any(c in text for c in target.unless) and \
+            not (target.byte_fallback and has_surrogates(text)):
+        back = ours.decode(enc.ids, skip_special_tokens=False)
+        assert back == target.round_trip(text), f"{target.name}: {text!r} came back as {back!r}"
+    ids = inp.ids(target.vocab_size)
+    skip = inp.flag()
+    decoded = clean(ours.decode, ids, skip_special_tokens=skip)
+    if decoded is None:
+        return
+    if theirs is not None:
+        assert decoded == theirs.decode(ids, skip_special_tokens=skip), \
+            f"{target.name}: decode({ids}) differs from Hugging Face"
+    try:
+        strict = ours.decode(ids, skip_special_tokens=skip, errors="strict")
+    except DecodeError:
+        assert "\ufffd" in decoded, f"{target.name}: strict decode refused ids whose text is clean"
+    else:
+        assert strict == decoded
+
+
+def pick(targets: list[Target], data: bytes) -> tuple[Target, bytes]:
+    if not data:
+        return targets[0], b""
+    return targets[data[0] % len(targets)], data[1:]

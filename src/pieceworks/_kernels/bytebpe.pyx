@@ -1,0 +1,1644 @@
+# cython: language_level=3
+# distutils: language = c++
+"""Byte-level BPE in one pass: scan the text into pieces, then merge each piece.
+
+One loop reads a Python str (its PEP 393 code points, no copy), cuts it into
+the pieces a pre-tokenization pattern would match, turns each piece into
+UTF-8 and appends its token ids to a C buffer. The GIL is released for the
+whole loop; the Python list is built once at the end.
+
+**Scanners.** GPT-2's pattern, cl100k's (also Llama 3's), o200k's and Qwen's
+are hand-written here with the exact semantics of the regular expression
+(alternatives tried in order, greedy quantifiers that backtrack, ``\\s+(?!\\S)``,
+the case-insensitive contractions, ``[\\r\\n]`` runs, ``\\p{N}{1,3}``). Each
+``next_*`` function below carries the pattern it implements and the reasoning
+that reduces the backtracking to one or two passes. Character classes come
+from a one-byte-per-code-point table (``K_*`` bits) at the Unicode version of
+Hugging Face and tiktoken (16.0: the letters, marks and digits new in 17.0
+count as unassigned).
+
+**Pieces.** A piece that is itself a token (``whole_piece``: tiktoken, and
+Hugging Face's ``ignore_merges``) is looked up whole. Otherwise a per-thread
+cache maps piece bytes to ids; a miss runs the merges: the adjacent pair
+with the lowest rank is merged first, the leftmost on ties. Pair ranks come
+from a C hash map ``(left_id, right_id) -> rank`` (for tiktoken ranks: a pair
+for every token ``t = a + b`` with ``a`` and ``b`` tokens, ranked by ``t``;
+for Hugging Face: the merge list). Short stretches scan a rank array; long
+ones use a heap over linked symbols.
+
+**Checking instead of merging.** A property of BPE (proved in the README of
+github/rust-gems ``bpe``): a token sequence is the BPE encoding of its bytes
+if and only if every two adjacent tokens ``x y`` are, i.e. ``bpe(bytes(x) +
+bytes(y)) == [x, y]``. :func:`pair_ok` checks that without running BPE, by
+replaying the two tokens' merges backwards. Two routes use it:
+
+* text with multi-byte chars (CJK, Thai, Cyrillic...) is first encoded char
+  by char (cached by char), then merged from those tokens: a guess that
+  skips the two merges inside every 3-byte char, nearly always right; every
+  seam of the guess is checked, and one that fails is re-encoded from bytes;
+* long ASCII pieces (more than ``LONG_PIECE`` bytes: a megabyte of one
+  letter, random letters, digits under GPT-2's pattern) are cut into chunks
+  encoded alone; only the seams between chunks need checking.
+
+A failed seam is re-encoded from a stretch of tokens around it, the stretch
+doubling until both of its own seams hold. No input is quadratic.
+
+**Threads.** The model (pair map, vocabulary, token bytes) is read-only after
+construction and shared. Each call checks a ``Workspace`` (scratch buffers
+plus its caches) out of a pool while holding the GIL and puts it back at
+the end, so a workspace is only ever used by one thread: no locks, and the
+caches stay warm across calls from the same thread.
+
+Performance notes (what the merge loop waits for is memory, not arithmetic):
+
+* a per-piece Python dict lookup costs about as much as the whole C loop, so
+  the piece cache is an open-addressing table of byte strings with its own
+  arenas, cleared when full; the vocabulary probe comes first, because most
+  pieces of prose are one token;
+* pair slots pack ``left, right, rank`` in 8 bytes; a blocked Bloom filter
+  (16 bits a pair, about 1 MB) answers the two thirds of look-ups that find
+  no merge; a per-thread table of recent answers (16k slots) serves the pairs
+  text keeps reusing. A second table for the lowest-ranked pairs was tried
+  and dropped: it cost more than it saved;
+* chunking alone (without the char-level guess) left CJK and Thai at two
+  look-ups per byte; the guess cut Thai under o200k from about 10 to 30 MB/s;
+* ASCII strings are already UTF-8: their pieces are encoded in place; Python
+  ints for token ids are made once per model, so a result list costs a
+  pointer copy per token.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New
+from cpython.tuple cimport PyTuple_New
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
+from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
+from libc.string cimport memcmp, memcpy, memmove, memset
+
+cdef extern from "Python.h":
+    ctypedef struct PyObject
+    int PyUnicode_IS_ASCII(object)
+    void Py_INCREF_p "Py_INCREF"(PyObject*)
+    void PyList_SET_ITEM_p "PyList_SET_ITEM"(object, Py_ssize_t, PyObject*)
+    void PyTuple_SET_ITEM_p "PyTuple_SET_ITEM"(object, Py_ssize_t, PyObject*)
+    PyObject* PyLong_FromSsize_t_p "PyLong_FromSsize_t"(Py_ssize_t) except NULL
+    void Py_DECREF_p "Py_DECREF"(PyObject*)
+    int PyGC_Disable()
+    int PyGC_Enable()
+
+ctypedef fused char_t:
+    uint8_t
+    uint16_t
+    uint32_t
+
+# Character classes (one byte per code point).
+cdef enum:
+    K_WS = 1       # White_Space: \s
+    K_L = 2        # \p{L}
+    K_N = 4        # \p{N}
+    K_UP = 8       # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]: o200k's first class
+    K_LO = 16      # [\p{Ll}\p{Lm}\p{Lo}\p{M}]: o200k's second class
+    K_WLN = 7      # K_WS | K_L | K_N
+
+cdef uint64_t EMPTY_PAIR = UINT64_MAX
+cdef uint32_t DEAD = UINT32_MAX
+
+# ASCII pieces longer than this (in bytes) are encoded in chunks of about CHUNK bytes.
+cdef size_t LONG_PIECE = 48
+cdef size_t CHUNK = 32
+# Stretches up to this many bytes merge by scanning ranks; longer ones use the heap.
+cdef size_t SMALL_MAX = 128
+# The piece cache: slots, and the arenas' limits (cleared when one is reached).
+cdef size_t CACHE_SLOTS = 1 << 16
+cdef size_t CACHE_KEY_BYTES = 1 << 20
+cdef size_t CACHE_IDS = 1 << 18
+cdef size_t CACHE_MAX_KEY = 96
+# The per-thread table of recent pair look-ups (direct-mapped, 8 bytes a slot).
+cdef size_t RECENT_PAIRS = 1 << 14
+# The per-thread table of recent seam checks (pair_ok), direct-mapped.
+cdef size_t RECENT_SEAMS = 1 << 14
+# The per-thread cache of one char's tokens (direct-mapped).
+cdef size_t CHAR_SLOTS = 1 << 12
+# Strings shorter than this are encoded holding the GIL (releasing it costs more).
+cdef Py_ssize_t NOGIL_MIN_CHARS = 64
+# Python ints made in advance: every token id, and small offsets.
+cdef Py_ssize_t MIN_INTS = 1 << 16
+
+
+# -- hashing ---------------------------------------------------------------------------
+
+
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
+    # splitmix64's finalizer.
+    x ^= x >> 30
+    x *= 0xbf58476d1ce4e5b9ULL
+    x ^= x >> 27
+    x *= 0x94d049bb133111ebULL
+    x ^= x >> 31
+    return x
+
+
+cdef inline uint64_t hash_bytes(const uint8_t* p, size_t n) noexcept nogil:
+    """A 64-bit hash of ``p[:n]``, never 0 (0 marks a free slot)."""
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ (n * 0xff51afd7ed558ccdULL)
+    cdef uint64_t w
+    cdef size_t k
+    while n >= 8:
+        memcpy(&w, p, 8)
+        h = (h ^ w) * 0x9FB21C651E98DF25ULL
+        h ^= h >> 29
+        p += 8
+        n -= 8
+    if n:
+        w = 0
+        for k in range(n):
+            w |= (<uint64_t>p[k]) << (8 * k)
+        h = (h ^ w) * 0x9FB21C651E98DF25ULL
+    return mix64(h) | 1
+
+
+# -- the pair map ----------------------------------------------------------------------
+
+
+# A slot packs ``left << 43 | right << 22 | rank`` in 64 bits: half the size of a
+# key/value pair, so twice as many of the pairs a text uses stay in cache (the
+# merge loop's cost is these look-ups). Ids stay below 2**21 - 1, ranks below 2**22.
+cdef uint64_t MAX_PAIR_ID = (1 << 21) - 2
+cdef uint64_t MAX_RANK = (1 << 22) - 2
+
+
+cdef inline bint bloom_has(const uint64_t* block, uint64_t h) noexcept nogil:
+    # Bit ((h >> 6j) & 63) of word j, for the 8 words of the key's 64-byte block.
+    return ((block[0] >> (h & 63)) & (block[1] >> ((h >> 6) & 63)) & (block[2] >> ((h >> 12) & 63))
+            & (block[3] >> ((h >> 18) & 63)) & (block[4] >> ((h >> 24) & 63)) & (block[5] >> ((h >> 30) & 63))
+            & (block[6] >> ((h >> 36) & 63)) & (block[7] >> ((h >> 42) & 63)) & 1)
+
+
+cdef inline uint32_t pair_rank(const Model* m, uint32_t a, uint32_t b) noexcept nogil:
+    """The rank of merging ``a b`` (lower merges first), or UINT32_MAX.
+
+    Most pairs a merge loop asks about do not merge at all (two thirds, in
+    Chinese text); a blocked Bloom filter small enough for the L2 cache says
+    so without touching the big table.
+    """
+    cdef uint64_t key = ((<uint64_t>a) << 21) | b
+    return pair_rank_h(m, key, mix64(key))
+
+
+cdef inline uint32_t pair_rank_h(const Model* m, uint64_t key, uint64_t h) noexcept nogil:
+    if not bloom_has(m.bloom + 8 * ((h >> 48) & m.bloom_mask), h):
+        return UINT32_MAX
+    cdef size_t i = h & m.pair_mask
+    cdef uint64_t slot = m.pairs[i]
+    while slot != EMPTY_PAIR:
+        if (slot >> 22) == key:
+            return <uint32_t>(slot & 0x3FFFFF)
+        i = (i + 1) & m.pair_mask
+        slot = m.pairs[i]
+    return UINT32_MAX
+
+
+cdef inline uint32_t pair_rank_cached(const Model* m, uint64_t* recent, uint32_t a, uint32_t b) noexcept nogil:
+    """:func:`pair_rank` through a small per-thread table of recent answers.
+
+    Text reuses the same few thousand pairs (bytes inside a char, common
+    syllables); this table stays in the L1/L2 cache where the full pair
+    table and its filter do not.
+    """
+    cdef uint64_t key = ((<uint64_t>a) << 21) | b
+    cdef uint64_t h = mix64(key)
+    cdef uint64_t* slot = recent + (h & (RECENT_PAIRS - 1))
+    cdef uint32_t r
+    if (slot[0] >> 22) == key:
+        r = <uint32_t>(slot[0] & 0x3FFFFF)
+        return UINT32_MAX if r == 0x3FFFFF else r
+    r = pair_rank_h(m, key, h)
+    slot[0] = (key << 22) | (0x3FFFFF if r == UINT32_MAX else r)
+    return r
+
+
+cdef inline uint32_t merged_id(const Model* m, uint32_t rank) noexcept nogil:
+    """The token a merge of this rank makes (tiktoken: the rank itself)."""
+    return m.merge_new[rank] if m.merge_new != NULL else rank
+
+
+cdef void fill_bloom(vector[uint64_t]& bloom, const vector[uint64_t]& slots, size_t count) noexcept:
+    """One bit in each word of one 64-byte block per pair: about 16 bits a pair."""
+    cdef size_t blocks = 1, i, mask, j
+    cdef uint64_t h
+    cdef uint64_t* block
+    while blocks * 32 < count and blocks < (1 << 16):
+        blocks <<= 1
+    bloom.assign(8 * blocks, 0)
+    mask = blocks - 1
+    for i in range(slots.size()):
+        if slots[i] == EMPTY_PAIR:
+            continue
+        h = mix64(slots[i] >> 22)
+        block = bloom.data() + 8 * ((h >> 48) & mask)
+        for j in range(8):
+            block[j] |= (<uint64_t>1) << ((h >> (6 * j)) & 63)
+
+
+cdef void pair_put(vector[uint64_t]& slots, uint32_t a, uint32_t b, uint32_t rank, bint keep_first) noexcept:
+    cdef uint64_t key = ((<uint64_t>a) << 21) | b
+    cdef size_t mask = slots.size() - 1
+    cdef size_t i = mix64(key) & mask
+    while slots[i] != EMPTY_PAIR and (slots[i] >> 22) != key:
+        i = (i + 1) & mask
+    if slots[i] != EMPTY_PAIR and keep_first:
+        return
+    slots[i] = (key << 22) | rank
+
+
+# -- the vocabulary and the cache (byte strings -> values) -----------------------------
+
+
+cdef inline const BytesSlot* vocab_find(const Model* m, const uint8_t* p, size_t n, uint64_t h) noexcept nogil:
+    cdef size_t i = h & m.vocab_mask
+    cdef const BytesSlot* s
+    while True:
+        s = &m.vocab[i]
+        if s.hash == 0:
+            return NULL
+        if s.hash == h and s.key_len == n and memcmp(m.token_bytes + s.key_off, p, n) == 0:
+            return s
+        i = (i + 1) & m.vocab_mask
+
+
+cdef inline const BytesSlot* cache_find(State* st, const uint8_t* p, size_t n, uint64_t h) noexcept nogil:
+    cdef size_t mask = st.cache.size() - 1
+    cdef size_t i = (h >> 17) & mask
+    cdef const BytesSlot* s
+    while True:
+        s = &st.cache[i]
+        if s.hash == 0:
+            return NULL
+        if s.hash == h and s.key_len == n and memcmp(st.cache_keys.data() + s.key_off, p, n) == 0:
+            return s
+        i = (i + 1) & mask
+
+
+cdef void cache_clear(State* st) noexcept nogil:
+    memset(st.cache.data(), 0, st.cache.size() * sizeof(BytesSlot))
+    st.cache_used = 0
+    st.cache_keys.clear()
+    st.cache_ids.clear()
+
+
+cdef void cache_put(State* st, const uint8_t* p, size_t n, uint64_t h, const uint32_t* ids,
+                    size_t count) noexcept nogil:
+    if (2 * (st.cache_used + 1) > st.cache.size() or st.cache_keys.size() + n > CACHE_KEY_BYTES
+            or st.cache_ids.size() + count > CACHE_IDS):
+        cache_clear(st)
+    cdef size_t mask = st.cache.size() - 1
+    cdef size_t i = (h >> 17) & mask
+    while st.cache[i].hash != 0:
+        i = (i + 1) & mask
+    st.cache[i].hash = h
+    st.cache[i].key_off = <uint32_t>st.cache_keys.size()
+    st.cache[i].key_len = <uint32_t>n
+    st.cache[i].value = <uint32_t>st.cache_ids.size()
+    st.cache[i].count = <uint32_t>count
+    st.cache_keys.insert(st.cache_keys.end(), p, p + n)
+    st.cache_ids.insert(st.cache_ids.end(), ids, ids + count)
+    st.cache_used += 1
+
+
+# -- merging ---------------------------------------------------------------------------
+
+
+cdef inline uint32_t token_len(const Model* m, uint32_t t) noexcept nogil:
+    return m.token_off[t + 1] - m.token_off[t]
+
+
+cdef size_t merge_scan(const Model* m, uint32_t* syms, size_t cnt, uint32_t* cand, uint32_t* last,
+                       uint64_t* recent) noexcept nogil:
+    """Merge ``syms[:cnt]`` in place, lowest rank first, leftmost on ties; returns the new count.
+
+    ``cand[k]`` holds the rank of the pair at ``k``; after a merge only its
+    two neighbours change, so each merge costs two look-ups and one scan.
+    ``last`` receives the pair of the last merge.
+    """
+    cdef size_t k, best
+    cdef uint32_t best_rank
+    for k in range(cnt - 1):
+        cand[k] = pair_rank_cached(m, recent, syms[k], syms[k + 1])
+    while cnt > 1:
+        best_rank = UINT32_MAX
+        best = 0
+        for k in range(cnt - 1):
+            # An equal rank is the same merge: `<` keeps the leftmost.
+            if cand[k] < best_rank:
+                best_rank = cand[k]
+                best = k
+        if best_rank == UINT32_MAX:
+            break
+        last[0] = syms[best]
+        last[1] = syms[best + 1]
+        syms[best] = merged_id(m, best_rank)
+        if best + 2 < cnt:
+            memmove(&syms[best + 1], &syms[best + 2], (cnt - best - 2) * sizeof(uint32_t))
+            memmove(&cand[best], &cand[best + 1], (cnt - best - 2) * sizeof(uint32_t))
+        cnt -= 1
+        if best > 0:
+            cand[best - 1] = pair_rank_cached(m, recent, syms[best - 1], syms[best])
+        if best + 1 < cnt:
+            cand[best] = pair_rank_cached(m, recent, syms[best], syms[best + 1])
+    return cnt
+
+
+cdef inline bint heap_before(const HeapItem& a, const HeapItem& b) noexcept nogil:
+    if a.rank != b.rank:
+        return a.rank < b.rank
+    return a.pos < b.pos
+
+
+cdef void heap_push(vector[HeapItem]& heap, uint32_t rank, int32_t pos) noexcept nogil:
+    cdef HeapItem item
+    item.rank = rank
+    item.pos = pos
+    heap.push_back(item)
+    cdef size_t i = heap.size() - 1, parent
+    while i > 0:
+        parent = (i - 1) >> 1
+        if not heap_before(item, heap[parent]):
+            break
+        heap[i] = heap[parent]
+        i = parent
+    heap[i] = item
+
+
+cdef HeapItem heap_pop(vector[HeapItem]& heap) noexcept nogil:
+    cdef HeapItem top = heap[0]
+    cdef HeapItem last = heap.back()
+    heap.pop_back()
+    cdef size_t n = heap.size(), i = 0, child
+    if n == 0:
+        return top
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and heap_before(heap[child + 1], heap[child]):
+            child += 1
+        if not heap_before(heap[child], last):
+            break
+        heap[i] = heap[child]
+        i = child
+    heap[i] = last
+    return top
+
+
+cdef void merge_heap(const Model* m, State* st, size_t n, vector[uint32_t]& out) noexcept nogil:
+    """The merges of :func:`merge_scan` on ``st.syms[:n]`` through a heap of (rank, position)
+    over linked symbols: O(n log n) for long stretches. Appends the result to ``out``."""
+    cdef size_t k
+    cdef int32_t pos, nx, pv
+    cdef uint32_t v
+    cdef HeapItem top
+    st.prev.resize(n)
+    st.next.resize(n)
+    st.heap.clear()
+    cdef uint32_t* syms = st.syms.data()
+    cdef uint64_t* recent = st.recent.data()
+    cdef int32_t* prv = st.prev.data()
+    cdef int32_t* nxt = st.next.data()
+    for k in range(n):
+        prv[k] = <int32_t>k - 1
+        nxt[k] = <int32_t>k + 1 if k + 1 < n else -1
+    for k in range(n - 1):
+        v = pair_rank_cached(m, recent, syms[k], syms[k + 1])
+        if v != UINT32_MAX:
+            heap_push(st.heap, v, <int32_t>k)
+    while st.heap.size():
+        top = heap_pop(st.heap)
+        pos = top.pos
+        if syms[pos] == DEAD or nxt[pos] == -1:
+            continue
+        nx = nxt[pos]
+        # A stale entry: the pair here changed since it was pushed.
+        if pair_rank_cached(m, recent, syms[pos], syms[nx]) != top.rank:
+            continue
+        st.last_merge[0] = syms[pos]
+        st.last_merge[1] = syms[nx]
+        syms[pos] = merged_id(m, top.rank)
+        syms[nx] = DEAD
+        nxt[pos] = nxt[nx]
+        if nxt[pos] != -1:
+            prv[nxt[pos]] = pos
+        pv = prv[pos]
+        if pv != -1:
+            v = pair_rank_cached(m, recent, syms[pv], syms[pos])
+            if v != UINT32_MAX:
+                heap_push(st.heap, v, pv)
+        if nxt[pos] != -1:
+            v = pair_rank_cached(m, recent, syms[pos], syms[nxt[pos]])
+            if v != UINT32_MAX:
+                heap_push(st.heap, v, pos)
+    pos = 0
+    while pos != -1:
+        out.push_back(syms[pos])
+        pos = nxt[pos]
+
+
+cdef void merge_syms(const Model* m, State* st, size_t n, vector[uint32_t]& out) noexcept nogil:
+    """Merge ``st.syms[:n]`` (scan for short stretches, heap for long) and append to ``out``."""
+    cdef size_t cnt
+    if n <= SMALL_MAX:
+        st.cand.resize(n)
+        cnt = merge_scan(m, st.syms.data(), n, st.cand.data(), st.last_merge, st.recent.data())
+        out.insert(out.end(), st.syms.data(), st.syms.data() + cnt)
+    else:
+        merge_heap(m, st, n, out)
+
+
+cdef void bpe_plain(const Model* m, const uint8_t* p, size_t n, vector[uint32_t]& out,
+                    State* st) noexcept nogil:
+    """Plain BPE of ``p[:n]``, from its bytes (no whole-piece look-up), appended to ``out``."""
+    cdef size_t k
+    if n == 1:
+        out.push_back(<uint32_t>m.byte_id[p[0]])
+        return
+    st.syms.resize(n)
+    for k in range(n):
+        st.syms[k] = <uint32_t>m.byte_id[p[k]]
+    merge_syms(m, st, n, out)
+
+
+cdef bint pair_ok(const Model* m, uint32_t x, uint32_t y, State* st) noexcept nogil:
+    """Whether ``x y`` is the BPE encoding of its own bytes (no merge crosses between them).
+
+    Without running BPE: replay the merges that built ``x`` and ``y``
+    backwards, latest first (each token records the pair its last merge
+    joined, and that merge's rank). While ``a`` ends the left part and ``b``
+    starts the right one, the pair ``a b`` sits at the seam until the merge
+    just undone absorbs one of them (``limit``); if ``a b`` merges at a lower
+    rank, BPE would have merged it first and ``x y`` is not its output. On a
+    tie the leftmost merge wins: the seam pair loses to a merge on its left
+    and beats one on its right. This is the check of github/rust-gems ``bpe``,
+    with ranks kept apart from ids so it also serves Hugging Face merges.
+    """
+    # Adjacent pairs repeat (common words in a row): remember recent answers.
+    cdef uint64_t key = ((<uint64_t>x) << 21) | y
+    cdef uint64_t* slot = st.seams.data() + (mix64(key ^ 0x5bd1e995) & (RECENT_SEAMS - 1))
+    if (slot[0] >> 1) == key:
+        return slot[0] & 1
+    cdef bint valid = seam_valid(m, x, y, st)
+    slot[0] = (key << 1) | valid
+    return valid
+
+
+cdef bint seam_valid(const Model* m, uint32_t x, uint32_t y, State* st) noexcept nogil:
+    cdef uint32_t limit = UINT32_MAX, r, ra, rb
+    cdef const TokenMerge* tm = m.token_merge
+    if not (token_rebuilds(m, x) and token_rebuilds(m, y)):
+        return False        # a token plain BPE never makes cannot be in its output
+    while True:
+        r = pair_rank_cached(m, st.recent.data(), x, y)
+        if r < limit:
+            return False
+        ra = tm[x].rank
+        rb = tm[y].rank
+        if ra == 0 and rb == 0:
+            return True
+        if ra > rb:
+            limit = ra - 1          # the seam pair lasts until x's last merge absorbs its right part
+            x = tm[x].right
+        else:
+            limit = rb              # ... or until y's last merge, which wins a tie (it is on the right)
+            y = tm[y].left
+
+
+cdef size_t repair_seam(const Model* m, const uint8_t* p, size_t n, size_t seam, vector[uint32_t]* ids,
+                        vector[uint32_t]* pos, State* st) noexcept nogil:
+    """Make the tokens ``ids`` (starting at bytes ``pos``, covering ``p[:n]``) valid across
+    ``seam`` (between tokens ``seam - 1`` and ``seam``); returns the index of the first token
+    after the re-encoded stretch.
+
+    Tokens ``[lo, hi)`` around the seam are re-encoded from their bytes; if a
+    seam of that stretch with its outer neighbours fails, the stretch grows on
+    that side by its own width, so the work stays O(n log n) at worst.
+    """
+    cdef size_t total = ids.size()
+    cdef size_t lo = seam - 1, hi = seam + 1, width, begin, end, k
+    cdef bint left_ok, right_ok
+    while True:
+        begin = pos[0][lo]
+        end = pos[0][hi] if hi < total else n
+        st.region.clear()
+        bpe_plain(m, p + begin, end - begin, st.region, st)
+        left_ok = lo == 0 or pair_ok(m, ids[0][lo - 1], st.region[0], st)
+        right_ok = hi >= total or pair_ok(m, st.region.back(), ids[0][hi], st)
+        if left_ok and right_ok:
+            break
+        width = hi - lo
+        if not left_ok:
+            lo = lo - width if lo > width else 0
+        if not right_ok:
+            hi = hi + width if hi + width < total else total
+    ids.erase(ids.begin() + lo, ids.begin() + hi)
+    ids.insert(ids.begin() + lo, st.region.begin(), st.region.end())
+    pos.erase(pos.begin() + lo, pos.begin() + hi)
+    for k in range(st.region.size()):
+        pos.insert(pos.begin() + lo + k, <uint32_t>begin)
+        begin += token_len(m, st.region[k])
+    return lo + st.region.size()
+
+
+cdef inline size_t char_length(const uint8_t* p, size_t n) noexcept nogil:
+    """Bytes in the UTF-8 char at ``p`` (1 for a stray byte; never more than ``n``)."""
+    cdef uint8_t b = p[0]
+    cdef size_t want = 1 if b < 0xC0 else 2 if b < 0xE0 else 3 if b < 0xF0 else 4
+    cdef size_t k = 1
+    while k < want and k < n and (p[k] & 0xC0) == 0x80:
+        k += 1
+    return k
+
+
+cdef void char_tokens(const Model* m, const uint8_t* p, size_t n, State* st) noexcept nogil:
+    """Append the BPE of one char's bytes to ``st.syms`` (through a small cache by char)."""
+    cdef uint64_t key = n
+    cdef size_t k
+    for k in range(n):
+        key |= (<uint64_t>p[k]) << (8 * k + 8)
+    cdef CharEntry* e = &st.chars[mix64(key) & (CHAR_SLOTS - 1)]
+    if e.key != key:
+        st.char_ids.clear()
+        bpe_plain(m, p, n, st.char_ids, st)
+        e.key = key
+        e.count = <uint32_t>st.char_ids.size()
+        for k in range(e.count):
+            e.ids[k] = st.char_ids[k]
+    for k in range(e.count):
+        st.char_syms.push_back(e.ids[k])
+
+
+cdef void bpe_text(const Model* m, const uint8_t* p, size_t n, vector[uint32_t]& out, State* st) noexcept nogil:
+    """Exact BPE of ``p[:n]``; text with multi-byte chars takes a faster route.
+
+    Merging bytes costs two look-ups per merge, and CJK or Thai text has two
+    merges inside each char before any between chars. So each char is encoded
+    alone first (cached by char), and the merges run from those tokens. That
+    is a guess, not BPE: a merge across a char could have come first. The
+    guess is then checked seam by seam (see the module doc), and a seam that
+    fails is re-encoded from its bytes, so the result is exact.
+    """
+    cdef size_t k = 0, step, first
+    cdef bint ascii = True
+    for k in range(n):
+        if p[k] & 0x80:
+            ascii = False
+            break
+    if ascii or n < 4:
+        bpe_plain(m, p, n, out, st)
+        return
+    st.char_syms.clear()
+    k = 0
+    while k < n:
+        step = char_length(p + k, n - k)
+        char_tokens(m, p + k, step, st)
+        k += step
+    st.syms.assign(st.char_syms.begin(), st.char_syms.end())
+    st.guess.clear()
+    merge_syms(m, st, st.syms.size(), st.guess)
+    if st.guess.size() == 1:
+        if not token_rebuilds(m, st.guess[0]):
+            bpe_plain(m, p, n, out, st)
+            return
+        out.push_back(st.guess[0])
+        return
+    st.guess_pos.clear()
+    first = 0
+    for k in range(st.guess.size()):
+        st.guess_pos.push_back(<uint32_t>first)
+        first += token_len(m, st.guess[k])
+    k = 1
+    while k < st.guess.size():
+        if pair_ok(m, st.guess[k - 1], st.guess[k], st):
+            k += 1
+        else:
+            k = repair_seam(m, p, n, k, &st.guess, &st.guess_pos, st) + 1
+    out.insert(out.end(), st.guess.begin(), st.guess.end())
+
+
+cdef inline bint token_rebuilds(const Model* m, uint32_t t) noexcept nogil:
+    """Whether plain BPE of the token's bytes gives the token (it can be a BPE output)."""
+    return m.rebuilds[t >> 3] >> (t & 7) & 1
+
+
+cdef void bpe_cached(const Model* m, const uint8_t* p, size_t n, uint64_t h, vector[uint32_t]& out,
+                     State* st) noexcept nogil:
+    """:func:`bpe_text` through the cache (``h``: the hash of the bytes, or 0 to compute it)."""
+    cdef const BytesSlot* hit
+    cdef size_t first
+    if n > CACHE_MAX_KEY or n == 1:
+        bpe_text(m, p, n, out, st)
+        return
+    if h == 0:
+        h = hash_bytes(p, n)
+    hit = cache_find(st, p, n, h)
+    if hit != NULL:
+        out.insert(out.end(), st.cache_ids.data() + hit.value, st.cache_ids.data() + hit.value + hit.count)
+        return
+    first = out.size()
+    bpe_text(m, p, n, out, st)
+    cache_put(st, p, n, h, out.data() + first, out.size() - first)
+
+
+cdef void encode_long(const Model* m, const uint8_t* p, size_t n, vector[uint32_t]& out,
+                      State* st) noexcept nogil:
+    """BPE of a long piece: chunks encoded alone, seams checked and repaired (see the module doc).
+
+    (Pieces with multi-byte chars go to :func:`bpe_text` whole instead.)
+    """
+    cdef vector[uint32_t]* ids = &st.piece_ids
+    cdef vector[uint32_t]* pos = &st.piece_pos
+    cdef size_t start = 0, end, first, k, b
+    for k in range(n):
+        if p[k] & 0x80:
+            # Text with multi-byte chars: the guess from whole chars (bpe_text) is
+            # nearly always right, while chunk seams cut words and fail often.
+            bpe_text(m, p, n, out, st)
+            return
+    ids.clear()
+    pos.clear()
+    while start < n:
+        end = start + CHUNK
+        if end + CHUNK // 2 >= n:
+            end = n
+        else:
+            while end < n and (p[end] & 0xC0) == 0x80:
+                end += 1      # cut between chars: tokens rarely cross them, so seams rarely fail
+        first = ids.size()
+        # Not cached: chunks of long pieces seldom repeat, and would push out pieces that do.
+        bpe_text(m, p + start, end - start, ids[0], st)
+        b = start
+        for k in range(first, ids.size()):
+            pos.push_back(<uint32_t>b)
+            b += token_len(m, ids[0][k])
+        if first > 0 and not pair_ok(m, ids[0][first - 1], ids[0][first], st):
+            repair_seam(m, p, end, first, ids, pos, st)
+        start = end
+    out.insert(out.end(), ids.begin(), ids.end())
+
+
+cdef void encode_piece(const Model* m, const uint8_t* p, size_t n, vector[uint32_t]& out,
+                       State* st) noexcept nogil:
+    """The ids of one pre-tokenized piece (``n >= 1`` bytes), appended to ``out``."""
+    cdef uint64_t h
+    cdef const BytesSlot* hit
+    if n == 1:
+        out.push_back(<uint32_t>m.byte_id[p[0]])
+        return
+    if n > LONG_PIECE:
+        if m.whole_piece and n <= m.max_token_len:
+            hit = vocab_find(m, p, n, hash_bytes(p, n))
+            if hit != NULL:
+                out.push_back(hit.value)
+                return
+        encode_long(m, p, n, out, st)
+        return
+    h = hash_bytes(p, n)
+    if n <= m.max_token_len:
+        hit = vocab_find(m, p, n, h)
+        if hit != NULL and (m.whole_piece or token_rebuilds(m, hit.value)):
+            out.push_back(hit.value)
+            return
+    bpe_cached(m, p, n, h, out, st)
+
+
+# -- the scanners ------------------------------------------------------------------------
+# Each returns the end of the piece that starts at i (i < n); pieces cover the text.
+
+
+cdef inline Py_ssize_t run_of(const char_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* cls,
+                              uint8_t want) noexcept nogil:
+    """End of the run from ``i`` of chars whose (whitespace, letter, number) bits equal ``want``."""
+    while i < n and (cls[s[i]] & K_WLN) == want:
+        i += 1
+    return i
+
+
+cdef inline Py_ssize_t run_newlines(const char_t* s, Py_ssize_t i, Py_ssize_t n, bint slash) noexcept nogil:
+    """``[\\r\\n]*`` (``[\\r\\n/]*`` with ``slash``) from ``i``."""
+    while i < n and (s[i] == 10 or s[i] == 13 or (slash and s[i] == 47)):
+        i += 1
+    return i
+
+
+cdef inline Py_ssize_t contraction(const char_t* s, Py_ssize_t i, Py_ssize_t n, bint any_case) noexcept nogil:
+    """Length of ``'s|'t|'re|'ve|'m|'ll|'d`` at ``i`` (0: none); ``any_case`` for ``(?i:...)``.
+
+    Case-insensitive matching folds case as the regex engines do: only
+    ASCII letters and U+017F (long s, which folds to s) are involved.
+    """
+    cdef uint32_t c1, c2
+    if i + 1 >= n or s[i] != 39:
+        return 0
+    c1 = s[i + 1]
+    if any_case:
+        if c1 == 0x17F:
+            return 2
+        if 65 <= c1 <= 90:
+            c1 += 32
+    if c1 == 115 or c1 == 116 or c1 == 109 or c1 == 100:    # s t m d
+        return 2
+    if i + 2 >= n:
+        return 0
+    c2 = s[i + 2]
+    if any_case and 65 <= c2 <= 90:
+        c2 += 32
+    if (c2 == 101 and (c1 == 114 or c1 == 118)) or (c1 == 108 and c2 == 108):    # re ve ll
+        return 3
+    return 0
+
+
+cdef inline Py_ssize_t blanks(const char_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* cls,
+                              bint newline_rule, bint end_rule) noexcept nogil:
+    """The whitespace alternatives at ``i`` (a whitespace char), after the others failed.
+
+    ``\\s++$`` (``end_rule``): a run that reaches the end is one piece.
+    ``\\s*[\\r\\n]+`` (``newline_rule``): ``\\s*`` backtracks from the end of the
+    run to its last CR/LF, so the piece ends just after that.
+    ``\\s+(?!\\S)``: the run minus its last char when a non-space follows (that
+    char starts the next piece), or the whole run at the end of the text.
+    ``\\s+``: a run of one char followed by a non-space.
+    """
+    cdef Py_ssize_t j = i + 1, k
+    while j < n and (cls[s[j]] & K_WS):
+        j += 1
+    if end_rule and j == n:
+        return n
+    if newline_rule:
+        k = j - 1
+        while k >= i:
+            if s[k] == 10 or s[k] == 13:
+                return k + 1
+            k -= 1
+    if j == n or j - i == 1:
+        return j
+    return j - 1
+
+
+cdef inline Py_ssize_t next_gpt2(const char_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* cls) noexcept nogil:
+    # 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+    # A char is a letter, a number, whitespace or "other" (exactly one), so after
+    # the contractions the pattern is: an optional space and a run of one class,
+    # else the whitespace alternatives.
+    cdef uint32_t c = s[i]
+    cdef uint8_t k
+    cdef Py_ssize_t length
+    if c == 39:
+        length = contraction(s, i, n, False)
+        if length:
+            return i + length
+    if c == 32 and i + 1 < n:
+        k = cls[s[i + 1]] & K_WLN
+        if k != K_WS:
+            return run_of(s, i + 2, n, cls, k)
+    k = cls[c] & K_WLN
+    if k != K_WS:
+        return run_of(s, i + 1, n, cls, k)
+    return blanks(s, i, n, cls, False, False)
+
+
+cdef inline Py_ssize_t next_cl100k(const char_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* cls,
+                                   Py_ssize_t max_digits, bint end_rule) noexcept nogil:
+    # (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
+    # |\s*[\r\n]+|\s+(?!\S)|\s+          (Qwen: \p{N} instead of \p{N}{1,3})
+    # `[^\r\n\p{L}\p{N}]?\p{L}+`: a letter run, or one char that is neither a
+    # letter, a number nor CR/LF (a space, punctuation...) followed by one.
+    cdef uint32_t c = s[i]
+    cdef uint8_t k = cls[c] & K_WLN
+    cdef Py_ssize_t j
+    if c == 39:
+        j = contraction(s, i, n, True)
+        if j:
+            return i + j
+    if k == K_L:
+        return run_of(s, i + 1, n, cls, K_L)
+    if k != K_N and c != 10 and c != 13 and i + 1 < n and (cls[s[i + 1]] & K_WLN) == K_L:
+        return run_of(s, i + 2, n, cls, K_L)
+    if k == K_N:
+        j = i + 1
+        while j < n and j - i < max_digits and (cls[s[j]] & K_N):
+            j += 1
+        return j
+    if c == 32 and i + 1 < n and (cls[s[i + 1]] & K_WLN) == 0:
+        return run_newlines(s, run_of(s, i + 2, n, cls, 0), n, False)
+    if k == 0:
+        return run_newlines(s, run_of(s, i + 1, n, cls, 0), n, False)
+    return blanks(s, i, n, cls, True, end_rule)
+
+
+cdef inline Py_ssize_t o200k_lower_word(const char_t* s, Py_ssize_t p, Py_ssize_t n,
+                                        const uint8_t* cls) noexcept nogil:
+    # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|...)? from p: its end, or -1.
+    # The first class (UP) runs greedily to q. If s[q] is in the second class (LO)
+    # it is Ll, and LO+ runs on from it. Otherwise UP* backtracks: LO+ can only
+    # take one char, the last char before q that is in both classes (Lm, Lo, M).
+    cdef Py_ssize_t q = p, r
+    while q < n and (cls[s[q]] & K_UP):
+        q += 1
+    if q < n and (cls[s[q]] & K_LO):
+        r = q + 1
+        while r < n and (cls[s[r]] & K_LO):
+            r += 1
+        return r + contraction(s, r, n, True)
+    r = q - 1
+    while r >= p and not (cls[s[r]] & K_LO):
+        r -= 1
+    if r < p:
+        return -1
+    return r + 1 + contraction(s, r + 1, n, True)
+
+
+cdef inline Py_ssize_t o200k_upper_word(const char_t* s, Py_ssize_t p, Py_ssize_t n,
+                                        const uint8_t* cls) noexcept nogil:
+    # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|...)? from p: its end, or -1.
+    cdef Py_ssize_t q = p
+    while q < n and (cls[s[q]] & K_UP):
+        q += 1
+    if q == p:
+        return -1
+    while q < n and (cls[s[q]] & K_LO):
+        q += 1
+    return q + contraction(s, q, n, True)
+
+
+cdef inline Py_ssize_t next_o200k(const char_t* s, Py_ssize_t i, Py_ssize_t n, const uint8_t* cls) noexcept nogil:
+    # [^\r\n\p{L}\p{N}]?[UP]*[LO]+C?|[^\r\n\p{L}\p{N}]?[UP]+[LO]*C?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*
+    # |\s*[\r\n]+|\s+(?!\S)|\s+         (UP, LO: see o200k_*_word; C: the contractions)
+    # Each of the first two alternatives tries its optional first char taken,
+    # then not taken (a mark can be both that char and part of the word).
+    cdef uint32_t c = s[i]
+    cdef uint8_t k = cls[c]
+    cdef bint optional_first = c != 10 and c != 13 and not (k & (K_L | K_N))
+    cdef Py_ssize_t e
+    if optional_first:
+        e = o200k_lower_word(s, i + 1, n, cls)
+        if e >= 0:
+            return e
+    e = o200k_lower_word(s, i, n, cls)
+    if e >= 0:
+        return e
+    if optional_first:
+        e = o200k_upper_word(s, i + 1, n, cls)
+        if e >= 0:
+            return e
+    e = o200k_upper_word(s, i, n, cls)
+    if e >= 0:
+        return e
+    k &= K_WLN
+    if k == K_N:
+        e = i + 1
+        while e < n and e - i < 3 and (cls[s[e]] & K_N):
+            e += 1
+        return e
+    if c == 32 and i + 1 < n and (cls[s[i + 1]] & K_WLN) == 0:
+        return run_newlines(s, run_of(s, i + 2, n, cls, 0), n, True)
+    if k == 0:
+        return run_newlines(s, run_of(s, i + 1, n, cls, 0), n, True)
+    return blanks(s, i, n, cls, True, False)
+
+
+cdef inline Py_ssize_t next_piece(int pattern, const char_t* s, Py_ssize_t i, Py_ssize_t n,
+                                  const uint8_t* cls) noexcept nogil:
+    if pattern == PAT_CL100K:
+        return next_cl100k(s, i, n, cls, 3, False)
+    if pattern == PAT_O200K:
+        return next_o200k(s, i, n, cls)
+    if pattern == PAT_GPT2:
+        return next_gpt2(s, i, n, cls)
+    if pattern == PAT_QWEN2:
+        return next_cl100k(s, i, n, cls, 1, False)
+    if pattern == PAT_CL100K_EOT:
+        return next_cl100k(s, i, n, cls, 3, True)
+    return n
+
+
+# -- text -> pieces -> ids -----------------------------------------------------------------
+
+
+cdef inline int utf8_put(uint32_t c, uint8_t* out) noexcept nogil:
+    # Lone surrogates get their 3-byte form, as "surrogatepass" gives.
+    if c < 0x80:
+        out[0] = <uint8_t>c
+        return 1
+    if c < 0x800:
+        out[0] = <uint8_t>(0xC0 | (c >> 6))
+        out[1] = <uint8_t>(0x80 | (c & 0x3F))
+        return 2
+    if c < 0x10000:
+        out[0] = <uint8_t>(0xE0 | (c >> 12))
+        out[1] = <uint8_t>(0x80 | ((c >> 6) & 0x3F))
+        out[2] = <uint8_t>(0x80 | (c & 0x3F))
+        return 3
+    out[0] = <uint8_t>(0xF0 | (c >> 18))
+    out[1] = <uint8_t>(0x80 | ((c >> 12) & 0x3F))
+    out[2] = <uint8_t>(0x80 | ((c >> 6) & 0x3F))
+    out[3] = <uint8_t>(0x80 | (c & 0x3F))
+    return 4
+
+
+cdef size_t piece_to_utf8(const char_t* s, Py_ssize_t i, Py_ssize_t j, State* st, bint offsets) noexcept nogil:
+    """UTF-8 of chars ``[i, j)`` into ``st.buf`` (with each byte's char index, if asked)."""
+    cdef size_t need = 4 * <size_t>(j - i), used = 0
+    cdef int nb, b
+    cdef Py_ssize_t k
+    if st.buf.size() < need:
+        st.buf.resize(need)
+    if offsets and st.char_at.size() < need:
+        st.char_at.resize(need)
+    cdef uint8_t* out = st.buf.data()
+    cdef int32_t* at = st.char_at.data()
+    for k in range(i, j):
+        nb = utf8_put(s[k], out + used)
+        if offsets:
+            for b in range(nb):
+                at[used + b] = <int32_t>k
+        used += nb
+    return used
+
+
+cdef void emit_offsets(const Model* m, State* st, size_t first, Py_ssize_t base, bint ascii,
+                       uint32_t word) noexcept nogil:
+    """Char offsets of the tokens ``ids[first:]`` of one piece: a token covers each char
+    one of whose bytes it holds (Hugging Face's byte-to-char alignment)."""
+    cdef size_t k, pos = 0, length
+    cdef uint32_t t
+    for k in range(first, st.ids.size()):
+        t = st.ids[k]
+        length = token_len(m, t)
+        if ascii:
+            st.starts.push_back(base + <int64_t>pos)
+            st.ends.push_back(base + <int64_t>(pos + length))
+        else:
+            st.starts.push_back(st.char_at[pos])
+            st.ends.push_back(st.char_at[pos + length - 1] + 1)
+        st.words.push_back(word)
+        pos += length
+
+
+cdef Py_ssize_t scan_and_encode(const Model* m, const char_t* s, Py_ssize_t n, bint ascii, State* st,
+                                bint offsets, bint one_piece) noexcept nogil:
+    """Encode ``s[:n]`` into ``st``; returns the number of pieces."""
+    cdef Py_ssize_t i = 0, j
+    cdef Py_ssize_t pieces = 0
+    cdef size_t first, length
+    cdef int pattern = PAT_PIECES if one_piece else m.pattern
+    cdef const uint8_t* cls = m.classes
+    while i < n:
+        j = next_piece(pattern, s, i, n, cls)
+        first = st.ids.size()
+        if char_t is uint8_t:
+            if ascii:
+                encode_piece(m, s + i, <size_t>(j - i), st.ids, st)
+                if offsets:
+                    emit_offsets(m, st, first, i, True, <uint32_t>pieces)
+                pieces += 1
+                i = j
+                continue
+        length = piece_to_utf8(s, i, j, st, offsets)
+        encode_piece(m, st.buf.data(), length, st.ids, st)
+        if offsets:
+            emit_offsets(m, st, first, i, False, <uint32_t>pieces)
+        pieces += 1
+        i = j
+    return pieces
+
+
+cdef Py_ssize_t encode_str(const Model* m, int kind, const void* data, Py_ssize_t n, bint ascii,
+                           State* st, bint offsets, bint one_piece) noexcept nogil:
+    if kind == 1:
+        return scan_and_encode(m, <const uint8_t*>data, n, ascii, st, offsets, one_piece)
+    if kind == 2:
+        return scan_and_encode(m, <const uint16_t*>data, n, False, st, offsets, one_piece)
+    return scan_and_encode(m, <const uint32_t*>data, n, False, st, offsets, one_piece)
+
+
+# -- the class table -----------------------------------------------------------------------
+
+cdef object _classes_bytes = None
+
+
+def build_classes() -> bytes:
+    """One byte of ``K_*`` bits per code point, at the Unicode version Hugging Face and tiktoken use.
+
+    >>> t = build_classes(); t[ord("a")], t[ord("A")], t[ord("7")], t[ord(" ")], t[0x301]
+    (18, 10, 4, 1, 24)
+    """
+    global _classes_bytes
+    if _classes_bytes is not None:
+        return _classes_bytes
+    import array
+
+    import regex
+
+    from pieceworks._unicode_tables import UNICODE_17_WORD_CHARS
+    every = array.array("I", range(0x110000)).tobytes().decode("utf-32-le", "surrogatepass")
+    combined = 0
+    for bit, pattern in ((K_WS, r"\p{White_Space}+"), (K_L, r"\p{L}+"), (K_N, r"\p{N}+"),
+                         (K_UP, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"), (K_LO, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]+")):
+        plane = bytearray(0x110000)
+        one = bytes([bit])
+        for match in regex.finditer(pattern, every):
+            start, end = match.span()
+            plane[start:end] = one * (end - start)
+        # OR the planes as big integers: one C-level pass each, no Python loop per code point.
+        combined |= int.from_bytes(plane, "little")
+    table = bytearray(combined.to_bytes(0x110000, "little"))
+    # Hugging Face's Oniguruma and tiktoken's regex crate are at Unicode 16.0:
+    # what 17.0 added is unassigned to them ("other").
+    for first, last in UNICODE_17_WORD_CHARS:
+        table[first:last + 1] = bytes(last + 1 - first)
+    _classes_bytes = bytes(table)
+    return _classes_bytes
+
+
+# -- Python API ------------------------------------------------------------------------------
+
+
+cdef list spans_of(int pattern, const char_t* s, Py_ssize_t n, const uint8_t* cls):
+    cdef Py_ssize_t i = 0, j
+    cdef list out = []
+    while i < n:
+        j = next_piece(pattern, s, i, n, cls)
+        out.append((i, j))
+        i = j
+    return out
+
+
+def piece_spans(int pattern, str text):
+    """The ``(start, end)`` char spans of the pieces the scanner cuts ``text`` into.
+
+    >>> piece_spans(Pattern.PAT_CL100K, "Hello world's 1234!")
+    [(0, 5), (5, 11), (11, 13), (13, 14), (14, 17), (17, 18), (18, 19)]
+    """
+    if not 0 <= pattern < Pattern.PAT_PIECES:
+        raise ValueError(f"no scanner for pattern {pattern}")
+    cdef const uint8_t* cls = <const uint8_t*>PyBytes_AS_STRING(build_classes())
+    cdef int kind = PyUnicode_KIND(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    if kind == 1:
+        return spans_of(pattern, <const uint8_t*>PyUnicode_DATA(text), n, cls)
+    if kind == 2:
+        return spans_of(pattern, <const uint16_t*>PyUnicode_DATA(text), n, cls)
+    return spans_of(pattern, <const uint32_t*>PyUnicode_DATA(text), n, cls)
+
+
+#: Bytes that never occur in UTF-8 (nor in the "surrogatepass" form of lone surrogates).
+NOT_IN_UTF8 = frozenset([0xC0, 0xC1] + list(range(0xF5, 0x100)))
+
+
+
+cdef class Workspace:
+    """Scratch buffers and a piece cache for one thread at a time (see the module doc)."""
+
+    cdef State* st
+
+    def __cinit__(self):
+        self.st = new State()
+        self.st.cache.resize(CACHE_SLOTS)
+        self.st.cache_used = 0
+        self.st.chars.assign(CHAR_SLOTS, CharEntry(0, 0, [0, 0, 0, 0]))
+        self.st.recent.assign(RECENT_PAIRS, EMPTY_PAIR)
+        self.st.seams.assign(RECENT_SEAMS, EMPTY_PAIR)
+
+    def __dealloc__(self):
+        del self.st
+
+
+cdef inline PyObject* new_int(list ints, const vector[void*]& ptrs, Py_ssize_t v) except NULL:
+    cdef PyObject* o
+    if 0 <= v < <Py_ssize_t>ptrs.size():
+        o = <PyObject*>ptrs[v]
+        Py_INCREF_p(o)
+        return o
+    return PyLong_FromSsize_t_p(v)
+
+
+cdef class ByteBPE:
+    """A byte-level BPE model and its pre-tokenization pattern, in C form.
+
+    ``token_bytes[i]``: the bytes of token id ``i`` (None: no such id).
+    ``merges``: None for tiktoken ranks (the id is the rank; a pair merges
+    into each token it concatenates to), or ``left, right, new`` ids per merge,
+    flat, by rank (Hugging Face). ``whole_piece``: a piece that is a token is
+    that token (tiktoken; Hugging Face's ``ignore_merges``). ``decode_only``:
+    extra ``{id: bytes}`` that decode but are never produced (special tokens).
+
+    >>> bpe = ByteBPE([b"a", b"b", b"ab"] + [bytes([i]) for i in range(256) if i not in b"ab"],
+    ...               None, pattern=Pattern.PAT_GPT2, whole_piece=True)
+    >>> bpe.encode("abab ba")
+    [2, 2, 35, 1, 0]
+    """
+
+    def __init__(self, list token_bytes, merges=None, *, int pattern, bint whole_piece, dict decode_only=None,
+                 bint text_only=False):
+        cdef Py_ssize_t n_ids = len(token_bytes), i
+        cdef uint32_t tid
+        if decode_only:
+            n_ids = max(n_ids, max(decode_only) + 1)
+        self.pattern = pattern
+        self.whole_piece = whole_piece
+        self._fill_tokens(token_bytes, decode_only or {}, n_ids)
+        self._fill_vocab(token_bytes)
+        self._fill_bytes(text_only)
+        if merges is None:
+            self._fill_pairs_from_ranks(token_bytes)
+        else:
+            self._fill_pairs_from_merges(merges)
+        self._classes_ref = build_classes()
+        self.m.rebuilds = NULL
+        self.m.classes = <const uint8_t*>PyBytes_AS_STRING(self._classes_ref)
+        self.m.pattern = pattern
+        self.m.whole_piece = whole_piece
+        self._ints = list(range(max(n_ids, MIN_INTS)))
+        self._int_ptrs.resize(len(self._ints))
+        for i in range(len(self._ints)):
+            self._int_ptrs[i] = <void*>self._ints[i]
+        self._pool = []
+        self._mark_rebuilds()
+
+    # -- construction ------------------------------------------------------------------
+    def _fill_tokens(self, list token_bytes, dict decode_only, Py_ssize_t n_ids):
+        cdef Py_ssize_t i
+        cdef bytes b
+        self._token_off.resize(n_ids + 1)
+        self._has_token.assign(n_ids, 0)
+        self._token_bytes.clear()
+        cdef size_t longest = 0
+        for i in range(n_ids):
+            self._token_off[i] = <uint32_t>self._token_bytes.size()
+            value = token_bytes[i] if i < len(token_bytes) else None
+            if value is None:
+                value = decode_only.get(i)
+            if value is None:
+                continue
+            b = <bytes>value
+            self._has_token[i] = 1
+            self._token_bytes.insert(self._token_bytes.end(), <const uint8_t*>PyBytes_AS_STRING(b),
+                                     <const uint8_t*>PyBytes_AS_STRING(b) + PyBytes_GET_SIZE(b))
+        self._token_off[n_ids] = <uint32_t>self._token_bytes.size()
+        self._token_bytes.push_back(0)    # never empty, so .data() is a valid pointer
+        self.m.token_bytes = self._token_bytes.data()
+        self.m.token_off = self._token_off.data()
+        self.m.n_ids = <uint32_t>n_ids
+
+    def _fill_vocab(self, list token_bytes):
+        cdef size_t capacity = 16, i, mask
+        cdef Py_ssize_t tid, n = 0
+        cdef uint32_t length, longest = 0
+        cdef uint64_t h
+        for value in token_bytes:
+            if value is not None:
+                n += 1
+        while capacity < 2 * <size_t>n + 2:
+            capacity <<= 1
+        self._vocab.assign(capacity, BytesSlot(0, 0, 0, 0, 0))
+        mask = capacity - 1
+        for tid in range(len(token_bytes)):
+            if token_bytes[tid] is None:
+                continue
+            length = token_len(&self.m, <uint32_t>tid)
+            if length == 0:
+                continue
+            h = hash_bytes(self.m.token_bytes + self.m.token_off[tid], length)
+            i = h & mask
+            while self._vocab[i].hash != 0:
+                if (self._vocab[i].hash == h and self._vocab[i].key_len == length and
+                        memcmp(self.m.token_bytes + self._vocab[i].key_off,
+                               self.m.token_bytes + self.m.token_off[tid], length) == 0):
+                    break   # the same bytes twice: the later id wins, as a dict would keep it
+                i = (i + 1) & mask
+            self._vocab[i] = BytesSlot(h, self.m.token_off[tid], length, <uint32_t>tid, 1)
+            if length > longest:
+                longest = length
+        self.m.vocab = self._vocab.data()
+        self.m.vocab_mask = mask
+        self.m.max_token_len = longest
+
+    def _fill_bytes(self, bint text_only):
+        # Every byte needs a token, except (for ``text_only`` models, which only
+        # ever see UTF-8 from a str) the 13 bytes UTF-8 never uses: GPT-NeoX's
+        # vocabulary lacks those.
+        cdef int b
+        cdef uint8_t one[1]
+        cdef const BytesSlot* hit
+        missing = []
+        for b in range(256):
+            one[0] = <uint8_t>b
+            hit = vocab_find(&self.m, one, 1, hash_bytes(one, 1))
+            self.m.byte_id[b] = -1 if hit == NULL else hit.value
+            if hit == NULL:
+                missing.append(b)
+        self.complete_bytes = not missing
+        if text_only:
+            missing = [b for b in missing if b not in NOT_IN_UTF8]
+        if missing:
+            from pieceworks.errors import ConfigError
+            raise ConfigError(f"a byte-level BPE needs a token for each of the 256 bytes; "
+                              f"{len(missing)} are missing (first: {missing[0]:#04x})",
+                              fix="check that the vocabulary is a byte-level one (tiktoken ranks, "
+                                  "or a ByteLevel tokenizer's vocab)")
+
+    def _fill_pairs_from_ranks(self, list token_bytes):
+        # tiktoken merges the adjacent pair whose concatenation has the lowest
+        # rank. Parts are always tokens, so that is the pair (a, b) for every
+        # token t = a + b with a and b tokens, ranked by t: rank = id.
+        cdef Py_ssize_t tid, count = 0
+        cdef uint32_t length, k
+        cdef const uint8_t* p
+        cdef const BytesSlot* left
+        cdef const BytesSlot* right
+        cdef size_t capacity = 16
+        while capacity < 4 * <size_t>len(token_bytes) + 16:
+            capacity <<= 1
+        if len(token_bytes) > MAX_PAIR_ID:
+            from pieceworks.errors import ConfigError
+            raise ConfigError(f"{len(token_bytes)} tokens: the kernel handles at most {MAX_PAIR_ID}")
+        self._pairs.assign(capacity, EMPTY_PAIR)
+        for tid in range(len(token_bytes)):
+            if token_bytes[tid] is None:
+                continue
+            length = token_len(&self.m, <uint32_t>tid)
+            p = self.m.token_bytes + self.m.token_off[tid]
+            for k in range(1, length):
+                left = vocab_find(&self.m, p, k, hash_bytes(p, k))
+                if left == NULL:
+                    continue
+                right = vocab_find(&self.m, p + k, length - k, hash_bytes(p + k, length - k))
+                if right == NULL:
+                    continue
+                if 2 * (count + 1) > <Py_ssize_t>self._pairs.size():
+                    self._grow_pairs()
+                pair_put(self._pairs, left.value, right.value, <uint32_t>tid, False)
+                count += 1
+        self.n_merges = count
+        self._install_pairs(count)
+        self.m.merge_new = NULL
+
+    def _fill_pairs_from_merges(self, merges):
+        cdef const uint32_t[::1] flat = merges
+        cdef Py_ssize_t rank, n = flat.shape[0] // 3
+        cdef size_t capacity = 16
+        while capacity < 2 * <size_t>n + 16:
+            capacity <<= 1
+        if n > MAX_RANK or self.m.n_ids > MAX_PAIR_ID:
+            from pieceworks.errors import ConfigError
+            raise ConfigError(f"{n} merges over {self.m.n_ids} ids: the kernel handles at most "
+                              f"{MAX_RANK} merges and {MAX_PAIR_ID} ids")
+        self._pairs.assign(capacity, EMPTY_PAIR)
+        self._merge_new.resize(n + 1)
+        for rank in range(n):
+            # The lower rank wins if a pair repeats (the caller normally resolved that).
+            pair_put(self._pairs, flat[3 * rank], flat[3 * rank + 1], <uint32_t>rank, True)
+            self._merge_new[rank] = flat[3 * rank + 2]
+        self.n_merges = n
+        self._install_pairs(n)
+        self.m.merge_new = self._merge_new.data()
+
+    def _install_pairs(self, size_t count):
+        fill_bloom(self._bloom, self._pairs, count)
+        self.m.bloom = self._bloom.data()
+        self.m.bloom_mask = self._bloom.size() // 8 - 1
+        self.m.pairs = self._pairs.data()
+        self.m.pair_mask = self._pairs.size() - 1
+
+    def _grow_pairs(self):
+        cdef vector[uint64_t] old = self._pairs
+        cdef size_t i
+        self._pairs.assign(2 * old.size(), EMPTY_PAIR)
+        for i in range(old.size()):
+            if old[i] != EMPTY_PAIR:
+                pair_put(self._pairs, <uint32_t>(old[i] >> 43), <uint32_t>((old[i] >> 22) & 0x1FFFFF),
+                         <uint32_t>(old[i] & 0x3FFFFF), False)
+
+    def _mark_rebuilds(self):
+        # Whether plain BPE of a token's bytes gives the token: only those can
+        # come out of the merges. Without whole-piece look-ups, a piece that is
+        # such a token is that token, and the merges can be skipped.
+        # Each such token also records its last merge (pair and rank + 1; 0 for
+        # a single byte), which the seam check (pair_ok) replays backwards.
+        cdef Workspace ws = Workspace()
+        cdef uint32_t tid, length
+        cdef vector[uint32_t] out
+        cdef TokenMerge none
+        none.left = none.right = none.rank = 0
+        self._rebuilds.assign(self.m.n_ids // 8 + 1, 0)
+        self._token_merge.assign(self.m.n_ids, none)
+        for tid in range(self.m.n_ids):
+            length = token_len(&self.m, tid)
+            if length == 0 or not self._has_token[tid] or not self._bytes_known(tid):
+                continue
+            out.clear()
+            bpe_plain(&self.m, self.m.token_bytes + self.m.token_off[tid], length, out, ws.st)
+            if out.size() == 1 and out[0] == tid:
+                self._rebuilds[tid >> 3] |= 1 << (tid & 7)
+                if length > 1:
+                    self._token_merge[tid].left = ws.st.last_merge[0]
+                    self._token_merge[tid].right = ws.st.last_merge[1]
+                    self._token_merge[tid].rank = pair_rank(&self.m, ws.st.last_merge[0], ws.st.last_merge[1]) + 1
+        self.m.rebuilds = self._rebuilds.data()
+        self.m.token_merge = self._token_merge.data()
+
+    cdef bint _bytes_known(self, uint32_t tid):
+        cdef uint32_t k
+        if self.complete_bytes:
+            return True
+        for k in range(self.m.token_off[tid], self.m.token_off[tid + 1]):
+            if self.m.byte_id[self.m.token_bytes[k]] < 0:
+                return False
+        return True
+
+    # -- workspaces ----------------------------------------------------------------------
+    cdef object _checkout(self):
+        # Under the GIL: a list pop is atomic, so each workspace has one user at a time.
+        if self._pool:
+            return self._pool.pop()
+        return Workspace()
+
+    cdef void _checkin(self, object ws):
+        if len(self._pool) < 64:
+            self._pool.append(ws)
+
+    cdef list _id_list(self, State* st, size_t start, size_t end):
+        cdef list out = PyList_New(end - start)
+        cdef size_t k
+        for k in range(start, end):
+            PyList_SET_ITEM_p(out, k - start, new_int(self._ints, self._int_ptrs, st.ids[k]))
+        return out
+
+    # -- encoding --------------------------------------------------------------------------
+    def encode(self, str text, bint refuse_surrogates=False):
+        """Token ids of ``text`` (pre-tokenized by the pattern).
+
+        With ``refuse_surrogates``, a text holding a lone surrogate gives None
+        (the caller decides what they mean; tiktoken replaces them).
+
+        >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
+        >>> bpe.encode("hi!")
+        [104, 105, 33]
+        """
+        if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
+            return None
+        cdef Workspace ws = <Workspace>self._checkout()
+        try:
+            self._run(ws.st, text, False, False)
+            return self._id_list(ws.st, 0, ws.st.ids.size())
+        finally:
+            self._checkin(ws)
+
+    def encode_to_bytes(self, str text):
+        """Token ids of ``text`` as the bytes of a uint32 array (machine byte order)."""
+        cdef Workspace ws = <Workspace>self._checkout()
+        try:
+            self._run(ws.st, text, False, False)
+            return PyBytes_FromStringAndSize(<char*>ws.st.ids.data(), ws.st.ids.size() * sizeof(uint32_t))
+        finally:
+            self._checkin(ws)
+
+    def encode_single_piece(self, str piece):
+        """Ids of ``piece`` as one piece (no pattern): whole-piece look-up, then merges."""
+        cdef Workspace ws = <Workspace>self._checkout()
+        try:
+            self._run(ws.st, piece, False, True)
+            return self._id_list(ws.st, 0, ws.st.ids.size())
+        finally:
+            self._checkin(ws)
+
+    def encode_bytes_piece(self, bytes piece):
+        """Ids of raw bytes as one piece (they need not be UTF-8)."""
+        cdef Workspace ws
+        cdef State* st
+        if not self.complete_bytes:
+            from pieceworks.errors import ConfigError
+            raise ConfigError("this vocabulary lacks some single bytes, so it encodes text only",
+                              fix="encode a str instead of raw bytes")
+        ws = <Workspace>self._checkout()
+        st = ws.st
+        try:
+            st.ids.clear()
+            if PyBytes_GET_SIZE(piece):
+                encode_piece(&self.m, <const uint8_t*>PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece), st.ids, st)
+            return self._id_list(st, 0, st.ids.size())
+        finally:
+            self._checkin(ws)
+
+    def encode_pieces(self, list pieces):
+        """Ids of pieces cut by the caller (a pattern the kernel has no scanner for)."""
+        cdef Workspace ws = <Workspace>self._checkout()
+        cdef State* st = ws.st
+        try:
+            st.ids.clear()
+            for piece in pieces:
+                self._run_more(st, <str>piece)
+            return self._id_list(st, 0, st.ids.size())
+        finally:
+            self._checkin(ws)
+
+    def encode_batch(self, list texts, bint refuse_surrogates=False):
+        """``[encode(t) for t in texts]``, with the GIL released once for the whole list.
+
+        With ``refuse_surrogates``, a list holding a text with a lone surrogate gives None.
+        """
+        cdef Workspace ws = <Workspace>self._checkout()
+        cdef State* st = ws.st
+        cdef Py_ssize_t n = len(texts), k
+        cdef vector[const void*] datas
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[int] kinds
+        cdef vector[uint8_t] asciis
+        cdef size_t start
+        cdef list out
+        try:
+            for text in texts:
+                if type(text) is not str:
+                    raise TypeError(f"expected str, got {type(text).__name__}")
+                if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
+                    return None
+                datas.push_back(PyUnicode_DATA(text))
+                lengths.push_back(PyUnicode_GET_LENGTH(text))
+                kinds.push_back(PyUnicode_KIND(text))
+                asciis.push_back(PyUnicode_IS_ASCII(text))
+            st.ids.clear()
+            st.item_end.clear()
+            with nogil:
+                for k in range(n):
+                    encode_str(&self.m, kinds[k], datas[k], lengths[k], asciis[k], st, False, False)
+                    st.item_end.push_back(<Py_ssize_t>st.ids.size())
+            out = PyList_New(0)
+            start = 0
+            for k in range(n):
+                out.append(self._id_list(st, start, st.item_end[k]))
+                start = st.item_end[k]
+            return out
+        finally:
+            self._checkin(ws)
+
+    def encode_with_offsets(self, str text, list token_strings, bint prefix_space=False):
+        """``(ids, tokens, offsets, words, n_pieces)`` of ``text``, Hugging Face style.
+
+        Offsets are char spans: a token covers every char one of whose UTF-8
+        bytes it holds. ``prefix_space``: ``text`` starts with a space that
+        was added in front of the original (ByteLevel's ``add_prefix_space``);
+        that space has the first char's span, and offsets are into the
+        original (``text[1:]``). ``token_strings[id]`` gives each token.
+        """
+        cdef Workspace ws = <Workspace>self._checkout()
+        cdef State* st = ws.st
+        cdef size_t k, count
+        cdef int64_t s, e, last_end = -1
+        cdef Py_ssize_t pieces
+        cdef list ids, tokens, offsets, words
+        cdef tuple pair
+        cdef Py_ssize_t n_strings = len(token_strings)
+        cdef uint32_t tid
+        cdef PyObject* end_obj = NULL
+        cdef PyObject* start_obj
+        cdef int gc_was_on = 0
+        try:
+            pieces = self._run(st, text, True, False)
+            count = st.ids.size()
+            # Many tuples at once would run the cyclic GC over and over; none of them
+            # can be in a cycle, so it is paused while they are made.
+            gc_was_on = PyGC_Disable()
+            ids = self._id_list(st, 0, count)
+            tokens = PyList_New(count)
+            offsets = PyList_New(count)
+            words = PyList_New(count)
+            for k in range(count):
+                tid = st.ids[k]
+                if tid >= n_strings:
+                    raise IndexError(f"token id {tid} has no string")
+                item = token_strings[tid]
+                Py_INCREF_p(<PyObject*>item)
+                PyList_SET_ITEM_p(tokens, k, <PyObject*>item)
+                s = st.starts[k]
+                e = st.ends[k]
+                if prefix_space:
+                    s = s - 1 if s > 0 else 0
+                    e = e - 1 if e > 1 else 1
+                pair = PyTuple_New(2)
+                if s == last_end:
+                    # A token starts where the last one ended: share that int.
+                    Py_INCREF_p(end_obj)
+                    start_obj = end_obj
+                else:
+                    start_obj = new_int(self._ints, self._int_ptrs, s)
+                PyTuple_SET_ITEM_p(pair, 0, start_obj)
+                end_obj = new_int(self._ints, self._int_ptrs, e)
+                PyTuple_SET_ITEM_p(pair, 1, end_obj)
+                last_end = e
+                Py_INCREF_p(<PyObject*>pair)
+                PyList_SET_ITEM_p(offsets, k, <PyObject*>pair)
+                PyList_SET_ITEM_p(words, k, new_int(self._ints, self._int_ptrs, st.words[k]))
+            return ids, tokens, offsets, words, pieces
+        finally:
+            if gc_was_on:
+                PyGC_Enable()
+            self._checkin(ws)
+
+    cdef Py_ssize_t _run(self, State* st, str text, bint offsets, bint one_piece) except -1:
+        st.ids.clear()
+        if offsets:
+            st.starts.clear()
+            st.ends.clear()
+            st.words.clear()
+        return self._run_more(st, text, offsets, one_piece)
+
+    cdef Py_ssize_t _run_more(self, State* st, str text, bint offsets=False, bint one_piece=True) except -1:
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), pieces
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void* data = PyUnicode_DATA(text)
+        cdef bint ascii = PyUnicode_IS_ASCII(text)
+        if n >= NOGIL_MIN_CHARS:
+            with nogil:
+                pieces = encode_str(&self.m, kind, data, n, ascii, st, offsets, one_piece)
+        else:
+            pieces = encode_str(&self.m, kind, data, n, ascii, st, offsets, one_piece)
+        return pieces
+
+    def has_surrogates(self, str text):
+        """Whether ``text`` holds a lone surrogate (U+D800..U+DFFF), which has no UTF-8 form."""
+        cdef int kind = PyUnicode_KIND(text)
+        cdef Py_ssize_t k, n = PyUnicode_GET_LENGTH(text)
+        cdef const uint16_t* s2
+        cdef const uint32_t* s4
+        if kind == 1:
+            return False
+        if kind == 2:
+            s2 = <const uint16_t*>PyUnicode_DATA(text)
+            for k in range(n):
+                if (s2[k] & 0xF800) == 0xD800:
+                    return True
+            return False
+        s4 = <const uint32_t*>PyUnicode_DATA(text)
+        for k in range(n):
+            if (s4[k] & 0xFFFFF800) == 0xD800:
+                return True
+        return False
+
+    # -- decoding and inspection -------------------------------------------------------------
+    def decode_bytes(self, ids):
+        """The bytes of ``ids`` joined; an unknown id raises KeyError (as tiktoken does)."""
+        cdef vector[uint8_t] out
+        cdef Py_ssize_t tid
+        cdef uint32_t length
+        for item in ids:
+            tid = item
+            if tid < 0 or tid >= self.m.n_ids or not self._has_token[tid]:
+                raise KeyError(tid)
+            length = token_len(&self.m, <uint32_t>tid)
+            out.insert(out.end(), self.m.token_bytes + self.m.token_off[tid],
+                       self.m.token_bytes + self.m.token_off[tid] + length)
+        return PyBytes_FromStringAndSize(<char*>out.data(), out.size())
+
+    def token_bytes(self, Py_ssize_t tid):
+        """The bytes of one id (KeyError if there is no such id)."""
+        if tid < 0 or tid >= self.m.n_ids or not self._has_token[tid]:
+            raise KeyError(tid)
+        return PyBytes_FromStringAndSize(<char*>self.m.token_bytes + self.m.token_off[tid],
+                                         token_len(&self.m, <uint32_t>tid))
+
+    def token_merges(self):
+        """Per id, the pair of ids its last merge joins (plain BPE of its bytes); None for a
+        single byte or a token plain BPE never makes. Gives Hugging Face merges for tiktoken ranks."""
+        cdef uint32_t tid
+        out = []
+        for tid in range(self.m.n_ids):
+            if self.m.token_merge[tid].rank == 0 or not token_rebuilds(&self.m, tid):
+                out.append(None)
+            else:
+                out.append((self.m.token_merge[tid].left, self.m.token_merge[tid].right))
+        return out
+
+    def token_id(self, bytes value):
+        """The id of a token given its bytes, or None (decode-only ids are not looked up)."""
+        cdef size_t n = PyBytes_GET_SIZE(value)
+        cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(value)
+        if n == 0:
+            return None
+        cdef const BytesSlot* hit = vocab_find(&self.m, p, n, hash_bytes(p, n))
+        return None if hit == NULL else hit.value
+
+    @property
+    def n_ids(self):
+        """One more than the largest id."""
+        return self.m.n_ids
+
+    @property
+    def max_token_len(self):
+        """Bytes in the longest token."""
+        return self.m.max_token_len
+
+    def clear_cache(self):
+        """Forget what every idle workspace cached (pieces, chars, pairs; the buffers are kept)."""
+        cdef Workspace ws
+        for item in self._pool:
+            ws = <Workspace>item
+            cache_clear(ws.st)
+            memset(ws.st.chars.data(), 0, ws.st.chars.size() * sizeof(CharEntry))
+            memset(ws.st.recent.data(), 0xFF, ws.st.recent.size() * sizeof(uint64_t))
+            memset(ws.st.seams.data(), 0xFF, ws.st.seams.size() * sizeof(uint64_t))

@@ -1,0 +1,223 @@
+"""The fast plan for byte-level BPE (GPT-2, Llama 3, Qwen, GPT-NeoX...) in one kernel pass.
+
+It takes a tokenizer whose model is a byte-level :class:`~pieceworks.models.BPE`
+(every byte's token in the vocabulary, no dropout, no byte fallback, no
+continuing-subword prefix or end-of-word suffix) and whose pre-tokenizer is
+either ``ByteLevel(use_regex=True)`` (GPT-2's pattern) or, as Llama 3 and
+Qwen files have it, ``Sequence([Split(Regex(<pattern>), "isolated"),
+ByteLevel(use_regex=False)])`` with a pattern the kernel scans by hand
+(:data:`HF_PATTERNS`). The normalizer is none or NFC; a text that NFC
+changes is normalized with its alignment (as the general path does) and the
+kernel's offsets are mapped back through it. The kernel
+(``_kernels/bytebpe.pyx``) scans the pattern, merges each piece and
+reports Hugging Face's ids, tokens, char offsets and one word per piece.
+
+The plan keeps the tokenizer's stage objects and reads their options on
+every call, so a change takes effect at once; options it does not handle
+send the text to the general path.
+
+>>> from pieceworks import Tokenizer
+>>> from pieceworks.models import BPE
+>>> from pieceworks.pre_tokenizers import ByteLevel
+>>> from pieceworks.byte_level import BYTE_TO_CHAR
+>>> vocab = {c: i for i, c in enumerate(BYTE_TO_CHAR)}
+>>> vocab.update({"hi": 256, "Ġhi": 257})
+>>> tok = Tokenizer(BPE(vocab, [("h", "i"), ("Ġ", "hi")]))
+>>> tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+>>> byte_bpe_plan(tok).encode_plain("hi hi!")
+([256, 257, 33], ['hi', 'Ġhi', '!'], [(0, 2), (2, 5), (5, 6)], [0, 1, 2], 3)
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from array import array
+
+from .._kernels.bytebpe import ByteBPE, Pattern
+from ..byte_level import CHAR_TO_BYTE
+from ..errors import ConfigError
+from ..models.bpe import BPE
+from ..normalizers import NFC
+from ..pre_tokenizers import ByteLevel, Sequence, Split
+from .._regex import Regex
+from ..alignment import NormalizedString
+from . import register_plan
+
+__all__ = ["byte_bpe_plan", "ByteBpePlan", "HF_PATTERNS", "TIKTOKEN_PATTERNS", "GPT2_PATTERN",
+           "CL100K_PATTERN", "O200K_PATTERN", "QWEN2_PATTERN"]
+
+#: GPT-2's pattern (r50k, p50k; Hugging Face's ByteLevel pre-tokenizer).
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+#: cl100k's pattern as first published (and Llama 3's).
+CL100K_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+                  r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+#: Qwen 2 and 3: cl100k's with single digits.
+QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+                 r"""|\s*[\r\n]+|\s+(?!\S)|\s+""")
+#: o200k's pattern.
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+#: tiktoken's own spellings (possessive quantifiers, ``\s++$``). ``$`` is the
+#: end of the text for tiktoken's engine but the end of a line for Oniguruma,
+#: so these are only recognised for tiktoken: the r50k one matches exactly
+#: what GPT-2's does; the cl100k one keeps trailing blanks (newlines and all)
+#: as one piece, which the first cl100k pattern does not.
+TIKTOKEN_R50K_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+TIKTOKEN_CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+                           r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+
+#: Split patterns of tokenizer.json files that the kernel scans by hand.
+HF_PATTERNS: dict[str, Pattern] = {
+    GPT2_PATTERN: Pattern.PAT_GPT2,
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?[\p{L}]+| ?[\p{N}]+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""": Pattern.PAT_GPT2,
+    CL100K_PATTERN: Pattern.PAT_CL100K,
+    QWEN2_PATTERN: Pattern.PAT_QWEN2,
+    O200K_PATTERN: Pattern.PAT_O200K,
+}
+#: tiktoken ``pat_str`` values that the kernel scans by hand.
+TIKTOKEN_PATTERNS: dict[str, Pattern] = dict(HF_PATTERNS)
+TIKTOKEN_PATTERNS.update({
+    TIKTOKEN_R50K_PATTERN: Pattern.PAT_GPT2,
+    TIKTOKEN_CL100K_PATTERN: Pattern.PAT_CL100K_EOT,
+})
+
+# Texts this long (chars) are encoded without the GIL (see fast/_pool.py).
+NOGIL_MIN_CHARS = 64
+
+
+@register_plan
+def byte_bpe_plan(tokenizer) -> "ByteBpePlan | None":
+    """A plan for a byte-level BPE tokenizer the kernel handles, else None."""
+    plan = ByteBpePlan(tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer)
+    return plan if plan.supported() else None
+
+
+class ByteBpePlan:
+    """Encodes plain text of a byte-level BPE tokenizer in the fused kernel (see the module doc)."""
+
+    releases_gil = True
+    nogil_min_chars = NOGIL_MIN_CHARS
+
+    def __init__(self, model, normalizer, pre_tokenizer):
+        self.model = model
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self._built_for = None
+        self._kernel: ByteBPE | None = None
+        self._tokens: list | None = None
+
+    def supported(self) -> bool:
+        """Whether the stages, as they are now, are ones the kernel reproduces."""
+        return self._prepare() is not None
+
+    def encode_plain(self, text: str):
+        """``(ids, tokens, offsets, words, n_words)`` of ``text``, or None for the general path."""
+        ready = self._prepare()
+        if ready is None:
+            return None
+        kernel, prefix_space = ready
+        if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
+            return None if prefix_space else self._encode_normalized(kernel, text)
+        if prefix_space and text and text[0] != " ":
+            return kernel.encode_with_offsets(" " + text, self._tokens, True)
+        return kernel.encode_with_offsets(text, self._tokens, False)
+
+    def encode_ids(self, text: str) -> list[int] | None:
+        """Only the ids of :meth:`encode_plain` (much faster: no tokens, offsets or words), or None."""
+        ready = self._prepare()
+        if ready is None:
+            return None
+        kernel, prefix_space = ready
+        if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
+            if prefix_space:
+                return None
+            text = unicodedata.normalize("NFC", text)
+        elif prefix_space and text and text[0] != " ":
+            text = " " + text
+        return kernel.encode(text)
+
+    def _encode_normalized(self, kernel: ByteBPE, text: str):
+        # NFC through the aligned string, as the general path does; each token's
+        # span in the normalized text maps to the original chars it came from.
+        normalized = NormalizedString(text)
+        self.normalizer.normalize(normalized)
+        align = normalized.alignments()
+        ids, tokens, offsets, words, n_words = kernel.encode_with_offsets(normalized.normalized, self._tokens, False)
+        offsets = [(align[start][0], align[end - 1][1]) for start, end in offsets]
+        return ids, tokens, offsets, words, n_words
+
+    # -- what the stages say, read live ---------------------------------------------
+    def _prepare(self) -> "tuple[ByteBPE, bool] | None":
+        """``(kernel, add_prefix_space)`` for the stages as they are now, or None.
+
+        The kernel is rebuilt when the model gets a new vocabulary or merges
+        (training does that) or the pattern changes.
+        """
+        options = self._options()
+        if options is None:
+            return None
+        pattern, prefix_space = options
+        model = self.model
+        key = (id(model.vocab), id(model._merge_ids), model.ignore_merges, pattern)
+        if key != self._built_for:
+            self._kernel, self._tokens = _build(model, pattern)
+            self._built_for = key
+        return None if self._kernel is None else (self._kernel, prefix_space)
+
+    def _current_kernel(self) -> ByteBPE | None:
+        ready = self._prepare()
+        return None if ready is None else ready[0]
+
+    def _options(self) -> "tuple[Pattern, bool] | None":
+        """``(pattern, add_prefix_space)``, or None when a stage is one the kernel cannot do."""
+        model = self.model
+        if (type(model) is not BPE or model.dropout or model.byte_fallback
+                or model.continuing_subword_prefix or model.end_of_word_suffix):
+            return None     # (an empty prefix or suffix is no prefix or suffix)
+        normalizer = self.normalizer
+        if normalizer is not None and type(normalizer) is not NFC:
+            return None
+        pre = self.pre_tokenizer
+        if type(pre) is ByteLevel:
+            return (_GPT2, pre.add_prefix_space) if pre.use_regex else None
+        if type(pre) is Sequence and len(pre.pretokenizers) == 2:
+            split, byte_level = pre.pretokenizers
+            if (type(split) is Split and type(byte_level) is ByteLevel and not byte_level.use_regex
+                    and not byte_level.add_prefix_space and split.behavior == "isolated" and not split.invert):
+                pattern = split.pattern
+                if type(pattern) is Regex:
+                    found = HF_PATTERNS.get(pattern.pattern)
+                    return None if found is None else (found, False)
+        return None
+
+
+_GPT2 = Pattern.PAT_GPT2
+
+
+def _build(model: BPE, pattern: Pattern):
+    """The kernel for ``model`` and the token string of each id, or ``(None, None)``."""
+    size = max(model.vocab_r, default=-1) + 1
+    tokens = [None] * size
+    token_bytes: list[bytes | None] = [None] * size
+    for tid, token in model.vocab_r.items():
+        tokens[tid] = token
+        try:
+            token_bytes[tid] = bytes([CHAR_TO_BYTE[ch] for ch in token])
+        except KeyError:
+            pass    # not in GPT-2's alphabet: no byte sequence merges into it
+    merges = model._merge_ids
+    if any(token_bytes[merges[k]] is None for k in range(len(merges))):
+        merges = array("I", [x for k in range(0, len(merges), 3) for x in merges[k:k + 3]
+                             if all(token_bytes[merges[j]] is not None for j in range(k, k + 3))])
+    try:
+        kernel = ByteBPE(token_bytes, merges, pattern=pattern, whole_piece=model.ignore_merges, text_only=True)
+    except ConfigError:
+        return None, None   # a byte without a token: the general path says what happens
+    return kernel, tokens

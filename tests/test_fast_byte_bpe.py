@@ -1,0 +1,230 @@
+"""The byte-level BPE plan (fast/byte_bpe.py) against the general path and Hugging Face.
+
+The general path is the same tokenizer with its plan switched off
+(``PIECEWORKS_NO_FAST=1`` while the plan is chosen); every field of the
+Encoding must agree. Hugging Face ``tokenizers`` is the reference for the
+shared tokenizer.json files, and for GPT-2's encoder.json + vocab.bpe.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pieceworks import Regex, Tokenizer
+from pieceworks._unicode_tables import UNICODE_17_WORD_CHARS
+from pieceworks.fast.byte_bpe import ByteBpePlan
+from pieceworks.models import BPE
+from pieceworks.normalizers import NFC
+from pieceworks.pre_tokenizers import ByteLevel
+
+tokenizers = pytest.importorskip("tokenizers")
+
+FILES = ["llama3", "qwen3", "gpt-neox-20b", "vulrepair-codet5-style-bytelevel-bpe"]
+NEW_IN_17 = {cp for first, last in UNICODE_17_WORD_CHARS for cp in range(first, last + 1)}
+FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "attention_mask", "special_tokens_mask")
+
+
+def general_path(make) -> Tokenizer:
+    """A tokenizer from ``make()`` whose plan is off for good (its stages stay the same)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PIECEWORKS_NO_FAST", "1")
+    tok = make()
+    assert tok._current_plan() is None
+    mp.undo()
+    return tok
+
+
+def same(a, b, text) -> None:
+    for field in FIELDS:
+        assert getattr(a, field) == getattr(b, field), (field, text[:80])
+
+
+@pytest.fixture(scope="module")
+def inputs(shared_data):
+    return [json.loads(line)["text"] for line in (shared_data / "testvectors/generated/inputs.jsonl").open()]
+
+
+@pytest.fixture(scope="module")
+def trio(shared_data):
+    """``{name: (fast tokenizer, general tokenizer, Hugging Face tokenizer)}``."""
+    out = {}
+    for name in FILES:
+        path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
+        fast = Tokenizer.from_file(path)
+        assert isinstance(fast._current_plan(), ByteBpePlan), name
+        out[name] = (fast, general_path(lambda: Tokenizer.from_file(path)), tokenizers.Tokenizer.from_file(path))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gpt2(shared_data):
+    folder = shared_data / "tokenizers/gpt2_openai"
+
+    def make(cls, pre_tokenizer, decoder):
+        tok = cls(cls_model(cls).from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+        tok.pre_tokenizer = pre_tokenizer
+        tok.decoder = decoder
+        return tok
+
+    def cls_model(cls):
+        return BPE if cls is Tokenizer else tokenizers.models.BPE
+
+    fast = make(Tokenizer, ByteLevel(add_prefix_space=False), None)
+    general = general_path(lambda: make(Tokenizer, ByteLevel(add_prefix_space=False), None))
+    hf = make(tokenizers.Tokenizer, tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False), None)
+    return fast, general, hf
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_golden_vectors_and_hugging_face(name, trio, inputs, shared_data):
+    fast, general, hf = trio[name]
+    golden = [json.loads(line) for line in (shared_data / f"testvectors/generated/hf/hf_tokenizer_json__{name}.jsonl").open()]
+    for text, gold in zip(inputs, golden):
+        ours = fast.encode(text, add_special_tokens=False)
+        assert ours.ids == gold["ids"], text[:80]
+        ref = hf.encode(text, add_special_tokens=False)
+        assert (ours.tokens, ours.offsets, ours.word_ids) == (ref.tokens, ref.offsets, ref.word_ids), text[:80]
+        with_special = fast.encode(text)
+        assert with_special.ids == gold.get("ids_with_special", gold["ids"])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_plan_is_the_general_path(name, trio, inputs):
+    fast, general, _ = trio[name]
+    for text in inputs[::3]:
+        same(fast.encode(text), general.encode(text), text)
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=50) | st.text(st.sampled_from(list("aS's \n\r\t1234½/.中\u0301é😀<|>")), max_size=40))
+def test_any_text(name, text, trio):
+    fast, general, hf = trio[name]
+    ours = fast.encode(text)
+    if not any(ord(ch) in NEW_IN_17 for ch in text):
+        # The general path's Split runs the `regex` module, which knows the
+        # letters Unicode 17 added; Hugging Face (and the plan) do not yet.
+        same(ours, general.encode(text), text)
+    if all(not 0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+        ref = hf.encode(text)
+        assert (ours.ids, ours.offsets) == (ref.ids, ref.offsets)
+
+
+def test_gpt2_files_against_hugging_face(gpt2, inputs):
+    fast, general, hf = gpt2
+    assert isinstance(fast._current_plan(), ByteBpePlan)
+    for text in inputs:
+        ours = fast.encode(text)
+        ref = hf.encode(text)
+        assert (ours.ids, ours.tokens, ours.offsets) == (ref.ids, ref.tokens, ref.offsets), text[:80]
+    for text in inputs[::5]:
+        same(fast.encode(text), general.encode(text), text)
+
+
+def test_options_are_read_live(gpt2, inputs):
+    fast, general, _ = gpt2
+    for value in (True, False):
+        fast.pre_tokenizer.add_prefix_space = value
+        general.pre_tokenizer.add_prefix_space = value
+        for text in inputs[::7] + ["\nx", " x", "1", "é"]:
+            same(fast.encode(text), general.encode(text), text)
+
+
+def test_unsupported_options_go_to_the_general_path(shared_data, inputs):
+    path = str(shared_data / "tokenizers/hf_tokenizer_json/llama3/tokenizer.json")
+    fast, general = Tokenizer.from_file(path), general_path(lambda: Tokenizer.from_file(path))
+    plan = fast._current_plan()
+    split, byte_level = fast.pre_tokenizer.pretokenizers
+    general_split, general_byte_level = general.pre_tokenizer.pretokenizers
+    for change in (lambda s, b: setattr(s, "behavior", "merged_with_next"),
+                   lambda s, b: setattr(b, "add_prefix_space", True),
+                   lambda s, b: setattr(s, "pattern", Regex(r"\s+|\S+"))):
+        change(split, byte_level)
+        change(general_split, general_byte_level)
+        assert plan.encode_plain("Hello world") is None
+        for text in inputs[::11]:
+            same(fast.encode(text), general.encode(text), text)
+
+
+def test_text_that_nfc_changes(trio):
+    fast, general, hf = trio["qwen3"]
+    for text in ["e\u0301 cafe\u0301", "ｶﾞ \u1100\u1161\u11a8 x", "already é", "A\u030a\u0323 Å\u0301!",
+                 "\u0915\u093c \u0958 क़"]:
+        same(fast.encode(text), general.encode(text), text)
+        ref = hf.encode(text)
+        assert (fast.encode(text).ids, fast.encode(text).offsets) == (ref.ids, ref.offsets)
+    assert fast._current_plan().encode_plain("e\u0301") is not None
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.sampled_from(list("aeoAEO ,\u0301\u0300\u0323\u0308\u1100\u1161\u11a8가ﬁ1")), max_size=30))
+def test_any_text_under_nfc(text, trio):
+    fast, general, _ = trio["qwen3"]
+    same(fast.encode(text), general.encode(text), text)
+    assert fast._current_plan().encode_ids(text) == general.encode(text, add_special_tokens=False).ids
+
+
+def test_added_tokens_split_first(trio):
+    fast, general, hf = trio["llama3"]
+    text = "<|begin_of_text|>Hi<|eot_id|> <|start_header_id|>user<|end_header_id|>\n\nthere"
+    same(fast.encode(text), general.encode(text), text)
+    assert fast.encode(text).ids == hf.encode(text).ids
+
+
+def test_batches_match_one_by_one(trio, inputs):
+    fast, _, hf = trio["qwen3"]
+    lines = [line for text in inputs for line in text.split("\n")] * 3
+    batch = fast.encode_batch(lines)
+    for text, enc in zip(lines, batch):
+        same(enc, fast.encode(text), text)
+    assert [e.ids for e in batch[:300]] == [e.ids for e in hf.encode_batch(lines[:300])]
+
+
+def test_retraining_rebuilds_the_kernel():
+    from pieceworks.byte_level import BYTE_TO_CHAR
+    from pieceworks.trainers import BpeTrainer
+
+    tok = Tokenizer(BPE({c: i for i, c in enumerate(BYTE_TO_CHAR)}, []))
+    tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+    before = tok.encode("hello hello").ids
+    trainer = BpeTrainer(vocab_size=300, initial_alphabet=ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(["hello hello world"] * 50, trainer)
+    after = tok.encode("hello hello")
+    assert len(after.ids) < len(before)
+    same(after, general_path(lambda: Tokenizer.from_str(tok.to_str())).encode("hello hello"), "hello hello")
+
+
+@pytest.mark.parametrize("name", ["llama3", "gpt-neox-20b"])
+def test_pathological_inputs_in_bounded_time(name, trio):
+    fast, _, hf = trio[name]
+    rng = random.Random(0)
+    prose_like = " ".join("".join(rng.choice("etaoinshrdlu") for _ in range(rng.randint(1, 9))) for _ in range(40_000))
+    start = time.perf_counter()
+    fast.encode(prose_like)
+    prose_time = time.perf_counter() - start
+    for text in ["a" * 300_000, "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(300_000)),
+                 "".join(rng.choice("0123456789") for _ in range(300_000)), " " * 300_000, "中文" * 100_000]:
+        start = time.perf_counter()
+        ours = fast.encode(text)
+        elapsed = time.perf_counter() - start
+        assert elapsed < max(30 * prose_time, 2.0), (text[:10], elapsed, prose_time)
+        assert ours.ids == hf.encode(text).ids
+
+
+def test_gil_is_released_for_threads():
+    plan = ByteBpePlan(BPE(), None, ByteLevel())
+    assert plan.releases_gil and plan.nogil_min_chars <= 64
+
+
+def test_a_vocabulary_missing_bytes_falls_back():
+    tok = Tokenizer(BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")]))
+    tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+    tok.normalizer = NFC()
+    assert tok._current_plan() is None
+    assert tok.encode("abab").ids == [2, 2]

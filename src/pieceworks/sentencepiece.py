@@ -16,7 +16,10 @@ errors are pieceworks errors (which are also ``ValueError``/``IndexError``/
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
+from ._kernels.unigram import SpmDefaults
 from .errors import ConfigError, InputTypeError
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
 from .models.spm import SentencePieceModel, check_sampling, set_random_seed
@@ -53,6 +56,8 @@ class SentencePieceProcessor:
         self._enable_sampling = enable_sampling
         self._nbest_size = nbest_size
         self._alpha = alpha
+        self._num_threads = num_threads
+        self._fast = None
         if model_file or model_proto:
             self.Load(model_file=model_file, model_proto=model_proto)
 
@@ -69,8 +74,14 @@ class SentencePieceProcessor:
                           fix="pass model_file='path/to/x.model'")
 
     def LoadFromFile(self, filename) -> bool:
-        self._model = SentencePieceModel(read_model_proto(os.fspath(filename)))
+        self._set_model(SentencePieceModel(read_model_proto(os.fspath(filename))))
         return True
+
+    def _set_model(self, model: SentencePieceModel) -> None:
+        self._model = model
+        # The one-call kernel encoder serves plain encodes: no sampling, no bos/eos, no reverse.
+        plain = not (self._add_bos or self._add_eos or self._reverse or self._enable_sampling)
+        self._fast = SpmDefaults(model.encoder, self._out_type, self._emit_unk_piece) if plain else None
 
     def LoadFromSerializedProto(self, serialized) -> bool:
         if hasattr(serialized, "SerializeToString"):
@@ -78,7 +89,7 @@ class SentencePieceProcessor:
         if not isinstance(serialized, (bytes, bytearray, memoryview)):
             raise InputTypeError(f"model_proto must be bytes, got {type(serialized).__name__}",
                                  fix="pass open('x.model', 'rb').read()")
-        self._model = SentencePieceModel(read_model_proto(bytes(serialized)))
+        self._set_model(SentencePieceModel(read_model_proto(bytes(serialized))))
         return True
 
     @classmethod
@@ -116,8 +127,28 @@ class SentencePieceProcessor:
         segmentations by forward-filtering backward-sampling, ``nbest_size``
         > 1 from the n best, weights exp(alpha·score); BPE drops merges with
         probability ``alpha`` (BPE-dropout). ``add_bos``/``add_eos`` add
-        ``<s>``/``</s>`` after ``reverse``.
+        ``<s>``/``</s>`` after ``reverse``. A list is encoded on ``num_threads``
+        threads (-1: one per CPU), the results in order.
         """
+        fast = self._fast
+        if fast is not None:
+            # The common call: one kernel call per text (None: the general path below decides).
+            if type(input) is not list:
+                out = fast.plain(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling)
+            elif not (add_bos or add_eos or reverse or enable_sampling):
+                options = fast.options(out_type, emit_unk_piece)
+                out = None if options is None else _encode_list(
+                    fast.encoder, input, *options, self._num_threads if num_threads is None else num_threads)
+            else:
+                out = None
+            if out is not None:
+                return out
+        return self._encode_general(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                                    nbest_size, alpha)
+
+    def _encode_general(self, input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                        nbest_size, alpha):
+        # Kept apart from Encode so that the common call's frame stays small.
         out_type = _check_out_type(self._out_type if out_type is None else out_type)
         add_bos = self._add_bos if add_bos is None else add_bos
         add_eos = self._add_eos if add_eos is None else add_eos
@@ -347,6 +378,7 @@ class SentencePieceProcessor:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_model"] = None if self._model is None else self.serialized_model_proto()
+        state["_fast"] = None  # made again by the load in __setstate__
         return state
 
     def __setstate__(self, state):
@@ -364,6 +396,70 @@ class SentencePieceProcessor:
 
     Tokenize = Encode
     Detokenize = Decode
+
+
+# A list is shared out over threads only when each gets at least this much text (bytes):
+# handing work to a thread costs tens of microseconds.
+_MIN_BYTES_PER_THREAD = 16_384
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def _encode_list(encoder, texts: list, as_pieces: bool, emit_unk, num_threads):
+    """``encoder.encode`` of every text, on up to ``num_threads`` threads (sentencepiece: -1 = CPUs).
+
+    The list is cut into contiguous ranges of about equal size; the calling
+    thread encodes the first, pool threads the others, each without the
+    GIL; the results are joined in order, so they equal the serial ones.
+    None: some text needs the general path.
+    """
+    threads = _thread_count(num_threads, len(texts))
+    bounds = encoder.split_points(texts, threads, _MIN_BYTES_PER_THREAD) if threads > 1 else None
+    if bounds is None or len(bounds) <= 2:
+        return encoder.encode_batch(texts, 0, len(texts), as_pieces, emit_unk)
+    pool = _get_pool(len(bounds) - 2)
+    futures = [pool.submit(encoder.encode_batch, texts, start, stop, as_pieces, emit_unk)
+               for start, stop in zip(bounds[1:], bounds[2:])]
+    out = encoder.encode_batch(texts, bounds[0], bounds[1], as_pieces, emit_unk)
+    for future in futures:
+        part = future.result()
+        if out is None or part is None:
+            out = None
+        else:
+            out += part
+    return out
+
+
+def _thread_count(num_threads, n_items: int) -> int:
+    # sentencepiece's rule: a negative count means one thread per CPU; at least 1, at most one per item.
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise InputTypeError(f"num_threads must be an int, got {type(num_threads).__name__}",
+                             fix="pass e.g. num_threads=4, or -1 for one thread per CPU")
+    if num_threads < 0:
+        num_threads = os.cpu_count() or 1
+    return max(1, min(num_threads, n_items, 256))
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            # A smaller old pool is left alone (another call may be using it); it idles.
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pieceworks-spm")
+            _pool_size = workers
+        return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    # A forked child has none of the parent's threads: it makes a new pool on demand.
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size = None, 0
+    _pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def _check_out_type(out_type):

@@ -20,6 +20,10 @@ arrays, as SentencePiece itself does:
   byte, no lattice kept), n-best by A* over a lattice, forward-filtering
   backward-sampling, the lattice entropy, and SentencePiece BPE (merge the
   adjacent pair whose merged piece scores highest; ties to the left).
+  Also Hugging Face's Metaspace + Unigram pipeline in one call
+  (``hf_metaspace_encode``, for :mod:`pieceworks.fast.unigram`).
+* :class:`SpmEncoder` — ``SentencePieceProcessor.encode`` in one call:
+  text in, ids or pieces out, lists in GIL-free chunks.
 
 Two score modes. SentencePiece keeps scores in ``float`` and rounds after
 every addition, and ties or near-ties decide segmentations, so ``f32`` mode
@@ -33,13 +37,23 @@ cells and never allocates per node; the lattice (n-best, sampling) is a
 flat node array with CSR lists of the nodes ending at each position. The
 A* agenda reproduces libstdc++'s ``std::priority_queue`` sift order so that
 hypotheses of equal score come out in SentencePiece's order.
+
+The encoder's hot path (``SpmEncoder``) is tuned further, each step
+measured: the normalizer copies chars no rule can touch without searching
+the charsmap (a per-char table, plus one trie step into the next char); the
+Viterbi runs in ``float`` (exactly SentencePiece's rounding: a double has
+more than twice a float's precision, so a sum rounded to double and then to
+float is the float sum) over its own 8-byte-cell trie in which every inner node has a
+base of its own (transitions checked by label, as darts-clone does), jumps
+over the first char of a walk with a table, relaxes best paths without
+branches, and reuses its buffers from call to call.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.math cimport exp, log
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
@@ -359,6 +373,32 @@ cdef class DoubleArray:
 # -- the precompiled charsmap (darts-clone) -----------------------------------
 # darts-clone: a unit's label is its low byte plus the leaf bit (bit 31).
 cdef uint32_t LABEL_MASK = <uint32_t>2147483903u
+# Charsmap.after(): a rule may match; take the general path.
+cdef uint32_t NO_SHORTCUT = <uint32_t>0xFFFFFFFFu
+
+
+cdef inline bint _dead_after(const uint8_t* units, Py_ssize_t n_units, uint32_t state, const uint8_t* s,
+                             Py_ssize_t n) noexcept nogil:
+    # True if the charsmap walk at Charsmap.after()'s ``state`` dies within the next char ``s``
+    # (n > 0 bytes left) before any key ends: then no rule matches here.
+    cdef Py_ssize_t pos = state - 1, i, length = one_char_len(s[0])
+    cdef uint32_t unit, c
+    if length > n:
+        length = n
+    for i in range(length):
+        c = s[i]
+        pos ^= c
+        if pos >= n_units:
+            return True
+        unit = load_u32(units + 4 * pos)
+        if (unit & LABEL_MASK) != c:
+            return True
+        pos ^= (unit >> 10) << ((unit & (1 << 9)) >> 6)
+        if pos >= n_units:
+            return True
+        if (unit >> 8) & 1:
+            return False  # a key ends here
+    return False
 
 
 cdef inline uint32_t load_u32(const uint8_t* p) noexcept nogil:
@@ -418,6 +458,29 @@ cdef class Charsmap:
 
     cdef Py_ssize_t longest(self, const uint8_t* s, Py_ssize_t n, Py_ssize_t* value) noexcept nogil:
         return self._search(s, n, value, True)
+
+    cdef uint32_t after(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
+        """How a text starting with ``s[:n]`` can match: 0 no rule can (the walk dies inside it),
+        ``NO_SHORTCUT`` a rule may end inside it or right at its end, else 1 + the trie position
+        from which the bytes after it are looked up (a rule matches only if the walk goes on)."""
+        cdef Py_ssize_t pos = 0, i
+        cdef uint32_t unit, c
+        unit = self._unit(0)
+        pos ^= (unit >> 10) << ((unit & (1 << 9)) >> 6)
+        for i in range(n):
+            c = s[i]
+            pos ^= c
+            if pos >= self.n_units:
+                return 0
+            unit = self._unit(pos)
+            if (unit & LABEL_MASK) != c:
+                return 0
+            pos ^= (unit >> 10) << ((unit & (1 << 9)) >> 6)
+            if pos >= self.n_units:
+                return 0
+            if (unit >> 8) & 1:
+                return NO_SHORTCUT  # a key ends here
+        return <uint32_t>(pos + 1)
 
     cdef Py_ssize_t shortest(self, const uint8_t* s, Py_ssize_t n, Py_ssize_t* value) noexcept nogil:
         return self._search(s, n, value, False)
@@ -483,11 +546,21 @@ cdef class SpmNormalizer:
 
     >>> SpmNormalizer(None, None, True, True, True, False).normalize(b"  a  b ", False)[0].decode()
     '▁a▁b'
+
+    Most chars of real text are left as they are by every rule. A table
+    over U+0000..U+FFFF says, per char, whether a rule can match a text
+    starting with it: never (the char is copied as is), only if the next
+    byte continues the charsmap walk (one trie step tells), or maybe (the
+    general path). So ASCII runs and most CJK text are copied without
+    searching the tries, and every other char takes the general path: the
+    result is the same either way.
     """
 
     cdef Charsmap charsmap
     cdef DoubleArray matcher
     cdef readonly bint add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces, suffix
+    cdef vector[uint32_t] follow    # per char < U+10000: 0, NO_SHORTCUT or 1 + the charsmap walk's state
+    cdef uint64_t ascii_pair[128][2]   # bit b of [a]: ASCII char a before ASCII byte b is copied as is
 
     def __init__(self, Charsmap charsmap, DoubleArray matcher, bint add_dummy_prefix,
                  bint remove_extra_whitespaces, bint escape_whitespaces, bint treat_whitespace_as_suffix):
@@ -497,6 +570,81 @@ cdef class SpmNormalizer:
         self.remove_extra_whitespaces = remove_extra_whitespaces
         self.escape_whitespaces = escape_whitespaces
         self.suffix = treat_whitespace_as_suffix
+        self._mark_plain_chars()
+
+    cdef void _mark_plain_chars(self):
+        cdef uint8_t user_first[256]
+        cdef uint8_t buf[4]
+        cdef int32_t c, t, size
+        cdef uint32_t cp
+        cdef Py_ssize_t length
+        memset(user_first, 0, sizeof(user_first))
+        if self.matcher is not None:
+            size = <int32_t>self.matcher.check.size()
+            for c in range(256):
+                t = self.matcher.base[0] + c
+                if t < size and self.matcher.check[t] == 0:
+                    user_first[c] = 1
+        self.follow.assign(0x10000, 0)
+        for cp in range(0x10000):
+            length = _put_utf8(cp, buf)
+            if (0xD800 <= cp < 0xE000) or user_first[buf[0]]:
+                self.follow[cp] = NO_SHORTCUT
+            elif self.charsmap is not None:
+                self.follow[cp] = self.charsmap.after(buf, length)
+        memset(self.ascii_pair, 0, sizeof(self.ascii_pair))
+        for cp in range(128):
+            for c in range(128):
+                buf[0] = <uint8_t>cp
+                buf[1] = <uint8_t>c
+                if self._copied(cp, buf, 1, 2):
+                    self.ascii_pair[cp][c >> 6] |= (<uint64_t>1) << (c & 63)
+
+    cdef inline bint _ascii_copied(self, const uint8_t* s, Py_ssize_t j, Py_ssize_t n) noexcept nogil:
+        """``_copied`` for the ASCII char ``s[j]``, by table when the next byte is ASCII too."""
+        cdef uint8_t a = s[j], b
+        if j + 1 < n:
+            b = s[j + 1]
+            if b < 0x80:
+                return (self.ascii_pair[a][b >> 6] >> (b & 63)) & 1
+        return self._copied(a, s, j + 1, n)
+
+    cdef inline bint _copied(self, uint32_t cp, const uint8_t* s, Py_ssize_t k, Py_ssize_t n) noexcept nogil:
+        """True if the char U+cp (< U+10000) before ``s[k]`` is copied as is (``k`` = its end).
+
+        Rules that start with the char (a letter and a combining accent, say)
+        are ruled out by walking the charsmap trie on through the next char.
+        """
+        cdef uint32_t state = self.follow[cp]
+        if state == 0:
+            return True
+        if state == NO_SHORTCUT:
+            return False
+        return k >= n or _dead_after(self.charsmap.units, self.charsmap.n_units, state, s + k, n - k)
+
+    cdef bint untouched(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
+        """True if no charsmap rule matches anywhere in the valid UTF-8 text ``s[:n]`` (rules only)."""
+        cdef Py_ssize_t i = 0, length
+        cdef uint32_t state
+        while i < n:
+            if s[i] < 0x80:
+                if not self._ascii_copied(s, i, n):
+                    return False
+                i += 1
+                continue
+            length = valid_utf8_len(s + i, n - i)
+            if length == 0:
+                return False
+            if length < 4:
+                if not self._copied(_decode_utf8(s + i, length), s, i + length, n):
+                    return False
+            elif self.charsmap is not None:
+                state = self.charsmap.after(s + i, length)
+                if state == NO_SHORTCUT or (state != 0 and i + length < n and not _dead_after(
+                        self.charsmap.units, self.charsmap.n_units, state, s + i + length, n - i - length)):
+                    return False  # (a walk still going at the end of the text matched nothing)
+            i += length
+        return True
 
     cdef Py_ssize_t _prefix(self, const uint8_t* s, Py_ssize_t n, const uint8_t** rep,
                             Py_ssize_t* rep_len) noexcept nogil:
@@ -533,73 +681,136 @@ cdef class SpmNormalizer:
         rep_len[0] = length
         return length
 
-    cdef void _add_ws(self, vector[uint8_t]& out, vector[int32_t]& to_orig, int32_t consumed) noexcept nogil:
-        if self.escape_whitespaces:
-            out.push_back(WS0); out.push_back(WS1); out.push_back(WS2)
-            to_orig.push_back(consumed); to_orig.push_back(consumed); to_orig.push_back(consumed)
-        else:
-            out.push_back(32)
-            to_orig.push_back(consumed)
+    cdef Py_ssize_t run(self, const uint8_t* s, Py_ssize_t n, vector[uint8_t]& out, vector[int32_t]& to_orig,
+                        bint offsets) noexcept nogil:
+        """Normalize ``s[:n]`` into ``out`` (resized to fit); its length.
 
-    cdef void run(self, const uint8_t* s, Py_ssize_t n, vector[uint8_t]& out, vector[int32_t]& to_orig) noexcept nogil:
-        cdef Py_ssize_t consumed = 0, took, rep_len, j, length
+        With ``offsets``, ``to_orig`` gets the input offset of each output
+        byte and one more entry (the end); else it is left alone.
+        """
+        cdef Py_ssize_t consumed = 0, took, rep_len, j, k, m = 0, length
         cdef const uint8_t* rep = NULL
-        cdef bint is_prev_space
+        cdef uint8_t* o
+        cdef int32_t* oo = NULL
+        cdef uint32_t c
+        cdef bint is_prev_space, remove = self.remove_extra_whitespaces, escape = self.escape_whitespaces
         out.clear()
-        to_orig.clear()
+        if offsets:
+            to_orig.clear()
         if n == 0:
-            return
-        if self.remove_extra_whitespaces:
+            return 0
+        if remove:
             while consumed < n:
                 took = self._prefix(s + consumed, n - consumed, &rep, &rep_len)
                 if not (rep_len == 1 and rep[0] == 32):
                     break
                 consumed += took
         if consumed == n:
-            return
-        out.reserve(3 * (n - consumed) + 3)
-        to_orig.reserve(3 * (n - consumed) + 4)
+            return 0
+        # Room for the common case (3 bytes per input byte, as for ' ' → '▁'); grown as needed.
+        _room(out, to_orig, offsets, 0, 3 * (n - consumed) + 8)
+        o = out.data()
+        if offsets:
+            oo = to_orig.data()
         if not self.suffix and self.add_dummy_prefix:
-            self._add_ws(out, to_orig, <int32_t>consumed)
-        is_prev_space = self.remove_extra_whitespaces
+            m = _put_space(o, oo, m, consumed, escape)
+        is_prev_space = remove
         while consumed < n:
+            c = s[consumed]
+            if c < 0x80 and self._ascii_copied(s, consumed, n):
+                if c != 32:
+                    # A run of plain ASCII chars other than space: copied as they are.
+                    j = consumed + 1
+                    while j < n and s[j] < 0x80 and s[j] != 32 and self._ascii_copied(s, j, n):
+                        j += 1
+                    if m + (j - consumed) + 3 > <Py_ssize_t>out.size():
+                        _room(out, to_orig, offsets, m, j - consumed + 3)
+                        o = out.data()
+                        if offsets:
+                            oo = to_orig.data()
+                    memcpy(o + m, s + consumed, j - consumed)
+                    if offsets:
+                        for k in range(j - consumed):
+                            oo[m + k] = <int32_t>(consumed + k)
+                    m += j - consumed
+                    consumed = j
+                    is_prev_space = False
+                    continue
+                # A plain space: one '▁' (or ' '), or nothing after another space.
+                if not is_prev_space:
+                    if m + 3 > <Py_ssize_t>out.size():
+                        _room(out, to_orig, offsets, m, 3)
+                        o = out.data()
+                        if offsets:
+                            oo = to_orig.data()
+                    m = _put_space(o, oo, m, consumed, escape)
+                    is_prev_space = remove
+                consumed += 1
+                continue
+            if c >= 0xC2 and c < 0xF0:
+                length = valid_utf8_len(s + consumed, n - consumed)
+                if length and self._copied(_decode_utf8(s + consumed, length), s, consumed + length, n):
+                    if m + length > <Py_ssize_t>out.size():
+                        _room(out, to_orig, offsets, m, length)
+                        o = out.data()
+                        if offsets:
+                            oo = to_orig.data()
+                    for k in range(length):
+                        o[m + k] = s[consumed + k]
+                        if offsets:
+                            oo[m + k] = <int32_t>consumed
+                    m += length
+                    consumed += length
+                    is_prev_space = False
+                    continue
+            # Any other char: the general path (user symbols, charsmap rules, bad UTF-8).
             took = self._prefix(s + consumed, n - consumed, &rep, &rep_len)
+            if m + 3 * rep_len > <Py_ssize_t>out.size():
+                _room(out, to_orig, offsets, m, 3 * rep_len)
+                o = out.data()
+                if offsets:
+                    oo = to_orig.data()
             j = 0
             if is_prev_space:
                 while j < rep_len and rep[j] == 32:
                     j += 1
             if j < rep_len:
                 while j < rep_len:
-                    if self.escape_whitespaces and rep[j] == 32:
-                        out.push_back(WS0); out.push_back(WS1); out.push_back(WS2)
-                        to_orig.push_back(<int32_t>consumed)
-                        to_orig.push_back(<int32_t>consumed)
-                        to_orig.push_back(<int32_t>consumed)
+                    if rep[j] == 32:
+                        m = _put_space(o, oo, m, consumed, escape)
                     else:
-                        out.push_back(rep[j])
-                        to_orig.push_back(<int32_t>consumed)
+                        o[m] = rep[j]
+                        if offsets:
+                            oo[m] = <int32_t>consumed
+                        m += 1
                     j += 1
                 is_prev_space = rep[rep_len - 1] == 32
             consumed += took
-            if not self.remove_extra_whitespaces:
+            if not remove:
                 is_prev_space = False
-        if self.remove_extra_whitespaces:
-            if self.escape_whitespaces:
-                while out.size() >= 3 and out[out.size() - 3] == WS0 and out[out.size() - 2] == WS1 \
-                        and out[out.size() - 1] == WS2:
-                    length = out.size() - 3
-                    consumed = to_orig[length]
-                    out.resize(length)
-                    to_orig.resize(length)
+        if remove:
+            if escape:
+                while m >= 3 and o[m - 3] == WS0 and o[m - 2] == WS1 and o[m - 1] == WS2:
+                    m -= 3
+                    if offsets:
+                        consumed = oo[m]
             else:
-                while out.size() >= 1 and out[out.size() - 1] == 32:
-                    length = out.size() - 1
-                    consumed = to_orig[length]
-                    out.resize(length)
-                    to_orig.resize(length)
+                while m >= 1 and o[m - 1] == 32:
+                    m -= 1
+                    if offsets:
+                        consumed = oo[m]
         if self.suffix and self.add_dummy_prefix:
-            self._add_ws(out, to_orig, <int32_t>consumed)
-        to_orig.push_back(<int32_t>consumed)
+            if m + 3 > <Py_ssize_t>out.size():
+                _room(out, to_orig, offsets, m, 3)
+                o = out.data()
+                if offsets:
+                    oo = to_orig.data()
+            m = _put_space(o, oo, m, consumed, escape)
+        out.resize(m)
+        if offsets:
+            to_orig.resize(m + 1)
+            to_orig[m] = <int32_t>consumed
+        return m
 
     def normalize(self, bytes text, bint with_offsets=False):
         """``(normalized bytes, norm_to_orig or None)``; ``norm_to_orig`` has one more entry than bytes."""
@@ -608,13 +819,218 @@ cdef class SpmNormalizer:
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(text)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(text)
         with nogil:
-            self.run(s, n, out, to_orig)
+            self.run(s, n, out, to_orig, with_offsets)
         result = PyBytes_FromStringAndSize(<const char*>out.data(), out.size())
         if not with_offsets:
             return result, None
         if to_orig.size() == 0:
             return result, [0]
         return result, [to_orig[i] for i in range(to_orig.size())]
+
+
+cdef inline void _room(vector[uint8_t]& out, vector[int32_t]& to_orig, bint offsets, Py_ssize_t used,
+                       Py_ssize_t more) noexcept nogil:
+    # Grow the normalizer's buffers to hold ``more`` bytes after ``used`` (doubling, so amortized O(1)).
+    cdef size_t need = <size_t>(used + more)
+    if need <= out.size():
+        return
+    if need < 2 * out.size():
+        need = 2 * out.size()
+    out.resize(need)
+    if offsets:
+        to_orig.resize(need + 1)
+
+
+cdef inline Py_ssize_t _put_space(uint8_t* o, int32_t* oo, Py_ssize_t m, Py_ssize_t consumed,
+                                  bint escape) noexcept nogil:
+    # One whitespace at o[m]: '▁' (3 bytes) when escaping, else ' '; each byte maps to ``consumed``.
+    if escape:
+        o[m] = WS0; o[m + 1] = WS1; o[m + 2] = WS2
+        if oo != NULL:
+            oo[m] = <int32_t>consumed; oo[m + 1] = <int32_t>consumed; oo[m + 2] = <int32_t>consumed
+        return m + 3
+    o[m] = 32
+    if oo != NULL:
+        oo[m] = <int32_t>consumed
+    return m + 1
+
+
+cdef inline uint32_t _decode_utf8(const uint8_t* s, Py_ssize_t length) noexcept nogil:
+    # The code point of a valid 1-4 byte UTF-8 char.
+    if length == 1:
+        return s[0]
+    if length == 2:
+        return ((s[0] & 0x1F) << 6) | (s[1] & 0x3F)
+    if length == 3:
+        return ((s[0] & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F)
+    return ((s[0] & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F)
+
+
+cdef inline Py_ssize_t _put_utf8(uint32_t cp, uint8_t* o) noexcept nogil:
+    # Write ``cp`` as UTF-8 at ``o``; the number of bytes.
+    if cp < 0x80:
+        o[0] = <uint8_t>cp
+        return 1
+    if cp < 0x800:
+        o[0] = <uint8_t>(0xC0 | (cp >> 6)); o[1] = <uint8_t>(0x80 | (cp & 0x3F))
+        return 2
+    if cp < 0x10000:
+        o[0] = <uint8_t>(0xE0 | (cp >> 12)); o[1] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F))
+        o[2] = <uint8_t>(0x80 | (cp & 0x3F))
+        return 3
+    o[0] = <uint8_t>(0xF0 | (cp >> 18)); o[1] = <uint8_t>(0x80 | ((cp >> 12) & 0x3F))
+    o[2] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F)); o[3] = <uint8_t>(0x80 | (cp & 0x3F))
+    return 4
+
+
+# -- the Viterbi's packed trie ---------------------------------------------------
+# Scores of at most this size keep every sum of the float Viterbi finite
+# (1e20 * 2**31 pieces < FLT_MAX), so "no path yet" can be -inf.
+cdef double MAX_FAST_SCORE = 1e20
+cdef float NEG_INF = -float("inf")
+# Bases live in bits 10-31 of a cell's word.
+cdef Py_ssize_t VTRIE_MAX_CELLS = (1 << 22) - 256
+
+
+cdef inline uint32_t _relax(Best* bp, float cand, uint32_t term, int32_t start, uint32_t cell) noexcept nogil:
+    """Let the piece ending at ``bp`` (if ``term``) improve its best path; returns ``term``.
+
+    Branch-free: whether a piece ends here and whether it improves the best
+    path are data, not jumps (they would mispredict half the time).
+    """
+    cdef uint32_t upd = term & (cand > bp.score)
+    bp.score = cand if upd else bp.score
+    bp.start = start if upd else bp.start
+    bp.cell = <int32_t>cell if upd else bp.cell
+    return term
+
+
+cdef bint _build_vtrie(vector[const uint8_t*]& kp, vector[Py_ssize_t]& kl, vector[int32_t]& kv,
+                       vector[float]& ks, vector[VCell]& cells, vector[int32_t]& cell_id) except -1:
+    """A trie of the sorted keys ``kp``/``kl`` in 8-byte cells, each inner node with a base of its own.
+
+    Unique bases let a transition be checked by the target cell's label
+    (darts-clone's trick), so a cell needs no parent index. ``cell_id``
+    maps a terminal cell to its key's value. False if the trie would need
+    more cells than a word can address.
+    """
+    cdef vector[int32_t] skip             # union-find "next free cell"
+    cdef vector[uint8_t] base_used
+    cdef vector[int32_t] st_node, st_lo, st_hi, st_depth, labels, starts
+    cdef int32_t node, lo, hi, depth, j, b, p, q, c, prev
+    cdef Py_ssize_t k
+    cdef bint ok
+    cells.clear()
+    cell_id.clear()
+    _vgrow(cells, cell_id, skip, base_used, 1024)
+    # The root (cell 0) has no "in use" bit: no transition may land on it (a leaf's base is 0, and
+    # 0 + byte 0 must not match); the free-cell search never offers it (skip) nor can a base reach it.
+    skip[0] = 1
+    if kp.size() == 0:
+        return True
+    st_node.push_back(0); st_lo.push_back(0); st_hi.push_back(<int32_t>kp.size()); st_depth.push_back(0)
+    while st_node.size():
+        node = st_node.back(); st_node.pop_back()
+        lo = st_lo.back(); st_lo.pop_back()
+        hi = st_hi.back(); st_hi.pop_back()
+        depth = st_depth.back(); st_depth.pop_back()
+        if kl[lo] == depth:  # sorted: the key that ends here comes first
+            cells[node].word |= 0x200
+            cells[node].score = ks[lo]
+            cell_id[node] = kv[lo]
+            lo += 1
+        labels.clear()
+        starts.clear()
+        prev = -1
+        for j in range(lo, hi):
+            c = kp[j][depth]
+            if c != prev:
+                labels.push_back(c)
+                starts.push_back(j)
+                prev = c
+        if labels.size() == 0:
+            continue  # a leaf: base 0
+        starts.push_back(hi)
+        # The smallest unused base >= 1 whose cells for every label are free.
+        p = _vfirst_free(cells, cell_id, skip, base_used, labels[0] + 1)
+        while True:
+            b = p - labels[0]
+            ok = not base_used[b]
+            k = 1
+            while ok and k < <Py_ssize_t>labels.size():
+                q = b + labels[k]
+                _vgrow(cells, cell_id, skip, base_used, q + 1)
+                if cells[q].word & 0x100:
+                    ok = False
+                k += 1
+            if ok:
+                break
+            p = _vfirst_free(cells, cell_id, skip, base_used, p + 1)
+        if b >= VTRIE_MAX_CELLS:
+            return False
+        base_used[b] = 1
+        cells[node].word |= <uint32_t>b << 10
+        for k in range(<Py_ssize_t>labels.size()):
+            q = b + labels[k]
+            cells[q].word = 0x100 | <uint32_t>labels[k]
+            skip[q] = q + 1
+            st_node.push_back(q)
+            st_lo.push_back(starts[k])
+            st_hi.push_back(starts[k + 1])
+            st_depth.push_back(depth + 1)
+    # 256 spare cells: base + any byte stays inside the array, so the loop needs no bounds check.
+    _vgrow(cells, cell_id, skip, base_used, cells.size() + 256)
+    return True
+
+
+cdef void _root_jumps(vector[VCell]& cells, vector[uint32_t]& jump):
+    """``jump[cp]``: the cell reached from the root by the UTF-8 of U+cp (2 or 3 bytes), or 0."""
+    cdef uint8_t buf[4]
+    cdef uint32_t cp, word, t
+    cdef Py_ssize_t length, i
+    jump.assign(0x10000, 0)
+    for cp in range(0x80, 0x10000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        length = _put_utf8(cp, buf)
+        word = cells[0].word
+        t = 0
+        for i in range(length):
+            t = (word >> 10) + buf[i]
+            word = cells[t].word
+            if (word & 0x1FF) != (0x100 | buf[i]):
+                t = 0
+                break
+        jump[cp] = t
+
+
+cdef void _vgrow(vector[VCell]& cells, vector[int32_t]& cell_id, vector[int32_t]& skip,
+                 vector[uint8_t]& base_used, Py_ssize_t need):
+    cdef Py_ssize_t old = cells.size(), size = old, i
+    cdef VCell empty
+    if need <= old:
+        return
+    while size < need:
+        size = size * 2 if size else 1024
+    empty.word = 0
+    empty.score = 0.0
+    cells.resize(size, empty)
+    cell_id.resize(size, -1)
+    base_used.resize(size, 0)
+    skip.resize(size + 1)
+    for i in range(old, size + 1):
+        skip[i] = <int32_t>i
+
+
+cdef int32_t _vfirst_free(vector[VCell]& cells, vector[int32_t]& cell_id, vector[int32_t]& skip,
+                          vector[uint8_t]& base_used, int32_t i):
+    # Smallest free cell >= i (path halving).
+    _vgrow(cells, cell_id, skip, base_used, i + 1)
+    while skip[i] != i:
+        skip[i] = skip[skip[i]]
+        i = skip[i]
+        _vgrow(cells, cell_id, skip, base_used, i + 1)
+    return i
 
 
 # -- the model ----------------------------------------------------------------
@@ -650,6 +1066,22 @@ ctypedef struct Quad:
     int32_t b_len
 
 
+ctypedef struct VCell:
+    # One cell of the Viterbi's own trie, 8 bytes: ``word`` packs the base
+    # (bits 10-31; 0 for a leaf), "a usable piece ends here" (bit 9),
+    # "cell in use" (bit 8) and the label (bits 0-7). Every inner node has
+    # a base of its own, so a transition is checked by its label alone.
+    uint32_t word
+    float score        # the score the Viterbi adds for the piece ending here
+
+
+ctypedef struct Best:
+    # The best path ending at one byte position (SentencePiece's BestPathNode).
+    float score
+    int32_t start
+    int32_t cell       # the trie cell of its last piece, or -2: the unknown piece
+
+
 cdef struct Lattice:
     vector[LNode] nodes
     vector[int32_t] char_byte     # byte offset of each char boundary (len + 1 entries)
@@ -679,6 +1111,10 @@ cdef class SpmCore:
     cdef readonly bint byte_fallback, hf, has_unused, has_user
     cdef readonly double min_score, max_score, unk_score
     cdef int32_t n_pieces
+    cdef vector[VCell] vcells      # the trie again, packed for the Viterbi (SentencePiece mode)
+    cdef vector[int32_t] vcell_id  # the piece id ending at each of its cells
+    cdef vector[uint32_t] vroot    # per char U+0080..U+FFFF: its cell one char below the root, or 0
+    cdef readonly bint fast_f32    # the float Viterbi over ``vcells`` is exact for this model
 
     def __init__(self, list pieces, list scores, list kinds, int model_type, bint byte_fallback,
                  bint hf, int unk_id):
@@ -735,6 +1171,45 @@ cdef class SpmCore:
             name = f"<0x{i:02X}>".encode()
             self.byte_ids[i] = self._piece_to_id_bytes(name)
             self.hf_bytes[i] = self.trie.exact(<const uint8_t*>PyBytes_AS_STRING(name), 6)
+        self.fast_f32 = not hf and model_type == MODEL_UNIGRAM and self._pack_trie(pieces)
+
+    cdef bint _pack_trie(self, list pieces) except -1:
+        """Build ``vcells``, the float Viterbi's trie; False if it cannot be exact (then it is not used)."""
+        cdef list keys = []
+        cdef Py_ssize_t i
+        cdef double sc
+        cdef vector[const uint8_t*] kp
+        cdef vector[Py_ssize_t] kl
+        cdef vector[int32_t] kv
+        cdef vector[float] ks
+        sc = self.unk_score
+        if <double><float>sc != sc or not (-MAX_FAST_SCORE <= sc <= MAX_FAST_SCORE):
+            return False
+        for i in range(self.n_pieces):
+            k = self.kinds[i]
+            if k != K_NORMAL and k != K_USER:
+                continue  # unused pieces are in the trie but never in a segmentation
+            key = (<str>pieces[i]).encode("utf-8")
+            if not key:
+                continue
+            sc = _user_score(len(key)) if k == K_USER else self.scores[i]
+            if <double><float>sc != sc or not (-MAX_FAST_SCORE <= sc <= MAX_FAST_SCORE):
+                # Not a float, or so large that a sum of n of them could overflow (the
+                # float Viterbi starts every position at -inf): the general Viterbi.
+                return False
+            keys.append((key, i, <float>sc))
+        keys.sort()
+        for i in range(len(keys)):
+            if i and keys[i][0] == keys[i - 1][0]:
+                return False
+            kp.push_back(<const uint8_t*>PyBytes_AS_STRING(keys[i][0]))
+            kl.push_back(PyBytes_GET_SIZE(keys[i][0]))
+            kv.push_back(keys[i][1])
+            ks.push_back(keys[i][2])
+        if not _build_vtrie(kp, kl, kv, ks, self.vcells, self.vcell_id):
+            return False
+        _root_jumps(self.vcells, self.vroot)
+        return True
 
     cdef int32_t _piece_to_id(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
         cdef int32_t v
@@ -763,6 +1238,11 @@ cdef class SpmCore:
         """SentencePiece's EncodeOptimized into ``out`` (unmerged); -1 if an unknown char has no unk id."""
         cdef vector[double] bscore
         cdef vector[int32_t] bstart, bid
+        return self._viterbi_with(s, n, out, bscore, bstart, bid)
+
+    cdef int _viterbi_with(self, const uint8_t* s, int32_t n, vector[Seg]& out, vector[double]& bscore,
+                           vector[int32_t]& bstart, vector[int32_t]& bid) noexcept nogil:
+        """``_viterbi`` with the caller's buffers (reused from call to call)."""
         cdef int32_t starts = 0, pos, node, t, v, mblen, size = <int32_t>self.trie.check.size()
         cdef const int32_t* base = self.trie.base.data()
         cdef const int32_t* check = self.trie.check.data()
@@ -813,11 +1293,13 @@ cdef class SpmCore:
                 if pos - starts == mblen:
                     single = True
             if not single:
-                if self.unk_id < 0:
+                if self.unk_id < 0 and spm:
                     return -1
                 cand = f32(self.unk_score + till) if spm else self.unk_score + till
                 pos = starts + mblen
                 if bstart[pos] == -1 or cand > bscore[pos]:
+                    if self.unk_id < 0:
+                        return -1  # Hugging Face fails only when the unknown piece would be taken
                     bscore[pos] = cand
                     bstart[pos] = starts
                     bid[pos] = self.unk_id
@@ -832,6 +1314,95 @@ cdef class SpmCore:
             pos = bstart[pos]
         _reverse_segs(out)
         return 0
+
+    cdef int _viterbi_f32(self, const uint8_t* s, int32_t n, vector[Best]& best, vector[Seg]& out) noexcept nogil:
+        """``_viterbi`` in SentencePiece mode, in float arithmetic over the packed trie; 1 if the
+        path has an unknown piece, 0 if not, -1 as ``_viterbi``.
+
+        A float sum is the double sum rounded to float (a double has more
+        than twice a float's precision, so rounding twice is rounding once),
+        so the paths and ties are those of ``_viterbi``; 8 bytes per trie
+        step, no allocation when ``best`` and ``out`` are reused.
+        """
+        cdef const VCell* C = self.vcells.data()
+        cdef const int32_t* cell_id = self.vcell_id.data()
+        cdef const uint32_t* jump = self.vroot.data()
+        cdef Best* B
+        cdef Best* bp
+        cdef int32_t starts = 0, pos, mblen, i, cell
+        cdef uint32_t word, t, c, term, upd, single, unknown, root = C[0].word
+        cdef float till, cand, unk = <float>self.unk_score
+        cdef Seg* O
+        out.clear()
+        if n == 0:
+            return 0
+        if <size_t>(n + 1) > best.size():
+            best.resize(n + 1)
+        B = best.data()
+        # No best path yet: -inf, below every candidate (finite: see _pack_trie). Position 0 scores 0.
+        for i in range(n + 1):
+            B[i].score = NEG_INF
+            B[i].start = -1
+            B[i].cell = -1
+        B[0].score = 0.0
+        while starts < n:
+            till = B[starts].score
+            single = 0
+            mblen = one_char_len(s[starts])
+            if mblen > n - starts:
+                mblen = n - starts
+            word = root
+            pos = starts
+            if mblen > 1 and valid_utf8_len(s + starts, n - starts) == mblen and mblen < 4:
+                # A 2- or 3-byte char: one table lookup instead of a step per byte (no piece,
+                # being valid UTF-8, ends inside a char).
+                t = jump[_decode_utf8(s + starts, mblen)]
+                if t == 0:
+                    pos = n  # no piece starts with this char
+                else:
+                    word = C[t].word
+                    pos = starts + mblen
+                    single = _relax(&B[pos], C[t].score + till, (word >> 9) & 1, starts, t)
+            while pos < n:
+                c = s[pos]
+                t = (word >> 10) + c
+                word = C[t].word
+                if (word & 0x1FF) != (0x100 | c):
+                    break
+                pos += 1
+                term = _relax(&B[pos], C[t].score + till, (word >> 9) & 1, starts, t)
+                single |= term & (pos - starts == mblen)
+            if not single:
+                if self.unk_id < 0:
+                    return -1
+                cand = unk + till
+                pos = starts + mblen
+                if cand > B[pos].score:
+                    B[pos].score = cand
+                    B[pos].start = starts
+                    B[pos].cell = -2
+            starts += mblen
+        # The path, back to front: count it, then write each segment in place
+        # (its id lookups are independent loads the CPU can overlap).
+        i = 0
+        pos = n
+        while pos > 0:
+            i += 1
+            pos = B[pos].start
+        out.resize(i)
+        O = out.data()
+        pos = n
+        unknown = 0
+        while pos > 0:
+            i -= 1
+            cell = B[pos].cell
+            O[i].start = B[pos].start
+            O[i].end = pos
+            O[i].id = self.unk_id if cell == -2 else cell_id[cell]
+            O[i].flag = SEG_PLAIN
+            unknown |= cell == -2
+            pos = B[pos].start
+        return unknown
 
     # -- SentencePiece BPE -----------------------------------------------------
     cdef void _bpe(self, const uint8_t* s, int32_t n, double alpha, vector[Seg]& out) noexcept nogil:
@@ -1301,6 +1872,144 @@ cdef class SpmCore:
             raw.push_back(seg)
         return self._hf_tokens(s, n, raw, pieces)
 
+    def hf_metaspace_encode(self, text, list pieces, SpmNormalizer rules, str replacement, bint prepend,
+                            bint split, bint collapse_spaces):
+        """A whole Hugging Face pipeline in one call: [Precompiled] [Replace(' {2,}', ' ')], Metaspace, Unigram.
+
+        Only for texts Precompiled leaves alone: no charsmap rule of
+        ``rules`` (None: no Precompiled) matches anywhere in ``text``. With
+        ``collapse_spaces`` each run of spaces becomes one space, standing
+        for the run's last space (as Hugging Face aligns it). Metaspace
+        turns each space into ``replacement``, puts one in front
+        (``prepend``, unless the text starts with one; it stands for the
+        first char) and cuts before each (``split``); each piece is
+        tokenized as :meth:`hf_tokenize` does. Returns ``(ids, tokens,
+        offsets, words, n_words)`` with char offsets into ``text``, or None:
+        the general path must run (other texts, a lone surrogate, an
+        unknown char and no unknown piece).
+        """
+        cdef Source src
+        cdef vector[uint8_t] utf8, norm
+        cdef vector[int32_t] char_of          # normalized byte -> normalized char
+        cdef vector[int32_t] orig_of          # normalized char -> original char
+        cdef vector[Seg] raw, fused
+        cdef vector[double] bscore
+        cdef vector[int32_t] bstart, bid
+        cdef const uint8_t* s
+        cdef bytes rep = replacement.encode("utf-8")
+        cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(rep)
+        cdef Py_ssize_t rn = PyBytes_GET_SIZE(rep), n, i, j, m, word_start, n_words = 0
+        cdef int32_t oc = 0
+        cdef list ids = [], tokens = [], offsets = [], words = []
+        if rn == 0 or _source_of(text, &src) < 0:
+            return None
+        if src.kind == 0:
+            s = <const uint8_t*>src.data
+            n = src.length
+        else:
+            n = _str_to_utf8(&src, utf8)
+            if n < 0:
+                return None
+            s = utf8.data()
+        if n == 0:
+            return ids, tokens, offsets, words, 0
+        if rules is not None and not rules.untouched(s, n):
+            return None
+        # Metaspace: spaces become the replacement; one goes in front unless the text starts with one.
+        if prepend and s[0] != 32 and not (n >= rn and memcmp(s, r, rn) == 0):
+            _put_char(norm, orig_of, r, rn, 0)
+        i = 0
+        while i < n:
+            if s[i] == 32:
+                j = i + 1
+                if collapse_spaces:
+                    while j < n and s[j] == 32:
+                        j += 1
+                _put_char(norm, orig_of, r, rn, oc + <int32_t>(j - i - 1))
+                oc += <int32_t>(j - i)
+                i = j
+                continue
+            j = i + one_char_len(s[i])
+            _put_char(norm, orig_of, s + i, j - i, oc)
+            oc += 1
+            i = j
+        m = norm.size()
+        char_of.resize(m + 1)
+        j = 0
+        for i in range(m):
+            if not is_trail(norm[i]):
+                j += 1
+            char_of[i] = <int32_t>(j - 1)
+        char_of[m] = <int32_t>j
+        # Pieces: a cut before each replacement char (merged with the next piece).
+        word_start = 0
+        i = 0
+        while i <= m:
+            if i == m or (split and i > word_start and m - i >= rn and memcmp(norm.data() + i, r, rn) == 0):
+                if i > word_start:
+                    if self._viterbi_with(norm.data() + word_start, <int32_t>(i - word_start), raw,
+                                          bscore, bstart, bid) < 0:
+                        return None
+                    if not self._hf_emit(norm.data(), word_start, raw, fused, pieces, char_of, orig_of, n_words,
+                                         ids, tokens, offsets, words):
+                        return None
+                    n_words += 1
+                word_start = i
+            if i == m:
+                break
+            i += 1
+        return ids, tokens, offsets, words, n_words
+
+    cdef bint _hf_emit(self, const uint8_t* norm, Py_ssize_t word_start, vector[Seg]& raw, vector[Seg]& fused,
+                       list pieces, vector[int32_t]& char_of, vector[int32_t]& orig_of, Py_ssize_t word,
+                       list ids, list tokens, list offsets, list words) except -1:
+        """Append one Metaspace piece's tokens (as ``_hf_tokens`` makes them), offsets into the original.
+
+        ``raw`` holds the piece's segments (bytes from ``word_start``);
+        ``char_of`` maps normalized bytes to chars, ``orig_of`` chars to
+        original chars. False: an unknown char and no unknown piece.
+        """
+        cdef const uint8_t* s = norm + word_start
+        cdef Seg seg
+        cdef size_t k
+        cdef int32_t b, bid
+        cdef bint ok
+        cdef object span, word_obj = word
+        _fuse_unknown(raw, fused, self.unk_id)
+        for k in range(fused.size()):
+            seg = fused[k]
+            span = (orig_of[char_of[word_start + seg.start]], orig_of[char_of[word_start + seg.end] - 1] + 1)
+            if seg.flag == SEG_PLAIN:
+                ids.append(seg.id)
+                tokens.append(pieces[seg.id])
+                offsets.append(span)
+                words.append(word_obj)
+                continue
+            value = PyUnicode_DecodeUTF8(<const char*>s + seg.start, seg.end - seg.start, NULL)
+            bid = self.trie.exact(s + seg.start, seg.end - seg.start)
+            if bid < 0 and self.byte_fallback:
+                ok = True
+                for b in range(seg.start, seg.end):
+                    if self.hf_bytes[s[b]] < 0:
+                        ok = False
+                        break
+                if ok:
+                    for b in range(seg.start, seg.end):
+                        ids.append(self.hf_bytes[s[b]])
+                        tokens.append(f"<0x{s[b]:02X}>")
+                        offsets.append(span)
+                        words.append(word_obj)
+                    continue
+            if bid < 0:
+                if self.unk_id < 0:
+                    return False
+                bid = self.unk_id
+            ids.append(bid)
+            tokens.append(value)
+            offsets.append(span)
+            words.append(word_obj)
+        return True
+
     cdef list _hf_tokens(self, const uint8_t* s, int32_t n, vector[Seg]& raw, list pieces):
         cdef vector[int32_t] char_of
         cdef vector[Seg] fused
@@ -1317,14 +2026,7 @@ cdef class SpmCore:
                 c += 1
                 char_of[i] = c - 1
         char_of[n] = c
-        # Fuse consecutive unknown nodes (by id), as Hugging Face's fuse_unk does.
-        for k in range(raw.size()):
-            seg = raw[k]
-            if seg.id == self.unk_id and fused.size() and fused[fused.size() - 1].flag == SEG_UNK:
-                fused[fused.size() - 1].end = seg.end
-            else:
-                seg.flag = SEG_UNK if seg.id == self.unk_id else SEG_PLAIN
-                fused.push_back(seg)
+        _fuse_unknown(raw, fused, self.unk_id)
         for k in range(fused.size()):
             seg = fused[k]
             cs = char_of[seg.start]
@@ -1353,6 +2055,357 @@ cdef class SpmCore:
         return out
 
 
+# -- the whole encoder: text in, ids or pieces out ---------------------------
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+
+
+ctypedef struct Source:
+    # Where one input's text is: UTF-8 bytes (kind 0), or a str's 1-, 2- or 4-byte code units.
+    const void* data
+    Py_ssize_t length
+    int kind
+
+
+cdef struct Scratch:
+    # Buffers one thread reuses from text to text.
+    vector[uint8_t] utf8
+    vector[uint8_t] norm
+    vector[int32_t] no_offsets    # (the normalizer's offsets, not asked for)
+    vector[Best] best
+    vector[Seg] raw
+    vector[Seg] segs
+
+
+# Texts at least this long (bytes) are encoded without the GIL when encoded one by one.
+cdef Py_ssize_t NOGIL_MIN_BYTES = 512
+# A batch is encoded in chunks of about this many pieces (64 KiB of segments).
+cdef size_t BATCH_CHUNK_SEGMENTS = 4096
+
+cdef enum:
+    ENC_OK = 0
+    ENC_NO_UNK = -1       # an unknown char and no unknown piece
+    ENC_SURROGATE = -2    # a str holding a lone surrogate (not UTF-8 encodable)
+    ENC_NO_ID = -3        # a segment without a valid id
+
+
+cdef class SpmEncoder:
+    """SentencePieceProcessor's encode in one kernel call: normalize, segment, ids or pieces.
+
+    Holds a model (:class:`SpmCore`), its normalizer and its pieces. Each
+    text is normalized, segmented (float Viterbi, or BPE) and post-processed
+    exactly as ``SpmNormalizer.normalize`` + ``SpmCore.encode_ids`` /
+    ``encode_pieces`` do, in C, without the GIL. ``None`` means "use the
+    general path" (a lone surrogate, an input that is not str or bytes, an
+    unknown char and no unknown piece): that path raises the proper error.
+
+    >>> core = SpmCore(["<unk>", "▁a", "b"], [0.0, -1.0, -2.0], [2, 1, 1], 1, False, False, 0)
+    >>> enc = SpmEncoder(core, SpmNormalizer(None, None, True, True, True, False), ["<unk>", "▁a", "b"], "<unk>")
+    >>> enc.encode("ab c", False, False), enc.encode("ab c", True, False), enc.encode("ab c", True, True)
+    ([1, 2, 0], ['▁a', 'b', '▁c'], ['▁a', 'b', '<unk>'])
+    """
+
+    cdef SpmCore core
+    cdef SpmNormalizer norm
+    cdef list pieces
+    cdef list id_objects       # the int objects 0..len(pieces)-1 (lists of ids share them)
+    cdef str unk_piece
+    cdef Scratch scratch       # reused by one call at a time (``busy``), so most calls allocate nothing
+    cdef bint busy
+
+    def __init__(self, SpmCore core, SpmNormalizer normalizer, list pieces, str unk_piece):
+        self.core = core
+        self.norm = normalizer
+        self.pieces = list(pieces)
+        self.id_objects = list(range(len(pieces)))
+        self.unk_piece = unk_piece
+
+    cdef int _segments(self, const uint8_t* s, Py_ssize_t n, Scratch* sc) noexcept nogil:
+        """Normalize and segment ``s[:n]``; the final segments are in ``sc.segs``, over ``sc.norm``."""
+        cdef Py_ssize_t m = self.norm.run(s, n, sc.norm, sc.no_offsets, False)
+        cdef const uint8_t* t = sc.norm.data()
+        cdef size_t k
+        cdef int found
+        if self.core.model_type == MODEL_BPE:
+            self.core._bpe(t, <int32_t>m, 0.0, sc.raw)
+        elif self.core.fast_f32:
+            found = self.core._viterbi_f32(t, <int32_t>m, sc.best, sc.raw)
+            if found < 0:
+                return ENC_NO_UNK
+            if found == 0:  # no unknown piece: nothing for _finish to merge or split
+                sc.segs.swap(sc.raw)
+                return ENC_OK
+        elif self.core._viterbi(t, <int32_t>m, sc.raw) < 0:
+            return ENC_NO_UNK
+        self.core._finish(t, sc.raw, sc.segs)
+        for k in range(sc.segs.size()):
+            if sc.segs[k].id < 0 or sc.segs[k].id >= self.core.n_pieces:
+                return ENC_NO_ID   # a byte piece the model lacks, with no unknown piece either
+        return ENC_OK
+
+    cdef int _encode_source(self, Source* src, Scratch* sc) noexcept nogil:
+        cdef const uint8_t* s
+        cdef Py_ssize_t n
+        if src.kind == 0:
+            s = <const uint8_t*>src.data
+            n = src.length
+        else:
+            n = _str_to_utf8(src, sc.utf8)
+            if n < 0:
+                return ENC_SURROGATE
+            s = sc.utf8.data()
+        return self._segments(s, n, sc)
+
+    cdef list _output(self, Scratch* sc, bint as_pieces, bint emit_unk):
+        """The ids (or pieces) of ``sc.segs`` as a new list."""
+        cdef Py_ssize_t k, count = sc.segs.size()
+        cdef list out = PyList_New(count)
+        cdef const Seg* segs = sc.segs.data()
+        cdef object item
+        for k in range(count):
+            if not as_pieces:
+                item = self.id_objects[segs[k].id]
+            elif segs[k].flag != SEG_UNK:
+                item = self.pieces[segs[k].id]
+            elif emit_unk:
+                item = self.unk_piece
+            else:
+                item = PyUnicode_DecodeUTF8(<const char*>sc.norm.data() + segs[k].start,
+                                            segs[k].end - segs[k].start, "replace")
+            Py_INCREF(item)
+            PyList_SET_ITEM(out, k, item)
+        return out
+
+    cdef Scratch* _take_scratch(self, Scratch* local):
+        # The shared buffers if no other call (another thread, or a finalizer run by the
+        # garbage collector inside this one) holds them, else the caller's own.
+        if self.busy:
+            return local
+        self.busy = True
+        return &self.scratch
+
+    cdef void _give_back(self, Scratch* sc):
+        if sc == &self.scratch:
+            self.busy = False
+
+    def encode(self, text, bint as_pieces=False, bint emit_unk=False):
+        """Ids (or pieces) of one text (str or bytes); None: use the general path."""
+        return self._encode(text, as_pieces, emit_unk)
+
+    cdef object _encode(self, object text, bint as_pieces, bint emit_unk):
+        cdef Source src
+        cdef Scratch local
+        cdef Scratch* sc
+        cdef int status
+        if _source_of(text, &src) < 0:
+            return None
+        sc = self._take_scratch(&local)
+        try:
+            if src.length * (src.kind if src.kind else 1) >= NOGIL_MIN_BYTES:
+                with nogil:
+                    status = self._encode_source(&src, sc)
+            else:
+                status = self._encode_source(&src, sc)
+            if status != ENC_OK:
+                return None
+            return self._output(sc, as_pieces, emit_unk)
+        finally:
+            self._give_back(sc)
+
+    def encode_batch(self, list texts, Py_ssize_t start, Py_ssize_t stop, bint as_pieces=False,
+                     bint emit_unk=False):
+        """``[encode(t) for t in texts[start:stop]]``, the GIL released over the work; None as encode.
+
+        Texts are encoded in chunks (about ``BATCH_CHUNK_SEGMENTS`` pieces
+        each) without the GIL; the chunk's lists are then made with it. Small
+        chunks keep the buffers in cache and let another thread run while
+        this one holds the GIL.
+        """
+        cdef tuple keep = tuple(texts[start:stop])   # holds the texts even if the list changes meanwhile
+        cdef Py_ssize_t count = len(keep), i, j, k, first
+        cdef vector[Source] srcs
+        cdef vector[Seg] flat                        # the chunk's segments, one text after another
+        cdef vector[Py_ssize_t] ends
+        cdef vector[uint8_t] norms                   # the chunk's normalized texts (pieces only)
+        cdef vector[Py_ssize_t] norm_ends
+        cdef Scratch local
+        cdef Scratch* sc
+        cdef int status = ENC_OK
+        cdef list out
+        srcs.resize(count)
+        for i in range(count):
+            if _source_of(keep[i], &srcs[i]) < 0:
+                return None
+        out = PyList_New(count)   # every slot is filled below, or the list is dropped (None returned)
+        sc = self._take_scratch(&local)
+        try:
+            i = 0
+            while i < count:
+                with nogil:
+                    flat.clear(); ends.clear(); norms.clear(); norm_ends.clear()
+                    j = i
+                    while j < count and flat.size() < BATCH_CHUNK_SEGMENTS:
+                        status = self._encode_source(&srcs[j], sc)
+                        if status != ENC_OK:
+                            break
+                        flat.insert(flat.end(), sc.segs.begin(), sc.segs.end())
+                        ends.push_back(<Py_ssize_t>flat.size())
+                        if as_pieces:
+                            norms.insert(norms.end(), sc.norm.begin(), sc.norm.end())
+                            norm_ends.push_back(<Py_ssize_t>norms.size())
+                        j += 1
+                if status != ENC_OK:
+                    for k in range(i, count):   # fill the rest, so the dropped list is well-formed
+                        Py_INCREF(None)
+                        PyList_SET_ITEM(out, k, None)
+                    return None
+                for k in range(j - i):
+                    first = ends[k - 1] if k else 0
+                    sc.segs.assign(flat.data() + first, flat.data() + ends[k])
+                    if as_pieces:
+                        first = norm_ends[k - 1] if k else 0
+                        sc.norm.assign(norms.data() + first, norms.data() + norm_ends[k])
+                    item = self._output(sc, as_pieces, emit_unk)
+                    Py_INCREF(item)
+                    PyList_SET_ITEM(out, i + k, item)
+                i = j
+            return out
+        finally:
+            self._give_back(sc)
+
+    def split_points(self, list texts, int parts, Py_ssize_t min_bytes):
+        """Cut points ``[0, ..., len(texts)]`` into at most ``parts`` ranges of about equal size.
+
+        Fewer ranges when a range would hold less than ``min_bytes`` of
+        text; None when an item is neither str nor bytes.
+        """
+        cdef Py_ssize_t count = len(texts), i, total = 0, acc = 0
+        cdef vector[Py_ssize_t] sizes
+        cdef Source src
+        cdef list bounds = [0]
+        sizes.resize(count)
+        for i in range(count):
+            if _source_of(texts[i], &src) < 0:
+                return None
+            sizes[i] = src.length * (src.kind if src.kind else 1) + 16   # + 16: every text has a fixed cost
+            total += sizes[i]
+        if parts > total // (min_bytes if min_bytes > 0 else 1):
+            parts = <int>(total // (min_bytes if min_bytes > 0 else 1))
+        if parts <= 1:
+            return [0, count]
+        for i in range(count):
+            acc += sizes[i]
+            if acc * parts >= total * len(bounds) and len(bounds) < parts:
+                bounds.append(i + 1)
+        if bounds[len(bounds) - 1] != count:
+            bounds.append(count)
+        return bounds
+
+
+cdef class SpmDefaults:
+    """An :class:`SpmEncoder` with one processor's defaults: ``out_type`` and ``emit_unk_piece`` (None: default).
+
+    >>> core = SpmCore(["<unk>", "▁a"], [0.0, -1.0], [2, 1], 1, False, False, 0)
+    >>> enc = SpmEncoder(core, SpmNormalizer(None, None, True, True, True, False), ["<unk>", "▁a"], "<unk>")
+    >>> d = SpmDefaults(enc, int, False)
+    >>> d.encode("a"), d.encode("a", str), d.encode("a", float)
+    ([1], ['▁a'], None)
+    """
+
+    cdef readonly SpmEncoder encoder
+    cdef bint pieces, emit
+
+    def __init__(self, SpmEncoder encoder, out_type, emit_unk_piece):
+        self.encoder = encoder
+        self.pieces = out_type is str
+        self.emit = bool(emit_unk_piece)
+
+    def options(self, out_type, emit_unk_piece):
+        """``(as_pieces, emit_unk)`` for these arguments, or None if ``out_type`` is neither int nor str."""
+        if out_type is None:
+            return self.pieces, (self.emit if emit_unk_piece is None else bool(emit_unk_piece))
+        if out_type is int or out_type is str:
+            return out_type is str, (self.emit if emit_unk_piece is None else bool(emit_unk_piece))
+        return None
+
+    def plain(self, text, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling):
+        """``encode`` when ``SentencePieceProcessor.Encode``'s other options are off (falsy); else None."""
+        if add_bos or add_eos or reverse or enable_sampling:
+            return None
+        return self._encode(text, out_type, emit_unk_piece)
+
+    def encode(self, text, out_type=None, emit_unk_piece=None):
+        """Ids (or pieces) of one text; None: use the general path (which raises the right error, if any)."""
+        return self._encode(text, out_type, emit_unk_piece)
+
+    cdef object _encode(self, object text, object out_type, object emit_unk_piece):
+        cdef bint as_pieces
+        if out_type is None:
+            as_pieces = self.pieces
+        elif out_type is int:
+            as_pieces = False
+        elif out_type is str:
+            as_pieces = True
+        else:
+            return None
+        return self.encoder._encode(text, as_pieces, self.emit if emit_unk_piece is None else bool(emit_unk_piece))
+
+
+cdef inline void _put_char(vector[uint8_t]& out, vector[int32_t]& orig_of, const uint8_t* c, Py_ssize_t length,
+                           int32_t orig) noexcept nogil:
+    # One char (its UTF-8 bytes) onto ``out``, standing for original char ``orig``.
+    out.insert(out.end(), c, c + length)
+    orig_of.push_back(orig)
+
+
+cdef int _source_of(object text, Source* src) except -2:
+    """Fill ``src`` for a str or bytes ``text``; -1 for any other type."""
+    if isinstance(text, str):
+        if PyUnicode_IS_ASCII(text):
+            src.kind = 0
+        else:
+            src.kind = PyUnicode_KIND(text)
+        src.data = PyUnicode_DATA(text)
+        src.length = PyUnicode_GET_LENGTH(text)
+        return 0
+    if isinstance(text, bytes):
+        src.kind = 0
+        src.data = PyBytes_AS_STRING(text)
+        src.length = PyBytes_GET_SIZE(text)
+        return 0
+    return -1
+
+
+cdef Py_ssize_t _str_to_utf8(Source* src, vector[uint8_t]& buf) noexcept nogil:
+    """The UTF-8 of a str's code units into ``buf``; its length, or -1 for a lone surrogate."""
+    cdef Py_ssize_t i, m = 0, n = src.length
+    cdef uint32_t cp
+    cdef uint8_t* o
+    if <size_t>(4 * n + 4) > buf.size():
+        buf.resize(4 * n + 4)
+    o = buf.data()
+    if src.kind == 1:
+        for i in range(n):
+            m += _put_utf8((<const uint8_t*>src.data)[i], o + m)
+        return m
+    for i in range(n):
+        cp = (<const uint16_t*>src.data)[i] if src.kind == 2 else (<const uint32_t*>src.data)[i]
+        if cp < 0x80:
+            o[m] = <uint8_t>cp
+            m += 1
+        elif 0xD800 <= cp < 0xE000:
+            return -1
+        else:
+            m += _put_utf8(cp, o + m)
+    return m
+
+
 # -- helpers -------------------------------------------------------------------
 cdef list _seg_pieces(bytes normalized, vector[Seg]& segs, list pieces, str unk_piece):
     cdef const char* s = PyBytes_AS_STRING(normalized)
@@ -1378,6 +2431,20 @@ def segments_to_pieces(bytes normalized, list segments, list pieces, str unk_pie
         else:
             out.append(pieces[seg_id])
     return out
+
+
+cdef void _fuse_unknown(vector[Seg]& raw, vector[Seg]& fused, int32_t unk_id) noexcept nogil:
+    """Consecutive unknown segments (by id) as one SEG_UNK segment, as Hugging Face's fuse_unk does."""
+    cdef size_t k
+    cdef Seg seg
+    fused.clear()
+    for k in range(raw.size()):
+        seg = raw[k]
+        if seg.id == unk_id and fused.size() and fused[fused.size() - 1].flag == SEG_UNK:
+            fused[fused.size() - 1].end = seg.end
+        else:
+            seg.flag = SEG_UNK if seg.id == unk_id else SEG_PLAIN
+            fused.push_back(seg)
 
 
 cdef void _reverse_segs(vector[Seg]& v) noexcept nogil:

@@ -74,6 +74,8 @@ class SentencePieceModel:
         self.bos_piece = ts.bos_piece or "<s>"
         self.eos_piece = ts.eos_piece or "</s>"
         self.pad_piece = ts.pad_piece or "<pad>"
+        # The whole encode (normalize, segment, ids or pieces) in one kernel call.
+        self.encoder = K.SpmEncoder(self._core, self._normalizer, self.pieces, self.unk_piece)
 
     # -- vocabulary -----------------------------------------------------------
     def __len__(self) -> int:

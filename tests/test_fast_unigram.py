@@ -1,0 +1,381 @@
+"""The fast Unigram paths: SentencePieceProcessor's one-call encoder and the Metaspace plan.
+
+Two fast paths are held to slower ones on the same input:
+
+* ``SentencePieceProcessor.encode`` runs ``SpmEncoder`` (normalizer with
+  shortcuts for chars no rule touches, a float Viterbi over a packed trie,
+  lists on threads). It must give SentencePiece's own results, and those of
+  the general path (``SentencePieceModel.encode_ids``/``encode_pieces``:
+  the double-based Viterbi), ties included.
+* ``pieceworks.fast.unigram`` encodes converted SentencePiece
+  tokenizer.json files (Precompiled, Replace, Metaspace, Unigram) in one
+  kernel call. It must give the general path's ids, tokens, offsets and
+  word ids (a "twin" shares the stage objects but is built with
+  ``PIECEWORKS_NO_FAST=1``) and Hugging Face's golden vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from contextlib import contextmanager
+from functools import lru_cache
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import pieceworks.sentencepiece as pw_spm
+from pieceworks import Tokenizer
+from pieceworks._regex import Regex
+from pieceworks.errors import InputTypeError, UnknownTokenError
+from pieceworks.fast.unigram import UnigramMetaspacePlan, unigram_plan
+from pieceworks.formats._sentencepiece_proto import ModelProto
+from pieceworks.models import Unigram
+from pieceworks.normalizers import NFKC, Precompiled, Replace, Sequence
+from pieceworks.pre_tokenizers import Metaspace, Whitespace
+
+spm = pytest.importorskip("sentencepiece")
+
+SPM_DIR = "tokenizers/sentencepiece"
+RUT5 = f"{SPM_DIR}/ruT5-large/tokenizer.json"
+GOLDEN = "testvectors/generated/hf/sentencepiece__ruT5-large.jsonl"
+INPUTS = "testvectors/generated/inputs.jsonl"
+MODELS = [
+    "sentencepiece_test_model.model",
+    "sentencepiece_test_ja_model.model",
+    "hf_transformers_fixtures/spiece.model",
+    "hf_transformers_fixtures/test_sentencepiece_bpe.model",
+    "ruT5-large/spiece.model",
+    "llama2/tokenizer.model",
+    "seqio_test_data/sentencepiece.model",
+]
+CORPORA = ["corpora/english/nltk_data_2008/gutenberg/austen-emma.txt", "corpora/english/botchan.txt",
+           "corpora/multilingual/ja_wagahaiwa_nekodearu.txt", "corpora/multilingual/ko_nsmc_movie_reviews.txt",
+           "corpora/english/tweets_tweeteval_sentiment_emotion_irony.txt"]
+
+# Chars that start charsmap rules or end them (letters before combining marks,
+# kana before voiced-sound marks, fullwidth and compatibility forms, spaces of
+# every kind, controls), the replacement char itself, and astral chars.
+TRICKY = list("aAeoZ09 .,'\"-\t\n\r\x00\x01\x7f\u00a0\u2000\u3000\u2581\u0300\u0301\u0308\u0327\u030a"
+              "かがはぱカガハﾊﾞﾟｶ\u3099\u309a\u309b\u309cＡａ１［］＃！？…‥ﬁ①㌔™℃ÅÉé\u1100\u1161"
+              "中日本語\uf900\U0002f800\U0001f600\ufe0f\U000e0100\u200b\ufeff")
+
+
+@lru_cache(maxsize=None)
+def _lines(path: str, limit: int) -> list[str]:
+    out, size = [], 0
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            out.append(line)
+            size += len(line)
+            if size > limit:
+                break
+    return out
+
+
+def corpus_lines(shared_data, limit: int = 40_000) -> list[str]:
+    lines: list[str] = []
+    for name in CORPORA:
+        lines += _lines(str(shared_data / name), limit)
+    return lines
+
+
+@lru_cache(maxsize=None)
+def _inputs(path: str) -> list[str]:
+    return [json.loads(line)["text"] for line in open(path, encoding="utf-8")]
+
+
+@lru_cache(maxsize=None)
+def _processors(path: str):
+    return pw_spm.SentencePieceProcessor(model_file=path), spm.SentencePieceProcessor(model_file=path)
+
+
+def processors(shared_data, name):
+    return _processors(str(shared_data / SPM_DIR / name))
+
+
+# == SentencePieceProcessor: the one-call encoder ======================================
+
+def general_ids(ours, text):
+    """Ids by the general path: the normalizer, then SpmCore.encode_ids (the double-based Viterbi)."""
+    return ours.model.encode_ids(text)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_encoder_matches_general_path_and_sentencepiece(shared_data, name):
+    ours, theirs = processors(shared_data, name)
+    texts = _inputs(str(shared_data / INPUTS)) + corpus_lines(shared_data, 8_000)
+    ids = ours.encode(texts)
+    assert ids == theirs.encode(texts)
+    assert ids == [general_ids(ours, t) for t in texts]
+    assert [ours.encode(t) for t in texts[::3]] == ids[::3]
+    pieces = ours.encode(texts[::2], out_type=str)
+    assert pieces == theirs.encode(texts[::2], out_type=str)
+    assert pieces == [ours.model.encode_pieces(t) for t in texts[::2]]
+    assert ours.encode(texts[::5], out_type=str, emit_unk_piece=True) == \
+        theirs.encode(texts[::5], out_type=str, emit_unk_piece=True)
+
+
+@pytest.mark.parametrize("name", ["hf_transformers_fixtures/spiece.model", "sentencepiece_test_ja_model.model"])
+@settings(max_examples=120, deadline=None)
+@given(text=st.lists(st.sampled_from(TRICKY), max_size=24).map("".join))
+def test_rule_edges_match_sentencepiece(shared_data, name, text):
+    # Chars next to the chars that rules start or end with: the normalizer's
+    # shortcuts must hand every such char to the rules.
+    ours, theirs = processors(shared_data, name)
+    assert ours.normalize(text) == theirs.normalize(text)
+    assert ours.encode(text, out_type=str) == theirs.encode(text, out_type=str)
+    assert ours.encode(text) == general_ids(ours, text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=30))
+def test_any_text_matches_general_path(shared_data, text):
+    ours, theirs = processors(shared_data, "hf_transformers_fixtures/spiece.model")
+    try:
+        want = theirs.encode(text)
+    except (TypeError, UnicodeError, RuntimeError):
+        with pytest.raises(InputTypeError):
+            ours.encode(text)
+        return
+    assert ours.encode(text) == want == general_ids(ours, text)
+
+
+def tie_model(pieces: dict, user: frozenset, unused: frozenset, spm_proto):
+    """A Unigram proto (ours or sentencepiece's class) whose scores tie a lot."""
+    proto = spm_proto()
+    proto.trainer_spec.model_type = 1
+    proto.normalizer_spec.name = "identity"
+    proto.normalizer_spec.add_dummy_prefix = True
+    proto.normalizer_spec.remove_extra_whitespaces = True
+    p = proto.pieces.add()
+    p.piece, p.type = "<unk>", 2
+    for piece, score in pieces.items():
+        p = proto.pieces.add()
+        p.piece, p.score = piece, score
+        p.type = 4 if piece in user else 5 if piece in unused else 1
+    return proto
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(alphabet="ab▁é", min_size=1, max_size=4),
+                       st.sampled_from([-1.0, -2.0, -0.5, -1.5, -3.0, -0.1, -0.3]), min_size=2, max_size=20),
+       st.text(alphabet="ab éc", max_size=16), st.data())
+def test_float_viterbi_ties_match_sentencepiece(pieces, text, data):
+    from sentencepiece import sentencepiece_model_pb2 as spm_pb2
+
+    keys = sorted(pieces)
+    user = frozenset(data.draw(st.lists(st.sampled_from(keys), max_size=2)))
+    unused = frozenset(data.draw(st.lists(st.sampled_from(keys), max_size=2))) - user
+    theirs = spm.SentencePieceProcessor(model_proto=tie_model(pieces, user, unused, spm_pb2.ModelProto)
+                                        .SerializeToString())
+    ours = pw_spm.SentencePieceProcessor(model_proto=tie_model(pieces, user, unused, ModelProto)
+                                         .SerializeToString())
+    # Without a normal piece the unknown score is FLT_MAX - 10 (SentencePiece's), too big for the
+    # float Viterbi's bounds: that model keeps the general one.
+    assert ours.model._core.fast_f32 == bool(set(pieces) - user - unused)
+    assert ours.encode(text, out_type=str) == theirs.encode(text, out_type=str)
+    assert ours.encode(text) == theirs.encode(text) == general_ids(ours, text)
+
+
+def test_lists_on_threads_give_the_serial_result(shared_data):
+    ours, _ = processors(shared_data, "hf_transformers_fixtures/spiece.model")
+    texts = corpus_lines(shared_data, 60_000)
+    serial = [ours.encode(t) for t in texts]
+    for threads in (1, 2, 3, -1):
+        assert ours.encode(texts, num_threads=threads) == serial
+    assert ours.encode(texts, out_type=str, num_threads=2) == [ours.encode(t, out_type=str) for t in texts]
+    assert ours.encode([]) == []
+    with pytest.raises(InputTypeError):
+        ours.encode(texts[:10] + [3] + texts[10:], num_threads=2)
+    with pytest.raises(InputTypeError):
+        ours.encode(texts, num_threads="two")
+
+
+def test_inputs_the_encoder_hands_back(shared_data):
+    # Bytes, surrogates, options the encoder does not do: the general path answers.
+    ours, theirs = processors(shared_data, "sentencepiece_test_model.model")
+    assert ours.encode(b"hello world") == theirs.encode("hello world")
+    assert ours.encode([b"ab", "ab"]) == [theirs.encode("ab")] * 2
+    with pytest.raises(InputTypeError):
+        ours.encode("a\ud800b")
+    with pytest.raises(InputTypeError):
+        ours.encode(["ok", "a\ud800b"])
+    assert ours.encode("hello", add_bos=True, add_eos=True, reverse=True) == \
+        theirs.encode("hello", add_bos=True, add_eos=True, reverse=True)
+    long_text = "hello world " * 200
+    assert ours.encode(long_text) == theirs.encode(long_text)
+    with pytest.raises(Exception):
+        ours.encode("x", out_type=float)
+    assert pickle.loads(pickle.dumps(ours)).encode("hello") == ours.encode("hello")
+
+
+def test_processor_defaults_reach_the_encoder(shared_data):
+    path = str(shared_data / SPM_DIR / "sentencepiece_test_model.model")
+    theirs = spm.SentencePieceProcessor(model_file=path)
+    for kwargs in ({"out_type": str}, {"out_type": str, "emit_unk_piece": True}, {"add_bos": True}):
+        ours = pw_spm.SentencePieceProcessor(model_file=path, **kwargs)
+        want = spm.SentencePieceProcessor(model_file=path, **kwargs)
+        for text in ["hello world", "ab ☃ c", ""]:
+            assert ours.encode(text) == want.encode(text)
+            assert ours.encode([text, text]) == want.encode([text, text])
+    assert theirs.encode("x") == pw_spm.SentencePieceProcessor(model_file=path).encode("x")
+
+
+# == the Metaspace plan for tokenizer.json files ==========================================
+
+@contextmanager
+def plans_disabled():
+    saved = os.environ.get("PIECEWORKS_NO_FAST")
+    os.environ["PIECEWORKS_NO_FAST"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["PIECEWORKS_NO_FAST"]
+        else:
+            os.environ["PIECEWORKS_NO_FAST"] = saved
+
+
+def twin(tok: Tokenizer) -> Tokenizer:
+    """A tokenizer with ``tok``'s stage objects and settings that always takes the general path."""
+    with plans_disabled():
+        general = Tokenizer(tok.model)
+        general.normalizer = tok.normalizer
+        general.pre_tokenizer = tok.pre_tokenizer
+        general.post_processor = tok.post_processor
+        general._added = tok._added
+        assert general._current_plan() is None
+    return general
+
+
+def fields(enc):
+    return enc.ids, enc.tokens, enc.offsets, enc.word_ids, enc.type_ids, enc.special_tokens_mask
+
+
+@lru_cache(maxsize=None)
+def _rut5(path: str):
+    tok = Tokenizer.from_file(path)
+    return tok, twin(tok)
+
+
+def rut5(shared_data):
+    return _rut5(str(shared_data / RUT5))
+
+
+def assert_same(fast, general, texts):
+    for text in texts:
+        assert fields(fast.encode(text)) == fields(general.encode(text)), repr(text)
+
+
+def test_plan_is_chosen_for_converted_sentencepiece_files(shared_data):
+    fast, _ = rut5(shared_data)
+    assert isinstance(fast._current_plan(), UnigramMetaspacePlan)
+    model = Unigram([("<unk>", 0.0), ("▁a", -1.0)], unk_id=0)
+    for normalizer, pre, chosen in [(None, Metaspace(), True), (NFKC(), Metaspace(), False),
+                                    (Replace(Regex(" {2,}"), " "), Metaspace(), True),
+                                    (Replace(" ", "_"), Metaspace(), False), (None, Whitespace(), False),
+                                    (Sequence([Replace(Regex(" {2,}"), " "), NFKC()]), Metaspace(), False)]:
+        tok = Tokenizer(model)
+        tok.normalizer, tok.pre_tokenizer = normalizer, pre
+        assert (unigram_plan(tok) is not None) == chosen, (normalizer, pre)
+
+
+def test_plan_matches_general_path_on_corpora(shared_data):
+    fast, general = rut5(shared_data)
+    plan = fast._current_plan()
+    texts = _inputs(str(shared_data / INPUTS)) + corpus_lines(shared_data, 6_000)
+    assert_same(fast, general, texts)
+    assert sum(plan.encode_plain(t) is not None for t in texts) > len(texts) // 2  # the plan did the work
+    batch = fast.encode_batch(list(zip(texts[::7], texts[1::7])))
+    assert [fields(e) for e in batch] == [fields(general.encode(a, b)) for a, b in zip(texts[::7], texts[1::7])]
+
+
+def test_plan_matches_hugging_face_golden_vectors(shared_data):
+    fast, _ = rut5(shared_data)
+    texts = _inputs(str(shared_data / INPUTS))
+    for line in open(shared_data / GOLDEN, encoding="utf-8"):
+        case = json.loads(line)
+        text = texts[case["id"]]
+        assert fast.encode(text, add_special_tokens=False).ids == case["ids"], repr(text)
+        assert fast.encode(text).ids == case["ids_with_special"], repr(text)
+
+
+def test_plan_offsets_match_hugging_face(shared_data):
+    from tokenizers import Tokenizer as HfTokenizer
+
+    fast, _ = rut5(shared_data)
+    hf = HfTokenizer.from_file(str(shared_data / RUT5))
+    texts = ["hello world", "a  b", "  a", "a  ", "   ", "x   y  z", "▁x", "a▁b", "Ωmega 😀 x", "a</s> b",
+             "<unk>z", "", " ", "1 2  3", "tab\tand\nnewline"] + corpus_lines(shared_data, 3_000)
+    for text in texts:
+        ours, theirs = fast.encode(text), hf.encode(text)
+        assert (ours.ids, ours.tokens, ours.offsets, ours.word_ids) == \
+            (theirs.ids, theirs.tokens, theirs.offsets, theirs.word_ids), repr(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(TRICKY + [" ", "  ", "hello", "мир", "</s>", "<unk>"]), max_size=16)
+       .map("".join))
+def test_plan_matches_general_path_on_tricky_text(shared_data, text):
+    fast, general = rut5(shared_data)
+    assert fields(fast.encode(text)) == fields(general.encode(text))
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=30))
+def test_plan_matches_general_path_on_any_text(shared_data, text):
+    fast, general = rut5(shared_data)
+    assert fields(fast.encode(text)) == fields(general.encode(text))
+
+
+@pytest.mark.parametrize("scheme,split", [("always", True), ("never", True), ("always", False), ("first", True)])
+def test_plan_follows_option_changes(shared_data, scheme, split):
+    fast, _ = rut5(shared_data)
+    tok = Tokenizer.from_file(str(shared_data / RUT5))
+    tok.pre_tokenizer.prepend_scheme = scheme
+    tok.pre_tokenizer.split = split
+    texts = ["hello world", " lead", "a  b c", "▁x y", "</s> x </s>"] + corpus_lines(shared_data, 1_000)
+    assert_same(tok, twin(tok), texts)
+    tok.model.alpha = 0.5      # sampling: the plan steps aside
+    assert tok._current_plan().encode_plain("hello") is None
+
+
+def test_plan_with_other_models_and_normalizers():
+    vocab = [("<unk>", 0.0), ("▁", -3.0), ("▁a", -1.0), ("b", -2.0), ("ab", -2.5), ("é", -4.0), ("<0x63>", -9.0)]
+    texts = ["ab a", "abc", "  ab  b ", "ccc é", "", "a\u0301b", "a  b\tc"]
+    for byte_fallback in (False, True):
+        for normalizer in (None, Replace(Regex(" {2,}"), " "), Sequence([Replace(Regex(" {2,}"), " ")])):
+            tok = Tokenizer(Unigram(vocab, unk_id=0, byte_fallback=byte_fallback))
+            tok.normalizer, tok.pre_tokenizer = normalizer, Metaspace(replacement="_")
+            assert tok._current_plan() is not None
+            assert_same(tok, twin(tok), texts)
+    tok = Tokenizer(Unigram(vocab[1:], unk_id=None))
+    tok.pre_tokenizer = Metaspace()
+    assert tok.encode("ab").ids == twin(tok).encode("ab").ids
+    with pytest.raises(UnknownTokenError):
+        tok.encode("abc")
+
+
+def test_plan_with_a_precompiled_charsmap(shared_data):
+    from pieceworks.formats.sentencepiece import read_model_proto
+
+    proto = read_model_proto(str(shared_data / SPM_DIR / "sentencepiece_test_ja_model.model"))
+    model = Unigram([(p.piece, p.score) for p in proto.pieces], unk_id=0)
+    tok = Tokenizer(model)
+    tok.normalizer = Sequence([Precompiled(proto.normalizer_spec.precompiled_charsmap), Replace(Regex(" {2,}"), " ")])
+    tok.pre_tokenizer = Metaspace()
+    assert tok._current_plan() is not None
+    assert_same(tok, twin(tok), corpus_lines(shared_data, 3_000)[-200:] + ["か\u3099", "ｶﾞ", "１２３", "a  b"])
+
+
+def test_doctests():
+    import doctest
+
+    import pieceworks.fast.unigram
+    from pieceworks._kernels import unigram as kernel
+
+    for module in (kernel, pieceworks.fast.unigram, pw_spm):
+        assert doctest.testmod(module).failed == 0, module.__name__

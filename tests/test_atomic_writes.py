@@ -246,12 +246,11 @@ def test_killed_training_keeps_the_previous_tokenizer(tmp_path):
                                  "--no-progress", "-o", str(out)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
         time.sleep(rng.uniform(0.5, 2.5))
-        finished = proc.poll() is not None
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         data = out.read_bytes()
-        if finished:
-            pw.Tokenizer.from_str(data.decode())        # the new one, whole
+        # The kill may land before, during or after the save: the file is
+        # either the old one, byte for byte, or the new one, whole.
+        if data != before:
+            pw.Tokenizer.from_str(data.decode())
             out.write_bytes(before)
-        else:
-            assert data == before, "an interrupted training changed the previous tokenizer.json"

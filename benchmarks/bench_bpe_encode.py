@@ -51,6 +51,8 @@ CHUNK_BYTES = 64 * 1024
 TENTH_BUDGET_SECONDS = 2.0
 ENCODINGS = ["cl100k_base", "o200k_base"]
 PEERS = ["tiktoken", "tokenizers", "bpe_openai", "rs_bpe", "tokendagger"]
+# Contenders that are pieceworks itself (never counted as a peer).
+OURS = ("pieceworks", "tiktoken face")
 
 
 # -- inputs -----------------------------------------------------------------------------
@@ -237,10 +239,13 @@ def print_row(title: str, seconds: dict[str, float | None], size_bytes: int) -> 
             print(f"{name:<16}{'-':>10}{'output differs: no speed':>22}")
         else:
             print(f"{name:<16}{size_bytes / 1e6 / s:>10.1f}{base / s:>21.2f}x")
-    fastest_peer = min((s for n, s in seconds.items() if n != "pieceworks" and s is not None), default=None)
+    fastest_peer = min((s for n, s in seconds.items() if n not in OURS and s is not None), default=None)
     if fastest_peer is not None:
         verdict = "ahead of every peer" if base <= fastest_peer else "BEHIND the fastest peer"
         print(f"pieceworks / fastest peer: {fastest_peer / base:.2f}x ({verdict})")
+    face = seconds.get("tiktoken face")
+    if face is not None:
+        print(f"pieceworks.Tokenizer / tiktoken face on the same ranks: {face / base:.2f}x")
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -377,7 +382,7 @@ def print_summary(summary: list) -> None:
     print("\n## Summary: pieceworks speed / fastest peer's (>= 1.00 means pieceworks is at least as fast)")
     for title, seconds in summary:
         ours = seconds["pieceworks"]
-        peers = [s for n, s in seconds.items() if n not in ("pieceworks", "tiktoken face") and s is not None]
+        peers = [s for n, s in seconds.items() if n not in OURS and s is not None]
         if peers and ours:
             print(f"{title:<48}{min(peers) / ours:>8.2f}x")
 

@@ -138,6 +138,18 @@ def test_lone_surrogates_are_replaced_like_tiktoken(pairs):
         assert ours.encode(text) == ref.encode(text)
 
 
+def test_batches_with_surrogates_or_wrong_types(pairs):
+    from pieceworks.errors import InputTypeError
+
+    ours, ref = pairs["cl100k_base"]
+    texts = ["fine", "a\udfffb", "\ud83d\ude00 pair"] * 20_000
+    assert ours.encode_ordinary_batch(texts) == [ref.encode_ordinary(t) for t in texts[:3]] * 20_000
+    with pytest.raises(InputTypeError):
+        ours.encode_ordinary_batch(["fine", b"bytes"])
+    with pytest.raises(InputTypeError):
+        ours.encode_ordinary(b"bytes")
+
+
 def test_pattern_without_a_scanner_uses_regex(ranks):
     pat = r"""\p{L}+|\p{N}|[^\p{L}\p{N}]+"""
     args = dict(pat_str=pat, mergeable_ranks=ranks["cl100k_base"], special_tokens={"<|endoftext|>": 100257})

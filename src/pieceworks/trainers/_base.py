@@ -9,9 +9,12 @@ elsewhere (another machine, a cluster) train the same model.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
-__all__ = ["Trainer"]
+from ..added_vocabulary import AddedToken
+from ..errors import InputTypeError
+
+__all__ = ["Trainer", "SpecialTokensOption", "InitialAlphabetOption", "as_trainer_special"]
 
 
 class Trainer:
@@ -41,3 +44,48 @@ def memory_limit_option(value) -> int | None:
     from .counts import parse_memory_limit
 
     return parse_memory_limit(value)
+
+
+def as_trainer_special(token) -> AddedToken:
+    """A trainer's special token: always ``special=True`` (Hugging Face forces it)."""
+    if isinstance(token, str):
+        return AddedToken(token, special=True)
+    if isinstance(token, AddedToken):
+        return AddedToken(token.content, single_word=token.single_word, lstrip=token.lstrip,
+                          rstrip=token.rstrip, normalized=token.normalized if token.special else False,
+                          special=True)
+    raise InputTypeError(f"special tokens must be str or AddedToken, got {type(token).__name__}",
+                         fix="pass token strings or pieceworks.AddedToken objects")
+
+
+class SpecialTokensOption:
+    """``special_tokens`` converted as it is stored, as Hugging Face's setters do."""
+
+    @property
+    def special_tokens(self) -> list[AddedToken]:
+        return list(self._special_tokens)
+
+    @special_tokens.setter
+    def special_tokens(self, tokens: Iterable) -> None:
+        self._special_tokens = [as_trainer_special(t) for t in tokens or ()]
+
+
+class InitialAlphabetOption:
+    """``initial_alphabet``: the first char of each string, sorted (empty strings ignored), as Hugging Face."""
+
+    @property
+    def initial_alphabet(self) -> list[str]:
+        return list(self._initial_alphabet)
+
+    @initial_alphabet.setter
+    def initial_alphabet(self, chars: Iterable[str]) -> None:
+        if isinstance(chars, str):
+            raise InputTypeError("initial_alphabet must be a list of strings, got a str",
+                                 fix='write list("abc") or ["a", "b", "c"]')
+        firsts = set()
+        for s in chars or ():
+            if not isinstance(s, str):
+                raise InputTypeError(f"initial_alphabet entries must be str, got {type(s).__name__}")
+            if s:
+                firsts.add(s[0])
+        self._initial_alphabet = sorted(firsts)

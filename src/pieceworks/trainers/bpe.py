@@ -47,14 +47,14 @@ from typing import Iterable, Mapping
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
 from ..progress import progress_bar
-from ._base import Trainer, memory_limit_option
+from ._base import InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, memory_limit_option
 
 __all__ = ["BpeTrainer", "compute_alphabet"]
 
 TIE_BREAKS = ("huggingface", "first_seen")
 
 
-class BpeTrainer(Trainer):
+class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
     """Options and defaults as in Hugging Face's ``BpeTrainer``, plus ``tie_break``."""
 
     def __init__(self, vocab_size: int = 30000, min_frequency: int = 0, show_progress: bool = True,
@@ -77,33 +77,6 @@ class BpeTrainer(Trainer):
                               fix='use "huggingface" (as tokenizers) or "first_seen" (as the textbook)')
         self.tie_break = tie_break
         self.memory_limit = memory_limit_option(memory_limit)
-
-    # Hugging Face's setters convert as they store; so do ours.
-    @property
-    def special_tokens(self) -> list[AddedToken]:
-        return list(self._special_tokens)
-
-    @special_tokens.setter
-    def special_tokens(self, tokens: Iterable) -> None:
-        self._special_tokens = [_as_special(t) for t in tokens or ()]
-
-    @property
-    def initial_alphabet(self) -> list[str]:
-        return list(self._initial_alphabet)
-
-    @initial_alphabet.setter
-    def initial_alphabet(self, chars: Iterable[str]) -> None:
-        # As Hugging Face: only the first char of each string counts.
-        if isinstance(chars, str):
-            raise InputTypeError("initial_alphabet must be a list of strings, got a str",
-                                 fix='write list("abc") or ["a", "b", "c"]')
-        firsts = set()
-        for s in chars or ():
-            if not isinstance(s, str):
-                raise InputTypeError(f"initial_alphabet entries must be str, got {type(s).__name__}")
-            if s:
-                firsts.add(s[0])
-        self._initial_alphabet = sorted(firsts)
 
     @property
     def model_type(self):
@@ -223,18 +196,6 @@ def _add_token(token: str, id_to_token: list[str], token_to_id: dict[str, int]) 
         found = token_to_id[token] = len(id_to_token)
         id_to_token.append(token)
     return found
-
-
-def _as_special(token) -> AddedToken:
-    """A trainer's special token: always ``special=True`` (Hugging Face forces it)."""
-    if isinstance(token, str):
-        return AddedToken(token, special=True)
-    if isinstance(token, AddedToken):
-        return AddedToken(token.content, single_word=token.single_word, lstrip=token.lstrip,
-                          rstrip=token.rstrip, normalized=token.normalized if token.special else False,
-                          special=True)
-    raise InputTypeError(f"special tokens must be str or AddedToken, got {type(token).__name__}",
-                         fix="pass token strings or pieceworks.AddedToken objects")
 
 
 def _count_option(name: str, value) -> int:

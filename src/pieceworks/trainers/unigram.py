@@ -47,7 +47,7 @@ from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError, TrainingError
-from ._base import Trainer
+from ._base import SpecialTokensOption, Trainer
 
 __all__ = ["UnigramTrainer", "train_spm_unigram", "em_train"]
 
@@ -166,7 +166,7 @@ def train_spm_unigram(loaded, spec, n_threads: int = _DEFAULT_THREADS, progress=
     return finalize(em.pieces(), loaded.required_sorted(), size)
 
 
-class UnigramTrainer(Trainer):
+class UnigramTrainer(SpecialTokensOption, Trainer):
     """Hugging Face's ``UnigramTrainer`` options; SentencePiece's algorithm (see the module docstring)."""
 
     def __init__(self, vocab_size: int = 8000, show_progress: bool = True, special_tokens: Iterable = (),
@@ -192,16 +192,6 @@ class UnigramTrainer(Trainer):
         self.n_sub_iterations = _int_option("n_sub_iterations", n_sub_iterations, 1)
         self.seed_size = _int_option("seed_size", seed_size, 1)
         self.n_threads = n_threads if n_threads is not None else min(_DEFAULT_THREADS, os.cpu_count() or 1)
-
-    @property
-    def special_tokens(self) -> list[AddedToken]:
-        return list(self._special_tokens)
-
-    @special_tokens.setter
-    def special_tokens(self, tokens: Iterable) -> None:
-        from .wordpiece import _as_special
-
-        self._special_tokens = [_as_special(t) for t in tokens or ()]
 
     @property
     def initial_alphabet(self) -> list[str]:

@@ -60,7 +60,7 @@ from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
-from ._base import Trainer, memory_limit_option
+from ._base import InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, memory_limit_option
 
 __all__ = ["WordPieceTrainer", "SCORINGS", "TIE_BREAKS"]
 
@@ -74,7 +74,7 @@ _MAX_TOTAL = 2**63 - 1
 _CHUNK = 512
 
 
-class WordPieceTrainer(Trainer):
+class WordPieceTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
     """Options and defaults as in Hugging Face's ``WordPieceTrainer``, plus ``scoring`` and ``tie_break``."""
 
     def __init__(self, vocab_size: int = 30000, min_frequency: int = 0, show_progress: bool = True,
@@ -105,33 +105,6 @@ class WordPieceTrainer(Trainer):
                               fix='use "first_seen" (as the walkthrough) or "huggingface" (smallest ids)')
         self.tie_break = tie_break
         self.memory_limit = memory_limit_option(memory_limit)
-
-    # Hugging Face's setters convert as they store; so do ours.
-    @property
-    def special_tokens(self) -> list[AddedToken]:
-        return list(self._special_tokens)
-
-    @special_tokens.setter
-    def special_tokens(self, tokens: Iterable) -> None:
-        self._special_tokens = [_as_special(t) for t in tokens or ()]
-
-    @property
-    def initial_alphabet(self) -> list[str]:
-        return list(self._initial_alphabet)
-
-    @initial_alphabet.setter
-    def initial_alphabet(self, chars: Iterable[str]) -> None:
-        # As Hugging Face: only the first char of each string counts; empty strings are ignored.
-        if isinstance(chars, str):
-            raise InputTypeError("initial_alphabet must be a list of strings, got a str",
-                                 fix='write list("abc") or ["a", "b", "c"]')
-        firsts = set()
-        for s in chars or ():
-            if not isinstance(s, str):
-                raise InputTypeError(f"initial_alphabet entries must be str, got {type(s).__name__}")
-            if s:
-                firsts.add(s[0])
-        self._initial_alphabet = sorted(firsts)
 
     @property
     def model_type(self):
@@ -290,18 +263,6 @@ def _same_tokens(computed: list[str], given: list[str]) -> list[str]:
                           f"(missing {missing}, unexpected {extra}, or repeated tokens)",
                           fix="pass a permutation of the starting vocabulary, or leave initial_vocab out")
     return given
-
-
-def _as_special(token) -> AddedToken:
-    """A trainer's special token: always ``special=True`` (Hugging Face forces it)."""
-    if isinstance(token, str):
-        return AddedToken(token, special=True)
-    if isinstance(token, AddedToken):
-        return AddedToken(token.content, single_word=token.single_word, lstrip=token.lstrip,
-                          rstrip=token.rstrip, normalized=token.normalized if token.special else False,
-                          special=True)
-    raise InputTypeError(f"special tokens must be str or AddedToken, got {type(token).__name__}",
-                         fix="pass token strings or pieceworks.AddedToken objects")
 
 
 def _count_option(name: str, value) -> int:

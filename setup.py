@@ -2,7 +2,8 @@
 
 Every kernel is compiled with the same directives, so a new kernel needs no
 change here: drop ``name.pyx`` (and its ``name.pxd``/``name.pyi``) into the
-folder.  Set ``PIECEWORKS_ASAN=1`` to build with AddressSanitizer.
+folder.  Set ``PIECEWORKS_ASAN=1`` to build with AddressSanitizer, and
+``PIECEWORKS_ONLY=bytebpe,unigram`` to rebuild only the kernels named.
 """
 
 import os
@@ -29,6 +30,12 @@ def compile_args():
     return ["-O3"], []
 
 
+def selected_kernels():
+    """All kernels, or only those named in ``PIECEWORKS_ONLY`` (comma-separated), for quick rebuilds."""
+    only = {name.strip() for name in os.environ.get("PIECEWORKS_ONLY", "").split(",") if name.strip()}
+    return [pyx for pyx in sorted(KERNELS.glob("*.pyx")) if not only or pyx.stem in only]
+
+
 def extensions():
     cflags, ldflags = compile_args()
     return [
@@ -38,7 +45,7 @@ def extensions():
             extra_compile_args=cflags,
             extra_link_args=ldflags,
         )
-        for pyx in sorted(KERNELS.glob("*.pyx"))
+        for pyx in selected_kernels()
     ]
 
 

@@ -96,6 +96,7 @@ class AddedVocabulary:
         self.special_set: set[str] = set()
         self._raw_matcher = None               # (compiled regex, {content: id})
         self._normalized_matcher = None
+        self._leads: tuple[str, ...] | None = ()  # first chars of every token, when few
 
     def __len__(self) -> int:
         return len(self.by_content)
@@ -120,6 +121,13 @@ class AddedVocabulary:
         can skip splitting. With a normalizer, tokens matched after
         normalization may still appear: see :meth:`has_normalized_tokens`.
         """
+        leads = self._leads
+        if leads is not None:
+            for ch in leads:
+                if ch in text:
+                    break
+            else:
+                return False
         return any(matcher is not None and matcher[0].search(text) is not None
                    for matcher in (self._raw_matcher, self._normalized_matcher))
 
@@ -173,6 +181,9 @@ class AddedVocabulary:
                 raw.setdefault(tok.content, tid)
         self._raw_matcher = _compile_matcher(raw)
         self._normalized_matcher = _compile_matcher(normed)
+        leads = tuple(sorted({content[0] for content in (*raw, *normed)}))
+        # A few ``ch in text`` scans (memchr) are much faster than the regex search.
+        self._leads = leads if len(leads) <= _MAX_LEADS else None
 
     # -- matching ------------------------------------------------------
     def extract_and_normalize(self, normalizer, sequence: str, split_special: bool = False):
@@ -262,6 +273,10 @@ def _rightmost_space_at_start(text: str, start: int) -> int:
     while start < n and is_whitespace(text[start]):
         start += 1
     return start
+
+
+# Up to this many distinct first chars, may_occur_in looks for them before searching.
+_MAX_LEADS = 8
 
 
 def _compile_matcher(table: dict[str, int]):

@@ -313,7 +313,8 @@ def encode_unit(unit, tokenizer_json: str, out_dir: str, dtype: str, eod_id: int
         for start in range(0, len(texts), _ENCODE_BATCH):
             for encoding in tokenizer.encode_batch(texts[start:start + _ENCODE_BATCH],
                                                    add_special_tokens=add_special_tokens):
-                ids.extend(encoding.ids)
+                # The fast paths' encodings hand over their ids without a Python int each.
+                _append_ids(ids, encoding._ids_array())
                 if eod_id is not None:
                     ids.append(eod_id)
                 ends.append(len(ids))
@@ -331,6 +332,14 @@ def encode_unit(unit, tokenizer_json: str, out_dir: str, dtype: str, eod_id: int
             "source": unit.source.name, "start": unit.start if unit.payload is None else None,
             "end": unit.end if unit.payload is None else None, "skipped": read.skipped,
             "first_skipped": None if first is None else _first_text(first)}
+
+
+def _append_ids(ids: array, values: array) -> None:
+    """Append int32 ``values`` to the shard's ``ids`` (typecode 'H' or 'I')."""
+    if ids.typecode == "I" and values.itemsize == ids.itemsize:
+        ids.frombytes(values.tobytes())     # same width: ids are never negative
+    else:
+        ids.extend(array(ids.typecode, values))
 
 
 def _documents(read) -> list[str]:

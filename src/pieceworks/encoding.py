@@ -16,34 +16,217 @@ Hugging Face ``tokenizers.Encoding``.
 
 from __future__ import annotations
 
+from array import array
 from typing import Iterable
 
+from ._kernels import raw_encoding as _raw
 from .errors import ConfigError
 
-__all__ = ["Encoding"]
+__all__ = ["Encoding", "Frame", "PLAIN_FRAME"]
+
+_new_object = object.__new__
+_untrack = _raw.untrack
 
 Offsets = tuple[int, int]
 
 
-class Encoding:
-    """Ids, tokens, offsets and masks of one encoded input; see the module docstring."""
+class Frame:
+    """The special tokens a post-processor puts around one sequence, and its type id.
 
-    __slots__ = ("ids", "type_ids", "tokens", "words", "offsets", "special_tokens_mask",
-                 "attention_mask", "overflowing", "_sequence_ranges")
+    A lazy Encoding is ``before + sequence + after``: the sequence's tokens
+    come from a raw encoding, each special token has offsets (0, 0), no
+    word, special-token mask 1. ``sequence_range``: the processor numbered
+    the sequence (so ``sequence_ids`` says 0 for it), as every
+    post-processor does.
+
+    >>> f = Frame([(101, "[CLS]", 0)], 0, [(102, "[SEP]", 0)], True)
+    >>> f.ids_before, f.ids_after, f.size
+    ([101], [102], 2)
+    """
+
+    __slots__ = ("ids_before", "tokens_before", "types_before", "type_id", "ids_after", "tokens_after",
+                 "types_after", "sequence_range", "size")
+
+    def __init__(self, before, type_id: int, after, sequence_range: bool):
+        self.ids_before = [t[0] for t in before]
+        self.tokens_before = [t[1] for t in before]
+        self.types_before = [t[2] for t in before]
+        self.type_id = type_id
+        self.ids_after = [t[0] for t in after]
+        self.tokens_after = [t[1] for t in after]
+        self.types_after = [t[2] for t in after]
+        self.sequence_range = sequence_range
+        self.size = len(before) + len(after)
+
+    def around(self, values: list, before, after) -> list:
+        """``values`` between the lists (or fill values) ``before`` and ``after``."""
+        if not self.size:
+            return values
+        head = before if type(before) is list else [before] * len(self.ids_before)
+        tail = after if type(after) is list else [after] * len(self.ids_after)
+        return head + values + tail
+
+
+#: No special tokens, type id 0, no sequence numbering (no post-processor).
+PLAIN_FRAME = Frame((), 0, (), False)
+
+
+def _lazy_field(name: str, doc: str) -> property:
+    """A property over slot ``_slots[name]``, built from the raw encoding when first read."""
+    slot = _SLOTS[name]
+    build = getattr(_Builders, name)
+
+    def get(self):
+        value = getattr(self, slot)
+        if value is None:       # not built yet (a lazy encoding's slots start as None)
+            value = build(self)
+            setattr(self, slot, value)
+        return value
+
+    def set(self, value):
+        setattr(self, slot, value)
+
+    return property(get, set, doc=doc)
+
+
+class _Builders:
+    """Each field of a lazy Encoding, from its raw encoding and frame."""
+
+    @staticmethod
+    def ids(e) -> list:
+        frame = e._frame
+        return frame.around(_raw.id_list(e._raw, e._n), frame.ids_before, frame.ids_after)
+
+    @staticmethod
+    def tokens(e) -> list:
+        frame = e._frame
+        return frame.around(_raw.token_list(e._raw, e._n, e._strings), frame.tokens_before, frame.tokens_after)
+
+    @staticmethod
+    def offsets(e) -> list:
+        return e._frame.around(_raw.offset_list(e._raw, e._n, 0), (0, 0), (0, 0))
+
+    @staticmethod
+    def words(e) -> list:
+        word_index = e._word_index
+        return e._frame.around(_raw.word_list(e._raw, e._n, -1 if word_index is None else word_index), None, None)
+
+    @staticmethod
+    def type_ids(e) -> list:
+        frame = e._frame
+        return frame.around([frame.type_id] * e._n, frame.types_before, frame.types_after)
+
+    @staticmethod
+    def special_tokens_mask(e) -> list:
+        return e._frame.around([0] * e._n, 1, 1)
+
+    @staticmethod
+    def attention_mask(e) -> list:
+        return [1] * (e._n + e._frame.size)
+
+    @staticmethod
+    def overflowing(e) -> list:
+        return []
+
+    @staticmethod
+    def sequence_ranges(e) -> dict:
+        frame = e._frame
+        if not frame.sequence_range:
+            return {}
+        start = len(frame.ids_before)
+        return {0: (start, start + e._n)}
+
+
+# Attribute name → the slot holding its list once built.
+_SLOTS = {"ids": "_ids", "type_ids": "_type_ids", "tokens": "_tokens", "words": "_words", "offsets": "_offsets",
+          "special_tokens_mask": "_special_tokens_mask", "attention_mask": "_attention_mask",
+          "overflowing": "_overflowing", "sequence_ranges": "_ranges"}
+# The attributes, in Encoding.__init__'s order.
+_FIELDS = ("ids", "type_ids", "tokens", "words", "offsets", "special_tokens_mask", "attention_mask",
+           "overflowing", "_sequence_ranges")
+
+
+class Encoding:
+    """Ids, tokens, offsets and masks of one encoded input; see the module docstring.
+
+    The fast paths make *lazy* encodings (:meth:`from_raw`): the kernel's
+    ids, offsets and words stay in one raw buffer, and each list is built
+    the first time it is read (Hugging Face builds them on every read).
+    Like Hugging Face's, a lazy encoding is not tracked by the cyclic
+    garbage collector: do not put an encoding inside its own lists.
+    """
+
+    # The lists once built, then what a lazy encoding builds them from.
+    __slots__ = tuple(_SLOTS.values()) + ("_raw", "_n", "_strings", "_word_index", "_frame")
+
+    ids = _lazy_field("ids", "The token ids.")
+    type_ids = _lazy_field("type_ids", "The type id (segment) of each token.")
+    tokens = _lazy_field("tokens", "The token strings.")
+    words = _lazy_field("words", "The word index of each token (None for special tokens).")
+    offsets = _lazy_field("offsets", "The (start, end) char span of each token in its input.")
+    special_tokens_mask = _lazy_field("special_tokens_mask", "1 for a special token added by post-processing.")
+    attention_mask = _lazy_field("attention_mask", "0 for padding, else 1.")
+    overflowing = _lazy_field("overflowing", "The encodings truncation cut off.")
+    _sequence_ranges = _lazy_field("sequence_ranges", "Token range of each input sequence.")
 
     def __init__(self, ids=None, type_ids=None, tokens=None, words=None, offsets=None,
                  special_tokens_mask=None, attention_mask=None, overflowing=None,
                  sequence_ranges=None):
-        self.ids: list[int] = ids if ids is not None else []
-        n = len(self.ids)
-        self.type_ids: list[int] = type_ids if type_ids is not None else [0] * n
-        self.tokens: list[str] = tokens if tokens is not None else []
-        self.words: list[int | None] = words if words is not None else [None] * n
-        self.offsets: list[Offsets] = offsets if offsets is not None else [(0, 0)] * n
-        self.special_tokens_mask: list[int] = special_tokens_mask if special_tokens_mask is not None else [0] * n
-        self.attention_mask: list[int] = attention_mask if attention_mask is not None else [1] * n
-        self.overflowing: list[Encoding] = overflowing if overflowing is not None else []
-        self._sequence_ranges: dict[int, tuple[int, int]] = sequence_ranges if sequence_ranges is not None else {}
+        self._ids: list[int] = ids if ids is not None else []
+        n = len(self._ids)
+        self._type_ids: list[int] = type_ids if type_ids is not None else [0] * n
+        self._tokens: list[str] = tokens if tokens is not None else []
+        self._words: list[int | None] = words if words is not None else [None] * n
+        self._offsets: list[Offsets] = offsets if offsets is not None else [(0, 0)] * n
+        self._special_tokens_mask: list[int] = special_tokens_mask if special_tokens_mask is not None else [0] * n
+        self._attention_mask: list[int] = attention_mask if attention_mask is not None else [1] * n
+        self._overflowing: list[Encoding] = overflowing if overflowing is not None else []
+        self._ranges: dict[int, tuple[int, int]] = sequence_ranges if sequence_ranges is not None else {}
+
+    @classmethod
+    def from_raw(cls, raw: bytes, n: int, strings, word_index: int | None = None,
+                 frame: Frame = PLAIN_FRAME) -> "Encoding":
+        """A lazy encoding of ``n`` tokens held in ``raw`` (see :mod:`pieceworks._kernels.raw_encoding`).
+
+        ``strings[id]`` is each id's token; ``word_index`` (pre-tokenized
+        input) replaces every word index; ``frame`` adds special tokens.
+
+        >>> from pieceworks._kernels.raw_encoding import pack
+        >>> e = Encoding.from_raw(pack([5], [0], [2], [0]), 1, {5: "hi"}, frame=Frame([(1, "<s>", 0)], 0, [], True))
+        >>> e.ids, e.tokens, e.offsets, e.word_ids, e.special_tokens_mask
+        ([1, 5], ['<s>', 'hi'], [(0, 0), (0, 2)], [None, 0], [1, 0])
+        """
+        self = _new_object(cls)
+        self._raw, self._n, self._strings, self._word_index, self._frame = raw, n, strings, word_index, frame
+        self._ids = self._type_ids = self._tokens = self._words = self._offsets = None
+        self._special_tokens_mask = self._attention_mask = self._overflowing = self._ranges = None
+        # Nothing it holds can lead back to it (unless a caller puts it inside its own
+        # lists), and the collector would walk every one of millions of them.
+        _untrack(self)
+        return self
+
+    def _ids_array(self) -> array:
+        """The ids as an ``array('i')``, straight from the raw buffer when the list was never built.
+
+        >>> Encoding([3, 4])._ids_array()
+        array('i', [3, 4])
+        """
+        ids = self._ids
+        if ids is not None:
+            return array("i", ids)
+        frame = self._frame
+        out = array("i", frame.ids_before)
+        out.frombytes(_raw.ids_bytes(self._raw, self._n))
+        out.extend(frame.ids_after)
+        return out
+
+    def _any_built(self) -> bool:
+        """Whether any list exists yet (always, for an encoding not made by :meth:`from_raw`)."""
+        return any(getattr(self, slot) is not None for slot in _SLOTS.values())
+
+    def __reduce__(self):
+        # Pickle the lists, not the raw buffer and the vocabulary it points into.
+        return (Encoding, tuple(getattr(self, f) for f in _FIELDS))
 
     @classmethod
     def from_tokens(cls, tokens: Iterable[tuple[int, str, Offsets]], type_id: int = 0,
@@ -80,7 +263,10 @@ class Encoding:
         return out
 
     def __len__(self) -> int:
-        return len(self.ids)
+        ids = self._ids
+        if ids is None:     # lazy: no need to build the ids to count them
+            return self._n + self._frame.size
+        return len(ids)
 
     def __repr__(self) -> str:
         return (f"Encoding(num_tokens={len(self.ids)}, attributes=[ids, type_ids, tokens, offsets, "
@@ -89,9 +275,12 @@ class Encoding:
     def __eq__(self, other) -> bool:
         if not isinstance(other, Encoding):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
 
     def copy(self) -> "Encoding":
+        if not self._any_built():
+            # Nothing built yet: share the raw buffer.
+            return Encoding.from_raw(self._raw, self._n, self._strings, self._word_index, self._frame)
         return Encoding(list(self.ids), list(self.type_ids), list(self.tokens), list(self.words),
                         list(self.offsets), list(self.special_tokens_mask), list(self.attention_mask),
                         [o.copy() for o in self.overflowing], dict(self._sequence_ranges))
@@ -211,8 +400,8 @@ class Encoding:
         self._assign(first)
 
     def _assign(self, other: "Encoding") -> None:
-        for slot in self.__slots__:
-            setattr(self, slot, getattr(other, slot))
+        for field in _FIELDS:
+            setattr(self, field, getattr(other, field))
 
     @staticmethod
     def merge(encodings: Iterable["Encoding"], growing_offsets: bool = True) -> "Encoding":

@@ -24,7 +24,7 @@ from typing import NamedTuple
 from ._component import Component, Fields, stage_base
 from .alignment import is_whitespace
 from .byte_level import BYTE_TO_CHAR
-from .encoding import Encoding
+from .encoding import Encoding, Frame
 from .errors import ConfigError, InputTypeError, TokenizerFileError
 
 __all__ = ["PostProcessor", "TemplateProcessing", "BertProcessing", "RobertaProcessing", "ByteLevel",
@@ -45,6 +45,34 @@ class PostProcessor(Component):
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         raise NotImplementedError
+
+    def single_frame(self, add_special_tokens: bool) -> Frame | None:
+        """What :meth:`process` does to one plain sequence, as a :class:`~pieceworks.encoding.Frame`.
+
+        A plain sequence is a fresh encoding of one input: no overflowing
+        parts, type ids 0, no special tokens yet. None means the processor
+        does more than put special tokens around it (say, trims offsets):
+        :meth:`process` must run. Made once per setting; assigning any
+        attribute of the processor forgets it.
+
+        >>> BertProcessing(("[SEP]", 102), ("[CLS]", 101)).single_frame(True).ids_before
+        [101]
+        """
+        frames = self.__dict__.get("_frames")
+        if frames is None:
+            frames = self.__dict__["_frames"] = {}
+        try:
+            return frames[add_special_tokens]
+        except KeyError:
+            frame = frames[add_special_tokens] = self._single_frame(add_special_tokens)
+            return frame
+
+    def _single_frame(self, add_special_tokens: bool) -> Frame | None:
+        return None
+
+    def __setattr__(self, name, value):
+        self.__dict__.pop("_frames", None)
+        object.__setattr__(self, name, value)
 
     def process(self, encoding: Encoding, pair: Encoding | None = None,
                 add_special_tokens: bool = True) -> Encoding:
@@ -325,6 +353,21 @@ class TemplateProcessing(PostProcessor):
                 out.append(_special_encoding(self.special_tokens[piece.id], piece.type_id))
         return out
 
+    def _single_frame(self, add_special_tokens: bool) -> Frame | None:
+        before, after, type_id = [], None, None
+        for piece in self.single:
+            if piece.is_sequence:
+                if piece.id != "A" or after is not None:
+                    return None     # $B, or $A twice: process() says what happens
+                type_id, after = piece.type_id, []
+            elif add_special_tokens:
+                token = self.special_tokens[piece.id]
+                (before if after is None else after).extend(
+                    (tid, text, piece.type_id) for tid, text in zip(token.ids, token.tokens))
+        if after is None:
+            return None
+        return Frame(before, type_id, after, True)
+
     def _to_fields(self) -> dict:
         return {"single": [p.to_json() for p in self.single], "pair": [p.to_json() for p in self.pair],
                 "special_tokens": {name: self.special_tokens[name].to_json() for name in sorted(self.special_tokens)}}
@@ -411,6 +454,11 @@ class BertProcessing(PostProcessor):
     def _first(self, enc: Encoding, overflowing: list[Encoding]) -> Encoding:
         return _wrap(enc, [self.cls], [self.sep], [0] + list(enc.type_ids) + [0], 0, overflowing)
 
+    def _single_frame(self, add_special_tokens: bool) -> Frame:
+        if not add_special_tokens:
+            return Frame((), 0, (), True)
+        return Frame([(self.cls[1], self.cls[0], 0)], 0, [(self.sep[1], self.sep[0], 0)], True)
+
     def _second(self, enc: Encoding, overflowing: list[Encoding]) -> Encoding:
         return _wrap(enc, [], [self.sep], list(enc.type_ids) + [1], 1, overflowing)
 
@@ -451,6 +499,13 @@ class RobertaProcessing(PostProcessor):
             return encodings
         return [self._wrap(enc, i, [self._wrap(o, i, []) for o in enc.overflowing])
                 for i, enc in enumerate(encodings)]
+
+    def _single_frame(self, add_special_tokens: bool) -> Frame | None:
+        if self.trim_offsets:
+            return None
+        if not add_special_tokens:
+            return Frame((), 0, (), True)
+        return Frame([(self.cls[1], self.cls[0], 0)], 0, [(self.sep[1], self.sep[0], 0)], True)
 
     def _wrap(self, enc: Encoding, index: int, overflowing: list[Encoding]) -> Encoding:
         first = self.cls if index == 0 else self.sep
@@ -551,6 +606,9 @@ class ByteLevel(PostProcessor):
             enc.set_sequence_id(i)
         return encodings
 
+    def _single_frame(self, add_special_tokens: bool) -> Frame | None:
+        return None if self.trim_offsets else Frame((), 0, (), True)
+
     def _to_fields(self) -> dict:
         return {"add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
                 "use_regex": self.use_regex}
@@ -587,6 +645,21 @@ class Sequence(PostProcessor):
         for proc in self.processors:
             encodings = proc.process_encodings(encodings, add_special_tokens)
         return encodings
+
+    def single_frame(self, add_special_tokens: bool) -> Frame | None:
+        """The one member's frame when every member before it adds nothing and none follows it.
+
+        (A member after one that adds tokens would see several encodings;
+        that, and the members' own changes, are :meth:`process`'s job.)
+        """
+        frame = Frame((), 0, (), True)
+        for position, proc in enumerate(self.processors):
+            if position and (frame.size or frame.type_id):
+                return None
+            frame = proc.single_frame(add_special_tokens)
+            if frame is None:
+                return None
+        return frame
 
     def _to_fields(self) -> dict:
         return {"processors": [p.to_json() for p in self.processors]}

@@ -22,7 +22,7 @@ import os
 from typing import Iterable, Iterator
 
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
-from .encoding import Encoding
+from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
 from .pretokenized import PreTokenizedString
 
@@ -165,6 +165,12 @@ class Tokenizer:
         as plain text (safe for untrusted input); the default follows
         :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
         """
+        if pair is None and type(sequence) is str and not is_pretokenized and self._truncation is None:
+            encoding = self._encode_raw(sequence, add_special_tokens)
+            if encoding is not None:
+                if self._padding is not None:
+                    self._pad([encoding])
+                return encoding
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
         encoding = self._encode_sequence(sequence, 0, is_pretokenized, split, "sequence")
         pair_encoding = None
@@ -187,8 +193,12 @@ class Tokenizer:
 
         items = _as_list(input, "input")
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+        plan = None if is_pretokenized else self._current_plan()
+        raw_ready = self._raw_batch_ready(plan, add_special_tokens) if not is_pretokenized else None
 
         def encode_range(start: int, stop: int) -> list[Encoding]:
+            if raw_ready is not None:
+                return self._encode_range_raw(items, start, stop, plan, raw_ready, split, add_special_tokens)
             out = []
             for i in range(start, stop):
                 first, second = _split_batch_item(items[i], is_pretokenized, i)
@@ -198,7 +208,7 @@ class Tokenizer:
                 out.append(self.post_process(enc, pair, add_special_tokens))
             return out
 
-        out = run_in_ranges(encode_range, items, None if is_pretokenized else self._current_plan())
+        out = run_in_ranges(encode_range, items, plan, raw_ready is not None)
         if self._padding is not None:
             self._pad(out)
         return out
@@ -232,6 +242,62 @@ class Tokenizer:
         return _pretokenized_to_encoding(pretok, type_id, word_index)
 
     # -- the fused fast path (pieceworks.fast) ---------------------------------
+    def _encode_raw(self, text: str, add_special_tokens: bool) -> Encoding | None:
+        """A lazy encoding of ``text`` from the plan's raw form, post-processed; None to take the long way.
+
+        Only for what needs nothing but the kernel and a frame of special
+        tokens: no added token in the text, a post-processor that just adds
+        tokens, no truncation (the caller checks that).
+        """
+        plan = self._current_plan()
+        if plan is None or not plan.has_raw:
+            return None
+        added = self._added
+        if added.by_content and (added.may_occur_in(text)
+                                 or self._normalizer is not None and added.has_normalized_tokens()):
+            return None
+        processor = self.post_processor
+        frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
+        if frame is None:
+            return None
+        result = plan.encode_raw(text)
+        if result is None:
+            return None
+        return Encoding.from_raw(result[0], result[1], result[3], None, frame)
+
+    def _raw_batch_ready(self, plan, add_special_tokens: bool):
+        """The frame for a batch of single texts through ``plan.encode_raw_batch``, or None."""
+        if plan is None or not plan.has_raw or self._truncation is not None:
+            return None
+        processor = self.post_processor
+        return PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
+
+    def _encode_range_raw(self, items: list, start: int, stop: int, plan, frame, split: bool,
+                          add_special_tokens: bool) -> list[Encoding]:
+        """``items[start:stop]`` encoded: plain texts in one raw batch, anything else one by one."""
+        added = self._added
+        check_added = bool(added.by_content)
+        normalized_added = self._normalizer is not None and added.has_normalized_tokens()
+        plain, where = [], []
+        out: list = [None] * (stop - start)
+        for i in range(start, stop):
+            item = items[i]
+            if type(item) is str and not (check_added and (normalized_added or added.may_occur_in(item))):
+                plain.append(item)
+                where.append(i - start)
+        from_raw = Encoding.from_raw
+        for k, result in zip(where, plan.encode_raw_batch(plain) if plain else ()):
+            if result is not None:
+                out[k] = from_raw(result[0], result[1], result[3], None, frame)
+        for k, enc in enumerate(out):
+            if enc is None:
+                i = start + k
+                first, second = _split_batch_item(items[i], False, i)
+                enc = self._encode_sequence(first, 0, False, split, f"input[{i}]")
+                pair = None if second is None else self._encode_sequence(second, 1, False, split, f"input[{i}]")
+                out[k] = self.post_process(enc, pair, add_special_tokens)
+        return out
+
     def _current_plan(self):
         """The fast plan for the current stages (rebuilt when a stage object is replaced)."""
         key = (type(self._model), id(self._model), id(self._normalizer), id(self.pre_tokenizer))

@@ -2,6 +2,7 @@ from pieceworks._kernels.wordpiece_encode import WordPieceMatcher
 
 NEEDS_ORDER_CHECK: int
 NO_UNK_TOKEN: int
+TOO_LONG: int
 CACHE_SLOTS: int
 
 class CharMap:
@@ -17,9 +18,18 @@ class TokenTable:
     """A matcher with the id and text objects of its tokens."""
 
     def __init__(self, matcher: WordPieceMatcher) -> None: ...
+    @property
+    def strings(self) -> "list[str | None] | dict[int, str]": ...
 
 def encode(
     text: str, cmap: CharMap, table: TokenTable, max_chars: int, unk_id: int, unk_token: str,
     nogil_min: int = 2048, order_checked: bool = False,
 ) -> "tuple[list[int], list[str], list[tuple[int, int]], list[int], int] | int": ...
+def encode_raw(
+    text: str, cmap: CharMap, table: TokenTable, max_chars: int, unk_id: int, nogil_min: int = 2048,
+    order_checked: bool = False,
+) -> "tuple[bytes, int, int] | int": ...
+def encode_raw_batch(
+    texts: list[str], cmap: CharMap, table: TokenTable, max_chars: int, unk_id: int,
+) -> "list[tuple[bytes, int, int] | int]": ...
 def pieces(text: str, cmap: CharMap, order_checked: bool = False) -> list[tuple[str, list[int]]] | None: ...

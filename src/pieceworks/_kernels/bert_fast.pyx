@@ -36,6 +36,7 @@ offsets tuples are untracked by the garbage collector (two ints cannot
 form a cycle), and ids, tokens and small ints are shared objects.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromLong, PyLong_FromSsize_t
 from cpython.ref cimport Py_INCREF
@@ -53,6 +54,9 @@ cdef Py_ssize_t N_CODE_POINTS = 0x110000
 cdef enum:
     NEEDS_ORDER_CHECK = 1       # an ENTRY_CHECK char, and order_checked was not set
     NO_UNK_TOKEN = 2            # a piece needs unk_token, which the vocabulary lacks
+    TOO_LONG = 3                # encode_raw: offsets past int32 (use encode)
+
+cdef Py_ssize_t INT32_LIMIT = 0x7FFFFFFF
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
@@ -355,6 +359,11 @@ cdef class TokenTable:
             self.ids = list(range(top + 1))
             self.texts = [values.get(i) for i in range(top + 1)]
 
+    @property
+    def strings(self):
+        """Each id's token: a list indexed by id when the ids are dense, else the id → token dict."""
+        return self.texts if self.texts is not None else self.values
+
     cdef object id_object(self, int32_t tid):
         if self.ids is not None:
             return self.ids[tid]
@@ -401,6 +410,118 @@ def encode(str text, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int u
             return status
         return build_result(sc, table, unk_token)
     finally:
+        give_back(sc)
+
+
+cdef inline void set_params(Params* p, CharMap cmap, Py_ssize_t max_chars, int unk_id, bint order_checked):
+    p.entries = cmap.entries.data()
+    p.multi = cmap.multi.data()
+    p.max_chars = max_chars
+    p.unk_id = unk_id
+    p.collect = 0
+    p.order_checked = order_checked
+
+
+cdef bytes raw_of(const Tok* toks, Py_ssize_t n):
+    """The raw encoding (see raw_encoding.pyx) of ``n`` tokens."""
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+    cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = toks[i].id
+        out[n + i] = <int32_t>toks[i].start
+        out[2 * n + i] = <int32_t>toks[i].end
+        out[3 * n + i] = toks[i].word
+    return raw
+
+
+def encode_raw(str text, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int unk_id,
+               Py_ssize_t nogil_min=2048, bint order_checked=False):
+    """``(raw, n_tokens, n_words)`` of ``text`` (a raw encoding: see raw_encoding.pyx), or a status int.
+
+    The same tokens as :func:`encode`, without a Python object per token; a
+    token's string is ``strings[id]`` (the unknown token's id is ``unk_id``).
+    Texts past 2**31 chars get the status TOO_LONG (offsets are int32).
+    """
+    cdef Params p
+    cdef int kind = PyUnicode_KIND(text), status
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef Scratch sc
+    if n >= INT32_LIMIT:
+        return TOO_LONG
+    sc = take_scratch()
+    set_params(&p, cmap, max_chars, unk_id, order_checked)
+    sc.reset()
+    sc.use_cache_of(table)
+    try:
+        if n >= nogil_min:
+            with nogil:
+                status = scan_any(kind, data, n, sc, table.matcher, &p)
+        else:
+            status = scan_any(kind, data, n, sc, table.matcher, &p)
+        if status:
+            return status
+        return raw_of(sc.toks.data(), sc.toks.size()), sc.toks.size(), sc.n_words
+    finally:
+        give_back(sc)
+
+
+def encode_raw_batch(list texts, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int unk_id):
+    """``[encode_raw(t, ...) for t in texts]``, the whole list scanned with the GIL released once.
+
+    An item is ``(raw, n_tokens, n_words)`` or a status int (then call
+    :func:`encode_raw` for that text with what the status asks for).
+    """
+    cdef Params p
+    cdef Py_ssize_t count = len(texts), k, i, first
+    cdef vector[const void*] datas
+    cdef vector[Py_ssize_t] lengths
+    cdef vector[int] kinds
+    cdef vector[int] statuses
+    cdef vector[Py_ssize_t] ends
+    cdef vector[int32_t] n_words
+    cdef vector[Tok] all_toks
+    cdef Scratch sc
+    cdef list out
+    for text in texts:
+        if type(text) is not str:
+            raise TypeError(f"expected str, got {type(text).__name__}")
+        datas.push_back(PyUnicode_DATA(text))
+        lengths.push_back(PyUnicode_GET_LENGTH(text))
+        kinds.push_back(PyUnicode_KIND(text))
+    sc = take_scratch()
+    set_params(&p, cmap, max_chars, unk_id, False)
+    sc.use_cache_of(table)
+    try:
+        with nogil:
+            for k in range(count):
+                sc.word.clear()
+                sc.src.clear()
+                sc.toks.clear()
+                sc.n_words = 0
+                sc.run = NO_RUN
+                if lengths[k] >= INT32_LIMIT:
+                    statuses.push_back(TOO_LONG)
+                else:
+                    statuses.push_back(scan_any(kinds[k], datas[k], lengths[k], sc, table.matcher, &p))
+                if statuses[k] == 0:
+                    all_toks.insert(all_toks.end(), sc.toks.begin(), sc.toks.end())
+                ends.push_back(all_toks.size())
+                n_words.push_back(sc.n_words)
+        out = PyList_New(count)
+        first = 0
+        for k in range(count):
+            if statuses[k]:
+                item = statuses[k]
+            else:
+                item = (raw_of(all_toks.data() + first, ends[k] - first), ends[k] - first, n_words[k])
+            first = ends[k]
+            Py_INCREF(item)
+            PyList_SET_ITEM(out, k, item)
+        return out
+    finally:
+        sc.reset()
         give_back(sc)
 
 
@@ -508,4 +629,5 @@ def pieces(str text, CharMap cmap, bint order_checked=False):
 
 
 # The statuses and the cache size, for Python callers.
-globals().update(NEEDS_ORDER_CHECK=NEEDS_ORDER_CHECK, NO_UNK_TOKEN=NO_UNK_TOKEN, CACHE_SLOTS=CACHE_SLOTS)
+globals().update(NEEDS_ORDER_CHECK=NEEDS_ORDER_CHECK, NO_UNK_TOKEN=NO_UNK_TOKEN, TOO_LONG=TOO_LONG,
+                 CACHE_SLOTS=CACHE_SLOTS)

@@ -1092,6 +1092,29 @@ NOT_IN_UTF8 = frozenset([0xC0, 0xC1] + list(range(0xF5, 0x100)))
 
 
 
+cdef bytes raw_of(State* st, size_t first, size_t end, bint prefix_space):
+    """The raw encoding of tokens ``first:end`` of ``st`` (see raw_encoding.pyx).
+
+    ``prefix_space``: the text began with an added space, which shares the
+    first char's span; offsets are shifted back into the original text.
+    """
+    cdef Py_ssize_t n = end - first, i
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+    cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
+    cdef int64_t s, e
+    for i in range(n):
+        s = st.starts[first + i]
+        e = st.ends[first + i]
+        if prefix_space:
+            s = s - 1 if s > 0 else 0
+            e = e - 1 if e > 1 else 1
+        out[i] = <int32_t>st.ids[first + i]
+        out[n + i] = <int32_t>s
+        out[2 * n + i] = <int32_t>e
+        out[3 * n + i] = <int32_t>st.words[first + i]
+    return raw
+
+
 cdef class Workspace:
     """Scratch buffers and a piece cache for one thread at a time (see the module doc)."""
 
@@ -1538,6 +1561,59 @@ cdef class ByteBPE:
         finally:
             if gc_was_on:
                 PyGC_Enable()
+            self._checkin(ws)
+
+    def encode_raw(self, str text, bint prefix_space=False):
+        """``(raw, n_tokens, n_pieces)``: :meth:`encode_with_offsets` as a raw encoding.
+
+        (See raw_encoding.pyx: int32 ids, starts, ends, words in one bytes
+        object; a token's string is ``token_strings[id]``.)
+        """
+        cdef Workspace ws = <Workspace>self._checkout()
+        cdef State* st = ws.st
+        cdef Py_ssize_t pieces
+        try:
+            pieces = self._run(st, text, True, False)
+            return raw_of(st, 0, st.ids.size(), prefix_space), st.ids.size(), pieces
+        finally:
+            self._checkin(ws)
+
+    def encode_raw_batch(self, list texts, bint prefix_space=False):
+        """``[encode_raw(t, prefix_space) for t in texts]``, the GIL released once for the whole list."""
+        cdef Workspace ws = <Workspace>self._checkout()
+        cdef State* st = ws.st
+        cdef Py_ssize_t n = len(texts), k
+        cdef vector[const void*] datas
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[int] kinds
+        cdef vector[uint8_t] asciis
+        cdef vector[Py_ssize_t] pieces
+        cdef size_t start
+        cdef list out
+        try:
+            for text in texts:
+                if type(text) is not str:
+                    raise TypeError(f"expected str, got {type(text).__name__}")
+                datas.push_back(PyUnicode_DATA(text))
+                lengths.push_back(PyUnicode_GET_LENGTH(text))
+                kinds.push_back(PyUnicode_KIND(text))
+                asciis.push_back(PyUnicode_IS_ASCII(text))
+            st.ids.clear()
+            st.starts.clear()
+            st.ends.clear()
+            st.words.clear()
+            st.item_end.clear()
+            with nogil:
+                for k in range(n):
+                    pieces.push_back(encode_str(&self.m, kinds[k], datas[k], lengths[k], asciis[k], st, True, False))
+                    st.item_end.push_back(<Py_ssize_t>st.ids.size())
+            out = PyList_New(0)
+            start = 0
+            for k in range(n):
+                out.append((raw_of(st, start, st.item_end[k], prefix_space), st.item_end[k] - start, pieces[k]))
+                start = st.item_end[k]
+            return out
+        finally:
             self._checkin(ws)
 
     cdef Py_ssize_t _run(self, State* st, str text, bint offsets, bint one_piece) except -1:

@@ -22,6 +22,17 @@ counted from 0, ``n_words`` is how many pre-tokenized pieces the text made
 text needs the general path" (say, a character the kernel does not handle);
 the tokenizer then falls back, so a plan may be partial but never wrong.
 
+A plan may also offer the *raw* forms, which the tokenizer prefers: they
+make no Python object per token (see :meth:`pieceworks.Encoding.from_raw`)::
+
+    encode_raw(text) -> (raw, n_tokens, n_words, strings) | None
+    encode_raw_batch(texts) -> [encode_raw(text) for text in texts]
+
+``raw`` is a raw encoding (:mod:`pieceworks._kernels.raw_encoding`: int32
+ids, starts, ends, words) and ``strings[id]`` spells a token. A plan with
+``releases_gil = True`` runs ``encode_raw_batch`` without the GIL for the
+whole list, so the threads of ``encode_batch`` overlap fully.
+
 Set ``PIECEWORKS_NO_FAST=1`` to disable every plan (for debugging and for
 the tests that hold plans to the general path).
 """

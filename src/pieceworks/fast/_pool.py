@@ -49,14 +49,16 @@ def num_threads() -> int:
     return int(value)
 
 
-def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan) -> list:
+def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan, whole_range: bool = False) -> list:
     """``encode_range(0, len(items))``, computed as several ranges on threads when that pays.
 
     ``encode_range(start, stop)`` returns the results of ``items[start:stop]``.
+    ``whole_range``: a range runs without the GIL as a whole (the plan's raw
+    batch), so short texts count too.
     """
     n = len(items)
     threads = min(num_threads(), n)
-    weights = _gil_free_work(items, plan) if threads > 1 else None
+    weights = _gil_free_work(items, plan, whole_range) if threads > 1 else None
     if not weights or sum(weights) < THREAD_MIN_CHARS:
         return encode_range(0, n)
     bounds = _balanced_bounds(weights, threads)
@@ -68,11 +70,11 @@ def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan) -
     return out
 
 
-def _gil_free_work(items: list, plan) -> list[int] | None:
+def _gil_free_work(items: list, plan, whole_range: bool = False) -> list[int] | None:
     """Per item, the chars the plan encodes without the GIL; None when the plan never drops it."""
     if plan is None or not getattr(plan, "releases_gil", False):
         return None
-    least = getattr(plan, "nogil_min_chars", 0)
+    least = 0 if whole_range else getattr(plan, "nogil_min_chars", 0)
     weights = []
     for item in items:
         texts = item if isinstance(item, (tuple, list)) else (item,)

@@ -88,6 +88,8 @@ class BertWordPiecePlan:
     #: The kernel drops the GIL on texts this long, so threads pay (see Tokenizer.encode_batch).
     releases_gil = True
     nogil_min_chars = NOGIL_MIN_CHARS
+    #: encode_raw and encode_raw_batch exist (see pieceworks.fast).
+    has_raw = True
 
     def __init__(self, model: WordPiece, normalizer: BertNormalizer | None, pre_tokenizer):
         self.model = model
@@ -102,6 +104,43 @@ class BertWordPiecePlan:
         reorders in this text, or a piece needing an ``unk_token`` the
         vocabulary lacks (the general path raises the error).
         """
+        options, cmap, table, max_chars, unk_id = self._setup()
+        unk_token = self.model.unk_token
+        result = bert_fast.encode(text, cmap, table, max_chars, unk_id, unk_token, NOGIL_MIN_CHARS)
+        if result == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]):
+            result = bert_fast.encode(text, cmap, table, max_chars, unk_id, unk_token, NOGIL_MIN_CHARS,
+                                      order_checked=True)
+        return result if type(result) is tuple else None
+
+    def encode_raw(self, text: str):
+        """``(raw, n_tokens, n_words, strings)``, or None; see :mod:`pieceworks.fast`.
+
+        The tokens of :meth:`encode_plain` without a Python object per token.
+        """
+        options, cmap, table, max_chars, unk_id = self._setup()
+        result = bert_fast.encode_raw(text, cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS)
+        if type(result) is not tuple:
+            result = self._finish_raw(text, result, options, cmap, table, max_chars, unk_id)
+        return None if result is None else (*result, table.strings)
+
+    def encode_raw_batch(self, texts: list[str]) -> list:
+        """``[encode_raw(t) for t in texts]``, scanned with the GIL released once for the list."""
+        options, cmap, table, max_chars, unk_id = self._setup()
+        results = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id)
+        strings = table.strings
+        for k, result in enumerate(results):
+            if type(result) is not tuple:
+                result = self._finish_raw(texts[k], result, options, cmap, table, max_chars, unk_id)
+            results[k] = None if result is None else (*result, strings)
+        return results
+
+    def _finish_raw(self, text, result, options, cmap, table, max_chars, unk_id):
+        if result == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]):
+            result = bert_fast.encode_raw(text, cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS, order_checked=True)
+        return result if type(result) is tuple else None
+
+    def _setup(self):
+        """``(normalizer options, char map, token table, max chars per word, unk id)``, read live."""
         model = self.model
         options = normalizer_options(self.normalizer)
         cmap = char_map(options, _PRE_TOKENIZER_ACTIONS[type(self.pre_tokenizer)])
@@ -110,16 +149,11 @@ class BertWordPiecePlan:
         if known is not matcher:
             table = bert_fast.TokenTable(matcher)
             self._tokens = (matcher, table)
-        unk_token = model.unk_token
-        unk_id = model.vocab.get(unk_token, -1)
+        unk_id = model.vocab.get(model.unk_token, -1)
         if not 0 <= unk_id < 2**31:
             unk_id = -1                          # the general path decides what that means
         max_chars = min(model.max_input_chars_per_word, sys.maxsize)
-        result = bert_fast.encode(text, cmap, table, max_chars, unk_id, unk_token, NOGIL_MIN_CHARS)
-        if result == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]):
-            result = bert_fast.encode(text, cmap, table, max_chars, unk_id, unk_token, NOGIL_MIN_CHARS,
-                                      order_checked=True)
-        return result if type(result) is tuple else None
+        return options, cmap, table, max_chars, unk_id
 
 
 def normalizer_options(normalizer: BertNormalizer | None) -> tuple[bool, bool, bool, bool]:

@@ -104,6 +104,8 @@ class ByteBpePlan:
 
     releases_gil = True
     nogil_min_chars = NOGIL_MIN_CHARS
+    #: encode_raw and encode_raw_batch exist (see pieceworks.fast).
+    has_raw = True
 
     def __init__(self, model, normalizer, pre_tokenizer):
         self.model = model
@@ -128,6 +130,52 @@ class ByteBpePlan:
         if prefix_space and text and text[0] != " ":
             return kernel.encode_with_offsets(" " + text, self._tokens, True)
         return kernel.encode_with_offsets(text, self._tokens, False)
+
+    def encode_raw(self, text: str):
+        """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast)."""
+        ready = self._prepare()
+        if ready is None or len(text) >= _RAW_MAX_CHARS:
+            return None
+        kernel, prefix_space = ready
+        if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
+            return None     # offsets through the aligned normalizer: encode_plain's job
+        if prefix_space and text and text[0] != " ":
+            return (*kernel.encode_raw(" " + text, True), self._tokens)
+        return (*kernel.encode_raw(text, False), self._tokens)
+
+    def encode_raw_batch(self, texts: list[str]) -> list:
+        """``[encode_raw(t) for t in texts]``, encoded with the GIL released once for the list."""
+        ready = self._prepare()
+        if ready is None:
+            return [None] * len(texts)
+        kernel, prefix_space = ready
+        out: list = [None] * len(texts)
+        todo, where = [], []
+        for k, text in enumerate(texts):
+            if len(text) >= _RAW_MAX_CHARS or (self.normalizer is not None
+                                               and not unicodedata.is_normalized("NFC", text)):
+                continue
+            todo.append(" " + text if prefix_space and text and text[0] != " " else text)
+            where.append(k)
+        if not prefix_space:
+            results = kernel.encode_raw_batch(todo, False)
+        else:   # texts that got a space and texts that did not are two batches
+            results = self._batch_with_prefix(kernel, todo, [texts[k] for k in where])
+        tokens = self._tokens
+        for k, result in zip(where, results):
+            out[k] = (*result, tokens)
+        return out
+
+    @staticmethod
+    def _batch_with_prefix(kernel: ByteBPE, todo: list[str], originals: list[str]) -> list:
+        spaced = [i for i, (t, o) in enumerate(zip(todo, originals)) if t is not o]
+        plain = [i for i, (t, o) in enumerate(zip(todo, originals)) if t is o]
+        results: list = [None] * len(todo)
+        for indices, flag in ((spaced, True), (plain, False)):
+            if indices:
+                for i, result in zip(indices, kernel.encode_raw_batch([todo[i] for i in indices], flag)):
+                    results[i] = result
+        return results
 
     def encode_ids(self, text: str) -> list[int] | None:
         """Only the ids of :meth:`encode_plain` (much faster: no tokens, offsets or words), or None."""
@@ -199,6 +247,8 @@ class ByteBpePlan:
 
 
 _GPT2 = Pattern.PAT_GPT2
+# Raw encodings hold int32 offsets.
+_RAW_MAX_CHARS = 2**31 - 1
 
 
 def _build(model: BPE, pattern: Pattern):

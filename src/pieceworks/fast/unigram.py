@@ -77,6 +77,7 @@ class UnigramMetaspacePlan:
     """
 
     releases_gil = False
+    has_raw = False
 
     def __init__(self, model: Unigram, normalizer, pre_tokenizer: Metaspace):
         self.model = model

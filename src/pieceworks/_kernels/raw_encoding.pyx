@@ -1,0 +1,147 @@
+# cython: language_level=3
+"""Python lists from a raw encoding: what a lazy :class:`~pieceworks.Encoding` builds on access.
+
+A *raw encoding* is one ``bytes`` object holding ``4 * n`` int32 values in
+machine order, in four blocks of ``n``: token ids, start offsets, end
+offsets, word indices. The fused kernels write it without the GIL (one
+allocation, no Python object per token, nothing for the garbage collector
+to walk); an Encoding keeps it and makes each list only when it is first
+read, as Hugging Face does on attribute access.
+
+Lists are built here, not with ``memoryview.tolist()``: ids, offsets and
+words repeat, so their int objects come from one shared table, and the
+offset tuples are untracked by the collector (two ints cannot form a cycle).
+
+>>> raw = pack([5, 7], [0, 3], [2, 8], [0, 1])
+>>> id_list(raw, 2), offset_list(raw, 2, 0), word_list(raw, 2, -1), token_list(raw, 2, {5: "hi", 7: "there"})
+([5, 7], [(0, 2), (3, 8)], [0, 1], ['hi', 'there'])
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_FromSsize_t
+from cpython.object cimport PyObject_GetItem
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from libc.stdint cimport int32_t
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void* op)
+    void PyObject_GC_Track(void* op)
+
+# Ints below this come from one shared list instead of a new object each.
+cdef Py_ssize_t N_SHARED = 1 << 16
+cdef list _shared = list(range(N_SHARED))
+
+
+cdef inline object int_object(Py_ssize_t value):
+    if 0 <= value < N_SHARED:
+        return _shared[value]
+    return PyLong_FromSsize_t(value)
+
+
+cdef const int32_t* block(bytes raw, Py_ssize_t n, int which) except NULL:
+    if PyBytes_GET_SIZE(raw) < 16 * n:
+        raise ValueError(f"a raw encoding of {n} tokens needs {16 * n} bytes, got {PyBytes_GET_SIZE(raw)}")
+    return (<const int32_t*>PyBytes_AS_STRING(raw)) + which * n
+
+
+def pack(ids, starts, ends, words) -> bytes:
+    """A raw encoding from four equal-length sequences of ints (for tests and pure-Python plans)."""
+    cdef Py_ssize_t n = len(ids), i, k
+    if not len(starts) == len(ends) == len(words) == n:
+        raise ValueError("pack: the four sequences must have the same length")
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+    cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
+    for k, column in enumerate((ids, starts, ends, words)):
+        for i in range(n):
+            out[k * n + i] = column[i]
+    return raw
+
+
+def id_list(bytes raw, Py_ssize_t n) -> list:
+    """The ids."""
+    cdef const int32_t* ids = block(raw, n, 0)
+    cdef list out = PyList_New(n)
+    cdef Py_ssize_t i
+    cdef object obj
+    for i in range(n):
+        obj = int_object(ids[i])
+        Py_INCREF(obj)
+        PyList_SET_ITEM(out, i, obj)
+    return out
+
+
+def token_list(bytes raw, Py_ssize_t n, strings) -> list:
+    """``strings[id]`` for each id (``strings``: a list indexed by id, or a dict)."""
+    cdef const int32_t* ids = block(raw, n, 0)
+    cdef list out = PyList_New(n)
+    cdef Py_ssize_t i
+    cdef object obj
+    cdef list dense = strings if type(strings) is list else None
+    for i in range(n):
+        if dense is not None and 0 <= ids[i] < len(dense):
+            obj = dense[ids[i]]
+        else:
+            obj = PyObject_GetItem(strings, int_object(ids[i]))
+        Py_INCREF(obj)
+        PyList_SET_ITEM(out, i, obj)
+    return out
+
+
+def offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift) -> list:
+    """``(start + shift, end + shift)`` tuples."""
+    cdef const int32_t* starts = block(raw, n, 1)
+    cdef const int32_t* ends = block(raw, n, 2)
+    cdef list out = PyList_New(n)
+    cdef Py_ssize_t i, last_end = -1, s, e
+    cdef object start_obj, end_obj = None
+    cdef tuple span
+    PyObject_GC_UnTrack(<void*>out)     # not walked by a collection while it fills
+    for i in range(n):
+        s = starts[i] + shift
+        e = ends[i] + shift
+        # A token starting where the last one ended shares that int.
+        start_obj = end_obj if s == last_end else int_object(s)
+        end_obj = int_object(e)
+        last_end = e
+        span = PyTuple_New(2)
+        Py_INCREF(start_obj)
+        PyTuple_SET_ITEM(span, 0, start_obj)
+        Py_INCREF(end_obj)
+        PyTuple_SET_ITEM(span, 1, end_obj)
+        PyObject_GC_UnTrack(<void*>span)
+        Py_INCREF(span)
+        PyList_SET_ITEM(out, i, span)
+    PyObject_GC_Track(<void*>out)
+    return out
+
+
+def word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index) -> list:
+    """The word indices; all ``word_index`` when it is >= 0 (pre-tokenized input)."""
+    cdef const int32_t* words = block(raw, n, 3)
+    cdef list out = PyList_New(n)
+    cdef Py_ssize_t i
+    cdef object obj
+    for i in range(n):
+        obj = int_object(word_index if word_index >= 0 else words[i])
+        Py_INCREF(obj)
+        PyList_SET_ITEM(out, i, obj)
+    return out
+
+
+def ids_bytes(bytes raw, Py_ssize_t n) -> bytes:
+    """The ids block alone (int32, machine order)."""
+    cdef const int32_t* ids = block(raw, n, 0)
+    return PyBytes_FromStringAndSize(<const char*>ids, 4 * n)
+
+
+
+def untrack(obj) -> None:
+    """Take ``obj`` out of the cyclic garbage collector's sight (it must not be able to join a cycle).
+
+    A lazy Encoding holds bytes, ints, the shared token list and a frame:
+    nothing that leads back to it. Untracked, the millions an encode_batch
+    makes are not walked by every full collection.
+    """
+    PyObject_GC_UnTrack(<void*>obj)

@@ -1,0 +1,203 @@
+"""Lazy encodings (Encoding.from_raw) and post-processor frames, held to the eager path.
+
+The fast plans hand the tokenizer a raw buffer (int32 ids, offsets, words)
+and the post-processor's :meth:`single_frame`; the Encoding builds each list
+on first read. Every observable of such an encoding must equal the eager
+encoding the general path builds: the lists, the look-ups, and what
+truncate/pad/merge/copy/pickle do afterwards.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parity import assert_same_encoding, encoding_fields
+from pieceworks import Tokenizer
+from pieceworks._kernels.raw_encoding import pack
+from pieceworks.encoding import PLAIN_FRAME, Encoding
+from pieceworks.models import WordPiece
+from pieceworks.normalizers import BertNormalizer
+from pieceworks.pre_tokenizers import BertPreTokenizer
+from pieceworks.processors import BertProcessing, ByteLevel, RobertaProcessing, Sequence, TemplateProcessing
+
+VOCAB = ["[UNK]", "[CLS]", "[SEP]", "<s>", "</s>", "hello", "world", "##s", "a", "b", "##b", ",", "!"]
+
+
+def bert_like(processor) -> Tokenizer:
+    tok = Tokenizer(WordPiece({t: i for i, t in enumerate(VOCAB)}, unk_token="[UNK]"))
+    tok.normalizer = BertNormalizer()
+    tok.pre_tokenizer = BertPreTokenizer()
+    tok.post_processor = processor
+    return tok
+
+
+def general_twin(tok: Tokenizer, monkeypatch) -> Tokenizer:
+    """``tok``'s stages in a tokenizer whose fast plan is off."""
+    monkeypatch.setenv("PIECEWORKS_NO_FAST", "1")
+    twin = Tokenizer(tok.model)
+    twin.normalizer, twin.pre_tokenizer, twin.post_processor = tok.normalizer, tok.pre_tokenizer, tok.post_processor
+    assert twin._current_plan() is None
+    monkeypatch.delenv("PIECEWORKS_NO_FAST")
+    return twin
+
+
+PROCESSORS = {
+    "none": None,
+    "bert": BertProcessing(("[SEP]", 2), ("[CLS]", 1)),
+    "roberta-no-trim": RobertaProcessing(("</s>", 4), ("<s>", 3), trim_offsets=False),
+    "roberta-trim": RobertaProcessing(("</s>", 4), ("<s>", 3)),       # no frame: process() runs
+    "template": TemplateProcessing(single="[CLS]:1 $A:2 [SEP]:3 [SEP]:0", pair="$A $B:1",
+                                   special_tokens=[("[CLS]", 1), ("[SEP]", 2)]),
+    "template-b-only": TemplateProcessing(single="$B", pair="$A $B", special_tokens=[]),   # an error, both ways
+    "bytelevel-then-template": Sequence([ByteLevel(trim_offsets=False),
+                                         TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 3)])]),
+    "template-then-bytelevel": Sequence([TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 3)]),
+                                         ByteLevel(trim_offsets=False)]),
+}
+
+TEXTS = ["hello world", "hellos, a b!", "", "   ", "ab bb zz", "HELLO Wörld", "a [CLS] b", "[SEP]"]
+
+
+@pytest.mark.parametrize("name", sorted(PROCESSORS))
+@pytest.mark.parametrize("add_special_tokens", [True, False])
+def test_fast_encode_equals_the_general_path(name, add_special_tokens, monkeypatch):
+    tok = bert_like(PROCESSORS[name])
+    general = general_twin(tok, monkeypatch)
+    for text in TEXTS:
+        try:
+            expected = general.encode(text, add_special_tokens=add_special_tokens)
+        except Exception as exc:    # the same error from both paths
+            with pytest.raises(type(exc)):
+                tok.encode(text, add_special_tokens=add_special_tokens)
+            continue
+        ours = tok.encode(text, add_special_tokens=add_special_tokens)
+        assert_same_encoding(ours, expected, f"{name} {text!r}")
+        assert ours.n_sequences == expected.n_sequences
+        assert len(ours) == len(expected)
+
+
+@pytest.mark.parametrize("name", ["bert", "template", "bytelevel-then-template", "none"])
+def test_batches_mix_raw_items_with_others(name, monkeypatch):
+    tok = bert_like(PROCESSORS[name])
+    general = general_twin(tok, monkeypatch)
+    items = TEXTS + [("hello", "world")] * (name != "none") + ["a b " * 5000]
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    ours = tok.encode_batch(items)
+    theirs = general.encode_batch(items)
+    assert len(ours) == len(theirs)
+    for a, b, item in zip(ours, theirs, items):
+        assert_same_encoding(a, b, repr(item)[:40])
+
+
+def test_single_frame_is_none_when_the_processor_changes_offsets():
+    assert RobertaProcessing(("</s>", 4), ("<s>", 3)).single_frame(True) is None
+    assert ByteLevel().single_frame(True) is None
+    assert PROCESSORS["template-then-bytelevel"].single_frame(True) is None   # ByteLevel after added tokens
+    assert PROCESSORS["template-b-only"].single_frame(True) is None
+
+
+def test_a_frame_is_forgotten_when_the_processor_changes():
+    proc = BertProcessing(("[SEP]", 2), ("[CLS]", 1))
+    assert proc.single_frame(True).ids_before == [1]
+    proc.cls = ("<s>", 3)
+    assert proc.single_frame(True).ids_before == [3]
+    tok = bert_like(proc)
+    assert tok.encode("hello").ids == [3, 5, 2]
+
+
+# -- the Encoding itself -------------------------------------------------------------------
+
+token_rows = st.lists(st.tuples(st.integers(0, len(VOCAB) - 1), st.integers(0, 50), st.integers(0, 5),
+                                st.integers(0, 9)), max_size=12)
+frames = st.sampled_from([PLAIN_FRAME] + [p.single_frame(add) for p in PROCESSORS.values() if p is not None
+                                           for add in (True, False) if p.single_frame(add) is not None])
+
+
+def lazy_and_eager(rows, frame, word_index=None):
+    ids = [r[0] for r in rows]
+    starts = [r[1] for r in rows]
+    ends = [r[1] + r[2] for r in rows]
+    words = sorted(r[3] for r in rows)
+    lazy = Encoding.from_raw(pack(ids, starts, ends, words), len(ids), VOCAB, word_index, frame)
+    n = len(ids)
+    eager = Encoding(frame.ids_before + ids + frame.ids_after,
+                     frame.types_before + [frame.type_id] * n + frame.types_after,
+                     frame.tokens_before + [VOCAB[i] for i in ids] + frame.tokens_after,
+                     [None] * len(frame.ids_before) + ([word_index] * n if word_index is not None else words)
+                     + [None] * len(frame.ids_after),
+                     [(0, 0)] * len(frame.ids_before) + list(zip(starts, ends)) + [(0, 0)] * len(frame.ids_after),
+                     [1] * len(frame.ids_before) + [0] * n + [1] * len(frame.ids_after),
+                     [1] * (n + frame.size), [],
+                     {0: (len(frame.ids_before), len(frame.ids_before) + n)} if frame.sequence_range else {})
+    return lazy, eager
+
+
+@settings(max_examples=150, deadline=None)
+@given(token_rows, frames, st.sampled_from([None, 3]))
+def test_lazy_encoding_reads_like_the_eager_one(rows, frame, word_index):
+    lazy, eager = lazy_and_eager(rows, frame, word_index)
+    assert len(lazy) == len(eager)                     # before anything is built
+    assert encoding_fields(lazy) == encoding_fields(eager)
+    assert lazy == eager
+    assert lazy.words == eager.words and lazy.n_sequences == eager.n_sequences
+    for pos in range(-1, 60, 7):
+        assert lazy.char_to_token(pos) == eager.char_to_token(pos)
+        assert lazy.char_to_word(pos) == eager.char_to_word(pos)
+    for word in range(-1, 11):
+        assert lazy.word_to_tokens(word) == eager.word_to_tokens(word)
+        assert lazy.word_to_chars(word) == eager.word_to_chars(word)
+    for index in range(-1, len(eager) + 1):
+        assert lazy.token_to_sequence(index) == eager.token_to_sequence(index)
+        assert lazy.token_to_chars(index) == eager.token_to_chars(index)
+        assert lazy.token_to_word(index) == eager.token_to_word(index)
+    assert lazy._ids_array().tolist() == eager.ids
+
+
+@settings(max_examples=100, deadline=None)
+@given(token_rows, frames, st.integers(0, 14), st.integers(0, 3), st.sampled_from(["left", "right"]))
+def test_lazy_encoding_changes_like_the_eager_one(rows, frame, length, stride, direction):
+    def check(change):
+        lazy, eager = lazy_and_eager(rows, frame)
+        try:
+            change(eager)
+        except Exception as exc:
+            with pytest.raises(type(exc)):
+                change(lazy)
+            return
+        change(lazy)
+        assert encoding_fields(lazy) == encoding_fields(eager)
+
+    check(lambda e: e.pad(length, direction, 0, 0, "[PAD]"))
+    check(lambda e: e.truncate(length, stride, direction))
+    check(lambda e: e.merge_with(Encoding.from_tokens([(5, "hello", (0, 5))]), True))
+    check(lambda e: e.set_sequence_id(1))
+
+
+def test_copy_and_pickle_give_equal_independent_encodings():
+    lazy, eager = lazy_and_eager([(5, 0, 5, 0), (6, 6, 5, 1)], PROCESSORS["bert"].single_frame(True))
+    clone = lazy.copy()
+    clone.ids.append(99)
+    assert lazy.ids == eager.ids
+    restored = pickle.loads(pickle.dumps(lazy))
+    assert type(restored) is Encoding and encoding_fields(restored) == encoding_fields(eager)
+    # Pickling writes the lists, not the vocabulary the raw buffer points into.
+    assert len(pickle.dumps(lazy)) < 1000
+
+
+def test_pickled_encoding_does_not_drag_the_vocabulary_along():
+    big = [f"tok{i}" for i in range(100_000)]
+    lazy = Encoding.from_raw(pack([7], [0], [1], [0]), 1, big)
+    assert lazy.tokens == ["tok7"]
+    assert len(pickle.dumps(lazy)) < 1000
+
+
+def test_lazy_encodings_are_not_walked_by_the_garbage_collector():
+    import gc
+
+    lazy, _ = lazy_and_eager([(5, 0, 5, 0)], PLAIN_FRAME)
+    assert not gc.is_tracked(lazy)
+    assert gc.is_tracked(Encoding([1]))

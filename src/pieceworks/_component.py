@@ -93,12 +93,30 @@ def _describe(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: Bumped whenever an attribute of any component is assigned. A cache of state derived
+#: from components (a fast plan's settings) is valid while the number is unchanged.
+_EPOCH = [0]
+
+
+def epoch() -> int:
+    """The current component epoch (see ``_EPOCH``).
+
+    >>> before = epoch(); Component().x = 1; epoch() > before
+    True
+    """
+    return _EPOCH[0]
+
+
 class Component:
     """Base of every stage's base class; see the module docstring."""
 
     type_name: ClassVar[str] = ""
     _registry: ClassVar[dict[str, type]]
     stage: ClassVar[str] = "component"
+
+    def __setattr__(self, name, value):
+        _EPOCH[0] += 1
+        object.__setattr__(self, name, value)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -72,7 +72,7 @@ class PostProcessor(Component):
 
     def __setattr__(self, name, value):
         self.__dict__.pop("_frames", None)
-        object.__setattr__(self, name, value)
+        super().__setattr__(name, value)
 
     def process(self, encoding: Encoding, pair: Encoding | None = None,
                 add_special_tokens: bool = True) -> Encoding:

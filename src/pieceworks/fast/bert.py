@@ -42,6 +42,7 @@ from functools import partial
 from itertools import compress, count
 from typing import NamedTuple
 
+from .._component import epoch
 from .._kernels import bert_fast
 from .._unicode_forms import char_set
 from .._unicode_tables import char_flags
@@ -96,6 +97,7 @@ class BertWordPiecePlan:
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         self._tokens: tuple = (None, None)      # (matcher, TokenTable(matcher)), swapped as one
+        self._setup_for: tuple = (-1, None, None)  # (epoch, matcher, _read_setup()), swapped as one
 
     def encode_plain(self, text: str):
         """``(ids, tokens, offsets, words, n_words)`` of a text without added tokens, or None.
@@ -140,7 +142,20 @@ class BertWordPiecePlan:
         return result if type(result) is tuple else None
 
     def _setup(self):
-        """``(normalizer options, char map, token table, max chars per word, unk id)``, read live."""
+        """``(normalizer options, char map, token table, max chars per word, unk id)``, read live.
+
+        Remembered until a component attribute is assigned (the epoch moves)
+        or the model's matcher changes (its vocabulary was edited).
+        """
+        matcher = self.model._get_matcher()
+        known = self._setup_for
+        if known[0] == epoch() and known[1] is matcher:
+            return known[2]
+        setup = self._read_setup()
+        self._setup_for = (epoch(), matcher, setup)
+        return setup
+
+    def _read_setup(self):
         model = self.model
         options = normalizer_options(self.normalizer)
         cmap = char_map(options, _PRE_TOKENIZER_ACTIONS[type(self.pre_tokenizer)])

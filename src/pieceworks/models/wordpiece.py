@@ -60,7 +60,7 @@ class WordPiece(Model):
             value = _str_option(name, value)
         elif name == "max_input_chars_per_word":
             value = _count_option(name, value)
-        object.__setattr__(self, name, value)
+        super().__setattr__(name, value)      # (moves the component epoch: fast plans re-read options)
         if name == "vocab":
             object.__setattr__(self, "vocab_r", {i: t for t, i in value.items()})
         if name in _MATCHER_INPUTS:

@@ -671,3 +671,22 @@ def test_regex_source_is_kept_for_json():
     assert Replace(Regex(pattern), "bar").normalize_str("Foo food FOO") == "bar food bar"
     # A literal pattern is matched literally (Hugging Face escapes it into a regex).
     assert Replace("a.b", "!").normalize_str("a.b axb") == "! axb"
+
+
+# BertNormalizer.normalize_str takes a translate/lower shortcut on ASCII text: it
+# must equal the aligned path and Hugging Face on every option set.
+ASCII_PAIRS = [chr(a) + chr(b) for a in range(128) for b in range(0, 128, 3)]
+
+
+@pytest.mark.parametrize("clean_text", [True, False])
+@pytest.mark.parametrize("strip_accents", [None, True, False])
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_bert_normalize_str_on_ascii_equals_the_aligned_path_and_huggingface(clean_text, strip_accents, lowercase):
+    ours = BertNormalizer(clean_text=clean_text, strip_accents=strip_accents, lowercase=lowercase)
+    theirs = hfn.BertNormalizer(clean_text=clean_text, strip_accents=strip_accents, lowercase=lowercase)
+    rng = random.Random(7)
+    texts = ASCII_PAIRS + ["".join(chr(rng.randrange(128)) for _ in range(rng.randrange(40))) for _ in range(300)]
+    for text in texts:
+        aligned = NormalizedString(text)
+        ours.normalize(aligned)
+        assert ours.normalize_str(text) == aligned.normalized == theirs.normalize_str(text), repr(text)

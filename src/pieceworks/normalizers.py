@@ -340,6 +340,18 @@ class BertNormalizer(Normalizer):
         self.strip_accents = None if strip_accents is None else _check_bool("strip_accents", strip_accents)
         self.lowercase = _check_bool("lowercase", lowercase)
 
+    def normalize_str(self, sequence: str) -> str:
+        """As :meth:`Normalizer.normalize_str`; ASCII text (most of what counting sees) in two C passes.
+
+        On ASCII no char is Chinese, NFD changes nothing and no char is a
+        combining mark, so only cleaning and lowercasing act.
+        """
+        if type(sequence) is not str or not sequence.isascii():
+            return super().normalize_str(sequence)
+        if self.clean_text:
+            sequence = sequence.translate(_ascii_cleaning())
+        return sequence.lower() if self.lowercase else sequence
+
     def normalize(self, normalized: NormalizedString) -> None:
         if self.clean_text:
             _drop_and_map(normalized, _bert_control_runs(), _BERT_SPACES)
@@ -360,6 +372,21 @@ class BertNormalizer(Normalizer):
     def _from_fields(cls, fields: Fields):
         return cls(fields.get("clean_text", bool), fields.get("handle_chinese_chars", bool),
                    fields.get("strip_accents", bool, None), fields.get("lowercase", bool))
+
+
+def _ascii_cleaning() -> dict[int, str | None]:
+    """``str.translate`` table doing BertNormalizer's cleaning on ASCII: controls go, whitespace is a space.
+
+    >>> "a\tb\x00c\x0b".translate(_ascii_cleaning())
+    'a bc'
+    """
+    table = _RUNS.get("bert-ascii-cleaning")
+    if table is None:
+        controls = _bert_control_runs()
+        table = {cp: " " for cp in _BERT_SPACES if cp < 128}
+        table.update({cp: None for cp in range(128) if controls.fullmatch(chr(cp))})   # dropping comes first
+        _RUNS["bert-ascii-cleaning"] = table
+    return table
 
 
 def _bert_control_runs() -> "re.Pattern[str]":

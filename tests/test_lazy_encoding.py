@@ -201,3 +201,29 @@ def test_lazy_encodings_are_not_walked_by_the_garbage_collector():
     lazy, _ = lazy_and_eager([(5, 0, 5, 0)], PLAIN_FRAME)
     assert not gc.is_tracked(lazy)
     assert gc.is_tracked(Encoding([1]))
+
+
+# -- texts holding added tokens: segments through the plan, joined raw ------------------------
+
+MIXED = ["<|begin_of_text|>Hello<|eot_id|> world", "x <|start_header_id|>user<|end_header_id|>\n\nhi",
+         "no special here", "<|eot_id|>", "<|eot_id|><|eot_id|> a", "tail <|reserved_special_token_3|>"]
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_texts_with_added_tokens_match_huggingface(name, shared_data):
+    hf = pytest.importorskip("tokenizers")
+    path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
+    ours, theirs = Tokenizer.from_file(path), hf.Tokenizer.from_file(path)
+    texts = MIXED + ["<|im_start|>system\nYou are<|im_end|>", "ünïcode <|im_end|> 東京"]
+    for split in (False, True):
+        theirs.encode_special_tokens = split
+        for add in (True, False):
+            expected = [theirs.encode(t, add_special_tokens=add) for t in texts]
+            for text, got, want in zip(texts, [ours.encode(t, add_special_tokens=add, split_special_tokens=split)
+                                                for t in texts], expected):
+                assert_same_encoding(got, want, f"{name} {text!r} split={split} add={add}")
+            batch = ours.encode_batch(texts, add_special_tokens=add, split_special_tokens=split)
+            for text, got, want in zip(texts, batch, expected):
+                assert_same_encoding(got, want, f"batch {name} {text!r} split={split} add={add}")
+    # The llama3 specials are beyond the model's vocabulary: spelled from the added tokens.
+    assert ours.encode("a<|eot_id|>").tokens[-1] == "<|eot_id|>" or name != "llama3"

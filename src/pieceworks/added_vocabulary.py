@@ -96,7 +96,7 @@ class AddedVocabulary:
         self.special_set: set[str] = set()
         self._raw_matcher = None               # (compiled regex, {content: id})
         self._normalized_matcher = None
-        self._leads: tuple[str, ...] | None = ()  # first chars of every token, when few
+        self._leads: tuple[str, ...] | None = ()  # see _leads()
 
     def __len__(self) -> int:
         return len(self.by_content)
@@ -181,9 +181,7 @@ class AddedVocabulary:
                 raw.setdefault(tok.content, tid)
         self._raw_matcher = _compile_matcher(raw)
         self._normalized_matcher = _compile_matcher(normed)
-        leads = tuple(sorted({content[0] for content in (*raw, *normed)}))
-        # A few ``ch in text`` scans (memchr) are much faster than the regex search.
-        self._leads = leads if len(leads) <= _MAX_LEADS else None
+        self._leads = _leads(list(raw) + list(normed))
 
     # -- matching ------------------------------------------------------
     def extract_and_normalize(self, normalizer, sequence: str, split_special: bool = False):
@@ -275,8 +273,27 @@ def _rightmost_space_at_start(text: str, start: int) -> int:
     return start
 
 
-# Up to this many distinct first chars, may_occur_in looks for them before searching.
+# With up to this many distinct prefixes, may_occur_in looks for them before searching.
 _MAX_LEADS = 8
+
+
+def _leads(contents: list[str]) -> tuple[str, ...] | None:
+    """Prefixes, up to 4 chars, one of which every token starts with; None when there are many.
+
+    A few ``prefix in text`` scans (C substring search) are much faster than
+    the regex over every token, and most texts hold none of them.
+
+    >>> _leads(["<|endoftext|>", "<|im_start|>", "[CLS]"]), _leads([])
+    (('<|en', '<|im', '[CLS'), ())
+    """
+    if not contents:
+        return ()
+    width = min(4, min(len(c) for c in contents))
+    leads = tuple(sorted({c[:width] for c in contents}))
+    if len(leads) <= _MAX_LEADS:
+        return leads
+    leads = tuple(sorted({c[0] for c in contents}))
+    return leads if len(leads) <= _MAX_LEADS else None
 
 
 def _compile_matcher(table: dict[str, int]):

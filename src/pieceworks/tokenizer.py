@@ -22,6 +22,7 @@ import os
 from typing import Iterable, Iterator
 
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
+from ._kernels.raw_encoding import join as _raw_join, pack as _raw_pack
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
 from .pretokenized import PreTokenizedString
@@ -166,7 +167,8 @@ class Tokenizer:
         :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
         """
         if pair is None and type(sequence) is str and not is_pretokenized and self._truncation is None:
-            encoding = self._encode_raw(sequence, add_special_tokens)
+            split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+            encoding = self._encode_raw(sequence, add_special_tokens, split)
             if encoding is not None:
                 if self._padding is not None:
                     self._pad([encoding])
@@ -242,7 +244,7 @@ class Tokenizer:
         return _pretokenized_to_encoding(pretok, type_id, word_index)
 
     # -- the fused fast path (pieceworks.fast) ---------------------------------
-    def _encode_raw(self, text: str, add_special_tokens: bool) -> Encoding | None:
+    def _encode_raw(self, text: str, add_special_tokens: bool, split_special: bool) -> Encoding | None:
         """A lazy encoding of ``text`` from the plan's raw form, post-processed; None to take the long way.
 
         Only for what needs nothing but the kernel and a frame of special
@@ -253,17 +255,70 @@ class Tokenizer:
         if plan is None or not plan.has_raw:
             return None
         added = self._added
-        if added.by_content and (added.may_occur_in(text)
-                                 or self._normalizer is not None and added.has_normalized_tokens()):
-            return None
+        if added.by_content and self._normalizer is not None and added.has_normalized_tokens():
+            return None     # matched after normalization: the general path's job
         processor = self.post_processor
         frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
         if frame is None:
             return None
+        if added.by_content and added.may_occur_in(text):
+            return self._encode_raw_around_added(plan, text, split_special, frame)
         result = plan.encode_raw(text)
         if result is None:
             return None
         return Encoding.from_raw(result[0], result[1], result[3], None, frame)
+
+    def _encode_raw_around_added(self, plan, text: str, split_special: bool, frame) -> Encoding | None:
+        """Added tokens split off in Python, the segments between them through the plan, joined raw."""
+        if len(text) >= _RAW_MAX_CHARS:
+            return None
+        pretok = self._added.extract_and_normalize(None, text, split_special)
+        parts, added, strings, word = [], [], None, 0
+        for split in pretok.splits:
+            base = split.normalized.original_shift
+            if split.tokens is not None:
+                for tok in split.tokens:
+                    start, end = tok.offsets
+                    parts.append((_raw_pack([tok.id], [start], [end], [0]), 1, base, word))
+                    added.append(tok)
+                word += 1
+                continue
+            result = plan.encode_raw(split.normalized.normalized)
+            if result is None:
+                return None
+            raw, n, n_words, strings = result
+            parts.append((raw, n, base, word))
+            word += n_words
+        if strings is None:
+            return None
+        # Tokens are spelled from one table: the plan's, with the added tokens it lacks.
+        if not all(_spells(strings, tok.id, tok.value) for tok in added):
+            strings = self._strings_with_added(strings)
+            if strings is None or not all(_spells(strings, tok.id, tok.value) for tok in added):
+                return None
+        raw, n = _raw_join(parts)
+        return Encoding.from_raw(raw, n, strings, None, frame)
+
+    def _strings_with_added(self, strings):
+        """The plan's token table extended with the added tokens beyond it (made once); None if they clash."""
+        key = (id(strings), id(self._added._raw_matcher), id(self._added._normalized_matcher))
+        cached = self.__dict__.get("_spelling")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        if type(strings) is list:
+            top = max(self._added.by_content.values(), default=-1)
+            table = list(strings) + [None] * max(0, top + 1 - len(strings))
+        else:
+            table = dict(strings)
+        for content, token_id in self._added.by_content.items():
+            known = table[token_id] if type(table) is list else table.get(token_id)
+            if known is None:
+                table[token_id] = content
+            elif known != content:
+                table = None    # an added token shares an id with a different model token
+                break
+        self.__dict__["_spelling"] = (key, table, strings)     # (keeps ``strings`` alive: its id is the key)
+        return table
 
     def _raw_batch_ready(self, plan, add_special_tokens: bool):
         """The frame for a batch of single texts through ``plan.encode_raw_batch``, or None."""
@@ -290,6 +345,8 @@ class Tokenizer:
             if result is not None:
                 out[k] = from_raw(result[0], result[1], result[3], None, frame)
         for k, enc in enumerate(out):
+            if enc is None and type(items[start + k]) is str and not normalized_added:
+                enc = out[k] = self._encode_raw_around_added(plan, items[start + k], split, frame)
             if enc is None:
                 i = start + k
                 first, second = _split_batch_item(items[i], False, i)
@@ -583,6 +640,17 @@ def _check_str(value, name: str) -> str:
 def _check_count(value, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+
+
+# Raw encodings hold int32 offsets.
+_RAW_MAX_CHARS = 2**31 - 1
+
+
+def _spells(strings, token_id: int, value: str) -> bool:
+    """Whether ``strings[token_id]`` (a list or a dict of the plan's tokens) is ``value``."""
+    if type(strings) is list:
+        return 0 <= token_id < len(strings) and strings[token_id] == value
+    return strings.get(token_id) == value
 
 
 def _as_list(value, name: str) -> list:

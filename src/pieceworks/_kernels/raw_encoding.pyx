@@ -145,3 +145,33 @@ def untrack(obj) -> None:
     makes are not walked by every full collection.
     """
     PyObject_GC_UnTrack(<void*>obj)
+
+
+def join(list parts) -> tuple:
+    """One raw encoding of several in a row: ``(raw, n)``.
+
+    Each part is ``(raw, n, offset_shift, word_shift)``: its offsets move by
+    ``offset_shift`` chars and its word indices by ``word_shift``.
+
+    >>> raw, n = join([(pack([1], [0], [2], [0]), 1, 0, 0), (pack([2], [0], [3], [0]), 1, 5, 1)])
+    >>> n, offset_list(raw, n, 0), word_list(raw, n, -1)
+    (2, [(0, 2), (5, 8)], [0, 1])
+    """
+    cdef Py_ssize_t total = 0, n, at = 0, i, offset_shift, word_shift
+    cdef const int32_t* src
+    for part in parts:
+        total += <Py_ssize_t>part[1]
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 16 * total)
+    cdef int32_t* dst = <int32_t*>PyBytes_AS_STRING(out)
+    for part in parts:
+        n = part[1]
+        offset_shift = part[2]
+        word_shift = part[3]
+        src = block(<bytes>part[0], n, 0)
+        for i in range(n):
+            dst[at + i] = src[i]
+            dst[total + at + i] = <int32_t>(src[n + i] + offset_shift)
+            dst[2 * total + at + i] = <int32_t>(src[2 * n + i] + offset_shift)
+            dst[3 * total + at + i] = <int32_t>(src[3 * n + i] + word_shift)
+        at += n
+    return out, total

@@ -34,7 +34,7 @@ SRC = ROOT / "src" / "pieceworks"
 ALLOWED_WRITERS = {
     ("fileio.py", "*"): "the atomic writers themselves",
     ("cli.py", "_silence_stdout"): "opens /dev/null to silence a broken stdout pipe",
-    ("trainers/counts.py", "_spill"): "scratch files inside a TemporaryDirectory, never a user's file",
+    ("trainers/counts.py", "_scratch_writer"): "scratch files inside a TemporaryDirectory, never a user's file",
 }
 _WRITE_METHODS = {"write_text", "write_bytes"}
 

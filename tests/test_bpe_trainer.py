@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from array import array
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -316,7 +317,135 @@ def test_bad_counts_raise_type_errors():
         BpeTrainer(initial_alphabet="abc")
 
 
+def test_docstring_examples_hold():
+    import doctest
+
+    import pieceworks.trainers.bpe
+    from pieceworks._kernels import bpe_train
+
+    for module in (bpe_train, pieceworks.trainers.bpe):
+        assert doctest.testmod(module).failed == 0, module.__name__
+
+
 def test_progress_bar_runs(capsys):
     model = BPE()
     BpeTrainer(vocab_size=12, show_progress=True).train(model, {"abcd": 2, "bcd": 1})
     assert model.get_merges()[0] == ("b", "c")
+
+
+# -- the kernel's memory layout changes nothing ------------------------------------
+# The merge loop keeps words in one flat array, lists of words in a compacted
+# arena, small-count heap entries aside, and counts past 32 bits in side maps
+# (see pieceworks/_kernels/bpe_train.pyx). These tests force each of those
+# paths on small inputs and check the result is still Hugging Face's (or the
+# textbook's).
+
+
+class _Forced:
+    """Compaction at every chance, or push sequences that run out at once."""
+
+    def __init__(self, compact: bool = False, seq_start: int | None = None):
+        self.compact, self.seq_start = compact, seq_start
+
+    def __enter__(self):
+        from pieceworks._kernels import bpe_train
+
+        self.floor = bpe_train._set_compact_floor(0) if self.compact else None
+        self.seq = bpe_train._set_seq_start(self.seq_start) if self.seq_start is not None else None
+        return self
+
+    def __exit__(self, *exc):
+        from pieceworks._kernels import bpe_train
+
+        if self.floor is not None:
+            bpe_train._set_compact_floor(self.floor)
+        if self.seq is not None:
+            bpe_train._set_seq_start(self.seq)
+        return False
+
+
+@SETTINGS
+@given(st.one_of(counts_of(tie_words), counts_of(any_words)), trainer_options(),
+       st.sampled_from(["huggingface", "first_seen"]))
+def test_compacting_words_and_lists_changes_nothing(counts, options, tie_break):
+    plain = our_train(counts, tie_break=tie_break, **options)
+    with _Forced(compact=True):
+        assert our_train(counts, tie_break=tie_break, **options) == plain
+
+
+@SETTINGS
+@given(st.dictionaries(tie_words, st.integers(1, 40), min_size=1, max_size=25),
+       st.integers(5, 80), st.sampled_from([0, 3, 9, 12]))
+def test_counts_around_the_waiting_limit_match_huggingface(counts, vocab_size, min_frequency):
+    # Entries of count <= 8 wait outside the heap until it runs empty.
+    options = dict(vocab_size=vocab_size, min_frequency=min_frequency)
+    assert our_train(counts, **options) == hf_train(counts, **options)
+
+
+def test_renumbered_push_sequences_change_nothing(shared_data):
+    counts = byte_level_counts(_corpus_sample(shared_data, "corpora/english/botchan.txt", 60_000))
+    options = dict(vocab_size=800, special_tokens=["<|endoftext|>"], initial_alphabet=list(BYTE_TO_CHAR))
+    plain = our_train(counts, **options)
+    with _Forced(seq_start=0xFFFFFFFF - 300):
+        assert our_train(counts, **options) == plain
+
+
+def test_real_corpus_with_forced_compaction_matches_huggingface(shared_data):
+    counts = byte_level_counts(_corpus_sample(shared_data, "corpora/english/linux-6.1_docs_rst.txt", 150_000))
+    options = dict(vocab_size=1500, special_tokens=["<|endoftext|>"], initial_alphabet=list(BYTE_TO_CHAR))
+    with _Forced(compact=True):
+        ours = our_train(counts, **options)
+    assert ours == hf_train(counts, **options)
+
+
+def test_ids_past_16_bits_match_huggingface():
+    # vocab_size >= 65535: symbols are stored as uint32 instead of uint16.
+    counts = {"abcabd": 5, "abd": 3, "cab": 2, "dcba": 4}
+    assert our_train(counts, vocab_size=70_000) == hf_train(counts, vocab_size=70_000)
+
+
+@pytest.mark.parametrize("tie_break", ["huggingface", "first_seen"])
+def test_counts_past_32_bits_train_as_scaled_counts(tie_break):
+    # Word counts >= 255 and pair counts >= 2**31 live in side maps; scaling
+    # every count by the same factor changes no ranking and no tie.
+    counts = {"hug": 10, "pug": 5, "pun": 12, "bun": 4, "hugs": 5, "gun": 7}
+    small = our_train(counts, vocab_size=30, tie_break=tie_break)
+    for factor in (300, 1 << 31, 1 << 40):
+        assert our_train({w: n * factor for w, n in counts.items()}, vocab_size=30, tie_break=tie_break) == small
+
+
+def test_first_seen_with_big_counts_matches_the_reference():
+    counts = {"low": 5 << 33, "lower": 2 << 33, "newest": 6 << 33, "widest": 3 << 33, "lo": 1}
+    ref = train_bpe(counts, 40)
+    vocab, merges = our_train(counts, vocab_size=40, tie_break="first_seen")
+    assert vocab == ref.vocab and merges == dedupe_keep_last(ref.merges)
+
+
+def test_words_take_two_bytes_a_char_when_ids_fit_16_bits():
+    from pieceworks._kernels.bpe_train import MergeLearner
+
+    words = [f"w{i}x{i * 7919 % 10007}" for i in range(5000)]
+    chars = sum(len(w) for w in words)
+    sizes = {}
+    for vocab_size in (300, 70_000):
+        tokens = sorted({c for w in words for c in w})
+        learner = MergeLearner(tokens, {t: i for i, t in enumerate(tokens)}, vocab_size=vocab_size)
+        learner.add_words((words, [1] * len(words)))
+        learner.learn(len(tokens))    # no merges: the arrays as read, trimmed
+        sizes[vocab_size] = learner.memory()["words"]
+    assert sizes[300] <= 2 * chars + 5 * (len(words) + 1)
+    assert sizes[70_000] <= 4 * chars + 5 * (len(words) + 1)
+
+
+def test_a_learner_learns_once_and_reads_words_before():
+    from pieceworks._kernels.bpe_train import MergeLearner
+
+    tokens = ["a", "b"]
+    learner = MergeLearner(tokens, {"a": 0, "b": 1}, vocab_size=3)
+    learner.add_words((b"abab", array("q", [0, 2, 4]), array("Q", [2, 1])))
+    assert learner.word_ids(0) == [0, 1] and learner.word_ids(1) == [0, 1]
+    assert learner.learn(3) == [(0, 1, 2)] and learner.word_ids(1) == [2]
+    with pytest.raises(RuntimeError):
+        learner.learn(4)
+    with pytest.raises(RuntimeError):
+        learner.add_words((["a"], [1]))

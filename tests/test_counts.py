@@ -174,6 +174,38 @@ def test_prune_by_min_count_and_top_k():
         c.prune(top_k=-1)
 
 
+def _batch_items(batches) -> list[tuple[str, int]]:
+    """The (piece, count) pairs a list of word batches holds."""
+    out = []
+    for batch in batches:
+        if len(batch) == 2:
+            out.extend(zip(*batch))
+            continue
+        blob, offsets, values = batch
+        out.extend((bytes(blob[offsets[i]:offsets[i + 1]]).decode("utf-8", "surrogatepass"), values[i])
+                   for i in range(len(values)))
+    return out
+
+
+def test_docstring_examples_hold():
+    import doctest
+
+    assert doctest.testmod(counting).failed == 0
+
+
+def test_word_batches_hold_every_piece_in_order_whatever_the_form():
+    table = {"hé": 2, "\ud800x": 1, "": 4, "🎉🎉": 3, **{f"w{i}": i + 1 for i in range(300)}}
+    forms = {
+        "dict": table,
+        "Counts from a dict": Counts(table),
+        "compact Counts": Counts.merge(table),
+    }
+    for name, counts in forms.items():
+        batches = list(counting.word_batches(counts, size=64))
+        assert _batch_items(batches) == list(table.items()), name
+        assert all(len(b[-1]) <= 64 for b in batches), name
+
+
 # -- the counts file -------------------------------------------------------------------
 @pytest.mark.parametrize("compression", [None, "gzip", "zstd"])
 def test_save_and_load_round_trip(tmp_path, compression):

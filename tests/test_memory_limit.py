@@ -8,6 +8,7 @@ benchmarks/bench_memory_limit.py, which runs at full size.)
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 
@@ -44,7 +45,38 @@ def test_spilled_counts_equal_unlimited_counts(corpus, tmp_path):
     assert limited.spills >= 2, "the limit should have forced spills"
     assert list(limited.items()) == list(unlimited.items())
     assert limited.total() == unlimited.total()
+    # The spilled counts stay on disk (one merged file) until the Counts goes.
+    assert len(os.listdir(tmp_path)) == 1
+    del limited
+    gc.collect()
     assert os.listdir(tmp_path) == [], "spill files are removed"
+
+
+def test_spilled_counts_on_disk_act_like_counts_in_memory(corpus, tmp_path):
+    import pickle
+
+    from pieceworks.trainers.counts import Counts, word_batches
+
+    pre = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    unlimited = count_files([corpus], pre_tokenizer=pre, progress=False, unit_bytes=256 << 10)
+    limited = count_files([corpus], pre_tokenizer=pre, progress=False, unit_bytes=256 << 10,
+                          memory_limit="16MB", tmp_dir=tmp_path)
+    assert limited.spills >= 2 and len(limited) == len(unlimited)
+    # Saved, the two are the same file.
+    limited.save(tmp_path / "limited.counts")
+    unlimited.save(tmp_path / "unlimited.counts")
+    assert (tmp_path / "limited.counts").read_bytes() == (tmp_path / "unlimited.counts").read_bytes()
+    # Pickled (to another process), merged, pruned, looked up: the same.
+    assert list(pickle.loads(pickle.dumps(limited)).items()) == list(unlimited.items())
+    extra = {"Ġzz": 3, "Ġthe": 2}
+    assert list((limited + extra).items()) == list((unlimited + extra).items())
+    assert list(Counts.merge(extra, limited).items()) == list(Counts.merge(extra, unlimited).items())
+    assert list(limited.prune(min_count=3).items()) == list(unlimited.prune(min_count=3).items())
+    # Word batches stream from disk, in blocks, in first-seen order.
+    pieces = [p for blob, offsets, _ in word_batches(limited)
+              for p in (bytes(blob[offsets[i]:offsets[i + 1]]).decode() for i in range(len(offsets) - 1))]
+    assert pieces == list(unlimited)
+    assert limited["Ġthe"] == unlimited["Ġthe"]
 
 
 def test_spilling_from_an_iterator_and_one_worker(corpus):

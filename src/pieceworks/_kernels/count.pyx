@@ -425,6 +425,47 @@ def order_by_keys(const uint64_t[::1] keys):
     return _to_bytes(perm.data(), perm.size() * sizeof(uint32_t))
 
 
+def take_pieces(const uint8_t[::1] blob, const uint32_t[::1] lengths, const uint64_t[::1] counts,
+                const uint32_t[::1] order):
+    """The pieces (and counts) at positions ``order``: ``(blob, lengths u32 bytes, counts u64 bytes)``.
+
+    >>> b, l, c = take_pieces(b"abc", memoryview(bytes([2, 0, 0, 0, 1, 0, 0, 0])).cast("I"),
+    ...                       memoryview(bytes([5] + [0] * 7 + [7] + [0] * 7)).cast("Q"),
+    ...                       memoryview(bytes([1, 0, 0, 0, 0, 0, 0, 0])).cast("I"))
+    >>> b, list(memoryview(l).cast("I")), list(memoryview(c).cast("Q"))
+    (b'cab', [1, 2], [7, 5])
+    """
+    cdef Py_ssize_t i, n = lengths.shape[0], m = order.shape[0]
+    cdef vector[int64_t] starts
+    cdef vector[uint8_t] out
+    cdef vector[uint32_t] out_lengths
+    cdef vector[uint64_t] out_counts
+    cdef int64_t off = 0
+    cdef uint32_t k
+    if counts.shape[0] != n:
+        raise ValueError("lengths and counts must have the same length")
+    starts.reserve(n)
+    for i in range(n):
+        starts.push_back(off)
+        off += lengths[i]
+    if off > blob.shape[0]:
+        raise ValueError("the pieces run past the end of the bytes")
+    out.reserve(off)
+    out_lengths.reserve(m)
+    out_counts.reserve(m)
+    for i in range(m):
+        k = order[i]
+        if k >= n:
+            raise ValueError(f"order[{i}] = {k} is not a piece index")
+        if lengths[k]:
+            out.insert(out.end(), &blob[starts[k]], &blob[starts[k]] + lengths[k])
+        out_lengths.push_back(lengths[k])
+        out_counts.push_back(counts[k])
+    return (_to_bytes(out.data(), out.size()),
+            _to_bytes(out_lengths.data(), out_lengths.size() * sizeof(uint32_t)),
+            _to_bytes(out_counts.data(), out_counts.size() * sizeof(uint64_t)))
+
+
 def decode_pieces(const uint8_t[::1] blob, const int64_t[::1] offsets, const uint32_t[::1] order,
                   Py_ssize_t start, Py_ssize_t stop):
     """``[(piece, index)]`` for positions ``start:stop`` of ``order`` (an empty order = identity)."""

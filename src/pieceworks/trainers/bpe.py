@@ -13,6 +13,9 @@ The steps are Hugging Face's, in its order, which also fixes the ids:
    best pair is rarer than ``min_frequency``.
 
 The merge loop is the Cython kernel :mod:`pieceworks._kernels.bpe_train`.
+The words stream into it in batches (:func:`pieceworks.trainers.counts.word_batches`),
+also from counts that spilled to disk, and it keeps about 50 bytes per
+distinct word (5 M words: ~265 MB at the peak), no Python object per word.
 
 Ties. ``tie_break="huggingface"`` (the default) breaks ties between pairs
 of equal count by the smaller (left id, right id), and reproduces
@@ -48,6 +51,7 @@ from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
 from ..progress import progress_bar
 from ._base import InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, memory_limit_option
+from .counts import word_batches
 
 __all__ = ["BpeTrainer", "compute_alphabet"]
 
@@ -93,12 +97,17 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
                                  fix="pass a pieceworks.models.BPE")
         _check_counts(counts)
         id_to_token, token_to_id = self._initial_vocab(counts)
-        learner = MergeLearner(counts, id_to_token, token_to_id, self.continuing_subword_prefix,
-                               self.end_of_word_suffix, self.max_token_length, self.tie_break == "first_seen")
+        # The words stream into the kernel's flat arrays batch by batch: no
+        # table of all words is built in Python, even from counts on disk.
+        learner = MergeLearner(id_to_token, token_to_id, self.continuing_subword_prefix,
+                               self.end_of_word_suffix, self.max_token_length, self.tie_break == "first_seen",
+                               self.vocab_size)
+        for batch in word_batches(counts):
+            learner.add_words(batch)
         with progress_bar(max(0, self.vocab_size - len(id_to_token)), "Compute merges", unit="merges",
                           enabled=self.show_progress) as bar:
-            raw = learner.learn(id_to_token, token_to_id, self.vocab_size, self.min_frequency,
-                                self.continuing_subword_prefix, _Advance(bar))
+            raw = learner.learn(self.vocab_size, self.min_frequency, _Advance(bar))
+        del learner   # its arrays go before the model's tables are built
         merges, merge_ids = _model_merges(raw, id_to_token)
         model._set_trained(token_to_id, merges, self.continuing_subword_prefix, self.end_of_word_suffix,
                            merge_ids=merge_ids)
@@ -136,7 +145,7 @@ def compute_alphabet(counts: Mapping[str, int], initial_alphabet: Iterable[str] 
     """
     from .._kernels.bpe_train import char_counts as count_chars
 
-    char_counts: dict[str, float] = dict(count_chars(counts))
+    char_counts: dict[str, float] = dict(count_chars(word_batches(counts)))
     for char in initial_alphabet:
         char_counts[char] = float("inf")
     kept = list(char_counts)

@@ -33,8 +33,12 @@ equal.
 
 **Bounded memory.** With ``memory_limit``, the table is spilled to disk when
 it outgrows its share of the limit, split by piece hash into partitions;
-at the end each partition is summed on its own and the partitions are put
-back in first-seen order. The result equals an unlimited run's.
+at the end each partition is summed on its own into a run sorted by
+first-seen key, and the runs are merged, a block at a time, into one counts
+file. The resulting :class:`Counts` stays on disk and is read block by block
+(the file goes when the Counts goes); trainers stream it
+(:func:`word_batches`) without building a table of all pieces in memory.
+The result equals an unlimited run's, byte for byte once saved.
 
 **Pruning** (:meth:`Counts.prune`) drops rare pieces: ``min_count`` keeps
 pieces seen at least that often, ``top_k`` the ``k`` most frequent (ties
@@ -57,6 +61,7 @@ import sys
 import tempfile
 import warnings
 from array import array
+from bisect import bisect_right
 from collections import deque
 from collections.abc import ItemsView, Mapping, ValuesView
 from dataclasses import dataclass
@@ -69,9 +74,10 @@ from ..pretokenized import PreTokenizedString
 from . import sources as _sources
 
 __all__ = ["Counts", "CountPlan", "count_words", "count_texts", "count_files", "count_sources",
-           "merge_counts", "pieces_of", "parse_memory_limit", "default_workers"]
+           "merge_counts", "pieces_of", "parse_memory_limit", "default_workers", "word_batches"]
 
 _BATCH = 1 << 16            # pieces decoded per kernel call when iterating
+_NO_ORDER = array("I")      # an empty order: identity
 _PARTITIONS = 32            # spill partitions: each is summed alone at the end
 # Share of memory_limit the live table may use; the rest covers the final
 # arrays, the interpreter and the units in flight.
@@ -127,6 +133,37 @@ def count_words(texts: Iterable[str], normalizer=None, pre_tokenizer=None, progr
         if progress is not None:
             progress(size)
     return dict(_counts_from_table(table, plan.spell).items())
+
+
+def word_batches(counts: Mapping[str, int], size: int = _BATCH) -> Iterator[tuple]:
+    """The pieces of ``counts`` in order, in batches a kernel reads without a Python object per piece.
+
+    A batch is ``(blob, offsets, counts)`` (UTF-8 bytes; piece i is
+    ``blob[offsets[i]:offsets[i + 1]]``, offsets int64, counts uint64) for a
+    compact or file-backed :class:`Counts`, else ``(pieces, counts)`` (lists).
+
+    >>> list(word_batches({"ab": 2, "c": 1}))
+    [(['ab', 'c'], [2, 1])]
+    >>> blob, offsets, values = next(word_batches(Counts.merge({"ab": 2, "c": 1})))
+    >>> bytes(blob), list(offsets), list(values)
+    (b'abc', [0, 2, 3], [2, 1])
+    """
+    if isinstance(counts, Counts):
+        return counts._word_batches(size)
+    return _list_batches(counts.items(), size)
+
+
+def _list_batches(items: Iterable[tuple[str, int]], size: int) -> Iterator[tuple[list[str], list[int]]]:
+    pieces: list[str] = []
+    values: list[int] = []
+    for piece, count in items:
+        pieces.append(piece)
+        values.append(count)
+        if len(pieces) == size:
+            yield pieces, values
+            pieces, values = [], []
+    if pieces:
+        yield pieces, values
 
 
 def merge_counts(*tables: Mapping[str, int]) -> dict[str, int]:
@@ -338,6 +375,7 @@ class Counts(Mapping):
         self._offsets = array("q", [0])
         self._counts = array("Q")
         self._order = array("I")      # empty: identity
+        self._file: _CountsFile | None = None   # the pieces on disk (a spilled count), else None
         self.n_texts = 0
         self.n_bytes = 0
         self.skipped = 0
@@ -359,8 +397,17 @@ class Counts(Mapping):
         self._order = order if isinstance(order, array) else _u32(order)
         return self
 
+    @classmethod
+    def _from_file(cls, file: "_CountsFile") -> "Counts":
+        """Counts whose pieces stay in a counts file on disk, read block by block when iterated."""
+        self = cls()
+        self._file = file
+        return self
+
     # -- the Mapping ------------------------------------------------------------------
     def __len__(self) -> int:
+        if self._file is not None:
+            return self._file.n
         return len(self._dict) if self._dict is not None else len(self._counts)
 
     def __iter__(self) -> Iterator[str]:
@@ -386,10 +433,28 @@ class Counts(Mapping):
             return
         from .._kernels.count import decode_pieces
 
+        if self._file is not None:
+            for text, offsets, counts in self._file.batches():
+                for piece, i in decode_pieces(text, offsets, _NO_ORDER, 0, len(counts)):
+                    yield piece, counts[i]
+            return
         counts, n = self._counts, len(self._counts)
         for start in range(0, n, _BATCH):
             for piece, i in decode_pieces(self._blob, self._offsets, self._order, start, min(n, start + _BATCH)):
                 yield piece, counts[i]
+
+    def _word_batches(self, size: int) -> Iterator[tuple]:
+        """See :func:`word_batches`."""
+        if self._file is not None:
+            yield from self._file.batches()
+            return
+        if self._dict is not None or len(self._order):
+            yield from _list_batches(self._iter_items(), size)
+            return
+        offsets, counts = memoryview(self._offsets), memoryview(self._counts)
+        for start in range(0, len(self._counts), size):
+            stop = min(len(self._counts), start + size)
+            yield self._blob, offsets[start:stop + 1], counts[start:stop]
 
     def _as_dict(self) -> dict[str, int]:
         # Lookups need an index; the compact form builds a dict once (it costs memory).
@@ -400,10 +465,21 @@ class Counts(Mapping):
 
     def _release_arrays(self) -> None:
         self._blob, self._offsets, self._counts, self._order = b"", array("q", [0]), array("Q"), array("I")
+        self._file = None
 
     def total(self) -> int:
         """The sum of all counts."""
+        if self._file is not None:
+            return self._file.total
         return sum(self._dict.values()) if self._dict is not None else sum(self._counts)
+
+    def __getstate__(self) -> dict:
+        # A spill file belongs to this process: pickles carry the pieces themselves.
+        state = self.__dict__.copy()
+        if self._file is not None:
+            blob, offsets, counts = self.to_arrays()
+            state.update(_blob=blob, _offsets=offsets, _counts=counts, _order=array("I"), _file=None)
+        return state
 
     def __repr__(self) -> str:
         shown = []
@@ -476,8 +552,10 @@ class Counts(Mapping):
         >>> blob, list(offsets), list(counts)
         (b'abc', [0, 2, 3], [2, 1])
         """
-        if self._dict is None and len(self._order) == 0:
+        if self._dict is None and len(self._order) == 0 and self._file is None:
             return self._blob, self._offsets, self._counts
+        if self._file is not None:
+            return self._file.arrays()
         blob = bytearray()
         lengths = array("I")
         counts = array("Q")
@@ -545,6 +623,13 @@ def _u32(data) -> array:
 
 def _add_mapping(table, mapping: Mapping[str, int], chunk: int) -> None:
     """Add a mapping to a PieceTable, keyed in its order under ``chunk``."""
+    if isinstance(mapping, Counts) and mapping._file is not None:
+        done = 0
+        for lengths, counts, text in mapping._file.blocks():
+            table.add_arrays(text, lengths, counts, array("Q", range((chunk << 32) + done,
+                                                                    (chunk << 32) + done + len(lengths))))
+            done += len(lengths)
+        return
     if isinstance(mapping, Counts) and mapping._dict is None and len(mapping._order) == 0:
         blob, offsets, counts = mapping._blob, mapping._offsets, mapping._counts
         lengths = array("I", (offsets[i + 1] - offsets[i] for i in range(len(counts))))
@@ -564,13 +649,19 @@ def _add_mapping(table, mapping: Mapping[str, int], chunk: int) -> None:
 
 
 def _counts_from_table(table, spell: bool) -> Counts:
-    """The table's entries, in first-seen order, as Counts (byte-level pieces spelled if asked)."""
-    blob, lengths, counts, _ = table.export()
+    """The table's entries, in first-seen order, as Counts (byte-level pieces spelled if asked).
+
+    Empties the table: its memory goes before the arrays are converted.
+    """
+    blob, lengths, counts, keys = table.export()
+    del keys
+    table.clear()
+    counts = _u64(counts)
     if spell:
         from .._kernels.count import spell_byte_level
 
         blob, lengths = spell_byte_level(blob, _u32(lengths))
-    return Counts._from_arrays(blob, _u32(lengths), _u64(counts))
+    return Counts._from_arrays(blob, _u32(lengths), counts)
 
 
 # -- the counts file ---------------------------------------------------------------------------
@@ -610,6 +701,15 @@ class _compressed_writer:
 
 def _write_counts(fh, counts: Counts) -> None:
     fh.write(_HEADER.pack(_MAGIC, _VERSION, 0))
+    if counts._file is not None:   # already in this format: copy block by block
+        for lengths, values, text in counts._file.blocks():
+            fh.write(_BLOCK.pack(len(lengths), len(text)))
+            fh.write(_little(lengths))
+            fh.write(_little(values))
+            fh.write(text)
+        fh.write(_BLOCK.pack(0, 0))
+        fh.write(_FOOTER.pack(counts._file.n, counts._file.total % (1 << 64), _END))
+        return
     blob, offsets, values = counts.to_arrays()
     n = len(values)
     total = 0
@@ -912,7 +1012,7 @@ class _Merger:
         return self
 
     def __exit__(self, *exc):
-        if self.spill_dir is not None:
+        if self.spill_dir is not None:   # None once finish() handed it to the Counts
             self.spill_dir.cleanup()
             self.spill_dir = None
         return False
@@ -940,7 +1040,7 @@ class _Merger:
             for p, (blob, lengths, counts, keys) in enumerate(parts):
                 if not lengths:
                     continue
-                with open(os.path.join(self.spill_dir.name, f"part-{p:03d}"), "ab") as fh:
+                with _scratch_writer(os.path.join(self.spill_dir.name, f"part-{p:03d}"), "ab") as fh:
                     fh.write(_BLOCK.pack(len(lengths) // 4, len(blob)))
                     fh.write(lengths)
                     fh.write(counts)
@@ -965,35 +1065,213 @@ class _Merger:
         self.table.clear()
         counts._copy_stats(self.stats)
         counts.spills = self.spills
+        # The table and the spill buffers are freed, but glibc keeps freed
+        # blocks from the middle of its heap: give them back, or training
+        # starts at the counting peak.
+        release_free_memory()
         return counts
 
     def _merge_partitions(self) -> Counts:
-        """Sum each partition alone, then order all pieces by their first-seen key."""
-        from .._kernels.count import PieceTable, order_by_keys, spell_byte_level
+        """Sum each partition alone into a run sorted by first-seen key, then merge the runs
+        into one counts file in first-seen order; the Counts reads it from disk.
 
-        blob = bytearray()
-        lengths, counts, keys = array("I"), array("Q"), array("Q")
-        for p in range(_PARTITIONS):
-            path = os.path.join(self.spill_dir.name, f"part-{p:03d}")
-            if not os.path.exists(path):
-                continue
-            table = PieceTable()
-            for block in _spill_blocks(path):
-                table.add_arrays(*block)
-            os.unlink(path)
-            part_blob, part_lengths, part_counts, part_keys = table.export()
-            del table
-            blob += part_blob
-            lengths.frombytes(part_lengths)
-            counts.frombytes(part_counts)
-            keys.frombytes(part_keys)
-        order = _u32(order_by_keys(keys))
-        del keys
-        blob = bytes(blob)
-        if self.plan.spell:
-            blob, spelled = spell_byte_level(blob, lengths)
-            lengths = _u32(spelled)
-        return Counts._from_arrays(blob, lengths, counts, order)
+        Only one partition's table, and one block per run, is in memory at a time.
+        """
+        from .._kernels.count import PieceTable
+
+        folder = self.spill_dir.name
+        runs = []
+        try:
+            for p in range(_PARTITIONS):
+                path = os.path.join(folder, f"part-{p:03d}")
+                if not os.path.exists(path):
+                    continue
+                table = PieceTable()
+                for block in _spill_blocks(path):
+                    table.add_arrays(*block)
+                os.unlink(path)
+                runs.append(os.path.join(folder, f"run-{p:03d}"))
+                _write_run(runs[-1], table.export())
+                del table
+            merged = os.path.join(folder, "merged.counts")
+            n, total = _merge_runs(runs, merged, self.plan.spell)
+        except OSError as exc:
+            from ..errors import FileWriteError
+
+            raise FileWriteError(f"cannot merge the spilled counts in {folder}: {exc.strerror or exc}",
+                                 fix="free disk space there, pass tmp_dir= (--tmp-dir) on a bigger disk, "
+                                     "or raise memory_limit") from exc
+        for run in runs:
+            os.unlink(run)
+        owner, self.spill_dir = self.spill_dir, None   # the Counts owns the folder now
+        return Counts._from_file(_CountsFile(merged, n, total, owner))
+
+
+_RUN_BLOCK = 1 << 13        # pieces per block of a sorted run (one block per run is in memory)
+
+
+def _scratch_writer(path: str, mode: str = "wb"):
+    """Open a scratch file of counting (spills, sorted runs, the merged counts) for writing.
+
+    These live in a TemporaryDirectory and are never a user's file, so they
+    are written in place, not through pieceworks.fileio's atomic writers.
+    """
+    return open(path, mode)
+
+
+def _write_run(path: str, arrays: tuple) -> None:
+    """A partition's table (sorted by key) as blocks of ``_RUN_BLOCK`` pieces, in the spill block format."""
+    blob, lengths, counts, keys = arrays
+    lengths = _u32(lengths)
+    counts, keys = memoryview(counts).cast("Q"), memoryview(keys).cast("Q")
+    start_byte = 0
+    with _scratch_writer(path) as fh:
+        for start in range(0, len(lengths), _RUN_BLOCK):
+            stop = min(len(lengths), start + _RUN_BLOCK)
+            part = lengths[start:stop]
+            size = sum(part)
+            fh.write(_BLOCK.pack(stop - start, size))
+            fh.write(part.tobytes())
+            fh.write(counts[start:stop].tobytes())
+            fh.write(keys[start:stop].tobytes())
+            fh.write(blob[start_byte:start_byte + size])
+            start_byte += size
+
+
+class _RunCursor:
+    """The current block of one sorted run, and how much of it was taken."""
+
+    def __init__(self, path: str):
+        self.blocks = _spill_blocks(path)
+        self.pos = 0
+        self.keys = array("Q")
+
+    def load(self) -> bool:
+        """The next block (False at the end of the run)."""
+        block = next(self.blocks, None)
+        if block is None:
+            return False
+        self.text, self.lengths, self.counts, self.keys = block
+        self.offsets = array("q", accumulate(self.lengths, initial=0))
+        self.pos = 0
+        return True
+
+    def take(self, bound: int, out: tuple) -> None:
+        """Move this block's pieces with keys up to ``bound`` into ``out`` (text, lengths, counts, keys)."""
+        stop = bisect_right(self.keys, bound, self.pos)
+        if stop > self.pos:
+            text, lengths, counts, keys = out
+            text += self.text[self.offsets[self.pos]:self.offsets[stop]]
+            lengths.extend(self.lengths[self.pos:stop])
+            counts.extend(self.counts[self.pos:stop])
+            keys.extend(self.keys[self.pos:stop])
+            self.pos = stop
+
+
+def _merge_runs(runs: list[str], out_path: str, spell: bool) -> tuple[int, int]:
+    """Merge runs sorted by first-seen key into one counts file; return (pieces, total count).
+
+    Window by window: every piece with a key up to the smallest last key of
+    the blocks in memory is there, so it can be sorted and written. The file
+    is cut into blocks as :meth:`Counts.save` cuts them, so saving it is a copy.
+    """
+    from .._kernels.count import order_by_keys, spell_byte_level, take_pieces
+
+    cursors = [c for c in map(_RunCursor, runs) if c.load()]
+    pending = _BlockWriter()
+    with _scratch_writer(out_path) as fh:
+        fh.write(_HEADER.pack(_MAGIC, _VERSION, 0))
+        while cursors:
+            bound = min(c.keys[-1] for c in cursors)
+            window = (bytearray(), array("I"), array("Q"), array("Q"))
+            for c in cursors:
+                c.take(bound, window)
+            cursors = [c for c in cursors if c.pos < len(c.keys) or c.load()]
+            text, lengths, counts, keys = window
+            blob, lengths, counts = take_pieces(bytes(text), lengths, counts, _u32(order_by_keys(keys)))
+            lengths = _u32(lengths)
+            if spell:
+                blob, spelled = spell_byte_level(blob, lengths)
+                lengths = _u32(spelled)
+            pending.add(fh, blob, lengths, _u64(counts))
+        pending.flush(fh)
+        fh.write(_BLOCK.pack(0, 0))
+        fh.write(_FOOTER.pack(pending.n, pending.total % (1 << 64), _END))
+    return pending.n, pending.total
+
+
+class _BlockWriter:
+    """Pieces written as counts-file blocks of ``_FILE_BLOCK`` pieces, whatever sizes they come in."""
+
+    def __init__(self):
+        self.text, self.lengths, self.counts = bytearray(), array("I"), array("Q")
+        self.n = self.total = 0
+
+    def add(self, fh, text: bytes, lengths: array, counts: array) -> None:
+        self.text += text
+        self.lengths.extend(lengths)
+        self.counts.extend(counts)
+        self.n += len(lengths)
+        self.total += sum(counts)
+        while len(self.lengths) >= _FILE_BLOCK:
+            self._write(fh, _FILE_BLOCK)
+
+    def flush(self, fh) -> None:
+        if self.lengths:
+            self._write(fh, len(self.lengths))
+
+    def _write(self, fh, k: int) -> None:
+        lengths = self.lengths[:k]
+        size = sum(lengths)
+        fh.write(_BLOCK.pack(k, size))
+        fh.write(_little(lengths))
+        fh.write(_little(self.counts[:k]))
+        fh.write(self.text[:size])
+        del self.text[:size], self.lengths[:k], self.counts[:k]
+
+
+class _CountsFile:
+    """A counts file (see :meth:`Counts.save`, uncompressed) that a Counts reads block by block.
+
+    ``owner`` (a TemporaryDirectory holding the file, or None) lives as long
+    as this object, so the file is removed when the last Counts using it goes.
+    """
+
+    def __init__(self, path: str, n: int, total: int, owner=None):
+        self.path, self.n, self.total, self.owner = path, n, total, owner
+
+    def blocks(self) -> Iterator[tuple[array, array, bytes]]:
+        """``(lengths u32, counts u64, text)`` per block, in order."""
+        with open(self.path, "rb") as fh:
+            fh.read(_HEADER.size)
+            while True:
+                n, text_size = _BLOCK.unpack(fh.read(_BLOCK.size))
+                if n == 0:
+                    return
+                lengths = _read_array("I", fh.read(4 * n), 0, n)
+                counts = _read_array("Q", fh.read(8 * n), 0, n)
+                yield lengths, counts, fh.read(text_size)
+
+    def batches(self) -> Iterator[tuple[bytes, array, array]]:
+        """``(text, offsets int64, counts u64)`` per block (see :func:`word_batches`)."""
+        for lengths, counts, text in self.blocks():
+            yield text, array("q", accumulate(lengths, initial=0)), counts
+
+    def arrays(self) -> tuple[bytes, array, array]:
+        """All pieces in memory: ``(blob, offsets, counts)``."""
+        blob, lengths, counts = bytearray(), array("I"), array("Q")
+        for block_lengths, block_counts, text in self.blocks():
+            blob += text
+            lengths.extend(block_lengths)
+            counts.extend(block_counts)
+        return bytes(blob), array("q", accumulate(lengths, initial=0)), counts
+
+
+def release_free_memory() -> None:
+    """Hand memory this process freed back to the system (see the BPE kernel's helper)."""
+    from .._kernels.bpe_train import release_free_memory as release
+
+    release()
 
 
 def _spill_blocks(path: str) -> Iterator[tuple]:

@@ -217,6 +217,12 @@ def parse_memory_limit(value, minimum: int = 16_000_000) -> int | None:
     return limit
 
 
+#: Below this much known input, counting stays in this process unless workers are asked for:
+#: a worker process costs about a second to start and 45 MB of memory, which a few
+#: seconds of counting do not win back.
+POOL_MIN_BYTES = 32 << 20
+
+
 def default_workers() -> int:
     """The cores this process may run on, or ``PIECEWORKS_WORKERS`` if set."""
     forced = os.environ.get("PIECEWORKS_WORKERS", "").strip()
@@ -862,17 +868,24 @@ def _describe(sources) -> str:
 def count_sources(sources, normalizer=None, pre_tokenizer=None, *, workers: int | None = None,
                   memory_limit=None, progress: bool = False, unit_bytes: int | None = None,
                   errors: str = "skip", tmp_dir=None, description: str = "input") -> Counts:
-    """Count every unit of ``sources`` (see :mod:`.sources`) with ``workers`` processes."""
+    """Count every unit of ``sources`` (see :mod:`.sources`) with ``workers`` processes.
+
+    ``workers=None``: one per core (or ``PIECEWORKS_WORKERS``), but none
+    besides this process for inputs under ``POOL_MIN_BYTES``.
+    """
     if errors not in _sources.ERRORS:
         raise ConfigError(f"errors must be one of {_sources.ERRORS}, got {errors!r}",
                           fix='use "skip" (count and report bad lines) or "strict" (stop at the first)')
-    workers = default_workers() if workers is None else workers
+    total = sum(s.size for s in sources if s.size is not None) if all(s.size is not None for s in sources) else None
+    if workers is None:
+        workers = default_workers()
+        if total is not None and total < POOL_MIN_BYTES and not os.environ.get("PIECEWORKS_WORKERS", "").strip():
+            workers = 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be a positive integer, got {workers!r}")
     plan = CountPlan.build(normalizer, pre_tokenizer)
     limit = parse_memory_limit(memory_limit)
     unit_bytes = _sources.DEFAULT_UNIT_BYTES if unit_bytes is None else unit_bytes
-    total = sum(s.size for s in sources if s.size is not None) if all(s.size is not None for s in sources) else None
     from ..progress import progress_bar
 
     with _Merger(plan, limit, tmp_dir) as merger, \

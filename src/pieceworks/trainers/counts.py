@@ -221,6 +221,8 @@ def parse_memory_limit(value, minimum: int = 16_000_000) -> int | None:
 #: a worker process costs about a second to start and 45 MB of memory, which a few
 #: seconds of counting do not win back.
 POOL_MIN_BYTES = 32 << 20
+#: The unit of work when counting in this process (workers get DEFAULT_UNIT_BYTES).
+IN_PROCESS_UNIT_BYTES = 2 << 20
 
 
 def default_workers() -> int:
@@ -885,7 +887,9 @@ def count_sources(sources, normalizer=None, pre_tokenizer=None, *, workers: int 
         raise ConfigError(f"workers must be a positive integer, got {workers!r}")
     plan = CountPlan.build(normalizer, pre_tokenizer)
     limit = parse_memory_limit(memory_limit)
-    unit_bytes = _sources.DEFAULT_UNIT_BYTES if unit_bytes is None else unit_bytes
+    if unit_bytes is None:
+        # In this process, smaller units hold less text in memory at once (same counts).
+        unit_bytes = _sources.DEFAULT_UNIT_BYTES if workers > 1 else IN_PROCESS_UNIT_BYTES
     from ..progress import progress_bar
 
     with _Merger(plan, limit, tmp_dir) as merger, \

@@ -95,21 +95,23 @@ class _Builders:
     @staticmethod
     def ids(e) -> list:
         frame = e._frame
-        return frame.around(_raw.id_list(e._raw, e._n), frame.ids_before, frame.ids_after)
+        return _raw.id_list(e._raw, e._n, frame.ids_before, frame.ids_after)
 
     @staticmethod
     def tokens(e) -> list:
         frame = e._frame
-        return frame.around(_raw.token_list(e._raw, e._n, e._strings), frame.tokens_before, frame.tokens_after)
+        return _raw.token_list(e._raw, e._n, e._strings, frame.tokens_before, frame.tokens_after)
 
     @staticmethod
     def offsets(e) -> list:
-        return e._frame.around(_raw.offset_list(e._raw, e._n, 0), (0, 0), (0, 0))
+        frame = e._frame
+        return _raw.offset_list(e._raw, e._n, 0, len(frame.ids_before), len(frame.ids_after))
 
     @staticmethod
     def words(e) -> list:
-        word_index = e._word_index
-        return e._frame.around(_raw.word_list(e._raw, e._n, -1 if word_index is None else word_index), None, None)
+        frame, word_index = e._frame, e._word_index
+        return _raw.word_list(e._raw, e._n, -1 if word_index is None else word_index, len(frame.ids_before),
+                              len(frame.ids_after))
 
     @staticmethod
     def type_ids(e) -> list:

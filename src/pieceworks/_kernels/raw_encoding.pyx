@@ -32,6 +32,8 @@ cdef extern from "Python.h":
 # Ints below this come from one shared list instead of a new object each.
 cdef Py_ssize_t N_SHARED = 1 << 16
 cdef list _shared = list(range(N_SHARED))
+# A special token's offsets.
+cdef tuple _NO_SPAN = (0, 0)
 
 
 cdef inline object int_object(Py_ssize_t value):
@@ -59,44 +61,68 @@ def pack(ids, starts, ends, words) -> bytes:
     return raw
 
 
-def id_list(bytes raw, Py_ssize_t n) -> list:
-    """The ids."""
+def id_list(bytes raw, Py_ssize_t n, list before=None, list after=None) -> list:
+    """The ids, after the ids ``before`` and followed by ``after`` (a frame's special tokens)."""
     cdef const int32_t* ids = block(raw, n, 0)
-    cdef list out = PyList_New(n)
+    cdef Py_ssize_t nb = 0 if before is None else len(before), na = 0 if after is None else len(after)
+    cdef list out = PyList_New(nb + n + na)
     cdef Py_ssize_t i
     cdef object obj
+    for i in range(nb):
+        obj = before[i]
+        Py_INCREF(obj)
+        PyList_SET_ITEM(out, i, obj)
     for i in range(n):
         obj = int_object(ids[i])
         Py_INCREF(obj)
-        PyList_SET_ITEM(out, i, obj)
+        PyList_SET_ITEM(out, nb + i, obj)
+    for i in range(na):
+        obj = after[i]
+        Py_INCREF(obj)
+        PyList_SET_ITEM(out, nb + n + i, obj)
     return out
 
 
-def token_list(bytes raw, Py_ssize_t n, strings) -> list:
-    """``strings[id]`` for each id (``strings``: a list indexed by id, or a dict)."""
+def token_list(bytes raw, Py_ssize_t n, strings, list before=None, list after=None) -> list:
+    """``strings[id]`` for each id (``strings``: a list indexed by id, or a dict), framed as id_list."""
     cdef const int32_t* ids = block(raw, n, 0)
-    cdef list out = PyList_New(n)
+    cdef Py_ssize_t nb = 0 if before is None else len(before), na = 0 if after is None else len(after)
+    cdef list out = PyList_New(nb + n + na)
     cdef Py_ssize_t i
     cdef object obj
     cdef list dense = strings if type(strings) is list else None
+    for i in range(nb):
+        obj = before[i]
+        Py_INCREF(obj)
+        PyList_SET_ITEM(out, i, obj)
     for i in range(n):
         if dense is not None and 0 <= ids[i] < len(dense):
             obj = dense[ids[i]]
         else:
             obj = PyObject_GetItem(strings, int_object(ids[i]))
         Py_INCREF(obj)
-        PyList_SET_ITEM(out, i, obj)
+        PyList_SET_ITEM(out, nb + i, obj)
+    for i in range(na):
+        obj = after[i]
+        Py_INCREF(obj)
+        PyList_SET_ITEM(out, nb + n + i, obj)
     return out
 
 
-def offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift) -> list:
-    """``(start + shift, end + shift)`` tuples."""
+def offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t nb=0, Py_ssize_t na=0) -> list:
+    """``(start + shift, end + shift)`` tuples, after ``nb`` and before ``na`` times ``(0, 0)``."""
     cdef const int32_t* starts = block(raw, n, 1)
     cdef const int32_t* ends = block(raw, n, 2)
-    cdef list out = PyList_New(n)
+    cdef list out = PyList_New(nb + n + na)
     cdef Py_ssize_t i, last_end = -1, s, e
     cdef object start_obj, end_obj = None
     cdef tuple span
+    for i in range(nb):
+        Py_INCREF(_NO_SPAN)
+        PyList_SET_ITEM(out, i, _NO_SPAN)
+    for i in range(na):
+        Py_INCREF(_NO_SPAN)
+        PyList_SET_ITEM(out, nb + n + i, _NO_SPAN)
     PyObject_GC_UnTrack(<void*>out)     # not walked by a collection while it fills
     for i in range(n):
         s = starts[i] + shift
@@ -112,21 +138,27 @@ def offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift) -> list:
         PyTuple_SET_ITEM(span, 1, end_obj)
         PyObject_GC_UnTrack(<void*>span)
         Py_INCREF(span)
-        PyList_SET_ITEM(out, i, span)
+        PyList_SET_ITEM(out, nb + i, span)
     PyObject_GC_Track(<void*>out)
     return out
 
 
-def word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index) -> list:
-    """The word indices; all ``word_index`` when it is >= 0 (pre-tokenized input)."""
+def word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t nb=0, Py_ssize_t na=0) -> list:
+    """The word indices (all ``word_index`` when it is >= 0), after ``nb`` and before ``na`` Nones."""
     cdef const int32_t* words = block(raw, n, 3)
-    cdef list out = PyList_New(n)
+    cdef list out = PyList_New(nb + n + na)
     cdef Py_ssize_t i
     cdef object obj
+    for i in range(nb):
+        Py_INCREF(None)
+        PyList_SET_ITEM(out, i, None)
+    for i in range(na):
+        Py_INCREF(None)
+        PyList_SET_ITEM(out, nb + n + i, None)
     for i in range(n):
         obj = int_object(word_index if word_index >= 0 else words[i])
         Py_INCREF(obj)
-        PyList_SET_ITEM(out, i, obj)
+        PyList_SET_ITEM(out, nb + i, obj)
     return out
 
 

@@ -28,6 +28,10 @@ __all__ = ["run_in_ranges", "num_threads"]
 # Below this much GIL-free work (chars) in a batch, one thread is faster:
 # handing work to threads costs tens of microseconds.
 THREAD_MIN_CHARS = 32_768
+# A raw batch spends ~1.5 us of GIL-bound Python per item around the kernel
+# (~100 chars' worth): below this many chars per item, threads mostly wait
+# for each other and one thread is faster.
+RAW_MIN_AVERAGE_CHARS = 256
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -59,7 +63,7 @@ def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan, w
     n = len(items)
     threads = min(num_threads(), n)
     weights = _gil_free_work(items, plan, whole_range) if threads > 1 else None
-    if not weights or sum(weights) < THREAD_MIN_CHARS:
+    if not weights or sum(weights) < THREAD_MIN_CHARS or whole_range and sum(weights) < RAW_MIN_AVERAGE_CHARS * n:
         return encode_range(0, n)
     bounds = _balanced_bounds(weights, threads)
     pool = _get_pool(threads)

@@ -383,3 +383,26 @@ def test_memory_limit_option_is_parsed_and_checked():
     for bad in ("lots", "-1GB", "1KB", True):
         with pytest.raises(ConfigError):
             pw.trainers.WordPieceTrainer(memory_limit=bad)
+
+
+def test_unigram_trains_from_counts_exactly_as_from_the_texts(tmp_path):
+    # Issue 7: Unigram from counted pieces. Training from texts is counting + train_from_counts,
+    # so counts made elsewhere (a dict, a Counts, a counts file) give the same tokenizer.
+    from pieceworks.corpus import iter_default_corpus
+
+    texts = [t for _, t in zip(range(1500), iter_default_corpus())]
+
+    def fresh():
+        tok = pw.Tokenizer(pw.models.Unigram())
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        return tok, pw.trainers.UnigramTrainer(vocab_size=300, show_progress=False)
+
+    from_texts, trainer = fresh()
+    from_texts.train_from_iterator(texts, trainer)
+    counts = count_texts(texts, None, pre_tokenizers.Metaspace())
+    counts.save(tmp_path / "pieces.counts")
+    for given in (counts, dict(counts.items()), str(tmp_path / "pieces.counts")):
+        from_counts, trainer = fresh()
+        from_counts.train_from_counts(given, trainer)
+        assert from_counts.to_str() == from_texts.to_str()
+    assert from_texts.get_vocab_size() == 300

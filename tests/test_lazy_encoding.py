@@ -227,3 +227,21 @@ def test_texts_with_added_tokens_match_huggingface(name, shared_data):
                 assert_same_encoding(got, want, f"batch {name} {text!r} split={split} add={add}")
     # The llama3 specials are beyond the model's vocabulary: spelled from the added tokens.
     assert ours.encode("a<|eot_id|>").tokens[-1] == "<|eot_id|>" or name != "llama3"
+
+
+@pytest.mark.parametrize("name", ["gpt-neox-20b", "llama3", "qwen3"])
+def test_ids_batch_equals_the_ids_of_encode_batch(name, shared_data):
+    # GPT-NeoX: normalized added tokens (runs of spaces) under NFC, and a ByteLevel
+    # post-processor that trims offsets: the ids-only path must still give the same ids.
+    hf = pytest.importorskip("tokenizers")
+    path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
+    ours, theirs = Tokenizer.from_file(path), hf.Tokenizer.from_file(path)
+    texts = MIXED + ["def f():\n        return  1\n", "  two  spaces  ", "e\u0301 not NFC", "<|endoftext|> x",
+                     "x" * 3000, ""]
+    for add in (True, False):
+        want = [e.ids for e in theirs.encode_batch(texts, add_special_tokens=add)]
+        assert [a.tolist() for a in ours._encode_ids_batch(texts, add)] == want
+        assert [e.ids for e in ours.encode_batch(texts, add_special_tokens=add)] == want
+        for text, ids in zip(texts, want):
+            assert_same_encoding(ours.encode(text, add_special_tokens=add), theirs.encode(text, add_special_tokens=add),
+                                 f"{name} {text!r}")

@@ -311,10 +311,9 @@ def encode_unit(unit, tokenizer_json: str, out_dir: str, dtype: str, eod_id: int
         ids = array("H" if dtype == "uint16" else "I")
         ends = array("q")
         for start in range(0, len(texts), _ENCODE_BATCH):
-            for encoding in tokenizer.encode_batch(texts[start:start + _ENCODE_BATCH],
-                                                   add_special_tokens=add_special_tokens):
-                # The fast paths' encodings hand over their ids without a Python int each.
-                _append_ids(ids, encoding._ids_array())
+            # The fast paths hand over the ids without a Python int each.
+            for values in tokenizer._encode_ids_batch(texts[start:start + _ENCODE_BATCH], add_special_tokens):
+                _append_ids(ids, values)
                 if eod_id is not None:
                     ids.append(eod_id)
                 ends.append(len(ids))

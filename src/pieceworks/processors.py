@@ -46,14 +46,15 @@ class PostProcessor(Component):
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         raise NotImplementedError
 
-    def single_frame(self, add_special_tokens: bool) -> Frame | None:
+    def single_frame(self, add_special_tokens: bool, ids_only: bool = False) -> Frame | None:
         """What :meth:`process` does to one plain sequence, as a :class:`~pieceworks.encoding.Frame`.
 
         A plain sequence is a fresh encoding of one input: no overflowing
         parts, type ids 0, no special tokens yet. None means the processor
         does more than put special tokens around it (say, trims offsets):
-        :meth:`process` must run. Made once per setting; assigning any
-        attribute of the processor forgets it.
+        :meth:`process` must run. ``ids_only``: the caller reads only the
+        ids, so what the processor does to offsets does not matter. Made
+        once per setting; assigning any attribute of the processor forgets it.
 
         >>> BertProcessing(("[SEP]", 102), ("[CLS]", 101)).single_frame(True).ids_before
         [101]
@@ -61,13 +62,14 @@ class PostProcessor(Component):
         frames = self.__dict__.get("_frames")
         if frames is None:
             frames = self.__dict__["_frames"] = {}
+        key = (add_special_tokens, ids_only)
         try:
-            return frames[add_special_tokens]
+            return frames[key]
         except KeyError:
-            frame = frames[add_special_tokens] = self._single_frame(add_special_tokens)
+            frame = frames[key] = self._single_frame(add_special_tokens, ids_only)
             return frame
 
-    def _single_frame(self, add_special_tokens: bool) -> Frame | None:
+    def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
         return None
 
     def __setattr__(self, name, value):
@@ -353,7 +355,7 @@ class TemplateProcessing(PostProcessor):
                 out.append(_special_encoding(self.special_tokens[piece.id], piece.type_id))
         return out
 
-    def _single_frame(self, add_special_tokens: bool) -> Frame | None:
+    def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
         before, after, type_id = [], None, None
         for piece in self.single:
             if piece.is_sequence:
@@ -454,7 +456,7 @@ class BertProcessing(PostProcessor):
     def _first(self, enc: Encoding, overflowing: list[Encoding]) -> Encoding:
         return _wrap(enc, [self.cls], [self.sep], [0] + list(enc.type_ids) + [0], 0, overflowing)
 
-    def _single_frame(self, add_special_tokens: bool) -> Frame:
+    def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame:
         if not add_special_tokens:
             return Frame((), 0, (), True)
         return Frame([(self.cls[1], self.cls[0], 0)], 0, [(self.sep[1], self.sep[0], 0)], True)
@@ -500,8 +502,8 @@ class RobertaProcessing(PostProcessor):
         return [self._wrap(enc, i, [self._wrap(o, i, []) for o in enc.overflowing])
                 for i, enc in enumerate(encodings)]
 
-    def _single_frame(self, add_special_tokens: bool) -> Frame | None:
-        if self.trim_offsets:
+    def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
+        if self.trim_offsets and not ids_only:
             return None
         if not add_special_tokens:
             return Frame((), 0, (), True)
@@ -606,8 +608,8 @@ class ByteLevel(PostProcessor):
             enc.set_sequence_id(i)
         return encodings
 
-    def _single_frame(self, add_special_tokens: bool) -> Frame | None:
-        return None if self.trim_offsets else Frame((), 0, (), True)
+    def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
+        return None if self.trim_offsets and not ids_only else Frame((), 0, (), True)
 
     def _to_fields(self) -> dict:
         return {"add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
@@ -646,7 +648,7 @@ class Sequence(PostProcessor):
             encodings = proc.process_encodings(encodings, add_special_tokens)
         return encodings
 
-    def single_frame(self, add_special_tokens: bool) -> Frame | None:
+    def single_frame(self, add_special_tokens: bool, ids_only: bool = False) -> Frame | None:
         """The one member's frame when every member before it adds nothing and none follows it.
 
         (A member after one that adds tokens would see several encodings;
@@ -656,7 +658,7 @@ class Sequence(PostProcessor):
         for position, proc in enumerate(self.processors):
             if position and (frame.size or frame.type_id):
                 return None
-            frame = proc.single_frame(add_special_tokens)
+            frame = proc.single_frame(add_special_tokens, ids_only)
             if frame is None:
                 return None
         return frame

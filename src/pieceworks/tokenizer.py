@@ -219,6 +219,27 @@ class Tokenizer:
         """Same as :meth:`encode_batch` (Hugging Face's name for the offsets-light path)."""
         return self.encode_batch(input, add_special_tokens=add_special_tokens)
 
+    def _encode_ids_batch(self, texts: list[str], add_special_tokens: bool = True) -> list:
+        """``[array('i', e.ids) for e in encode_batch(texts)]``, without building Python ids when it can.
+
+        Only the ids are read, so a post-processor that just trims offsets
+        does not stop the raw path (encode-dataset uses this).
+        """
+        from .fast._pool import run_in_ranges
+
+        plan = self._current_plan()
+        processor = self.post_processor
+        frame = None
+        if plan is not None and plan.has_raw and self._truncation is None and self._padding is None:
+            frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens, ids_only=True)
+        if frame is None:
+            return [e._ids_array() for e in self.encode_batch(texts, add_special_tokens=add_special_tokens)]
+        split = self.encode_special_tokens
+        encodings = run_in_ranges(lambda start, stop: self._encode_range_raw(texts, start, stop, plan, frame, split,
+                                                                             add_special_tokens),
+                                  texts, plan, True)
+        return [e._ids_array() for e in encodings]
+
     def _encode_sequence(self, sequence, type_id: int, is_pretokenized: bool, split_special: bool,
                          name: str) -> Encoding:
         if is_pretokenized:
@@ -255,22 +276,32 @@ class Tokenizer:
         if plan is None or not plan.has_raw:
             return None
         added = self._added
-        if added.by_content and self._normalizer is not None and added.has_normalized_tokens():
-            return None     # matched after normalization: the general path's job
         processor = self.post_processor
         frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
         if frame is None:
             return None
-        if added.by_content and added.may_occur_in(text):
+        if added.by_content and (added.may_occur_in(text) or self._matched_after_normalizing(plan, text)
+                                 and not plan.normalizes_nothing(text)):
             return self._encode_raw_around_added(plan, text, split_special, frame)
         result = plan.encode_raw(text)
         if result is None:
             return None
         return Encoding.from_raw(result[0], result[1], result[3], None, frame)
 
+    def _matched_after_normalizing(self, plan, text: str) -> bool:
+        """Whether added tokens matched in normalized text may hide in ``text``."""
+        return self._normalizer is not None and self._added.has_normalized_tokens()
+
     def _encode_raw_around_added(self, plan, text: str, split_special: bool, frame) -> Encoding | None:
-        """Added tokens split off in Python, the segments between them through the plan, joined raw."""
+        """Added tokens split off in Python, the segments between them through the plan, joined raw.
+
+        Tokens matched after normalization are matched in ``text`` itself,
+        which is exact when the normalizer leaves the text unchanged (and
+        so every part of it: NFC text stays NFC when cut); otherwise None.
+        """
         if len(text) >= _RAW_MAX_CHARS:
+            return None
+        if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
             return None
         pretok = self._added.extract_and_normalize(None, text, split_special)
         parts, added, strings, word = [], [], None, 0
@@ -337,7 +368,8 @@ class Tokenizer:
         out: list = [None] * (stop - start)
         for i in range(start, stop):
             item = items[i]
-            if type(item) is str and not (check_added and (normalized_added or added.may_occur_in(item))):
+            if type(item) is str and not (check_added and (added.may_occur_in(item) or normalized_added
+                                                           and not plan.normalizes_nothing(item))):
                 plain.append(item)
                 where.append(i - start)
         from_raw = Encoding.from_raw
@@ -345,7 +377,7 @@ class Tokenizer:
             if result is not None:
                 out[k] = from_raw(result[0], result[1], result[3], None, frame)
         for k, enc in enumerate(out):
-            if enc is None and type(items[start + k]) is str and not normalized_added:
+            if enc is None and type(items[start + k]) is str:
                 enc = out[k] = self._encode_raw_around_added(plan, items[start + k], split, frame)
             if enc is None:
                 i = start + k

@@ -27,6 +27,7 @@ make no Python object per token (see :meth:`pieceworks.Encoding.from_raw`)::
 
     encode_raw(text) -> (raw, n_tokens, n_words, strings) | None
     encode_raw_batch(texts) -> [encode_raw(text) for text in texts]
+    normalizes_nothing(text) -> bool   # the normalizer leaves text as it is
 
 ``raw`` is a raw encoding (:mod:`pieceworks._kernels.raw_encoding`: int32
 ids, starts, ends, words) and ``strings[id]`` spells a token. A plan with

@@ -114,6 +114,10 @@ class BertWordPiecePlan:
                                       order_checked=True)
         return result if type(result) is tuple else None
 
+    def normalizes_nothing(self, text: str) -> bool:
+        """Never promised: BertNormalizer changes most texts (it lowercases)."""
+        return False
+
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)``, or None; see :mod:`pieceworks.fast`.
 

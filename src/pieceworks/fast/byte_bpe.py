@@ -131,6 +131,10 @@ class ByteBpePlan:
             return kernel.encode_with_offsets(" " + text, self._tokens, True)
         return kernel.encode_with_offsets(text, self._tokens, False)
 
+    def normalizes_nothing(self, text: str) -> bool:
+        """Whether the normalizer (none, or NFC) leaves ``text`` as it is."""
+        return self.normalizer is None or unicodedata.is_normalized("NFC", text)
+
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast)."""
         ready = self._prepare()

@@ -14,6 +14,26 @@ from setuptools import Extension, setup
 
 KERNELS = Path("src/pieceworks/_kernels")
 
+# Free-threaded Python (3.13t, 3.14t): the kernels are not yet declared safe without
+# the GIL ("freethreading_compatible": True, Cython >= 3.1), so importing pieceworks
+# on such a build turns the GIL back on (Python warns) and everything runs as today.
+# Audited (see README, Development): bpe_encode, raw_encoding, wordlevel, suffix_array,
+# count, bpe_train and wordpiece_train are safe (read-only after construction, per-call
+# objects, or atomic state). Not yet, and why:
+#   bert_fast, bytebpe  scratch pools taken by "if pool: pool.pop()" (two threads can both
+#                       pass the check), and tables built lazily into module globals
+#                       (_shared_ints, _classes_bytes) that a second builder can free
+#                       while the first is reading them; bytebpe.clear_cache also wipes
+#                       pooled workspaces that another thread may be checking out;
+#   scan                the lazily built flag/script tables (same pattern, narrower);
+#   wordpiece_encode    WordPieceMatcher.match() expands pops on a member vector
+#                       (self.stack) shared by every caller;
+#   unigram             SpmEncoder claims its shared scratch with an unlocked busy flag;
+#   unigram_train       mine_seeds' comparator reads the text from a module global
+#                       (_cand_text) set before the GIL is released: two trainings on
+#                       threads crash even with the GIL.
+# When those are fixed, add "freethreading_compatible": True below (one switch for all:
+# a single module without it re-enables the GIL for the whole process).
 DIRECTIVES = {
     "language_level": "3",
     "boundscheck": False,

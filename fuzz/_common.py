@@ -94,6 +94,22 @@ class Input:
         return out
 
 
+def scratch_dir(kind: str) -> str:
+    """A folder for the files a harness writes, removed when the process exits.
+
+    Under fuzz/run.py it is made inside the target's work folder
+    (``PIECEWORKS_FUZZ_SCRATCH``): libFuzzer may end the process without
+    running Python's exit handlers, and run.py removes that folder itself.
+    """
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=f"pieceworks-fuzz-{kind}-", dir=os.environ.get("PIECEWORKS_FUZZ_SCRATCH"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def refused_cleanly(exc: BaseException) -> bool:
     """True if ``exc`` is a deliberate pieceworks error (a clean refusal), not a bug."""
     from pieceworks.errors import PieceworksError

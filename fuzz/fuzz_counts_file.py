@@ -10,9 +10,8 @@ tables is covered by fuzz_train_counts.py in any case.
 import importlib
 import os
 import sys
-import tempfile
 
-from _common import Input, clean, instrumented, run
+from _common import Input, clean, instrumented, run, scratch_dir
 
 #: module:attribute (dotted) that reads a counts file into a {piece: count} mapping.
 LOADER = os.environ.get("PIECEWORKS_FUZZ_COUNTS_LOADER", "pieceworks.trainers.counts:Counts.load")
@@ -30,7 +29,7 @@ with instrumented():
         load_counts = None
         MISSING = f"{LOADER} does not exist yet ({exc}); set PIECEWORKS_FUZZ_COUNTS_LOADER to the loader"
 
-_DIR = tempfile.mkdtemp(prefix="pieceworks-fuzz-counts-")
+_DIR = scratch_dir("counts")
 
 
 def test_one_input(data: bytes) -> None:

@@ -1,9 +1,12 @@
 """Fuzz encode/decode of SentencePiece-style BPE with byte fallback (Mistral) and BPE with a ## prefix.
 
+Also ``BPE.tokenize(piece, excluded_ids)``: an excluded id never comes out
+(but the unknown token and ``<0xNN>`` byte tokens, which it still gives).
+
     python fuzz/fuzz_encode_spm_bpe.py -max_total_time=60 CORPUS_DIR
 """
 
-from _common import hf_json_pair, hf_twin, instrumented, run, trained
+from _common import Input, clean, hf_json_pair, hf_twin, instrumented, run, trained
 
 with instrumented():
     import pieceworks  # noqa: F401
@@ -31,6 +34,31 @@ TARGETS = targets()
 def test_one_input(data: bytes) -> None:
     target, rest = pick(TARGETS, data)
     check_target(target, rest)
+    check_excluded_ids(target, rest[::-1])
+
+
+def check_excluded_ids(target: Target, data: bytes) -> None:
+    tok = target.ours
+    model = tok.model
+    if type(model).__name__ != "BPE":
+        return
+    inp = Input(data)
+    text = inp.text(48)
+    excluded = frozenset(inp.ids(target.vocab_size, 12))
+    exempt = {tid for token, tid in model.get_vocab().items() if token.startswith("<0x") and len(token) == 6}
+    exempt.add(model.token_to_id(model.unk_token) if model.unk_token else None)
+    normalized = clean(tok.normalizer.normalize_str, text) if tok.normalizer is not None else text
+    if normalized is None:
+        return
+    pieces = [normalized] if tok.pre_tokenizer is None else \
+        [p for p, _ in clean(tok.pre_tokenizer.pre_tokenize_str, normalized) or []]
+    for piece in pieces:
+        got = clean(model.tokenize, piece, excluded)
+        if got is None:
+            continue
+        leaked = {t.id for t in got} & excluded - exempt
+        assert not leaked, f"{target.name}: excluded ids {sorted(leaked)} came out of {piece!r}"
+        assert [t.id for t in got] == model.encode_ids(piece, excluded), f"{target.name}: tokenize != encode_ids"
 
 
 if __name__ == "__main__":

@@ -7,9 +7,8 @@ Skips (exit status 0, saying why) while ``pieceworks.tiktoken`` does not exist.
 
 import os
 import sys
-import tempfile
 
-from _common import Input, clean, instrumented, run
+from _common import Input, clean, instrumented, run, scratch_dir
 
 with instrumented():
     try:
@@ -18,7 +17,7 @@ with instrumented():
         face = None
         MISSING = f"pieceworks.tiktoken is not importable yet ({exc})"
 
-_DIR = tempfile.mkdtemp(prefix="pieceworks-fuzz-tiktoken-")
+_DIR = scratch_dir("tiktoken")
 PAT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 

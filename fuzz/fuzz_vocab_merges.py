@@ -4,14 +4,13 @@
 """
 
 import os
-import tempfile
 
-from _common import Input, check_encoding, clean, instrumented, run
+from _common import Input, check_encoding, clean, instrumented, run, scratch_dir
 
 with instrumented():
     import pieceworks as pw
 
-_DIR = tempfile.mkdtemp(prefix="pieceworks-fuzz-bpe-")
+_DIR = scratch_dir("bpe")
 SEPARATOR = b"\n=====\n"
 
 
@@ -55,8 +54,7 @@ def seeds():
     from _common import trained
 
     tok = trained("bytelevel")
-    folder = tempfile.mkdtemp()
-    vocab_path, merges_path = tok.model.save(folder)
+    vocab_path, merges_path = tok.model.save(_DIR, "seed")
     with open(vocab_path, "rb") as v, open(merges_path, "rb") as m:
         yield "trained_bytelevel", b"\x02ab\x20" + v.read() + SEPARATOR + b"\n".join(m.read().split(b"\n")[:200])
     yield "tiny", b"\x01a\x01" + b'{"a":0,"b":1,"ab":2,"<unk>":3}' + SEPARATOR + b"#version: 0.2\na b\n"

@@ -4,15 +4,14 @@
 """
 
 import os
-import tempfile
 
-from _common import Input, check_encoding, clean, instrumented, run
+from _common import Input, check_encoding, clean, instrumented, run, scratch_dir
 
 with instrumented():
     import pieceworks as pw
     from pieceworks.formats.bert_vocab import format_bert_vocab, parse_bert_vocab
 
-_DIR = tempfile.mkdtemp(prefix="pieceworks-fuzz-vocab-")
+_DIR = scratch_dir("vocab")
 
 
 def test_one_input(data: bytes) -> None:

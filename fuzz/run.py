@@ -12,6 +12,7 @@ Usage::
     python fuzz/run.py --seconds 300 --jobs 2 # longer
     python fuzz/run.py --only tokenizer_json,vocab_txt --seconds 60
     python fuzz/run.py --list
+    python fuzz/run.py --quiet                # only the final table (for CI logs)
 
 Replay one finding (with or without atheris)::
 
@@ -64,8 +65,10 @@ def fuzz_one(target: str, seconds: int, workdir: Path, rss_limit_mb: int, input_
            "-print_final_stats=1", f"-artifact_prefix={artifacts}/", f"-timeout={input_timeout}",
            f"-rss_limit_mb={rss_limit_mb}", str(corpus)]
     started = time.monotonic()
+    # The harness's own files go inside the target's folder too (see _common.scratch_dir).
+    env = dict(os.environ, PIECEWORKS_FUZZ_SCRATCH=str(workdir / target))
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                          timeout=seconds * 3 + 300, cwd=FUZZ_DIR)
+                          timeout=seconds * 3 + 300, cwd=FUZZ_DIR, env=env)
     elapsed = time.monotonic() - started
     out = proc.stdout
     (workdir / target / "log.txt").write_text(out)
@@ -137,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss-limit-mb", type=int, default=4096)
     parser.add_argument("--input-timeout", type=int, default=20,
                         help="seconds one input may take before it counts as a finding (slow input)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only the final table, not a line as each target finishes")
     parser.add_argument("--list", action="store_true", help="list the targets and exit")
     parser.add_argument("--replay", nargs="+", metavar=("TARGET", "FILE"),
                         help="run saved inputs through TARGET's harness (no atheris needed)")
@@ -170,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - a harness that cannot even start is reported
                 result = Result(futures[future], "error", 0.0, None, 0, f"{type(exc).__name__}: {exc}")
             results.append(result)
-            print(f"  {result.target}: {result.status}", flush=True)
+            if not args.quiet:
+                print(f"  {result.target}: {result.status}", flush=True)
     report(results, args.seconds, args.jobs, time.monotonic() - started)
     bad = [r for r in results if r.status in ("FOUND", "error")]
     if not bad and not args.workdir:

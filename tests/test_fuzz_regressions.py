@@ -8,13 +8,14 @@ harness (no atheris needed). The other tests state each bug plainly.
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
 import pieceworks as pw
-from pieceworks.errors import TokenizerFileError
+from pieceworks.errors import FileFormatError, TokenizerFileError
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "fuzz"
@@ -111,3 +112,18 @@ def test_spm_trainer_spec_string_that_is_not_utf8_is_a_file_format_error(shared_
     data = _with_invalid_utf8(proto.SerializeToString(), b"UNKSURF")
     with pytest.raises(FileFormatError, match="trainer_spec.unk_surface is not valid UTF-8"):
         SentencePieceProcessor(model_proto=data)
+
+
+def test_bpe_ids_far_past_the_vocabulary_are_refused_not_allocated():
+    # Found by fuzz_tokenizer_json: a BPE vocabulary holding an id of ~10**69 made the encoder's
+    # id-indexed tables raise OverflowError (an id of 10**9 would have allocated gigabytes).
+    from pieceworks.models import BPE
+
+    for tid in (10**69, 2**31, 10**9):
+        with pytest.raises(FileFormatError, match="far past the vocabulary"):
+            BPE({"a": 0, "b": 1, "ab": tid}, [("a", "b")])
+    data = {"model": {"type": "BPE", "vocab": {"a": 0, "b": 10**12}, "merges": []}}
+    with pytest.raises(TokenizerFileError, match=r"model\.vocab"):
+        pw.Tokenizer.from_str(json.dumps(data))
+    gappy = BPE({"a": 0, "b": 1, "ab": 60_000}, [("a", "b")])      # gaps within bounds still work
+    assert gappy.encode_ids("abab") == [60_000, 60_000]

@@ -2,7 +2,7 @@
 # distutils: language = c++
 """C-level API of the BPE encoding kernel (see bpe_encode.pyx)."""
 
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
 
@@ -28,6 +28,14 @@ cdef struct Candidate:
     uint32_t new_id
 
 
+cdef class Exclusion:
+    cdef vector[uint8_t] flags   # per id: 1 = must not be produced
+    cdef bint active             # some flagged id can come out of a merge, a char or a whole-piece look-up
+    cdef dict cache              # piece -> (ids, starts, ends) under this exclusion
+
+    cdef bint banned_id(self, object tid)
+
+
 cdef class BpeEncoder:
     cdef U64Map merges        # (left << 32 | right) -> (rank << 32 | new_id)
     cdef U64Map chars         # (code point << 2 | marks) -> id; marks: 1 prefix, 2 suffix
@@ -42,16 +50,19 @@ cdef class BpeEncoder:
     cdef bytes prefix_bytes
     cdef bytes suffix_bytes
     cdef double dropout
-    cdef uint64_t rng_state
+    cdef uint64_t rng_state   # stepped only by compare-and-swap (see _random)
     cdef list id_to_token
     cdef dict vocab
     cdef dict cache
     cdef Py_ssize_t cache_capacity
     cdef object token_cls
     cdef public Py_ssize_t small_piece   # pieces up to this many symbols take the linear path
+    cdef dict exclusions      # frozenset of ids -> Exclusion
 
-    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1
-    cdef void _merge_small(self, vector[Symbol]& syms) noexcept
-    cdef void _merge_heap(self, vector[Symbol]& syms, double dropout) noexcept
-    cdef double _random(self) noexcept
-    cdef tuple _encode(self, str piece)
+    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
+                    const uint8_t* banned) except -1
+    cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
+    cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil
+    cdef double _random(self) noexcept nogil
+    cdef tuple _encode(self, str piece, Exclusion ex)
+    cdef Exclusion _exclusion(self, object excluded_ids)

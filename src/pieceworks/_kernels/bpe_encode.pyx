@@ -18,18 +18,67 @@ Both give the same result: a stale heap entry is skipped when its pair no
 longer makes the same token, and tokens only grow, so the lowest rank
 present is always the one merged.
 
+Excluded ids: ``tokenize(piece, excluded_ids)`` never produces an id of that
+set from text. It tokenizes as if those tokens were not in the vocabulary:
+a merge that would make one is not applied (the pair has no merge), a char
+whose token is one is an unknown char (byte fallback, the unknown token, or
+dropped), and the whole-piece look-up (``ignore_merges``) skips it. The
+unknown token and byte-fallback tokens stand for text they do not spell, so
+they are still given. The C form of a set (a flag per id) is made once and
+kept, with its own piece cache; a set none of whose ids the merges, a char
+or the whole-piece look-up can give changes nothing and takes the plain
+path (same cache, same result).
+
+Threads: an encoder is read-only after ``__init__`` but for the piece
+caches (Python dicts: each operation is atomic, with or without the GIL)
+and the dropout generator, whose state steps by compare-and-swap, so
+threads running without the GIL never lose or repeat a draw.
+
 Performance notes: a Python dict of pairs costs about as much as the whole
 merge loop; the open-addressing map keeps a lookup to a multiply and one or
 two probes. The linear path beats the heap (allocation and sifting) up to about
-128 symbols on GPT-2's merges; the cut is set a little below, at 96.
+128 symbols on GPT-2's merges; the cut is set a little below, at 96. The
+32-bit masks are written ``0xFFFFFFFFULL``: to Cython a bare ``0xFFFFFFFF``
+is a Python int, and the merge loop did its arithmetic on objects (1.4x
+slower on Mistral's pieces, uncached).
 """
 
 from array import array
+from operator import index
 
 from cpython.unicode cimport PyUnicode_GET_LENGTH
 from libcpp.unordered_map cimport unordered_map
 from libc.stdint cimport UINT32_MAX, UINT64_MAX
 from libc.stdlib cimport calloc, free, malloc
+
+from pieceworks.errors import InputTypeError
+
+cdef extern from *:
+    """
+    // xorshift64* on state shared by threads: one compare-and-swap per step,
+    // so concurrent callers (free-threaded Python) never lose or repeat one.
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline uint64_t pw_bpe_rng_step(uint64_t* state) {
+        uint64_t old, x;
+        do {
+            old = *(volatile uint64_t*)state;
+            x = old; x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+        } while ((uint64_t)_InterlockedCompareExchange64((volatile long long*)state, (long long)x,
+                                                         (long long)old) != old);
+        return x;
+    }
+    #else
+    static inline uint64_t pw_bpe_rng_step(uint64_t* state) {
+        uint64_t old = __atomic_load_n(state, __ATOMIC_RELAXED), x;
+        do {
+            x = old; x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+        } while (!__atomic_compare_exchange_n(state, &old, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        return x;
+    }
+    #endif
+    """
+    uint64_t rng_step "pw_bpe_rng_step"(uint64_t* state) noexcept nogil
 
 cdef uint64_t EMPTY_KEY = UINT64_MAX
 cdef Py_ssize_t SMALL_PIECE = 96
@@ -97,6 +146,14 @@ cdef inline bint map_get(const U64Map* m, uint64_t key, uint64_t* value) noexcep
 
 cdef inline uint64_t pair_key(uint32_t a, uint32_t b) noexcept nogil:
     return ((<uint64_t>a) << 32) | b
+
+
+cdef inline bint merge_of(const U64Map* merges, uint32_t a, uint32_t b, uint64_t* value,
+                          const uint8_t* banned) noexcept nogil:
+    """The merge of ``(a, b)`` into ``value`` (rank << 32 | new_id); False if none, or if it makes a banned id."""
+    if not map_get(merges, pair_key(a, b), value):
+        return False
+    return banned == NULL or not banned[<uint32_t>(value[0] & 0xFFFFFFFFULL)]
 
 
 # -- the candidate heap (min rank, then leftmost) --------------------------------
@@ -180,6 +237,31 @@ cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes
     syms.push_back(s)
 
 
+cdef class Exclusion:
+    """A set of ids that must not come out of one encoder, in C form, with its own piece cache.
+
+    ``active``: some id of the set is a merge's result, a one-char token, or
+    (with ``ignore_merges``) any token, so the set changes results.
+    """
+
+    cdef bint banned_id(self, object tid):
+        return 0 <= tid < <Py_ssize_t>self.flags.size() and self.flags[<Py_ssize_t>tid]
+
+
+cdef bint map_gives_flagged(const U64Map* m, const vector[uint8_t]& flags) noexcept nogil:
+    """Whether some value of ``m`` (its low 32 bits: an id) is flagged."""
+    cdef size_t i
+    cdef uint64_t tid
+    if m.keys == NULL:
+        return False
+    for i in range(m.mask + 1):
+        if m.keys[i] != EMPTY_KEY:
+            tid = m.values[i] & 0xFFFFFFFFULL
+            if tid < flags.size() and flags[tid]:
+                return True
+    return False
+
+
 cdef class BpeEncoder:
     """Everything a BPE model needs to encode, in C form.
 
@@ -240,22 +322,20 @@ cdef class BpeEncoder:
             from pieceworks.pretokenized import Token as token_cls
         self.token_cls = token_cls
         self.small_piece = SMALL_PIECE
+        self.exclusions = {}
 
     def __dealloc__(self):
         map_free(&self.merges)
         map_free(&self.chars)
 
-    cdef double _random(self) noexcept:
+    cdef double _random(self) noexcept nogil:
         # xorshift64*: plenty for dropout, and reproducible from a seed.
-        cdef uint64_t x = self.rng_state
-        x ^= x >> 12
-        x ^= x << 25
-        x ^= x >> 27
-        self.rng_state = x
+        cdef uint64_t x = rng_step(&self.rng_state)
         return <double>((x * 0x2545F4914F6CDD1DULL) >> 11) * (1.0 / 9007199254740992.0)
 
     # -- piece -> symbols --------------------------------------------------------
-    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1:
+    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
+                    const uint8_t* banned) except -1:
         """One symbol per char, as Hugging Face's ``merge_word`` builds them.
 
         Each symbol records the UTF-8 bytes it stands for, as Hugging Face
@@ -263,7 +343,8 @@ cdef class BpeEncoder:
         it replaces, a byte-fallback token one byte. A char that is dropped
         (unknown, and no unknown token) counts nothing, so later offsets
         shift left exactly as Hugging Face's do. ``char_at`` receives the
-        char index of every byte of the piece.
+        char index of every byte of the piece. A char whose token is
+        ``banned`` counts as a char the vocabulary lacks.
         """
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(piece)
         cdef Py_ssize_t i = 0, k, nbytes
@@ -285,7 +366,7 @@ cdef class BpeEncoder:
                 marks |= 1
             if self.has_suffix and i == n - 1:
                 marks |= 2
-            if map_get(&self.chars, ((<uint64_t>cp) << 2) | marks, &found):
+            if map_get(&self.chars, ((<uint64_t>cp) << 2) | marks, &found) and (banned == NULL or not banned[found]):
                 if unk_bytes >= 0:
                     push_symbol(syms, self.unk_id, unk_bytes)
                     unk_bytes = -1
@@ -328,15 +409,15 @@ cdef class BpeEncoder:
         return 0
 
     # -- merging -------------------------------------------------------------------
-    cdef void _merge_small(self, vector[Symbol]& syms) noexcept:
-        """Lowest rank first, leftmost on ties, by scanning a rank array."""
+    cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil:
+        """Lowest rank first, leftmost on ties, by scanning a rank array (merges making a banned id skipped)."""
         cdef size_t m = syms.size()
         cdef vector[uint64_t] cand      # rank << 32 | new_id, or UINT64_MAX
         cdef size_t i, best
         cdef uint64_t value, best_value
         cand.resize(m - 1 if m else 0)
         for i in range(cand.size()):
-            if not map_get(&self.merges, pair_key(syms[i].id, syms[i + 1].id), &cand[i]):
+            if not merge_of(&self.merges, syms[i].id, syms[i + 1].id, &cand[i], banned):
                 cand[i] = UINT64_MAX
         while cand.size():
             best_value = UINT64_MAX
@@ -347,17 +428,19 @@ cdef class BpeEncoder:
                     best = i
             if best_value == UINT64_MAX:
                 return
-            syms[best].id = <int32_t>(best_value & 0xFFFFFFFF)
+            syms[best].id = <int32_t>(best_value & 0xFFFFFFFFULL)
             syms[best].nbytes += syms[best + 1].nbytes
             syms.erase(syms.begin() + best + 1)
             cand.erase(cand.begin() + best)
-            if best > 0 and not map_get(&self.merges, pair_key(syms[best - 1].id, syms[best].id), &cand[best - 1]):
+            if best > 0 and not merge_of(&self.merges, syms[best - 1].id, syms[best].id, &cand[best - 1], banned):
                 cand[best - 1] = UINT64_MAX
-            if best < cand.size() and not map_get(&self.merges, pair_key(syms[best].id, syms[best + 1].id), &cand[best]):
+            if best < cand.size() and not merge_of(&self.merges, syms[best].id, syms[best + 1].id, &cand[best],
+                                                   banned):
                 cand[best] = UINT64_MAX
 
-    cdef void _merge_heap(self, vector[Symbol]& syms, double dropout) noexcept:
-        """Hugging Face's ``merge_all``: a heap of (rank, position) over linked symbols."""
+    cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil:
+        """Hugging Face's ``merge_all``: a heap of (rank, position) over linked symbols (merges making a
+        banned id skipped)."""
         cdef vector[Candidate] heap
         cdef vector[Candidate] skipped
         cdef Candidate top, c
@@ -368,10 +451,10 @@ cdef class BpeEncoder:
             syms[i].prev = <int32_t>i - 1
             syms[i].next = <int32_t>i + 1 if i + 1 < syms.size() else -1
         for i in range(syms.size() - 1 if syms.size() else 0):
-            if map_get(&self.merges, pair_key(syms[i].id, syms[i + 1].id), &value):
+            if merge_of(&self.merges, syms[i].id, syms[i + 1].id, &value, banned):
                 c.rank = <uint32_t>(value >> 32)
                 c.pos = <int32_t>i
-                c.new_id = <uint32_t>(value & 0xFFFFFFFF)
+                c.new_id = <uint32_t>(value & 0xFFFFFFFFULL)
                 heap_push(heap, c)
         while heap.size():
             top = heap_pop(heap)
@@ -386,8 +469,8 @@ cdef class BpeEncoder:
                 continue
             nxt = syms[pos].next
             # A stale entry: the pair here changed and no longer makes this token.
-            if not map_get(&self.merges, pair_key(syms[pos].id, syms[nxt].id), &value) \
-                    or <uint32_t>(value & 0xFFFFFFFF) != top.new_id:
+            if not merge_of(&self.merges, syms[pos].id, syms[nxt].id, &value, banned) \
+                    or <uint32_t>(value & 0xFFFFFFFFULL) != top.new_id:
                 continue
             syms[pos].id = <int32_t>top.new_id
             syms[pos].nbytes += syms[nxt].nbytes
@@ -396,16 +479,16 @@ cdef class BpeEncoder:
             if syms[pos].next != -1:
                 syms[syms[pos].next].prev = pos
             prv = syms[pos].prev
-            if prv != -1 and map_get(&self.merges, pair_key(syms[prv].id, syms[pos].id), &value):
+            if prv != -1 and merge_of(&self.merges, syms[prv].id, syms[pos].id, &value, banned):
                 c.rank = <uint32_t>(value >> 32)
                 c.pos = prv
-                c.new_id = <uint32_t>(value & 0xFFFFFFFF)
+                c.new_id = <uint32_t>(value & 0xFFFFFFFFULL)
                 heap_push(heap, c)
             nxt = syms[pos].next
-            if nxt != -1 and map_get(&self.merges, pair_key(syms[pos].id, syms[nxt].id), &value):
+            if nxt != -1 and merge_of(&self.merges, syms[pos].id, syms[nxt].id, &value, banned):
                 c.rank = <uint32_t>(value >> 32)
                 c.pos = pos
-                c.new_id = <uint32_t>(value & 0xFFFFFFFF)
+                c.new_id = <uint32_t>(value & 0xFFFFFFFFULL)
                 heap_push(heap, c)
         # Drop the merged-away symbols.
         cdef size_t kept = 0
@@ -415,8 +498,10 @@ cdef class BpeEncoder:
                 kept += 1
         syms.resize(kept)
 
-    cdef tuple _encode(self, str piece):
+    cdef tuple _encode(self, str piece, Exclusion ex):
         """``(ids, starts, ends)`` of one piece, through the cache when there is no dropout.
+
+        ``ex``: ids to keep out (None: none); it brings its own cache.
 
         Offsets are Hugging Face's byte offsets turned into char offsets:
         a token starts at the char holding its first byte and ends after
@@ -428,17 +513,22 @@ cdef class BpeEncoder:
         cdef int64_t pos = 0, end
         cdef bint use_cache = self.dropout <= 0.0
         cdef tuple result
+        cdef dict cache = self.cache
+        cdef const uint8_t* banned = NULL
+        if ex is not None:
+            cache = ex.cache
+            banned = ex.flags.data()
         if use_cache:
-            hit = self.cache.get(piece)
+            hit = cache.get(piece)
             if hit is not None:
                 return <tuple>hit
-        self._split(piece, syms, char_at)
+        self._split(piece, syms, char_at, banned)
         if self.dropout > 0.0:
-            self._merge_heap(syms, self.dropout)
+            self._merge_heap(syms, self.dropout, banned)
         elif <Py_ssize_t>syms.size() <= self.small_piece:
-            self._merge_small(syms)
+            self._merge_small(syms, banned)
         else:
-            self._merge_heap(syms, 0.0)
+            self._merge_heap(syms, 0.0, banned)
         ids = [syms[i].id for i in range(syms.size())]
         starts = []
         ends = []
@@ -449,36 +539,72 @@ cdef class BpeEncoder:
             ends.append(char_at[min(<size_t>(end - 1), last - 1)] + 1 if last else 0)
             pos = end
         result = (ids, starts, ends)
-        if use_cache and len(self.cache) < self.cache_capacity and PyUnicode_GET_LENGTH(piece) < 256:
-            self.cache[piece] = result
+        if use_cache and len(cache) < self.cache_capacity and PyUnicode_GET_LENGTH(piece) < 256:
+            cache[piece] = result
         return result
 
+    # -- excluded ids ------------------------------------------------------------------
+    cdef Exclusion _exclusion(self, object excluded_ids):
+        """The C form of ``excluded_ids`` (None: none), made once per set; None when it changes nothing."""
+        cdef Exclusion ex
+        cdef Py_ssize_t n_ids = len(self.id_to_token)
+        if excluded_ids is None:
+            return None
+        key = excluded_ids if type(excluded_ids) is frozenset else frozenset(_checked_ids(excluded_ids))
+        ex = self.exclusions.get(key)
+        if ex is None:
+            ex = Exclusion()
+            ex.flags.assign(n_ids, 0)
+            for tid in _checked_ids(key):
+                if 0 <= tid < n_ids:
+                    ex.flags[<Py_ssize_t>tid] = 1
+            ex.active = (map_gives_flagged(&self.merges, ex.flags) or map_gives_flagged(&self.chars, ex.flags)
+                         or (self.ignore_merges and any(0 <= t < n_ids and self.id_to_token[t] is not None
+                                                        for t in _checked_ids(key))))
+            ex.cache = {}
+            if len(self.exclusions) >= 16:    # a caller making new sets all the time: forget the old ones
+                self.exclusions.clear()
+            self.exclusions[key] = ex
+        return ex if ex.active else None
+
     # -- Python API ----------------------------------------------------------------
-    def tokenize(self, str piece):
-        """The piece's tokens (``Token(id, value, (start, end))``, char offsets)."""
+    def tokenize(self, str piece, excluded_ids=None):
+        """The piece's tokens (``Token(id, value, (start, end))``, char offsets).
+
+        ``excluded_ids``: ids the text must not give (see the module doc); a
+        frozenset is fastest (its C form is found by the set itself).
+        """
+        cdef Exclusion ex = self._exclusion(excluded_ids)
         if not piece:
             return []
         if self.ignore_merges:
             tid = self.vocab.get(piece)
-            if tid is not None:
+            if tid is not None and (ex is None or not ex.banned_id(tid)):
                 return [self.token_cls(tid, piece, (0, len(piece)))]
-        ids, starts, ends = self._encode(piece)
+        ids, starts, ends = self._encode(piece, ex)
         cdef list id_to_token = self.id_to_token
         make = self.token_cls
         return [make(ids[k], id_to_token[ids[k]], (starts[k], ends[k])) for k in range(len(ids))]
 
-    def encode_ids(self, str piece):
+    def encode_ids(self, str piece, excluded_ids=None):
         """Just the ids of the piece's tokens."""
+        cdef Exclusion ex = self._exclusion(excluded_ids)
         if not piece:
             return []
         if self.ignore_merges:
             tid = self.vocab.get(piece)
-            if tid is not None:
+            if tid is not None and (ex is None or not ex.banned_id(tid)):
                 return [tid]
-        return list(self._encode(piece)[0])
+        return list(self._encode(piece, ex)[0])
+
+    def exclusion_matters(self, excluded_ids):
+        """Whether ``excluded_ids`` can change a result (some id of it is a merge's result, a char's
+        token, or, with ``ignore_merges``, any token); if not, tokenize ignores it."""
+        return self._exclusion(excluded_ids) is not None
 
     def clear_cache(self):
         self.cache.clear()
+        self.exclusions.clear()
 
     def resize_cache(self, Py_ssize_t capacity):
         self.cache_capacity = capacity
@@ -487,6 +613,25 @@ cdef class BpeEncoder:
 
     def merge_count(self):
         return self.merges.size
+
+
+def _checked_ids(ids):
+    """The items of ``ids`` as ints (anything with ``__index__``); InputTypeError for anything else.
+
+    >>> _checked_ids({3})
+    [3]
+    """
+    out = []
+    for tid in ids:
+        if not isinstance(tid, bool):
+            try:
+                out.append(index(tid))
+                continue
+            except TypeError:
+                pass
+        raise InputTypeError(f"excluded_ids must hold token ids (int), got {tid!r}",
+                             fix="pass a set of ids, e.g. frozenset({tokenizer.token_to_id('<|endoftext|>')})")
+    return out
 
 
 def resolve_merges(dict vocab, list merges, prefix):

@@ -18,6 +18,19 @@ With ``ignore_merges`` a piece that is itself in the vocabulary is one
 token. ``dropout`` (BPE-dropout) skips each merge with that probability;
 pass ``seed`` for reproducible samples.
 
+``tokenize(piece, excluded_ids=...)`` (ours) keeps a set of ids out of the
+result, for special tokens in untrusted text: it tokenizes as if those
+tokens were not in the vocabulary (a merge that would make one is not
+applied, a char whose token is one is an unknown char, the whole-piece
+look-up skips them). Merges learned across ``<|endoftext|>`` can otherwise
+spell the special token again from plain text. The unknown token and
+byte-fallback tokens are still given (they do not spell their text).
+Without ``excluded_ids`` the result is Hugging Face's.
+
+Threads: one model may be shared. Its encoder is built on first use and
+rebuilt after an option or the vocabulary changes; an encode running while
+an option changes uses the old or the new encoder, never a mix.
+
 Offsets are char offsets inside the piece, computed as Hugging Face does:
 each symbol stands for some UTF-8 bytes (a char its own, a byte-fallback
 token one), offsets add those up, and a byte offset maps to the char that
@@ -75,7 +88,8 @@ class BPE(Model):
         if isinstance(vocab, (str, os.PathLike)):
             raise InputTypeError("vocab must be a dict of token -> id, got a path",
                                  fix="use BPE.from_file(vocab_path, merges_path)")
-        self._encoder = None
+        self._encoder = None      # (generation, BpeEncoder) once built
+        self._generation = 0      # bumped by every change the encoder depends on
         self.cache_capacity = 10000 if cache_capacity is None else _int_option("cache_capacity", cache_capacity)
         self.dropout = dropout
         self.unk_token = unk_token
@@ -91,9 +105,15 @@ class BPE(Model):
     def __setattr__(self, name, value):
         if name in _OPTION_NAMES:
             value = _check_option(name, value)
-        object.__setattr__(self, name, value)
+        super().__setattr__(name, value)      # (moves the component epoch: fast plans re-read options)
         if name in _OPTION_NAMES or name in ("seed", "cache_capacity"):
-            object.__setattr__(self, "_encoder", None)
+            self._forget_encoder()
+
+    def _forget_encoder(self) -> None:
+        # The generation, not only the cached encoder, marks the change: an encoder
+        # being built from the old options meanwhile (another thread) is not kept.
+        object.__setattr__(self, "_generation", self.__dict__.get("_generation", 0) + 1)
+        object.__setattr__(self, "_encoder", None)
 
     def _set_vocab_and_merges(self, vocab: dict[str, int], merges: list, source: "_Source | None" = None) -> None:
         """Check and install a vocabulary and merges; ``source`` says where they came from."""
@@ -102,6 +122,7 @@ class BPE(Model):
         source = source or _Source()
         if source.check_vocab:
             check_vocab(vocab, source.vocab_field(), source.path, error=source.error_class())
+        _check_id_range(vocab, source)
         merge_ids = resolve_merges(vocab, merges, self.continuing_subword_prefix)
         if merge_ids is None:  # something is off, or unusual: the careful path finds it and says what
             pairs = [_as_pair(m, i, source) for i, m in enumerate(merges)]
@@ -109,11 +130,12 @@ class BPE(Model):
         self._install(vocab, merge_ids)
 
     def _install(self, vocab: dict[str, int], merge_ids: array) -> None:
-        object.__setattr__(self, "vocab", vocab)
-        object.__setattr__(self, "vocab_r", {i: t for t, i in vocab.items()})
-        object.__setattr__(self, "_merge_ids", merge_ids)
-        object.__setattr__(self, "_merge_strings", None)
-        object.__setattr__(self, "_encoder", None)
+        set_attr = super().__setattr__        # (moves the component epoch, skips the option checks)
+        set_attr("vocab", vocab)
+        set_attr("vocab_r", {i: t for t, i in vocab.items()})
+        set_attr("_merge_ids", merge_ids)
+        set_attr("_merge_strings", None)
+        self._forget_encoder()
 
     @property
     def merges(self) -> list[tuple[str, str]]:
@@ -140,8 +162,9 @@ class BPE(Model):
             self._install(dict(vocab), array("I", [i for triple in merge_ids for i in triple]))
 
     def _get_encoder(self):
-        encoder = self._encoder
-        if encoder is None:
+        built = self._encoder
+        generation = self._generation
+        if built is None or built[0] != generation:
             from .._kernels.bpe_encode import BpeEncoder
 
             size = max(self.vocab_r, default=-1) + 1
@@ -155,23 +178,46 @@ class BPE(Model):
                 prefix=self.continuing_subword_prefix, suffix=self.end_of_word_suffix,
                 dropout=self.dropout if self.dropout else None, seed=self.seed,
                 cache_capacity=self.cache_capacity, token_cls=Token)
-            object.__setattr__(self, "_encoder", encoder)
-        return encoder
+            if self._generation == generation:   # else an option changed meanwhile: the next call rebuilds
+                object.__setattr__(self, "_encoder", (generation, encoder))
+            return encoder
+        return built[1]
 
     # -- the model ---------------------------------------------------------------
-    def tokenize(self, sequence: str) -> list[Token]:
+    def tokenize(self, sequence: str, excluded_ids: "frozenset[int] | Iterable[int] | None" = None) -> list[Token]:
         """The tokens of one piece, char offsets inside it.
 
-        >>> BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")]).tokenize("aba")
+        ``excluded_ids``: ids the result must not hold (special tokens, for
+        text that may spell them); see the module doc. None (the default)
+        is Hugging Face's behaviour. Pass the same frozenset on every call:
+        its prepared form is kept per set.
+
+        >>> model = BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
+        >>> model.tokenize("aba")
         [Token(id=2, value='ab', offsets=(0, 2)), Token(id=0, value='a', offsets=(2, 3))]
+        >>> [t.value for t in model.tokenize("aba", excluded_ids=frozenset({2}))]
+        ['a', 'b', 'a']
         """
         if not isinstance(sequence, str):
             raise InputTypeError(f"BPE.tokenize expects a str, got {type(sequence).__name__}")
-        return self._get_encoder().tokenize(sequence)
+        return self._get_encoder().tokenize(sequence, excluded_ids)
 
-    def encode_ids(self, sequence: str) -> list[int]:
+    def encode_ids(self, sequence: str, excluded_ids: "frozenset[int] | Iterable[int] | None" = None) -> list[int]:
         """Only the ids of :meth:`tokenize` (faster: no Token objects)."""
-        return self._get_encoder().encode_ids(sequence)
+        return self._get_encoder().encode_ids(sequence, excluded_ids)
+
+    def exclusion_matters(self, excluded_ids: "frozenset[int] | Iterable[int]") -> bool:
+        """Whether ``tokenize(..., excluded_ids)`` can differ from ``tokenize(...)`` for some text.
+
+        False when no id of the set is a merge's result or a char's token
+        (nor, with ``ignore_merges``, any token): then the merges can never
+        spell one, and a path that ignores the set (a fused fast path) is safe.
+
+        >>> model = BPE({"a": 0, "b": 1, "ab": 2, "<s>": 3}, [("a", "b")])
+        >>> model.exclusion_matters({3}), model.exclusion_matters({2})
+        (False, True)
+        """
+        return self._get_encoder().exclusion_matters(excluded_ids)
 
     def token_to_id(self, token: str) -> int | None:
         return self.vocab.get(token)
@@ -195,13 +241,15 @@ class BPE(Model):
         return BpeTrainer()
 
     def _clear_cache(self) -> None:
-        if self._encoder is not None:
-            self._encoder.clear_cache()
+        built = self._encoder
+        if built is not None:
+            built[1].clear_cache()
 
     def _resize_cache(self, capacity: int) -> None:
         object.__setattr__(self, "cache_capacity", _int_option("cache_capacity", capacity))
-        if self._encoder is not None:
-            self._encoder.resize_cache(capacity)
+        built = self._encoder
+        if built is not None:
+            built[1].resize_cache(capacity)
 
     # -- files -------------------------------------------------------------------
     def save(self, folder: str, prefix: str | None = None) -> list[str]:
@@ -306,6 +354,39 @@ class _Source:
         if self.lines is not None:
             return FileFormatError(self.path, problem, line=self.lines[index], fix=fix)
         return FileFormatError(self.path, problem, field=f"merges[{index}]", fix=fix)
+
+
+#: The encoder keeps tables indexed by id (int32 in the kernel): ids stay below this,
+#: and below ``_SPARSE_FACTOR`` times the vocabulary size plus ``_SPARSE_SLACK``.
+_MAX_ID = 2**31 - 1
+_SPARSE_FACTOR = 4
+_SPARSE_SLACK = 1 << 16
+
+
+def _check_id_range(vocab: dict[str, int], source: "_Source") -> None:
+    """Refuse ids the encoder's id-indexed tables cannot hold (a file with one id of 10**12).
+
+    Hugging Face keeps ids in a hash map and accepts any u32; ours are table
+    indices, so an id far past the vocabulary's size is refused instead of
+    allocating gigabytes. Real vocabularies number their tokens densely.
+
+    >>> _check_id_range({"a": 0, "b": 5}, _Source())
+    >>> try:
+    ...     _check_id_range({"a": 0, "b": 10**12}, _Source())
+    ... except FileFormatError as exc:
+    ...     print(str(exc)[:53])
+    <string>: field 'vocab': id 1000000000000 (token 'b')
+    """
+    if not vocab:
+        return
+    top = max(vocab.values())
+    if top <= min(_MAX_ID, _SPARSE_FACTOR * len(vocab) + _SPARSE_SLACK):
+        return
+    token = next(t for t, i in vocab.items() if i == top)
+    raise source.error_class()(
+        source.path, f"id {top} (token {token!r}) is far past the vocabulary's {len(vocab)} tokens; BPE ids "
+        f"must be below {_MAX_ID + 1} and at most {_SPARSE_FACTOR}x the vocabulary size + {_SPARSE_SLACK}",
+        field=source.vocab_field(), fix="number the tokens 0, 1, 2, ... (as tokenizer files do)")
 
 
 def _as_pair(merge, index: int, source: _Source) -> tuple[str, str]:

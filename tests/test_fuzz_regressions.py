@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import pieceworks as pw
-from pieceworks.errors import FileFormatError, TokenizerFileError
+from pieceworks.errors import ConfigError, FileFormatError, TokenizerFileError
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "fuzz"
@@ -120,10 +120,34 @@ def test_bpe_ids_far_past_the_vocabulary_are_refused_not_allocated():
     from pieceworks.models import BPE
 
     for tid in (10**69, 2**31, 10**9):
-        with pytest.raises(FileFormatError, match="far past the vocabulary"):
+        with pytest.raises(FileFormatError, match="far past the vocabulary|largest id"):
             BPE({"a": 0, "b": 1, "ab": tid}, [("a", "b")])
     data = {"model": {"type": "BPE", "vocab": {"a": 0, "b": 10**12}, "merges": []}}
     with pytest.raises(TokenizerFileError, match=r"model\.vocab"):
         pw.Tokenizer.from_str(json.dumps(data))
     gappy = BPE({"a": 0, "b": 1, "ab": 60_000}, [("a", "b")])      # gaps within bounds still work
     assert gappy.encode_ids("abab") == [60_000, 60_000]
+
+
+def test_wordpiece_ids_past_int32_are_a_file_format_error():
+    # Found by fuzz_tokenizer_json: a WordPiece id past int64 overflowed in the matcher (OverflowError).
+    from pieceworks.models import WordPiece
+
+    for tid in (2**31, 10**30):
+        with pytest.raises(FileFormatError, match="largest id"):
+            WordPiece({"[UNK]": 0, "a": tid}, unk_token="[UNK]")
+    data = {"model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0, "a": 10**70}}}
+    with pytest.raises(TokenizerFileError, match=r"model\.vocab"):
+        pw.Tokenizer.from_str(json.dumps(data))
+
+
+def test_tiktoken_rank_far_past_the_ranks_is_a_config_error():
+    # Found by fuzz_tiktoken_file: a rank of ~10**70 made the rank table's allocation raise OverflowError.
+    from pieceworks.tiktoken import Encoding
+
+    ranks = {bytes([i]): i for i in range(256)}
+    for rank in (10**70, 10**9):
+        with pytest.raises(ConfigError, match="largest rank"):
+            Encoding("broken", pat_str=r"\S+|\s+", mergeable_ranks={**ranks, b"ab": rank}, special_tokens={})
+    gappy = Encoding("gappy", pat_str=r"\S+|\s+", mergeable_ranks={**ranks, b"ab": 1000}, special_tokens={})
+    assert gappy.encode("ab") == [1000]

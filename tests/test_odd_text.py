@@ -306,7 +306,11 @@ def test_any_text_encodes_like_huggingface(shared_data, name):
     def check(text):
         enc = ours.encode(text)
         assert enc.ids == theirs.encode(text).ids
-        if name in LOSSLESS:
+        assert ours.decode(enc.ids) == theirs.decode(enc.ids)
+        # Lossless only for text that is not itself a token marker: a literal "▁" decodes
+        # as a space under Metaspace, and special-token text is skipped by decode.
+        markers = ["\u2581"] + [t.content for t in ours.get_added_tokens_decoder().values()]
+        if name in LOSSLESS and not any(m in text for m in markers):
             assert ours.decode(enc.ids) == expected_round_trip(name, text)
 
     check()

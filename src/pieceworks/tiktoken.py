@@ -314,13 +314,18 @@ def _build_core(name: str, pat_str: str, ranks: dict[bytes, int], special_tokens
     if not isinstance(ranks, dict) or not ranks:
         raise ConfigError(f"encoding {name!r}: mergeable_ranks must be a non-empty dict of bytes -> rank",
                           fix="load one with pieceworks.tiktoken.load_tiktoken_bpe(path)")
-    size = max(ranks.values()) + 1
-    token_bytes: list[bytes | None] = [None] * size
     for token, rank in ranks.items():
         if not isinstance(token, (bytes, bytearray)) or isinstance(rank, bool) or not isinstance(rank, int) \
                 or rank < 0:
             raise ConfigError(f"encoding {name!r}: mergeable_ranks must map bytes to non-negative ints, "
                               f"got {token!r}: {rank!r}")
+    size = max(ranks.values()) + 1
+    # Ranks index a table: a few gaps are fine, a rank of 10**9 (or 10**70) is a broken file.
+    if size > min(2**31 - 1, 4 * len(ranks) + 65536):
+        raise ConfigError(f"encoding {name!r}: the largest rank is {size - 1:,} for {len(ranks):,} tokens",
+                          fix="ranks must number the tokens from 0 with few gaps; check the .tiktoken file")
+    token_bytes: list[bytes | None] = [None] * size
+    for token, rank in ranks.items():
         if token_bytes[rank] is not None:
             raise ConfigError(f"encoding {name!r}: rank {rank} is given to both {token_bytes[rank]!r} and {token!r}",
                               fix="each token needs its own rank")

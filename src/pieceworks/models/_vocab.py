@@ -5,6 +5,10 @@ from __future__ import annotations
 from ..errors import FileFormatError
 
 
+#: Token ids live in int32 arrays in the kernels.
+MAX_ID = 2**31 - 1
+
+
 def check_vocab(vocab: dict, where: str, path: str | None = None, error=FileFormatError) -> dict[str, int]:
     """Every key a str, every id a non-negative int, no id used twice.
 
@@ -21,6 +25,9 @@ def check_vocab(vocab: dict, where: str, path: str | None = None, error=FileForm
         if isinstance(tid, bool) or not isinstance(tid, int) or tid < 0:
             raise error(path, f"token {token!r} has id {tid!r}, not a non-negative integer",
                                   field=where, fix="give every token a distinct integer id >= 0")
+        if tid > MAX_ID:
+            raise error(path, f"token {token!r} has id {tid}, above the largest id a kernel holds ({MAX_ID})",
+                        field=where, fix="number the vocabulary from 0 without huge gaps")
         other = seen.get(tid)
         if other is not None:
             raise error(path, f"id {tid} is used by both {other!r} and {token!r}", field=where,

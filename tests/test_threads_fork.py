@@ -409,12 +409,7 @@ def _train(kind: str, lines: list[str]) -> str:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="runs in a forked child (POSIX-only)")
 @pytest.mark.parametrize("kind", [
     "bpe", "bytelevel", "wordpiece",
-    pytest.param("unigram", marks=pytest.mark.xfail(strict=False, reason=(
-        "known race in _kernels/unigram_train.pyx: mine_seeds stores the text its sort comparator reads in "
-        "a module global (_cand_text) and then releases the GIL, so a second training on another thread "
-        "makes the first compare its candidates against the other's codes: wrong seeds, a hang, or a "
-        "segmentation fault (seen here). Fix: give the comparator the text itself (a C++ functor holding "
-        "the pointer, passed to nth_element) instead of the global."))),
+    "unigram",
 ])
 def test_training_on_eight_threads_gives_the_serial_tokenizer(kind):
     """Four inputs, two threads each, all training at once: each gets the serial tokenizer.

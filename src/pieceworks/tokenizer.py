@@ -19,9 +19,11 @@ decode: ids → tokens → decoder → text.
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Iterable, Iterator
 
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
+from ._component import epoch
 from ._kernels.raw_encoding import join as _raw_join, pack as _raw_pack
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
@@ -166,8 +168,9 @@ class Tokenizer:
         as plain text (safe for untrusted input); the default follows
         :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
         """
-        if pair is None and type(sequence) is str and not is_pretokenized and self._truncation is None:
-            split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+        split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+        if pair is None and type(sequence) is str and not is_pretokenized and self._truncation is None \
+                and not (split and self._split_exclusion() is not None):
             encoding = self._encode_raw(sequence, add_special_tokens, split)
             if encoding is not None:
                 if self._padding is not None:
@@ -196,7 +199,9 @@ class Tokenizer:
         items = _as_list(input, "input")
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
         plan = None if is_pretokenized else self._current_plan()
-        raw_ready = self._raw_batch_ready(plan, add_special_tokens) if not is_pretokenized else None
+        raw_ready = None
+        if not is_pretokenized and not (split and self._split_exclusion() is not None):
+            raw_ready = self._raw_batch_ready(plan, add_special_tokens)
 
         def encode_range(start: int, stop: int) -> list[Encoding]:
             if raw_ready is not None:
@@ -230,11 +235,12 @@ class Tokenizer:
         plan = self._current_plan()
         processor = self.post_processor
         frame = None
-        if plan is not None and plan.has_raw and self._truncation is None and self._padding is None:
+        split = self.encode_special_tokens
+        if plan is not None and plan.has_raw and self._truncation is None and self._padding is None \
+                and not (split and self._split_exclusion() is not None):
             frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens, ids_only=True)
         if frame is None:
             return [e._ids_array() for e in self.encode_batch(texts, add_special_tokens=add_special_tokens)]
-        split = self.encode_special_tokens
         encodings = run_in_ranges(lambda start, stop: self._encode_range_raw(texts, start, stop, plan, frame, split,
                                                                              add_special_tokens),
                                   texts, plan, True)
@@ -253,7 +259,8 @@ class Tokenizer:
         return self._encode_text(_check_str(sequence, name), type_id, None, split_special)
 
     def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
-        plan = self._current_plan()
+        excluded = self._split_exclusion() if split_special else None
+        plan = self._current_plan() if excluded is None else None
         if plan is not None:
             encoding = self._encode_with_plan(plan, text, type_id, word_index, split_special)
             if encoding is not None:
@@ -261,8 +268,33 @@ class Tokenizer:
         pretok = self._added.extract_and_normalize(self._normalizer, text, split_special)
         if self.pre_tokenizer is not None:
             self.pre_tokenizer.pre_tokenize(pretok)
-        pretok.tokenize(self._model.tokenize)
+        pretok.tokenize(self._model.tokenize if excluded is None else partial(self._model.tokenize,
+                                                                              excluded_ids=excluded))
         return _pretokenized_to_encoding(pretok, type_id, word_index)
+
+    def _split_exclusion(self) -> frozenset | None:
+        """The special tokens' ids, when the model could spell one from plain text; else None.
+
+        With ``split_special_tokens`` special-token text is plain text, and
+        no path may turn it into a special id: a model that could (a BPE
+        whose merges rebuild ``<|endoftext|>``, a Unigram holding ``<s>`` as
+        a piece) is asked to leave those ids out. Models that cannot are
+        left alone, so Hugging Face parity holds for them.
+        """
+        model, added = self._model, self._added
+        key = (id(model), epoch(), getattr(model, "_generation", None), id(added._raw_matcher),
+               id(added._normalized_matcher))
+        cached = self.__dict__.get("_exclusion")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        ids = frozenset(added.by_content[tok.content] for tok in added.special if tok.content in added.by_content)
+        result = None
+        if ids and _takes_excluded_ids(model):
+            check = getattr(model, "exclusion_matters", None)
+            matters = check(ids) if check is not None else any(model.id_to_token(i) is not None for i in ids)
+            result = ids if matters else None
+        self.__dict__["_exclusion"] = (key, result, model)    # (keeps the model alive: its id is the key)
+        return result
 
     # -- the fused fast path (pieceworks.fast) ---------------------------------
     def _encode_raw(self, text: str, add_special_tokens: bool, split_special: bool) -> Encoding | None:
@@ -672,6 +704,16 @@ def _check_str(value, name: str) -> str:
 def _check_count(value, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+
+
+def _takes_excluded_ids(model) -> bool:
+    """Whether ``model.tokenize`` accepts ``excluded_ids`` (BPE and Unigram do)."""
+    import inspect
+
+    try:
+        return "excluded_ids" in inspect.signature(model.tokenize).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 # Raw encodings hold int32 offsets.

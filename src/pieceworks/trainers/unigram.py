@@ -43,11 +43,16 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError, TrainingError
 from ._base import SpecialTokensOption, Trainer
+
+# mine_seeds' sort comparator reads the text from a module global of the kernel, and
+# the GIL is released while it sorts: two trainings on two threads must take turns.
+_MINING = threading.Lock()
 
 __all__ = ["UnigramTrainer", "train_spm_unigram", "em_train"]
 
@@ -84,8 +89,9 @@ def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, 
     for ch in excluded_chars:
         counts.pop(ch, None)
     (max_len, split_ws, suffix, ws_only, split_script, split_number, split_digits) = rules
-    mined = mine_seeds(codes, kinds, scripts, digits, max_len, seed_size, split_ws, suffix, ws_only,
-                       split_script, split_number, split_digits, n_threads)
+    with _MINING:
+        mined = mine_seeds(codes, kinds, scripts, digits, max_len, seed_size, split_ws, suffix, ws_only,
+                           split_script, split_number, split_digits, n_threads)
     seeds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     for offset, length, freq in mined:
         piece = "".join(chr(alphabet[c]) for c in codes[offset:offset + length])

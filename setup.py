@@ -20,18 +20,18 @@ KERNELS = Path("src/pieceworks/_kernels")
 # Audited (see README, Development): bpe_encode, raw_encoding, wordlevel, suffix_array,
 # count, bpe_train and wordpiece_train are safe (read-only after construction, per-call
 # objects, or atomic state). Not yet, and why:
-#   bert_fast, bytebpe  scratch pools taken by "if pool: pool.pop()" (two threads can both
-#                       pass the check), and tables built lazily into module globals
-#                       (_shared_ints, _classes_bytes) that a second builder can free
-#                       while the first is reading them; bytebpe.clear_cache also wipes
-#                       pooled workspaces that another thread may be checking out;
+#   bert_fast, bytebpe  (scratch pools now pop-or-create, bert_fast's int table is
+#                       built at import) bytebpe's _classes_bytes is still built lazily
+#                       into a module global, and clear_cache wipes pooled workspaces
+#                       that another thread may be checking out;
 #   scan                the lazily built flag/script tables (same pattern, narrower);
 #   wordpiece_encode    WordPieceMatcher.match() expands pops on a member vector
 #                       (self.stack) shared by every caller;
 #   unigram             SpmEncoder claims its shared scratch with an unlocked busy flag;
 #   unigram_train       mine_seeds' comparator reads the text from a module global
-#                       (_cand_text) set before the GIL is released: two trainings on
-#                       threads crash even with the GIL.
+#                       (_cand_text) while the GIL is released; trainers/unigram.py
+#                       serializes mine_seeds with a lock (two trainings on threads
+#                       crashed before), the kernel itself still needs the functor fix.
 # When those are fixed, add "freethreading_compatible": True below (one switch for all:
 # a single module without it re-enables the GIL for the whole process).
 DIRECTIVES = {

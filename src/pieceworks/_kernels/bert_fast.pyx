@@ -330,9 +330,11 @@ cdef Py_ssize_t POOL_SIZE = 16
 
 
 cdef Scratch take_scratch():
-    if _pool:
+    # Pop, and catch the empty case: no gap between checking and taking.
+    try:
         return _pool.pop()
-    return Scratch()
+    except IndexError:
+        return Scratch()
 
 
 cdef void give_back(Scratch sc):
@@ -528,7 +530,7 @@ def encode_raw_batch(list texts, CharMap cmap, TokenTable table, Py_ssize_t max_
 # Offsets and word numbers below this come from one shared list of ints instead
 # of a new int object each (about 1 MB, made on first use).
 cdef Py_ssize_t N_SHARED_INTS = 1 << 15
-cdef list _shared_ints = None
+cdef list _shared_ints = list(range(N_SHARED_INTS))
 
 
 cdef inline object int_object(Py_ssize_t value):
@@ -546,9 +548,6 @@ cdef tuple build_result(Scratch sc, TokenTable table, str unk_token):
     cdef Py_ssize_t last_end = -1
     cdef int32_t last_word = -1
     cdef bint dense = table.ids is not None
-    global _shared_ints
-    if _shared_ints is None:
-        _shared_ints = list(range(N_SHARED_INTS))
     # Every 700 new tuples start a collection, which would walk these growing
     # lists again and again: hide them from the collector until they are full.
     # (Pausing the collector instead, PyGC_Disable, measured slower: the one

@@ -1377,9 +1377,12 @@ cdef class ByteBPE:
 
     # -- workspaces ----------------------------------------------------------------------
     cdef object _checkout(self):
-        # Under the GIL: a list pop is atomic, so each workspace has one user at a time.
-        if self._pool:
+        # A list pop is atomic (with or without the GIL), so each workspace has one user
+        # at a time; popping and catching the empty case leaves no gap between check and take.
+        try:
             return self._pool.pop()
+        except IndexError:
+            pass
         return Workspace()
 
     cdef void _checkin(self, object ws):

@@ -41,6 +41,7 @@ the tests that hold plans to the general path).
 from __future__ import annotations
 
 import os
+import threading
 from typing import Callable
 
 __all__ = ["register_plan", "find_plan"]
@@ -67,16 +68,22 @@ def find_plan(tokenizer):
 
 
 _loaded = False
+_loading = threading.Lock()
 
 
 def _load_builders() -> None:
-    # Builders live beside their kernels; importing them registers them.
+    # Builders live beside their kernels; importing them registers them. The flag is
+    # set only once all are imported: a thread arriving meanwhile waits on the lock
+    # instead of seeing a half-filled list (and caching "no plan" for good).
     global _loaded
     if _loaded:
         return
-    _loaded = True
-    import importlib
-    import pkgutil
+    with _loading:
+        if _loaded:
+            return
+        import importlib
+        import pkgutil
 
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
+        for info in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{info.name}")
+        _loaded = True

@@ -20,6 +20,7 @@ of the last round and the median of the per-round speed ratios.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -89,6 +90,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per configuration (median ratio)")
     parser.add_argument("--only", default="", help="run only the cases whose title contains this")
     args = parser.parse_args()
+    print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
     prose = lines_of(SHARED_DATA / "corpora" / "english" / "nltk_data_2008" / "gutenberg" / "austen-emma.txt",
                      1_000_000)
     japanese = lines_of(SHARED_DATA / "corpora" / "multilingual" / "ja_wagahaiwa_nekodearu.txt", 1_000_000)
@@ -117,6 +119,7 @@ def main() -> None:
     print("\n## pieceworks / sentencepiece throughput (median of rounds)")
     for name, ratio in summary:
         print(f"{name:<45}{ratio:>8.2f}x")
+    print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -442,7 +442,6 @@ def test_wrong_message_type_and_broken_models():
         "empty": build([("<unk>", 2), ("", 1)]),
         "byte_fallback is false": build([("<unk>", 2), ("<0x41>", 6)]),
         "only 1 of the 256": build([("<unk>", 2), ("<0x41>", 6)], byte_fallback=True),
-        "not supported": build([("<unk>", 2)], model_type=3),
         "charsmap": build([("<unk>", 2), ("a", 1)], charsmap=b"\xff\xff\xff\x7f" + b"x" * 8),
     }
     for message, data in problems.items():
@@ -450,6 +449,9 @@ def test_wrong_message_type_and_broken_models():
             fmt.read_model_proto(data)
     ok = pw_spm.SentencePieceProcessor(model_proto=build([("<unk>", 2), ("▁", 1), ("a", 1)]))
     assert ok.encode("a a", out_type=str) == ["▁", "a", "▁", "a"]
+    words = build([("<unk>", 2), ("▁a", 1)], model_type=3)             # WORD and CHAR models load too
+    assert pw_spm.SentencePieceProcessor(model_proto=words).encode("a b a") == \
+        spm.SentencePieceProcessor(model_proto=words).encode("a b a") == [1, 0, 1]
 
 
 # -- files -----------------------------------------------------------------------------------

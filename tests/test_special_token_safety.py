@@ -127,13 +127,11 @@ def test_the_three_usual_suspects_never_yield_their_id(shared_data, name):
         assert not forbidden & set(enc.ids), (text, enc.tokens)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap, shared with Hugging Face: ruT5's tokenizer.json (converted from SentencePiece) keeps "
-    "'<pad>', '</s>', '<unk>' and '<extra_id_N>' as ordinary Unigram pieces with score 0, so Viterbi "
-    "matches them in plain text even with split_special_tokens=True (HF encode_special_tokens=True gives "
-    "the same ids; the .model file marks them CONTROL and sentencepiece never matches them). Fixing it "
-    "means keeping special added tokens out of the model's lattice in split mode: a parity break to decide on."))
-def test_unigram_control_pieces_leak_through_the_model(shared_data):
+# Where Hugging Face and pieceworks part ways on purpose: a converted Unigram keeps
+# '<pad>', '</s>', '<extra_id_N>' as ordinary pieces (score 0), so HF's Viterbi matches them in
+# plain text even with encode_special_tokens=True. pieceworks keeps special ids out of the
+# lattice in split mode, as sentencepiece does for CONTROL pieces.
+def test_unigram_never_matches_special_pieces_in_split_mode(shared_data):
     ours, _ = load_pair(shared_data, "ruT5")
     enc = ours.encode("</s> <pad> <extra_id_0>", add_special_tokens=False, split_special_tokens=True)
     assert not forbidden_ids(ours) & set(enc.ids)
@@ -227,13 +225,10 @@ def test_trained_tokenizers_keep_special_text_plain(kind, pre):
         assert forbidden & set(tok.encode(text).ids) or not any(s in text for s in special_texts(tok))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap, shared with Hugging Face: with a pre-tokenizer that keeps '<|endoftext|>' in one piece "
-    "(WhitespaceSplit), the BPE trainer learns merges that rebuild the special token's string, and the "
-    "model then maps plain text to the special id even with split_special_tokens=True. Hugging Face "
-    "tokenizers 0.23 gives the same ids; fixing it means keeping merges from producing special-token "
-    "strings in the trainer (a parity break to decide on)."))
-def test_whitespace_trained_bpe_can_rebuild_a_special_token_from_plain_text():
+# Also on purpose unlike Hugging Face: with a pre-tokenizer that keeps '<|endoftext|>' in one
+# piece (WhitespaceSplit), the trainer learns merges that rebuild the special token's string;
+# in split mode pieceworks does not apply a merge whose result is a special id.
+def test_whitespace_trained_bpe_never_rebuilds_a_special_token_in_split_mode():
     tok = trained("bpe", pw.pre_tokenizers.WhitespaceSplit())
     forbidden = forbidden_ids(tok)
     assert not forbidden & set(tok.encode("x <|endoftext|> [CLS]", split_special_tokens=True).ids)

@@ -31,7 +31,12 @@ _NOT_LOADED = "load a model first: SentencePieceProcessor(model_file='x.model') 
 
 
 def set_random_generator_seed(seed: int) -> None:
-    """Seed every sampling call (``enable_sampling``, ``sample_encode_*``) for reproducible samples."""
+    """Seed every sampling call (``enable_sampling``, ``sample_encode_*``) for reproducible samples.
+
+    Each thread samples from its own generator, and each restarts from
+    ``seed``: after this call a thread draws the same samples whatever other
+    threads sample meanwhile (as sentencepiece's per-thread generators do).
+    """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputTypeError(f"seed must be an int, got {type(seed).__name__}", fix="pass e.g. 42")
     set_random_seed(seed)
@@ -57,7 +62,8 @@ class SentencePieceProcessor:
         self._nbest_size = nbest_size
         self._alpha = alpha
         self._num_threads = num_threads
-        self._fast = None
+        self._defaults: SpmDefaults | None = None   # the kernel encoder with this processor's out_type
+        self._fast: SpmDefaults | None = None       # the same, when no default asks for bos/eos/reverse/sampling
         if model_file or model_proto:
             self.Load(model_file=model_file, model_proto=model_proto)
 
@@ -81,7 +87,8 @@ class SentencePieceProcessor:
         self._model = model
         # The one-call kernel encoder serves plain encodes: no sampling, no bos/eos, no reverse.
         plain = not (self._add_bos or self._add_eos or self._reverse or self._enable_sampling)
-        self._fast = SpmDefaults(model.encoder, self._out_type, self._emit_unk_piece) if plain else None
+        self._defaults = SpmDefaults(model.encoder, self._out_type, self._emit_unk_piece)
+        self._fast = self._defaults if plain else None
 
     def LoadFromSerializedProto(self, serialized) -> bool:
         if hasattr(serialized, "SerializeToString"):
@@ -130,21 +137,47 @@ class SentencePieceProcessor:
         ``<s>``/``</s>`` after ``reverse``. A list is encoded on ``num_threads``
         threads (-1: one per CPU), the results in order.
         """
-        fast = self._fast
-        if fast is not None:
-            # The common call: one kernel call per text (None: the general path below decides).
-            if type(input) is not list:
-                out = fast.plain(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling)
-            elif not (add_bos or add_eos or reverse or enable_sampling):
-                options = fast.options(out_type, emit_unk_piece)
-                out = None if options is None else _encode_list(
-                    fast.encoder, input, *options, self._num_threads if num_threads is None else num_threads)
-            else:
-                out = None
+        # The common calls go straight to the kernel (None: the general path below decides, and
+        # raises the right error if there is one).
+        if type(input) is list:
+            out = self._encode_batch(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                                     num_threads)
+            if out is not None:
+                return out
+        elif self._fast is not None:
+            out = self._fast.plain(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling)
             if out is not None:
                 return out
         return self._encode_general(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
                                     nbest_size, alpha)
+
+    def _encode_batch(self, texts: list, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                      num_threads):
+        """A list without sampling: all texts in the kernel (on threads), then bos/eos/reverse; else None."""
+        defaults = self._defaults
+        if defaults is None or (self._enable_sampling if enable_sampling is None else enable_sampling):
+            return None
+        options = defaults.options(out_type, emit_unk_piece)
+        if options is None:
+            return None
+        out = _encode_list(defaults.encoder, texts, *options, self._num_threads if num_threads is None else num_threads)
+        if out is None:
+            return None
+        add_bos = self._add_bos if add_bos is None else add_bos
+        add_eos = self._add_eos if add_eos is None else add_eos
+        reverse = self._reverse if reverse is None else reverse
+        if add_bos or add_eos or reverse:
+            kind = str if options[0] else int
+            bos = self._special(self.model.bos_piece, "bos", kind) if add_bos else None
+            eos = self._special(self.model.eos_piece, "eos", kind) if add_eos else None
+            for seq in out:
+                if reverse:
+                    seq.reverse()
+                if add_bos:
+                    seq.insert(0, bos)
+                if add_eos:
+                    seq.append(eos)
+        return out
 
     def _encode_general(self, input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
                         nbest_size, alpha):
@@ -158,6 +191,8 @@ class SentencePieceProcessor:
         nbest_size = self._nbest_size if nbest_size is None else nbest_size
         alpha = self._alpha if alpha is None else alpha
         model = self.model
+        if enable_sampling:
+            model._check_can_sample()
         if enable_sampling is True:
             if nbest_size is None or nbest_size in (0, 1) or alpha is None:
                 raise ConfigError(
@@ -255,27 +290,64 @@ class SentencePieceProcessor:
     def NBestEncodeAsIds(self, input, nbest_size=None, **kwargs):
         return self.NBestEncode(input, out_type=int, nbest_size=nbest_size, **kwargs)
 
-    def SampleEncodeAndScore(self, input, out_type=None, num_samples=1, alpha=0.1, wor=False,
-                             include_best=False):
-        """``num_samples`` sampled segmentations, each with its log-probability under exp(alpha·score).
+    def SampleEncodeAndScore(self, input, out_type=None, add_bos=None, add_eos=None, reverse=None,
+                             emit_unk_piece=None, num_samples=None, alpha=None, wor=None, include_best=None):
+        """``[(ids or pieces, score)]``: ``num_samples`` sampled segmentations of ``input`` (a str, or each of a list).
 
-        Samples are drawn with replacement from the whole lattice (``wor`` and
-        ``include_best`` are not supported).
+        Unigram models, with sentencepiece's defaults (``num_samples=1``,
+        ``alpha=1.0``, the inverse temperature). With replacement (``wor=False``)
+        each sample is drawn from all segmentations with probability
+        ∝ exp(alpha·score) and scored with that log-probability. Without
+        replacement (``wor=True``) the samples are distinct: the
+        ``num_samples`` segmentations with the largest Gumbel-perturbed
+        log-probabilities (the Gumbel-top-k trick), each scored with the
+        log-probability that it is in such a sample. ``include_best=True``
+        (needs ``wor=True``) puts the best segmentation first, with score 0,
+        and samples the others among the rest. When a text has no more
+        segmentations than ``num_samples``, all of them come back, each
+        with score 0 (sentencepiece 0.2.0 drops one of them, or fails).
+
+        >>> sp.SampleEncodeAndScore("hello", out_type=str, num_samples=2, wor=True, include_best=True)  # doctest: +SKIP
+        [(['▁he', 'll', 'o'], 0.0), (['▁he', 'l', 'l', 'o'], -0.0266)]
         """
-        if wor or include_best:
-            raise ConfigError("sampling without replacement (wor/include_best) is not supported",
-                              fix="use wor=False, include_best=False")
         out_type = _check_out_type(self._out_type if out_type is None else out_type)
+        add_bos = self._add_bos if add_bos is None else add_bos
+        add_eos = self._add_eos if add_eos is None else add_eos
+        reverse = self._reverse if reverse is None else reverse
+        emit_unk_piece = self._emit_unk_piece if emit_unk_piece is None else emit_unk_piece
+        num_samples = 1 if num_samples is None else num_samples
+        alpha = 1.0 if alpha is None else alpha
+        wor = False if wor is None else wor
+        include_best = False if include_best is None else include_best
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ConfigError(f"num_samples must be a positive int, got {num_samples!r}", fix="pass e.g. num_samples=4")
+        if include_best and not wor:
+            raise ConfigError("include_best=True needs sampling without replacement",
+                              fix="pass wor=True with include_best=True")
+        check_sampling(-1, alpha, True)
+        if isinstance(input, list):
+            return [self._sample_and_score(x, out_type, add_bos, add_eos, reverse, emit_unk_piece, num_samples, alpha,
+                                           wor, include_best) for x in input]
+        return self._sample_and_score(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, num_samples, alpha,
+                                      wor, include_best)
+
+    def _sample_and_score(self, text, out_type, add_bos, add_eos, reverse, emit_unk_piece, num_samples, alpha, wor,
+                          include_best):
         model = self.model
-        check_sampling(-1, alpha, model.is_unigram)
-        results = []
-        for _ in range(int(num_samples)):
-            normalized, segs = model.sample(input, -1, alpha)
-            pieces = model.segments_to_pieces(normalized, segs)
-            logz = model._core.log_partition(normalized, float(alpha))
-            score = alpha * model.score(pieces) - logz
-            results.append(([s[0] for s in segs] if out_type is int else pieces, score))
-        return results
+        _check_text(text)
+        normalized, results = model.sample_and_score(text, num_samples, alpha, bool(wor), bool(include_best))
+        out = []
+        for segs, score in results:
+            seq = ([s[0] for s in segs] if out_type is int
+                   else model.segments_to_pieces(normalized, segs, emit_unk_piece))
+            out.append((self._extras(seq, out_type, add_bos, add_eos, reverse), score))
+        return out
+
+    def SampleEncodeAndScoreAsPieces(self, input, num_samples=None, alpha=None, **kwargs):
+        return self.SampleEncodeAndScore(input, out_type=str, num_samples=num_samples, alpha=alpha, **kwargs)
+
+    def SampleEncodeAndScoreAsIds(self, input, num_samples=None, alpha=None, **kwargs):
+        return self.SampleEncodeAndScore(input, out_type=int, num_samples=num_samples, alpha=alpha, **kwargs)
 
     def CalculateEntropy(self, input, alpha: float):
         """Entropy of the segmentation distribution exp(alpha·score) of ``input`` (or each of a list)."""
@@ -378,7 +450,7 @@ class SentencePieceProcessor:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_model"] = None if self._model is None else self.serialized_model_proto()
-        state["_fast"] = None  # made again by the load in __setstate__
+        state["_fast"] = state["_defaults"] = None  # made again by the load in __setstate__
         return state
 
     def __setstate__(self, state):
@@ -391,16 +463,11 @@ class SentencePieceProcessor:
     def __repr__(self) -> str:
         if self._model is None:
             return "SentencePieceProcessor(<no model>)"
-        kind = "Unigram" if self._model.is_unigram else "BPE"
-        return f"SentencePieceProcessor({kind}, vocab_size={len(self._model)})"
+        return f"SentencePieceProcessor({self._model.kind_name}, vocab_size={len(self._model)})"
 
     Tokenize = Encode
     Detokenize = Decode
 
-
-# A list is shared out over threads only when each gets at least this much text (bytes):
-# handing work to a thread costs tens of microseconds.
-_MIN_BYTES_PER_THREAD = 16_384
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -410,25 +477,24 @@ _pool_lock = threading.Lock()
 def _encode_list(encoder, texts: list, as_pieces: bool, emit_unk, num_threads):
     """``encoder.encode`` of every text, on up to ``num_threads`` threads (sentencepiece: -1 = CPUs).
 
-    The list is cut into contiguous ranges of about equal size; the calling
-    thread encodes the first, pool threads the others, each without the
-    GIL; the results are joined in order, so they equal the serial ones.
-    None: some text needs the general path.
+    The list is cut into chunks of about 32 KB of text; pool threads and the
+    calling thread each take the next chunk as they come free and encode it
+    without the GIL; the calling thread also makes the result lists of the
+    chunks done, in order, between its own chunks. So the result equals
+    the serial one, and a thread slowed down by a busy core does less. None:
+    some text needs the general path.
     """
     threads = _thread_count(num_threads, len(texts))
-    bounds = encoder.split_points(texts, threads, _MIN_BYTES_PER_THREAD) if threads > 1 else None
-    if bounds is None or len(bounds) <= 2:
+    if threads <= 1:
         return encoder.encode_batch(texts, 0, len(texts), as_pieces, emit_unk)
-    pool = _get_pool(len(bounds) - 2)
-    futures = [pool.submit(encoder.encode_batch, texts, start, stop, as_pieces, emit_unk)
-               for start, stop in zip(bounds[1:], bounds[2:])]
-    out = encoder.encode_batch(texts, bounds[0], bounds[1], as_pieces, emit_unk)
+    job = encoder.batch_job(texts, as_pieces)
+    if job is None:
+        return None
+    helpers = min(threads, job.n_chunks) - 1   # a short list is one chunk: no thread to wake
+    futures = [_get_pool(helpers).submit(job.work) for _ in range(helpers)]
+    out = job.run(emit_unk)
     for future in futures:
-        part = future.result()
-        if out is None or part is None:
-            out = None
-        else:
-            out += part
+        future.result()
     return out
 
 

@@ -1,7 +1,8 @@
 # cython: language_level=3
 # distutils: language = c++
 """SentencePiece's encoders over UTF-8 bytes: Unigram Viterbi, n-best,
-sampling, SentencePiece BPE, and the precompiled-charsmap normalizer.
+sampling, SentencePiece BPE, the char and word models, and the
+precompiled-charsmap normalizer.
 
 Everything here works on the UTF-8 bytes of the normalized text, in C
 arrays, as SentencePiece itself does:
@@ -18,12 +19,18 @@ arrays, as SentencePiece itself does:
 * :class:`SpmCore` — a model: the best segmentation (the one-pass
   "optimized" Viterbi of SentencePiece ≥ 0.1.97: one best-path cell per
   byte, no lattice kept), n-best by A* over a lattice, forward-filtering
-  backward-sampling, the lattice entropy, and SentencePiece BPE (merge the
-  adjacent pair whose merged piece scores highest; ties to the left).
-  Also Hugging Face's Metaspace + Unigram pipeline in one call
-  (``hf_metaspace_encode``, for :mod:`pieceworks.fast.unigram`).
+  backward-sampling, sampling without replacement (Gumbel-top-k by a
+  stochastic A*), the lattice entropy, SentencePiece BPE (merge the
+  adjacent pair whose merged piece scores highest; ties to the left), and
+  the char and word models (one piece per char or per ``▁``-word). Also
+  Hugging Face's Unigram (``hf_tokenize``; pieces can be left out of the
+  search by an exclusion mask) and its Metaspace + Unigram pipeline in one
+  call (``hf_metaspace_encode``, for :mod:`pieceworks.fast.unigram`).
 * :class:`SpmEncoder` — ``SentencePieceProcessor.encode`` in one call:
-  text in, ids or pieces out, lists in GIL-free chunks.
+  text in, ids or pieces out; a list in GIL-free chunks on threads (:class:`BatchJob`).
+
+Sampling draws from a generator per thread (xoshiro256**), restarted from
+the seed of :func:`set_random_seed`: no state is shared between threads.
 
 Two score modes. SentencePiece keeps scores in ``float`` and rounds after
 every addition, and ties or near-ties decide segmentations, so ``f32`` mode
@@ -46,12 +53,19 @@ more than twice a float's precision, so a sum rounded to double and then to
 float is the float sum) over its own 8-byte-cell trie in which every inner node has a
 base of its own (transitions checked by label, as darts-clone does), jumps
 over the first char of a walk with a table, relaxes best paths without
-branches, and reuses its buffers from call to call.
+branches, and reuses its buffers from call to call. A list is encoded in
+chunks of about 32 KB that the threads take as they come free (a
+:class:`BatchJob`), each into flat arrays without the GIL; the calling
+thread makes the Python lists (from shared int objects, one per id) of the
+chunks done, in order, between its own chunks (chunks rather than one
+range per thread: a thread slowed by a busy core then simply takes fewer).
+Tried and dropped, no faster on this machine: two trie walks interleaved to
+overlap their loads, and best-path updates by bit masks instead of a jump.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.math cimport exp, log
+from libc.math cimport exp, expm1, fabs, log, log1p
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 from libcpp.unordered_map cimport unordered_map
@@ -71,11 +85,14 @@ cdef enum:
 cdef enum:
     MODEL_UNIGRAM = 1
     MODEL_BPE = 2
+    MODEL_WORD = 3
+    MODEL_CHAR = 4
 
 cdef float FLT_MAX_ = 3.4028234663852886e+38
 cdef float FLT_MIN_ = 1.1754943508222875e-38
 cdef float UNK_PENALTY = 10.0
 cdef int MAX_AGENDA = 10000
+cdef double INF_D = float("inf")
 cdef int MIN_AGENDA = 512
 
 # A '▁' (U+2581) in UTF-8.
@@ -150,59 +167,107 @@ cdef inline double _user_score(int length) noexcept nogil:
     return f32(f32(<double>length * USER_SCORE_UNIT) - 0.1)
 
 
-# -- random numbers: xoshiro256**, one generator per process ----------------
-cdef uint64_t _rng[4]
+# -- random numbers: xoshiro256**, one generator per thread ----------------------
+# Sampling must be reproducible (the same seed gives the same samples) and
+# safe on threads (two threads sampling at once must not share an unlocked
+# state). So each thread owns a generator (C++ thread_local), and a global
+# seed with a generation number says how to (re)start it: a thread whose
+# generator is older than the last set_random_seed() reseeds it before its
+# next draw. After set_random_seed(s), every thread draws the same stream
+# it would draw alone, whatever the other threads do (as SentencePiece's
+# thread_local std::mt19937 seeded from SetRandomGeneratorSeed). Without a
+# seed each thread starts from the OS's entropy.
+cdef extern from *:
+    """
+    typedef struct { uint64_t s[4]; uint64_t generation; } pw_rng;
+    static thread_local pw_rng pw_thread_rng_state = {{0, 0, 0, 0}, 0};
+    static inline pw_rng* pw_thread_rng(void) { return &pw_thread_rng_state; }
+    """
+    ctypedef struct Rng "pw_rng":
+        uint64_t s[4]
+        uint64_t generation
+    Rng* pw_thread_rng() noexcept nogil
+
+
+cdef uint64_t _seed = 0            # the seed of set_random_seed (if _seeded)
+cdef bint _seeded = False
+cdef uint64_t _generation = 1      # bumped by every set_random_seed; 0 is "never seeded"
 
 
 cdef inline uint64_t _rotl(uint64_t x, int k) noexcept nogil:
     return (x << k) | (x >> (64 - k))
 
 
-cdef uint64_t rng_next() noexcept nogil:
-    cdef uint64_t result = _rotl(_rng[1] * 5, 7) * 9
-    cdef uint64_t t = _rng[1] << 17
-    _rng[2] ^= _rng[0]
-    _rng[3] ^= _rng[1]
-    _rng[1] ^= _rng[2]
-    _rng[0] ^= _rng[3]
-    _rng[2] ^= t
-    _rng[3] = _rotl(_rng[3], 45)
+cdef uint64_t rng_next(Rng* r) noexcept nogil:
+    cdef uint64_t result = _rotl(r.s[1] * 5, 7) * 9
+    cdef uint64_t t = r.s[1] << 17
+    r.s[2] ^= r.s[0]
+    r.s[3] ^= r.s[1]
+    r.s[1] ^= r.s[2]
+    r.s[0] ^= r.s[3]
+    r.s[2] ^= t
+    r.s[3] = _rotl(r.s[3], 45)
     return result
 
 
-cdef inline double rng_uniform() noexcept nogil:
+cdef inline double rng_uniform(Rng* r) noexcept nogil:
     """A double in [0, 1)."""
-    return <double>(rng_next() >> 11) * (1.0 / 9007199254740992.0)
+    return <double>(rng_next(r) >> 11) * (1.0 / 9007199254740992.0)
+
+
+cdef inline double rng_gumbel(Rng* r) noexcept nogil:
+    """A standard Gumbel draw, -log(-log(u)).
+
+    ``u`` is strictly inside (0, 1), so the draw is always finite
+    (SentencePiece's float ``u + 1e-7`` can round to 1 and give +inf).
+    """
+    cdef double u = (<double>(rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0)
+    return -log(-log(u))
+
+
+cdef void _seed_rng(Rng* r, uint64_t z) noexcept nogil:
+    # splitmix64 fills the state (never all zero).
+    cdef int i
+    for i in range(4):
+        z += <uint64_t>11400714819323198485ULL
+        r.s[i] = z
+        r.s[i] = (r.s[i] ^ (r.s[i] >> 30)) * <uint64_t>13787848793156543929ULL
+        r.s[i] = (r.s[i] ^ (r.s[i] >> 27)) * <uint64_t>10723151780598845931ULL
+        r.s[i] = r.s[i] ^ (r.s[i] >> 31)
+
+
+cdef Rng* thread_rng() except NULL:
+    """This thread's generator, restarted if a seed was set since its last draw. Call with the GIL."""
+    cdef Rng* r = pw_thread_rng()
+    if r.generation != _generation:
+        _seed_rng(r, _seed if _seeded else <uint64_t>int.from_bytes(os.urandom(8), "little"))
+        r.generation = _generation
+    return r
 
 
 def set_random_seed(seed):
-    """Seed the sampling generator (``None``: from the OS), so samples repeat.
+    """Seed the sampling generators (``None``: from the OS), so samples repeat.
+
+    Every thread's generator restarts from ``seed`` before its next draw.
 
     >>> set_random_seed(1); a = random_uniform(); set_random_seed(1); a == random_uniform()
     True
     """
-    cdef uint64_t z
-    cdef int i
+    global _seed, _seeded, _generation
     if seed is None:
-        seed = int.from_bytes(os.urandom(8), "little")
-    z = <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
-    for i in range(4):  # splitmix64 fills the state
-        z += <uint64_t>11400714819323198485ULL
-        _rng[i] = z
-        _rng[i] = (_rng[i] ^ (_rng[i] >> 30)) * <uint64_t>13787848793156543929ULL
-        _rng[i] = (_rng[i] ^ (_rng[i] >> 27)) * <uint64_t>10723151780598845931ULL
-        _rng[i] = _rng[i] ^ (_rng[i] >> 31)
+        _seeded = False
+    else:
+        _seed = <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
+        _seeded = True
+    _generation += 1
 
 
 def random_uniform():
-    """One draw in [0, 1) from the sampling generator (for tests)."""
-    return rng_uniform()
+    """One draw in [0, 1) from this thread's sampling generator."""
+    return rng_uniform(thread_rng())
 
 
-set_random_seed(None)
-
-
-cdef int pick_index(const vector[double]& weights) noexcept nogil:
+cdef int pick_index(const vector[double]& weights, Rng* rng) noexcept nogil:
     """Index drawn with probability proportional to ``weights`` (std::discrete_distribution)."""
     cdef double total = 0.0, acc = 0.0, r
     cdef size_t i, n = weights.size()
@@ -211,8 +276,8 @@ cdef int pick_index(const vector[double]& weights) noexcept nogil:
     if n == 0:
         return -1
     if not (total > 0.0):
-        return <int>(rng_next() % n)
-    r = rng_uniform() * total
+        return <int>(rng_next(rng) % n)
+    r = rng_uniform(rng) * total
     for i in range(n):
         acc += weights[i]
         if r < acc:
@@ -905,6 +970,43 @@ cdef inline uint32_t _relax(Best* bp, float cand, uint32_t term, int32_t start, 
     return term
 
 
+cdef inline uint32_t _walk(const uint8_t* s, int32_t n, int32_t starts, int32_t mblen, const VCell* C,
+                           const uint32_t* jump, uint32_t root, float till, Best* B) noexcept nogil:
+    """Relax every piece starting at ``starts`` (its first char ``mblen`` bytes); 1 if one is that char."""
+    cdef uint32_t word = root, t, c, term, single = 0
+    cdef int32_t pos = starts
+    if mblen > 1 and valid_utf8_len(s + starts, n - starts) == mblen and mblen < 4:
+        # A 2- or 3-byte char: one table lookup instead of a step per byte (no piece,
+        # being valid UTF-8, ends inside a char).
+        t = jump[_decode_utf8(s + starts, mblen)]
+        if t == 0:
+            return 0  # no piece starts with this char
+        word = C[t].word
+        pos = starts + mblen
+        single = _relax(&B[pos], C[t].score + till, (word >> 9) & 1, starts, t)
+    while pos < n:
+        c = s[pos]
+        t = (word >> 10) + c
+        word = C[t].word
+        if (word & 0x1FF) != (0x100 | c):
+            break
+        pos += 1
+        term = _relax(&B[pos], C[t].score + till, (word >> 9) & 1, starts, t)
+        single |= term & (pos - starts == mblen)
+    return single
+
+
+cdef inline int _relax_unknown(Best* B, int32_t starts, int32_t mblen, float cand, int32_t unk_id) noexcept nogil:
+    """The unknown piece over the char at ``starts`` (no one-char piece there); -1 if there is no unknown id."""
+    if unk_id < 0:
+        return -1
+    if cand > B[starts + mblen].score:
+        B[starts + mblen].score = cand
+        B[starts + mblen].start = starts
+        B[starts + mblen].cell = -2
+    return 0
+
+
 cdef bint _build_vtrie(vector[const uint8_t*]& kp, vector[Py_ssize_t]& kl, vector[int32_t]& kv,
                        vector[float]& ks, vector[VCell]& cells, vector[int32_t]& cell_id) except -1:
     """A trie of the sorted keys ``kp``/``kl`` in 8-byte cells, each inner node with a base of its own.
@@ -1234,14 +1336,18 @@ cdef class SpmCore:
         return None if v < 0 else v
 
     # -- best segmentation ---------------------------------------------------
-    cdef int _viterbi(self, const uint8_t* s, int32_t n, vector[Seg]& out) noexcept nogil:
-        """SentencePiece's EncodeOptimized into ``out`` (unmerged); -1 if an unknown char has no unk id."""
+    cdef int _viterbi(self, const uint8_t* s, int32_t n, vector[Seg]& out, const uint8_t* excl=NULL) noexcept nogil:
+        """SentencePiece's EncodeOptimized into ``out`` (unmerged); -1 if an unknown char has no unk id.
+
+        ``excl`` (None: NULL) marks, per piece id, the pieces left out of the
+        search, as if they were not in the vocabulary.
+        """
         cdef vector[double] bscore
         cdef vector[int32_t] bstart, bid
-        return self._viterbi_with(s, n, out, bscore, bstart, bid)
+        return self._viterbi_with(s, n, out, bscore, bstart, bid, excl)
 
     cdef int _viterbi_with(self, const uint8_t* s, int32_t n, vector[Seg]& out, vector[double]& bscore,
-                           vector[int32_t]& bstart, vector[int32_t]& bid) noexcept nogil:
+                           vector[int32_t]& bstart, vector[int32_t]& bid, const uint8_t* excl) noexcept nogil:
         """``_viterbi`` with the caller's buffers (reused from call to call)."""
         cdef int32_t starts = 0, pos, node, t, v, mblen, size = <int32_t>self.trie.check.size()
         cdef const int32_t* base = self.trie.base.data()
@@ -1273,7 +1379,7 @@ cdef class SpmCore:
                 node = t
                 pos += 1
                 v = value[node]
-                if v < 0:
+                if v < 0 or (excl != NULL and excl[v]):
                     continue
                 if spm:
                     # Float arithmetic, rounded at every step: ties between
@@ -1328,10 +1434,9 @@ cdef class SpmCore:
         cdef const int32_t* cell_id = self.vcell_id.data()
         cdef const uint32_t* jump = self.vroot.data()
         cdef Best* B
-        cdef Best* bp
         cdef int32_t starts = 0, pos, mblen, i, cell
-        cdef uint32_t word, t, c, term, upd, single, unknown, root = C[0].word
-        cdef float till, cand, unk = <float>self.unk_score
+        cdef uint32_t single, unknown, root = C[0].word
+        cdef float till, unk = <float>self.unk_score
         cdef Seg* O
         out.clear()
         if n == 0:
@@ -1347,40 +1452,12 @@ cdef class SpmCore:
         B[0].score = 0.0
         while starts < n:
             till = B[starts].score
-            single = 0
             mblen = one_char_len(s[starts])
             if mblen > n - starts:
                 mblen = n - starts
-            word = root
-            pos = starts
-            if mblen > 1 and valid_utf8_len(s + starts, n - starts) == mblen and mblen < 4:
-                # A 2- or 3-byte char: one table lookup instead of a step per byte (no piece,
-                # being valid UTF-8, ends inside a char).
-                t = jump[_decode_utf8(s + starts, mblen)]
-                if t == 0:
-                    pos = n  # no piece starts with this char
-                else:
-                    word = C[t].word
-                    pos = starts + mblen
-                    single = _relax(&B[pos], C[t].score + till, (word >> 9) & 1, starts, t)
-            while pos < n:
-                c = s[pos]
-                t = (word >> 10) + c
-                word = C[t].word
-                if (word & 0x1FF) != (0x100 | c):
-                    break
-                pos += 1
-                term = _relax(&B[pos], C[t].score + till, (word >> 9) & 1, starts, t)
-                single |= term & (pos - starts == mblen)
-            if not single:
-                if self.unk_id < 0:
-                    return -1
-                cand = unk + till
-                pos = starts + mblen
-                if cand > B[pos].score:
-                    B[pos].score = cand
-                    B[pos].start = starts
-                    B[pos].cell = -2
+            single = _walk(s, n, starts, mblen, C, jump, root, till, B)
+            if not single and _relax_unknown(B, starts, mblen, unk + till, self.unk_id) < 0:
+                return -1
             starts += mblen
         # The path, back to front: count it, then write each segment in place
         # (its id lookups are independent loads the CPU can overlap).
@@ -1405,32 +1482,21 @@ cdef class SpmCore:
         return unknown
 
     # -- SentencePiece BPE -----------------------------------------------------
-    cdef void _bpe(self, const uint8_t* s, int32_t n, double alpha, vector[Seg]& out) noexcept nogil:
+    cdef void _bpe(self, const uint8_t* s, int32_t n, double alpha, Rng* rng, vector[Seg]& out) noexcept nogil:
+        """SentencePiece BPE; with ``alpha`` > 0 each merge is skipped with that probability (``rng`` draws)."""
         cdef vector[int32_t] prev, nxt, start, length
         cdef vector[uint8_t] freeze
         cdef vector[Pair] heap
         cdef unordered_map[int32_t, Quad] rev
-        cdef int32_t i, m, pos = 0, best, node, t, size
+        cdef int32_t i, m, pos = 0, best
         cdef Pair top
         cdef bint found
         out.clear()
         if n == 0:
             return
         # Initial symbols: a user-defined symbol (longest match, frozen) or one char.
-        size = <int32_t>self.matcher.check.size()
         while pos < n:
-            best = 0
-            if self.has_user:
-                node = 0
-                i = pos
-                while i < n:
-                    t = self.matcher.base[node] + s[i]
-                    if t >= size or self.matcher.check[t] != node:
-                        break
-                    node = t
-                    i += 1
-                    if self.matcher.value[node] >= 0:
-                        best = i - pos
+            best = <int32_t>self._user_match(s + pos, n - pos)
             found = best > 0
             if not found:
                 best = one_char_len(s[pos])
@@ -1451,7 +1517,7 @@ cdef class SpmCore:
             if length[top.left] == 0 or length[top.right] == 0 or \
                     length[top.left] + length[top.right] != top.size:
                 continue
-            if alpha > 0.0 and (alpha >= 1.0 or rng_uniform() < alpha):
+            if alpha > 0.0 and (alpha >= 1.0 or rng_uniform(rng) < alpha):
                 continue  # BPE-dropout
             length[top.left] += length[top.right]
             nxt[top.left] = nxt[top.right]
@@ -1504,6 +1570,108 @@ cdef class SpmCore:
         self._resegment(s, q.a_start, q.a_len, rev, out)
         self._resegment(s, q.b_start, q.b_len, rev, out)
 
+    cdef object _unknown_item(self, const uint8_t* s, Py_ssize_t n, str unk_piece):
+        """The piece shown for an unknown run ``s[:n]``: its text, or with ``emit_unk_piece`` (``unk_piece`` not
+        None) the unknown piece unless the text is itself a piece SentencePiece's PieceToId knows (a control
+        piece such as ``<s>`` spelled out: sentencepiece keeps it, measured against 0.2)."""
+        cdef int32_t v
+        if unk_piece is not None:
+            v = self._piece_to_id(s, n)
+            if v < 0 or self.kinds[v] == K_UNKNOWN:
+                return unk_piece
+        return PyUnicode_DecodeUTF8(<const char*>s, n, "replace")
+
+    cdef list _seg_pieces(self, const uint8_t* s, vector[Seg]& segs, list pieces, str unk_piece):
+        cdef size_t i
+        cdef list out = [None] * segs.size()
+        for i in range(segs.size()):
+            if segs[i].flag == SEG_UNK:
+                out[i] = self._unknown_item(s + segs[i].start, segs[i].end - segs[i].start, unk_piece)
+            else:
+                out[i] = pieces[segs[i].id]
+        return out
+
+    def segments_to_pieces(self, bytes normalized, list segments, list pieces, str unk_piece=None):
+        """Pieces for ``[(id, start, end, flag)]`` segments (as the encoders return them)."""
+        cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(normalized)
+        cdef list out = []
+        for seg_id, start, end, flag in segments:
+            if flag == SEG_UNK:
+                out.append(self._unknown_item(s + <Py_ssize_t>start, end - start, unk_piece))
+            else:
+                out.append(pieces[seg_id])
+        return out
+
+    # -- SentencePiece's character and word models ----------------------------------
+    cdef inline Py_ssize_t _user_match(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
+        """Length of the longest user-defined symbol at ``s`` (SentencePiece's PrefixMatcher), or 0."""
+        cdef int32_t node = 0, t, size
+        cdef Py_ssize_t i, best = 0
+        if not self.has_user:
+            return 0
+        size = <int32_t>self.matcher.check.size()
+        for i in range(n):
+            t = self.matcher.base[node] + s[i]
+            if t >= size or self.matcher.check[t] != node:
+                break
+            node = t
+            if self.matcher.value[node] >= 0:
+                best = i + 1
+        return best
+
+    cdef int32_t _plain_id(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
+        """The NORMAL or USER_DEFINED piece spelled ``s[:n]``, else the unknown id (char and word models:
+        control, unused and byte pieces never match text, measured against SentencePiece 0.2)."""
+        cdef int32_t v = self.trie.exact(s, n)
+        if v >= 0 and (self.kinds[v] == K_NORMAL or self.kinds[v] == K_USER):
+            return v
+        return self.unk_id
+
+    cdef inline int _push_plain(self, const uint8_t* s, int32_t start, int32_t end, vector[Seg]& out) noexcept nogil:
+        cdef Seg seg
+        seg.start = start
+        seg.end = end
+        seg.id = self._plain_id(s + start, end - start)
+        seg.flag = SEG_PLAIN
+        out.push_back(seg)
+        return -1 if seg.id < 0 else 0
+
+    cdef int _chars(self, const uint8_t* s, int32_t n, vector[Seg]& out) noexcept nogil:
+        """``--model_type=char``: each user-defined symbol (longest match) or char is a piece."""
+        cdef int32_t pos = 0, length
+        out.clear()
+        while pos < n:
+            length = <int32_t>self._user_match(s + pos, n - pos)
+            if length == 0:
+                length = one_char_len(s[pos])
+                if length > n - pos:
+                    length = n - pos
+            if self._push_plain(s, pos, pos + length, out) < 0:
+                return -1
+            pos += length
+        return 0
+
+    cdef int _words(self, const uint8_t* s, int32_t n, vector[Seg]& out) noexcept nogil:
+        """``--model_type=word``: a piece starts at the text's start and at every ``▁`` (SplitIntoWords).
+
+        SentencePiece's word model splits this way whatever
+        ``treat_whitespace_as_suffix`` says (measured against 0.2).
+        """
+        cdef int32_t pos = 0, start = 0, length
+        out.clear()
+        while pos < n:
+            length = one_char_len(s[pos])
+            if length > n - pos:
+                length = n - pos
+            if pos > 0 and length == 3 and s[pos] == WS0 and s[pos + 1] == WS1 and s[pos + 2] == WS2:
+                if self._push_plain(s, start, pos, out) < 0:
+                    return -1
+                start = pos
+            pos += length
+        if n > 0 and self._push_plain(s, start, n, out) < 0:
+            return -1
+        return 0
+
     # -- SentencePieceProcessor's post-processing ------------------------------
     cdef void _finish(self, const uint8_t* s, vector[Seg]& raw, vector[Seg]& out) noexcept nogil:
         """Merge runs of unknown pieces into one, or split them into byte pieces (byte_fallback)."""
@@ -1530,13 +1698,22 @@ cdef class SpmCore:
                 out.push_back(seg)
             prev_unk = unk
 
+    cdef int _segment(self, const uint8_t* s, int32_t n, double alpha, Rng* rng, vector[Seg]& raw) noexcept nogil:
+        """The model's segmentation of ``s[:n]`` (before ``_finish``); -1: an unknown char and no unknown piece."""
+        if self.model_type == MODEL_BPE:
+            self._bpe(s, n, alpha, rng, raw)
+            return 0
+        if self.model_type == MODEL_CHAR:
+            return self._chars(s, n, raw)
+        if self.model_type == MODEL_WORD:
+            return self._words(s, n, raw)
+        return self._viterbi(s, n, raw)
+
     cdef void _encode(self, const uint8_t* s, int32_t n, double alpha, vector[Seg]& out) except *:
         cdef vector[Seg] raw
-        if self.model_type == MODEL_BPE:
-            self._bpe(s, n, alpha, raw)
-        else:
-            if self._viterbi(s, n, raw) < 0:
-                raise KernelError("an unknown character needs the unknown piece, but the model has none")
+        cdef Rng* rng = thread_rng() if alpha > 0.0 else NULL
+        if self._segment(s, n, alpha, rng, raw) < 0:
+            raise KernelError("an unknown character needs the unknown piece, but the model has none")
         self._finish(s, raw, out)
 
     def encode_ids(self, bytes normalized, double alpha=0.0):
@@ -1551,7 +1728,7 @@ cdef class SpmCore:
         cdef vector[Seg] segs
         self._encode(<const uint8_t*>PyBytes_AS_STRING(normalized), <int32_t>PyBytes_GET_SIZE(normalized),
                      alpha, segs)
-        return _seg_pieces(normalized, segs, pieces, unk_piece)
+        return self._seg_pieces(<const uint8_t*>PyBytes_AS_STRING(normalized), segs, pieces, unk_piece)
 
     def encode_segments(self, bytes normalized, double alpha=0.0):
         """``[(id, byte start, byte end, flag)]`` of the best segmentation (flag: 0 plain, 1 unknown run, 2 byte)."""
@@ -1561,8 +1738,9 @@ cdef class SpmCore:
         return [(segs[i].id, segs[i].start, segs[i].end, segs[i].flag) for i in range(segs.size())]
 
     # -- the lattice -------------------------------------------------------------
-    cdef int _populate(self, const uint8_t* s, int32_t n, Lattice* L) noexcept nogil:
-        """PopulateNodes: every vocabulary match, and an unknown node where no one-char piece starts."""
+    cdef int _populate(self, const uint8_t* s, int32_t n, Lattice* L, const uint8_t* excl) noexcept nogil:
+        """PopulateNodes: every vocabulary match (but the ids marked in ``excl``, if not NULL), and an
+        unknown node where no one-char piece starts."""
         cdef int32_t length = 0, p = 0, mb, i, pos, node, t, v, size = <int32_t>self.trie.check.size()
         cdef vector[int32_t] end_count
         cdef vector[int32_t] char_at      # byte offset → char index (boundaries only)
@@ -1601,7 +1779,7 @@ cdef class SpmCore:
                 node = t
                 pos += 1
                 v = self.trie.value[node]
-                if v < 0:
+                if v < 0 or (excl != NULL and excl[v]):
                     continue
                 if spm and self.kinds[v] == K_UNUSED:
                     continue
@@ -1711,31 +1889,21 @@ cdef class SpmCore:
             raise KernelError("n-best needs a Unigram model")
         if n == 0:
             return [([], 0.0)]
-        if self._populate(s, n, &L) < 0:
+        if self._populate(s, n, &L, NULL) < 0:
             raise KernelError("an unknown character needs the unknown piece, but the model has none")
         self._lattice_viterbi(&L)
         _astar(&L, nbest_size, not self.hf, paths, path_scores)
         return [(self._path(s, &L, paths[i]), path_scores[i]) for i in range(paths.size())]
 
-    def sample(self, bytes normalized, double theta):
-        """One segmentation drawn with probability ∝ exp(theta · score) (forward filtering, backward sampling)."""
-        cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(normalized)
-        cdef int32_t n = <int32_t>PyBytes_GET_SIZE(normalized)
-        cdef Lattice L
-        cdef vector[double] alpha, probs
-        cdef vector[int32_t] path
-        cdef int32_t node, j, l, k, pos
-        cdef double Z
+    cdef void _draw(self, Lattice* L, double theta, vector[double]& alpha, Rng* rng,
+                    vector[int32_t]& path) noexcept nogil:
+        """Backward sampling after ``_forward``: from EOS, each step takes a node ending there with
+        probability ∝ exp(alpha[l] + theta · score(l) − Z), until BOS; ``path`` in text order."""
+        cdef vector[double] probs
+        cdef int32_t node = 1, j, l, k, pos
+        cdef double Z = alpha[1]
         cdef bint spm = not self.hf
-        if self.model_type != MODEL_UNIGRAM:
-            raise KernelError("lattice sampling needs a Unigram model")
-        if n == 0:
-            return []
-        if self._populate(s, n, &L) < 0:
-            raise KernelError("an unknown character needs the unknown piece, but the model has none")
-        self._forward(&L, theta, alpha)
-        node = 1
-        Z = alpha[1]
+        path.clear()
         while True:
             pos = L.nodes[node].pos
             probs.clear()
@@ -1745,14 +1913,122 @@ cdef class SpmCore:
                     probs.push_back(exp(f32(f32(alpha[l] + f32(theta * L.nodes[l].score)) - Z)))
                 else:
                     probs.push_back(exp(alpha[l] + theta * L.nodes[l].score - Z))
-            k = pick_index(probs)
+            k = pick_index(probs, rng)
             node = L.end_ids[L.end_off[pos] + k]
             if node == 0:
                 break
             Z = alpha[node]
             path.push_back(node)
         _reverse_ints(path)
-        return self._path(s, &L, path)
+
+    cdef void _best_path(self, Lattice* L, vector[int32_t]& path) noexcept nogil:
+        """The lattice's Viterbi path (after ``_lattice_viterbi``), in text order."""
+        cdef int32_t node = L.nodes[1].prev
+        path.clear()
+        while node > 0:
+            path.push_back(node)
+            node = L.nodes[node].prev
+        _reverse_ints(path)
+
+    cdef int _lattice_of(self, bytes normalized, Lattice* L) except -1:
+        if self.model_type != MODEL_UNIGRAM:
+            raise KernelError("lattice sampling needs a Unigram model")
+        if self._populate(<const uint8_t*>PyBytes_AS_STRING(normalized), <int32_t>PyBytes_GET_SIZE(normalized),
+                          L, NULL) < 0:
+            raise KernelError("an unknown character needs the unknown piece, but the model has none")
+        return 0
+
+    def sample(self, bytes normalized, double theta):
+        """One segmentation drawn with probability ∝ exp(theta · score) (forward filtering, backward sampling)."""
+        cdef Lattice L
+        cdef vector[double] alpha
+        cdef vector[int32_t] path
+        if PyBytes_GET_SIZE(normalized) == 0:
+            return []
+        self._lattice_of(normalized, &L)
+        self._forward(&L, theta, alpha)
+        self._draw(&L, f32(theta) if not self.hf else theta, alpha, thread_rng(), path)
+        return self._path(<const uint8_t*>PyBytes_AS_STRING(normalized), &L, path)
+
+    def sample_and_score(self, bytes normalized, double theta, int num_samples, bint wor, bint include_best):
+        """``[(segments, score)]``, SentencePiece's SampleEncodeAndScore (Unigram).
+
+        With replacement (``wor`` False): ``num_samples`` draws, each scored
+        with its log-probability theta · score − log Z. Without replacement:
+        the ``num_samples`` paths with the largest Gumbel-perturbed
+        log-probabilities (:func:`_gumbel_top`), each scored with the log of
+        its inclusion probability in such a sample, log(1 − exp(−exp(logp −
+        κ))) where κ is the perturbed score of the next path (the threshold
+        of priority sampling). ``include_best`` puts the Viterbi path first
+        (score 0: it is always included) and samples the others among the
+        rest. If the lattice has no more paths than asked for, all of them
+        come back, each with score 0 (SentencePiece then drops one or fails).
+        """
+        cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(normalized)
+        cdef Lattice L
+        cdef vector[double] alpha, keys
+        cdef vector[vector[int32_t]] paths
+        cdef vector[int32_t] best, path
+        cdef vector[double] scores
+        cdef double marginal, kappa = 0.0, x
+        cdef Rng* rng = thread_rng()
+        cdef bint all_paths
+        cdef size_t i
+        cdef Py_ssize_t found
+        cdef list out = []
+        if PyBytes_GET_SIZE(normalized) == 0:
+            return [([], 0.0)] * (1 if wor else num_samples)
+        self._lattice_of(normalized, &L)
+        if not self.hf:
+            theta = f32(theta)
+        self._forward(&L, theta, alpha)
+        marginal = alpha[1]
+        if include_best:
+            self._lattice_viterbi(&L)
+            self._best_path(&L, best)
+            out.append((self._path(s, &L, best), 0.0))
+        if not wor:
+            for i in range(<size_t>num_samples):
+                self._draw(&L, theta, alpha, rng, path)
+                out.append((self._path(s, &L, path), self._log_prob(&L, path, theta, marginal)))
+            return out
+        # One more path than asked for: its perturbed score is the threshold kappa.
+        _gumbel_top(&L, alpha, theta, num_samples + 1, rng, paths, keys)
+        all_paths = paths.size() < <size_t>(num_samples + 1)
+        if include_best:
+            found = -1
+            for i in range(paths.size()):
+                if paths[i] == best:
+                    found = <Py_ssize_t>i
+                    break
+            if found >= 0:
+                paths.erase(paths.begin() + found)
+                keys.erase(keys.begin() + found)
+            elif not all_paths:
+                paths.pop_back()
+                keys.pop_back()
+        if not all_paths:
+            kappa = keys.back()
+            paths.pop_back()
+        for i in range(paths.size()):
+            x = self._log_prob(&L, paths[i], theta, marginal)
+            if not all_paths and x != 0.0:
+                x = _log_inclusion(x - kappa)
+            elif all_paths:
+                x = 0.0
+            out.append((self._path(s, &L, paths[i]), x))
+        return out
+
+    cdef double _log_prob(self, Lattice* L, vector[int32_t]& path, double theta, double marginal) noexcept nogil:
+        """theta · (the path's score) − log Z, summed in float as SentencePiece does (in double in hf mode)."""
+        cdef double total = 0.0
+        cdef size_t i
+        for i in range(path.size()):
+            if self.hf:
+                total += theta * L.nodes[path[i]].score
+            else:
+                total = f32(total + f32(theta * L.nodes[path[i]].score))
+        return total - marginal if self.hf else f32(total - marginal)
 
     def log_partition(self, bytes normalized, double theta):
         """log Σ over all segmentations of exp(theta · score)."""
@@ -1762,7 +2038,7 @@ cdef class SpmCore:
         cdef vector[double] alpha
         if n == 0:
             return 0.0
-        if self._populate(s, n, &L) < 0:
+        if self._populate(s, n, &L, NULL) < 0:
             raise KernelError("an unknown character needs the unknown piece, but the model has none")
         self._forward(&L, theta, alpha)
         return alpha[1]
@@ -1777,7 +2053,7 @@ cdef class SpmCore:
         cdef double p
         if n == 0:
             return 0.0
-        if self._populate(s, n, &L) < 0:
+        if self._populate(s, n, &L, NULL) < 0:
             raise KernelError("an unknown character needs the unknown piece, but the model has none")
         self._forward(&L, theta, alpha)
         H.assign(L.nodes.size(), 0.0)
@@ -1797,46 +2073,77 @@ cdef class SpmCore:
         if PyBytes_GET_SIZE(normalized) == 0:
             return []
         if self._populate(<const uint8_t*>PyBytes_AS_STRING(normalized), <int32_t>PyBytes_GET_SIZE(normalized),
-                          &L) < 0:
+                          &L, NULL) < 0:
             raise KernelError("an unknown character needs the unknown piece, but the model has none")
         return [(L.nodes[i].pos, L.nodes[i].length, L.nodes[i].id, L.nodes[i].score)
                 for i in range(2, L.nodes.size())]
 
     # -- Hugging Face's Unigram.tokenize ------------------------------------------
-    def hf_tokenize(self, str text, list pieces):
+    def exclusion_mask(self, ids):
+        """A mask for the ``excluded`` argument: byte ``i`` is 1 for each id ``i`` in ``ids``.
+
+        Ids outside the vocabulary are ignored (they can never be matched).
+
+        >>> core = SpmCore(["<unk>", "a", "b"], [0.0, -1.0, -2.0], [2, 1, 1], 1, False, True, 0)
+        >>> core.exclusion_mask([2, 7])
+        b'\\x00\\x00\\x01'
+        """
+        cdef bytearray mask = bytearray(self.n_pieces)
+        for i in ids:
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"excluded ids must be ints, got {type(i).__name__}")
+            if 0 <= i < self.n_pieces:
+                mask[i] = 1
+        return bytes(mask)
+
+    cdef const uint8_t* _mask(self, bytes excluded) except? NULL:
+        # The mask's bytes, or NULL for None.
+        if excluded is None:
+            return NULL
+        if PyBytes_GET_SIZE(excluded) != self.n_pieces:
+            raise KernelError(f"an exclusion mask has {PyBytes_GET_SIZE(excluded)} bytes, the model "
+                              f"{self.n_pieces} pieces (make it with exclusion_mask())")
+        return <const uint8_t*>PyBytes_AS_STRING(excluded)
+
+    def hf_tokenize(self, str text, list pieces, bytes excluded=None):
         """``[(id, value, char start, char end)]`` as Hugging Face's Unigram tokenizes ``text``.
 
         Unknown runs are fused into one token whose value is their text; with
         ``byte_fallback`` such a run becomes ``<0xNN>`` tokens when all of
-        them are in the vocabulary.
+        them are in the vocabulary. ``excluded`` (an :meth:`exclusion_mask`)
+        leaves pieces out: the best segmentation over the other pieces, and
+        no fused run or byte token takes an excluded id (the unknown id
+        still stands for unknown text).
         """
         cdef bytes data = text.encode("utf-8")
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int32_t n = <int32_t>PyBytes_GET_SIZE(data)
+        cdef const uint8_t* excl = self._mask(excluded)
         cdef vector[Seg] raw
         if n == 0:
             return []
-        if self._viterbi(s, n, raw) < 0:
+        if self._viterbi(s, n, raw, excl) < 0:
             return None
-        return self._hf_tokens(s, n, raw, pieces)
+        return self._hf_tokens(s, n, raw, pieces, excl)
 
-    def hf_sample(self, str text, list pieces, double theta, int nbest_size):
+    def hf_sample(self, str text, list pieces, double theta, int nbest_size, bytes excluded=None):
         """A sampled tokenization (``nbest_size`` > 0: among the n best, else the whole lattice)."""
         cdef bytes data = text.encode("utf-8")
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(data)
         cdef int32_t n = <int32_t>PyBytes_GET_SIZE(data)
+        cdef const uint8_t* excl = self._mask(excluded)
         cdef Lattice L
         cdef vector[vector[int32_t]] paths
-        cdef vector[double] path_scores, weights, alpha, probs
+        cdef vector[double] path_scores, weights, alpha
         cdef vector[int32_t] path
         cdef vector[Seg] raw
         cdef Seg seg
-        cdef int32_t node, j, l, k, pos
         cdef size_t i
-        cdef double Z, top
+        cdef double top
+        cdef Rng* rng = thread_rng()
         if n == 0:
             return []
-        if self._populate(s, n, &L) < 0:
+        if self._populate(s, n, &L, excl) < 0:
             return None
         if nbest_size > 0:
             self._lattice_viterbi(&L)
@@ -1846,34 +2153,20 @@ cdef class SpmCore:
             top = path_scores[0]
             for i in range(paths.size()):
                 weights.push_back(exp(theta * (path_scores[i] - top)))
-            path = paths[pick_index(weights)]
+            path = paths[pick_index(weights, rng)]
         else:
             self._forward(&L, theta, alpha)
-            node = 1
-            Z = alpha[1]
-            while True:
-                pos = L.nodes[node].pos
-                probs.clear()
-                for j in range(L.end_off[pos], L.end_off[pos + 1]):
-                    l = L.end_ids[j]
-                    probs.push_back(exp(alpha[l] + theta * L.nodes[l].score - Z))
-                k = pick_index(probs)
-                node = L.end_ids[L.end_off[pos] + k]
-                if node == 0:
-                    break
-                Z = alpha[node]
-                path.push_back(node)
-            _reverse_ints(path)
+            self._draw(&L, theta, alpha, rng, path)
         for i in range(path.size()):
             seg.start = L.nodes[path[i]].bstart
             seg.end = L.nodes[path[i]].bend
             seg.id = L.nodes[path[i]].id
             seg.flag = SEG_PLAIN
             raw.push_back(seg)
-        return self._hf_tokens(s, n, raw, pieces)
+        return self._hf_tokens(s, n, raw, pieces, excl)
 
     def hf_metaspace_encode(self, text, list pieces, SpmNormalizer rules, str replacement, bint prepend,
-                            bint split, bint collapse_spaces):
+                            bint split, bint collapse_spaces, bytes excluded=None):
         """A whole Hugging Face pipeline in one call: [Precompiled] [Replace(' {2,}', ' ')], Metaspace, Unigram.
 
         Only for texts Precompiled leaves alone: no charsmap rule of
@@ -1886,7 +2179,8 @@ cdef class SpmCore:
         tokenized as :meth:`hf_tokenize` does. Returns ``(ids, tokens,
         offsets, words, n_words)`` with char offsets into ``text``, or None:
         the general path must run (other texts, a lone surrogate, an
-        unknown char and no unknown piece).
+        unknown char and no unknown piece). ``excluded``: as in
+        :meth:`hf_tokenize`.
         """
         cdef Source src
         cdef vector[uint8_t] utf8, norm
@@ -1901,6 +2195,7 @@ cdef class SpmCore:
         cdef Py_ssize_t rn = PyBytes_GET_SIZE(rep), n, i, j, m, word_start, n_words = 0
         cdef int32_t oc = 0
         cdef list ids = [], tokens = [], offsets = [], words = []
+        cdef const uint8_t* excl = self._mask(excluded)
         if rn == 0 or _source_of(text, &src) < 0:
             return None
         if src.kind == 0:
@@ -1948,10 +2243,10 @@ cdef class SpmCore:
             if i == m or (split and i > word_start and m - i >= rn and memcmp(norm.data() + i, r, rn) == 0):
                 if i > word_start:
                     if self._viterbi_with(norm.data() + word_start, <int32_t>(i - word_start), raw,
-                                          bscore, bstart, bid) < 0:
+                                          bscore, bstart, bid, excl) < 0:
                         return None
                     if not self._hf_emit(norm.data(), word_start, raw, fused, pieces, char_of, orig_of, n_words,
-                                         ids, tokens, offsets, words):
+                                         ids, tokens, offsets, words, excl):
                         return None
                     n_words += 1
                 word_start = i
@@ -1962,7 +2257,7 @@ cdef class SpmCore:
 
     cdef bint _hf_emit(self, const uint8_t* norm, Py_ssize_t word_start, vector[Seg]& raw, vector[Seg]& fused,
                        list pieces, vector[int32_t]& char_of, vector[int32_t]& orig_of, Py_ssize_t word,
-                       list ids, list tokens, list offsets, list words) except -1:
+                       list ids, list tokens, list offsets, list words, const uint8_t* excl) except -1:
         """Append one Metaspace piece's tokens (as ``_hf_tokens`` makes them), offsets into the original.
 
         ``raw`` holds the piece's segments (bytes from ``word_start``);
@@ -1986,11 +2281,11 @@ cdef class SpmCore:
                 words.append(word_obj)
                 continue
             value = PyUnicode_DecodeUTF8(<const char*>s + seg.start, seg.end - seg.start, NULL)
-            bid = self.trie.exact(s + seg.start, seg.end - seg.start)
+            bid = self._hf_lookup(s + seg.start, seg.end - seg.start, excl)
             if bid < 0 and self.byte_fallback:
                 ok = True
                 for b in range(seg.start, seg.end):
-                    if self.hf_bytes[s[b]] < 0:
+                    if not self._hf_byte_ok(s[b], excl):
                         ok = False
                         break
                 if ok:
@@ -2010,7 +2305,16 @@ cdef class SpmCore:
             words.append(word_obj)
         return True
 
-    cdef list _hf_tokens(self, const uint8_t* s, int32_t n, vector[Seg]& raw, list pieces):
+    cdef inline int32_t _hf_lookup(self, const uint8_t* s, Py_ssize_t n, const uint8_t* excl) noexcept nogil:
+        # Hugging Face's token_to_id for a fused unknown run, an excluded piece counting as absent.
+        cdef int32_t v = self.trie.exact(s, n)
+        return -1 if v >= 0 and excl != NULL and excl[v] else v
+
+    cdef inline bint _hf_byte_ok(self, uint8_t b, const uint8_t* excl) noexcept nogil:
+        # The vocabulary has a usable <0xNN> piece for byte b.
+        return self.hf_bytes[b] >= 0 and (excl == NULL or not excl[self.hf_bytes[b]])
+
+    cdef list _hf_tokens(self, const uint8_t* s, int32_t n, vector[Seg]& raw, list pieces, const uint8_t* excl):
         cdef vector[int32_t] char_of
         cdef vector[Seg] fused
         cdef int32_t i, c = 0, b, bid
@@ -2035,14 +2339,14 @@ cdef class SpmCore:
                 out.append((seg.id, pieces[seg.id], cs, ce))
                 continue
             value = PyUnicode_DecodeUTF8(<const char*>s + seg.start, seg.end - seg.start, NULL)
-            bid = self.trie.exact(s + seg.start, seg.end - seg.start)
+            bid = self._hf_lookup(s + seg.start, seg.end - seg.start, excl)
             if bid >= 0:
                 out.append((bid, value, cs, ce))
                 continue
             if self.byte_fallback:
                 ok = True
                 for b in range(seg.start, seg.end):
-                    if self.hf_bytes[s[b]] < 0:
+                    if not self._hf_byte_ok(s[b], excl):
                         ok = False
                         break
                 if ok:
@@ -2056,14 +2360,29 @@ cdef class SpmCore:
 
 
 # -- the whole encoder: text in, ids or pieces out ---------------------------
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
+from cpython.ref cimport PyObject, Py_INCREF
+
+
+cdef extern from *:
+    """
+    /* list[i] = item, a borrowed reference (the list takes a new one): no refcount round trip. */
+    static inline void pw_list_set_borrowed(PyObject* list, Py_ssize_t i, PyObject* item) {
+        Py_INCREF(item);
+        PyList_SET_ITEM(list, i, item);
+    }
+    """
+    void pw_list_set_borrowed(object lst, Py_ssize_t i, PyObject* item)
+
+
 cdef extern from "Python.h":
+    int PyGC_Enable()
+    int PyGC_Disable()
     bint PyUnicode_IS_ASCII(object o)
     int PyUnicode_KIND(object o)
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
 
-from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.ref cimport Py_INCREF
 
 
 ctypedef struct Source:
@@ -2071,6 +2390,63 @@ ctypedef struct Source:
     const void* data
     Py_ssize_t length
     int kind
+
+
+cdef struct Batch:
+    # A batch's results, flat: each text's codes end at ends[text]; a code is a piece id, or ~k for
+    # the k-th unknown run, whose normalized text ends at unk_ends[k] in unk_text.
+    vector[int32_t] codes
+    vector[Py_ssize_t] ends
+    vector[uint8_t] unk_text
+    vector[Py_ssize_t] unk_ends
+
+
+cdef void _release(Batch* batch) noexcept nogil:
+    # A listed chunk's memory, back before the whole batch is done.
+    batch.codes.clear(); batch.codes.shrink_to_fit()
+    batch.ends.clear(); batch.ends.shrink_to_fit()
+    batch.unk_text.clear(); batch.unk_text.shrink_to_fit()
+    batch.unk_ends.clear(); batch.unk_ends.shrink_to_fit()
+
+
+cdef int _fill_lists(Batch* batch, SpmCore core, list table, str unk_piece, list out, Py_ssize_t offset) except -1:
+    """``out[offset + i]`` = the list of text ``i`` of ``batch``: shared id objects (or piece strings).
+
+    ``unk_piece``: None, or what an unknown run shows with ``emit_unk_piece``.
+    The cyclic garbage collector is held off while the lists are made (they
+    hold only ints and strs, so they make no cycles): otherwise every 700
+    new lists start a collection, and the many young lists soon start full
+    ones, about a tenth of the time of a large batch (measured). No Python
+    code runs meanwhile, so no other thread sees it.
+    """
+    cdef Py_ssize_t count = batch.ends.size(), i, k, first = 0, last, u
+    cdef const int32_t* codes = batch.codes.data()
+    cdef const Py_ssize_t* unk_ends = batch.unk_ends.data()
+    cdef int32_t code
+    cdef list items
+    cdef object item
+    cdef int gc_was_on = PyGC_Disable()
+    try:
+        for i in range(count):
+            last = batch.ends[i]
+            items = PyList_New(last - first)
+            for k in range(last - first):
+                code = codes[first + k]
+                if code >= 0:
+                    pw_list_set_borrowed(items, k, PyList_GET_ITEM(table, code))
+                    continue
+                u = ~code
+                item = core._unknown_item(batch.unk_text.data() + (unk_ends[u - 1] if u else 0),
+                                          unk_ends[u] - (unk_ends[u - 1] if u else 0), unk_piece)
+                Py_INCREF(item)
+                PyList_SET_ITEM(items, k, item)
+            Py_INCREF(items)
+            PyList_SET_ITEM(out, offset + i, items)
+            first = last
+    finally:
+        if gc_was_on:
+            PyGC_Enable()
+    return 0
 
 
 cdef struct Scratch:
@@ -2085,14 +2461,19 @@ cdef struct Scratch:
 
 # Texts at least this long (bytes) are encoded without the GIL when encoded one by one.
 cdef Py_ssize_t NOGIL_MIN_BYTES = 512
-# A batch is encoded in chunks of about this many pieces (64 KiB of segments).
-cdef size_t BATCH_CHUNK_SEGMENTS = 4096
 
 cdef enum:
     ENC_OK = 0
     ENC_NO_UNK = -1       # an unknown char and no unknown piece
     ENC_SURROGATE = -2    # a str holding a lone surrogate (not UTF-8 encodable)
     ENC_NO_ID = -3        # a segment without a valid id
+
+
+# Texts per chunk of a BatchJob: about this much text (bytes), a millisecond or two of work.
+cdef Py_ssize_t CHUNK_BYTES = 32768
+
+
+cdef class BatchJob
 
 
 cdef class SpmEncoder:
@@ -2132,16 +2513,14 @@ cdef class SpmEncoder:
         cdef const uint8_t* t = sc.norm.data()
         cdef size_t k
         cdef int found
-        if self.core.model_type == MODEL_BPE:
-            self.core._bpe(t, <int32_t>m, 0.0, sc.raw)
-        elif self.core.fast_f32:
+        if self.core.fast_f32:
             found = self.core._viterbi_f32(t, <int32_t>m, sc.best, sc.raw)
             if found < 0:
                 return ENC_NO_UNK
             if found == 0:  # no unknown piece: nothing for _finish to merge or split
                 sc.segs.swap(sc.raw)
                 return ENC_OK
-        elif self.core._viterbi(t, <int32_t>m, sc.raw) < 0:
+        elif self.core._segment(t, <int32_t>m, 0.0, NULL, sc.raw) < 0:
             return ENC_NO_UNK
         self.core._finish(t, sc.raw, sc.segs)
         for k in range(sc.segs.size()):
@@ -2173,11 +2552,9 @@ cdef class SpmEncoder:
                 item = self.id_objects[segs[k].id]
             elif segs[k].flag != SEG_UNK:
                 item = self.pieces[segs[k].id]
-            elif emit_unk:
-                item = self.unk_piece
             else:
-                item = PyUnicode_DecodeUTF8(<const char*>sc.norm.data() + segs[k].start,
-                                            segs[k].end - segs[k].start, "replace")
+                item = self.core._unknown_item(sc.norm.data() + segs[k].start, segs[k].end - segs[k].start,
+                                               self.unk_piece if emit_unk else None)
             Py_INCREF(item)
             PyList_SET_ITEM(out, k, item)
         return out
@@ -2220,92 +2597,208 @@ cdef class SpmEncoder:
 
     def encode_batch(self, list texts, Py_ssize_t start, Py_ssize_t stop, bint as_pieces=False,
                      bint emit_unk=False):
-        """``[encode(t) for t in texts[start:stop]]``, the GIL released over the work; None as encode.
+        """``[encode(t) for t in texts[start:stop]]`` in one call without the GIL, then the lists; None as encode.
 
-        Texts are encoded in chunks (about ``BATCH_CHUNK_SEGMENTS`` pieces
-        each) without the GIL; the chunk's lists are then made with it. Small
-        chunks keep the buffers in cache and let another thread run while
-        this one holds the GIL.
+        The kernel reads each text where Python keeps it (a str's code
+        units, a bytes' bytes) and writes every text's ids one after another
+        into one flat array (for pieces, an unknown run's text aside); the
+        Python lists are made at the end.
         """
         cdef tuple keep = tuple(texts[start:stop])   # holds the texts even if the list changes meanwhile
-        cdef Py_ssize_t count = len(keep), i, j, k, first
+        cdef Py_ssize_t count = len(keep), i
         cdef vector[Source] srcs
-        cdef vector[Seg] flat                        # the chunk's segments, one text after another
-        cdef vector[Py_ssize_t] ends
-        cdef vector[uint8_t] norms                   # the chunk's normalized texts (pieces only)
-        cdef vector[Py_ssize_t] norm_ends
+        cdef Batch batch
         cdef Scratch local
         cdef Scratch* sc
-        cdef int status = ENC_OK
+        cdef int status
         cdef list out
         srcs.resize(count)
         for i in range(count):
             if _source_of(keep[i], &srcs[i]) < 0:
                 return None
-        out = PyList_New(count)   # every slot is filled below, or the list is dropped (None returned)
         sc = self._take_scratch(&local)
         try:
-            i = 0
-            while i < count:
-                with nogil:
-                    flat.clear(); ends.clear(); norms.clear(); norm_ends.clear()
-                    j = i
-                    while j < count and flat.size() < BATCH_CHUNK_SEGMENTS:
-                        status = self._encode_source(&srcs[j], sc)
-                        if status != ENC_OK:
-                            break
-                        flat.insert(flat.end(), sc.segs.begin(), sc.segs.end())
-                        ends.push_back(<Py_ssize_t>flat.size())
-                        if as_pieces:
-                            norms.insert(norms.end(), sc.norm.begin(), sc.norm.end())
-                            norm_ends.push_back(<Py_ssize_t>norms.size())
-                        j += 1
-                if status != ENC_OK:
-                    for k in range(i, count):   # fill the rest, so the dropped list is well-formed
-                        Py_INCREF(None)
-                        PyList_SET_ITEM(out, k, None)
-                    return None
-                for k in range(j - i):
-                    first = ends[k - 1] if k else 0
-                    sc.segs.assign(flat.data() + first, flat.data() + ends[k])
-                    if as_pieces:
-                        first = norm_ends[k - 1] if k else 0
-                        sc.norm.assign(norms.data() + first, norms.data() + norm_ends[k])
-                    item = self._output(sc, as_pieces, emit_unk)
-                    Py_INCREF(item)
-                    PyList_SET_ITEM(out, i + k, item)
-                i = j
-            return out
+            with nogil:
+                status = self._encode_all(srcs.data(), srcs.size(), sc, as_pieces, &batch)
         finally:
             self._give_back(sc)
+        if status != ENC_OK:
+            return None
+        out = PyList_New(count)
+        _fill_lists(&batch, self.core, self.pieces if as_pieces else self.id_objects,
+                    self.unk_piece if emit_unk else None, out, 0)
+        return out
 
-    def split_points(self, list texts, int parts, Py_ssize_t min_bytes):
-        """Cut points ``[0, ..., len(texts)]`` into at most ``parts`` ranges of about equal size.
-
-        Fewer ranges when a range would hold less than ``min_bytes`` of
-        text; None when an item is neither str nor bytes.
-        """
-        cdef Py_ssize_t count = len(texts), i, total = 0, acc = 0
-        cdef vector[Py_ssize_t] sizes
-        cdef Source src
-        cdef list bounds = [0]
-        sizes.resize(count)
+    def batch_job(self, list texts, bint as_pieces=False, Py_ssize_t chunk_bytes=CHUNK_BYTES):
+        """A :class:`BatchJob` that encodes ``texts`` on several threads; None if an item is not str or bytes."""
+        cdef BatchJob job = BatchJob.__new__(BatchJob)
+        cdef Py_ssize_t count, i, acc = 0
+        job.keep = tuple(texts)
+        count = len(job.keep)
+        job.srcs.resize(count)
+        job.bounds.push_back(0)
         for i in range(count):
-            if _source_of(texts[i], &src) < 0:
+            if _source_of(job.keep[i], &job.srcs[i]) < 0:
                 return None
-            sizes[i] = src.length * (src.kind if src.kind else 1) + 16   # + 16: every text has a fixed cost
-            total += sizes[i]
-        if parts > total // (min_bytes if min_bytes > 0 else 1):
-            parts = <int>(total // (min_bytes if min_bytes > 0 else 1))
-        if parts <= 1:
-            return [0, count]
-        for i in range(count):
-            acc += sizes[i]
-            if acc * parts >= total * len(bounds) and len(bounds) < parts:
-                bounds.append(i + 1)
-        if bounds[len(bounds) - 1] != count:
-            bounds.append(count)
-        return bounds
+            acc += job.srcs[i].length * (job.srcs[i].kind if job.srcs[i].kind else 1) + 16  # + 16: per-text cost
+            if acc >= chunk_bytes:
+                job.bounds.push_back(i + 1)
+                acc = 0
+        if job.bounds.back() != count:
+            job.bounds.push_back(count)
+        job.results.resize(job.bounds.size() - 1)
+        job.board = new pw_board(<Py_ssize_t>job.results.size())
+        job.encoder = self
+        job.as_pieces = as_pieces
+        return job
+
+    cdef int _encode_all(self, Source* srcs, size_t count, Scratch* sc, bint unk_text,
+                         Batch* out) noexcept nogil:
+        """Encode ``srcs[:count]`` into ``out``: codes (an id, or ~k for the k-th unknown run's text if
+        ``unk_text``) and each text's end in them."""
+        cdef size_t j, k, first
+        cdef int status
+        cdef const Seg* segs
+        cdef int32_t* codes
+        cdef Py_ssize_t total = 0
+        for j in range(count):
+            total += srcs[j].length
+        out.codes.reserve(<size_t>(total // 3 + 16))   # about one piece per 3-4 chars of prose
+        out.ends.resize(count)
+        for j in range(count):
+            status = self._encode_source(&srcs[j], sc)
+            if status != ENC_OK:
+                return status
+            first = out.codes.size()
+            out.codes.resize(first + sc.segs.size())
+            codes = out.codes.data() + first
+            segs = sc.segs.data()
+            for k in range(sc.segs.size()):
+                if unk_text and segs[k].flag == SEG_UNK:
+                    codes[k] = ~(<int32_t>out.unk_ends.size())
+                    out.unk_text.insert(out.unk_text.end(), sc.norm.data() + segs[k].start,
+                                        sc.norm.data() + segs[k].end)
+                    out.unk_ends.push_back(<Py_ssize_t>out.unk_text.size())
+                else:
+                    codes[k] = segs[k].id
+            out.ends[j] = <Py_ssize_t>out.codes.size()
+        return ENC_OK
+
+
+cdef extern from *:
+    """
+    #include <atomic>
+    #include <condition_variable>
+    #include <mutex>
+    #include <vector>
+    /* Which chunks of a BatchJob are taken and which are done. A thread takes the next chunk
+       with one atomic add; a finished chunk is marked under the mutex, and whoever waits for it
+       is woken. */
+    struct pw_board {
+        std::atomic<Py_ssize_t> next;
+        std::mutex m;
+        std::condition_variable cv;
+        std::vector<char> done;
+        std::vector<int> status;
+        explicit pw_board(Py_ssize_t n) : next(0), done(n, 0), status(n, 0) {}
+        Py_ssize_t take() { return next.fetch_add(1); }
+        void finish(Py_ssize_t i, int st) {
+            { std::lock_guard<std::mutex> g(m); done[i] = 1; status[i] = st; }
+            cv.notify_all();
+        }
+        bool is_done(Py_ssize_t i) { std::lock_guard<std::mutex> g(m); return done[i] != 0; }
+        int status_of(Py_ssize_t i) { std::lock_guard<std::mutex> g(m); return status[i]; }
+        void wait(Py_ssize_t i) { std::unique_lock<std::mutex> g(m); cv.wait(g, [&] { return done[i] != 0; }); }
+    };
+    """
+    cppclass pw_board:
+        pw_board(Py_ssize_t n) except +
+        Py_ssize_t take() noexcept nogil
+        void finish(Py_ssize_t i, int status) noexcept nogil
+        bint is_done(Py_ssize_t i) noexcept nogil
+        int status_of(Py_ssize_t i) noexcept nogil
+        void wait(Py_ssize_t i) noexcept nogil
+
+
+cdef class BatchJob:
+    """A list of texts encoded by several threads at once, in chunks each takes as it goes.
+
+    Pool threads call :meth:`work`; the calling thread calls :meth:`run`,
+    which encodes chunks too and, between them, makes the lists of the
+    chunks already done, in order. Chunks are taken as threads come free,
+    so a thread slowed down (a busy core, a chunk of long texts) takes
+    fewer, and the caller, which also makes every list, takes fewer still:
+    the work stays balanced with no guess about the threads' speeds.
+
+    >>> core = SpmCore(["<unk>", "▁a"], [0.0, -1.0], [2, 1], 1, False, False, 0)
+    >>> enc = SpmEncoder(core, SpmNormalizer(None, None, True, True, True, False), ["<unk>", "▁a"], "<unk>")
+    >>> job = enc.batch_job(["a", "a a", "b"], chunk_bytes=1)
+    >>> job.n_chunks, job.run()
+    (3, [[1], [1, 1], [0]])
+    """
+
+    cdef SpmEncoder encoder
+    cdef tuple keep                    # the texts (the Sources point into them)
+    cdef vector[Source] srcs
+    cdef vector[Py_ssize_t] bounds     # chunk k is texts bounds[k]:bounds[k + 1]
+    cdef vector[Batch] results
+    cdef pw_board* board
+    cdef bint as_pieces
+
+    def __dealloc__(self):
+        del self.board
+
+    @property
+    def n_chunks(self):
+        return self.results.size()
+
+    def work(self):
+        """Encode chunks until none is left (a pool thread's part)."""
+        cdef Scratch local
+        with nogil:
+            while self._take_one(&local) >= 0:
+                pass
+
+    cdef Py_ssize_t _take_one(self, Scratch* sc) noexcept nogil:
+        """Encode the next chunk no thread has taken; its index, or -1 if none is left."""
+        cdef Py_ssize_t i = self.board.take()
+        cdef int status
+        if i >= <Py_ssize_t>self.results.size():
+            return -1
+        status = self.encoder._encode_all(self.srcs.data() + self.bounds[i], self.bounds[i + 1] - self.bounds[i],
+                                          sc, self.as_pieces, &self.results[i])
+        self.board.finish(i, status)
+        return i
+
+    def run(self, bint emit_unk=False):
+        """Encode chunks and make the lists of the finished ones, in order: the result, or None as encode."""
+        cdef Py_ssize_t listed = 0, n = self.results.size(), i
+        cdef list out = PyList_New(len(self.keep))
+        cdef Scratch local
+        cdef Scratch* sc = self.encoder._take_scratch(&local)
+        cdef list table = self.encoder.pieces if self.as_pieces else self.encoder.id_objects
+        cdef str unk_piece = self.encoder.unk_piece if emit_unk else None
+        try:
+            while listed < n:
+                if self.board.is_done(listed):
+                    if self.board.status_of(listed) != ENC_OK:
+                        break
+                    _fill_lists(&self.results[listed], self.encoder.core, table, unk_piece, out,
+                                self.bounds[listed])
+                    _release(&self.results[listed])
+                    listed += 1
+                    continue
+                with nogil:
+                    if self._take_one(sc) < 0:
+                        self.board.wait(listed)   # the rest is taken: wait for the next chunk to list
+        finally:
+            self.encoder._give_back(sc)
+        if listed < n:
+            for i in range(self.bounds[listed], len(self.keep)):   # well-formed, then dropped
+                Py_INCREF(None)
+                PyList_SET_ITEM(out, i, None)
+            return None
+        return out
 
 
 cdef class SpmDefaults:
@@ -2407,32 +2900,6 @@ cdef Py_ssize_t _str_to_utf8(Source* src, vector[uint8_t]& buf) noexcept nogil:
 
 
 # -- helpers -------------------------------------------------------------------
-cdef list _seg_pieces(bytes normalized, vector[Seg]& segs, list pieces, str unk_piece):
-    cdef const char* s = PyBytes_AS_STRING(normalized)
-    cdef size_t i
-    cdef list out = [None] * segs.size()
-    for i in range(segs.size()):
-        if segs[i].flag == SEG_UNK:
-            if unk_piece is not None:
-                out[i] = unk_piece
-            else:
-                out[i] = PyUnicode_DecodeUTF8(s + segs[i].start, segs[i].end - segs[i].start, "replace")
-        else:
-            out[i] = pieces[segs[i].id]
-    return out
-
-
-def segments_to_pieces(bytes normalized, list segments, list pieces, str unk_piece=None):
-    """Pieces for ``[(id, start, end, flag)]`` segments (as returned by the encoders)."""
-    cdef list out = []
-    for seg_id, start, end, flag in segments:
-        if flag == SEG_UNK:
-            out.append(unk_piece if unk_piece is not None else normalized[start:end].decode("utf-8", "replace"))
-        else:
-            out.append(pieces[seg_id])
-    return out
-
-
 cdef void _fuse_unknown(vector[Seg]& raw, vector[Seg]& fused, int32_t unk_id) noexcept nogil:
     """Consecutive unknown segments (by id) as one SEG_UNK segment, as Hugging Face's fuse_unk does."""
     cdef size_t k
@@ -2621,3 +3088,92 @@ cdef void _astar(Lattice* L, int nbest_size, bint spm, vector[vector[int32_t]]& 
                 _std_push(fresh, hyps, agenda[0])
                 _std_pop(agenda, hyps)
             agenda.swap(fresh)
+
+
+cdef void _gumbel_top(Lattice* L, vector[double]& alpha, double theta, int k, Rng* rng,
+                      vector[vector[int32_t]]& paths, vector[double]& keys) noexcept nogil:
+    """The ``k`` paths with the largest Gumbel-perturbed log-probabilities, largest first, and those keys.
+
+    Perturbing every path's log-probability with its own Gumbel noise and
+    keeping the top ``k`` is sampling ``k`` paths without replacement (the
+    Gumbel-top-k trick). There are too many paths to perturb one by one, so
+    the noise is drawn top-down, as in SentencePiece's Lattice::NBest with
+    ``sample`` (Kool et al. 2019, "Stochastic Beams and Where to Find
+    Them"): A* from EOS, where a partial path's key is the largest
+    perturbed score among its completions, its ``gx`` their total log
+    probability (``alpha``: the forward log-sums of ``_forward``). A node's
+    children get independent Gumbel keys around their own ``gx``, shifted
+    (truncated Gumbel, numerically stable form of appendix B.3 of Kool et
+    al.) so that their maximum is exactly the parent's key. Keys are in
+    double precision.
+    """
+    cdef vector[Hyp] hyps
+    cdef vector[int32_t] agenda, fresh, path
+    cdef vector[double] probs, perturbed
+    cdef Hyp h
+    cdef int32_t top, node, j, l, lo, hi, i, keep
+    cdef double gx, fx, Z, biggest, v
+    if k < 1:
+        return
+    h.node = 1
+    h.next = -1
+    h.gx = 0.0
+    h.fx = rng_gumbel(rng)    # the perturbed score of the whole lattice
+    hyps.push_back(h)
+    _std_push(agenda, hyps, 0)
+    while agenda.size():
+        top = agenda[0]
+        _std_pop(agenda, hyps)
+        node = hyps[top].node
+        if node == 0:  # reached BOS: a complete path
+            path.clear()
+            j = hyps[top].next
+            while hyps[j].next != -1:
+                path.push_back(hyps[j].node)
+                j = hyps[j].next
+            paths.push_back(path)
+            keys.push_back(hyps[top].fx)
+            if <int>paths.size() == k:
+                break
+            continue
+        gx = hyps[top].gx
+        fx = hyps[top].fx
+        lo = L.end_off[L.nodes[node].pos]
+        hi = L.end_off[L.nodes[node].pos + 1]
+        Z = alpha[node]
+        probs.resize(hi - lo)
+        perturbed.resize(hi - lo)
+        biggest = -INF_D
+        for i in range(hi - lo):
+            l = L.end_ids[lo + i]
+            probs[i] = gx + alpha[l] + theta * L.nodes[l].score - Z
+            perturbed[i] = probs[i] + rng_gumbel(rng)
+            if perturbed[i] > biggest:
+                biggest = perturbed[i]
+        for i in range(hi - lo):
+            v = fx - perturbed[i] + log1p(-exp(perturbed[i] - biggest))
+            h.node = L.end_ids[lo + i]
+            h.next = top
+            h.gx = probs[i]
+            h.fx = fx - (v if v > 0.0 else 0.0) - log1p(exp(-fabs(v)))
+            hyps.push_back(h)
+            _std_push(agenda, hyps, <int32_t>hyps.size() - 1)
+        if <int>agenda.size() >= MAX_AGENDA:
+            # Keep only the best hypotheses, as _astar does.
+            keep = MIN_AGENDA if MIN_AGENDA < k * 10 else k * 10
+            fresh.clear()
+            for i in range(keep):
+                _std_push(fresh, hyps, agenda[0])
+                _std_pop(agenda, hyps)
+            agenda.swap(fresh)
+
+
+
+cdef inline double _log_inclusion(double x) noexcept nogil:
+    """log(1 − exp(−exp(x))): the log-probability that a path whose log-probability exceeds the
+    sample's threshold κ by ``x`` is in a Gumbel-top-k sample (a series below x = −10, where the
+    closed form loses all precision), as SentencePiece computes it."""
+    cdef double y = exp(x)
+    if x <= -10.0:
+        return x - y / 2.0 + y * y / 24.0 - y * y * y * y / 2880.0
+    return log(-expm1(-y))

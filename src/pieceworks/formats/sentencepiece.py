@@ -28,7 +28,7 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from ..errors import FileFormatError
+from ..errors import ConfigError, FileFormatError
 from ._sentencepiece_proto import MODEL_TYPES, PIECE_TYPES, ModelProto
 
 __all__ = ["read_model_proto", "piece_tables", "write_model_proto", "vocab_lines", "write_vocab", "check_model_proto",
@@ -105,10 +105,9 @@ def check_model_proto(proto: ModelProto, where: str = "<ModelProto>") -> tuple[l
         if proto.HasField(name):
             _check_text_fields(getattr(proto, name), name, where)
     model_type = proto.trainer_spec.model_type
-    if model_type not in (MODEL_TYPES["UNIGRAM"], MODEL_TYPES["BPE"]):
-        name = {v: k for k, v in MODEL_TYPES.items()}.get(model_type, str(model_type))
-        raise FileFormatError(where, f"model_type {name} is not supported (only UNIGRAM and BPE)",
-                              field="trainer_spec.model_type", fix="use a Unigram or BPE SentencePiece model")
+    if model_type not in MODEL_TYPES.values():
+        raise FileFormatError(where, f"model_type {model_type} is not supported (only UNIGRAM, BPE, WORD and CHAR)",
+                              field="trainer_spec.model_type", fix=_REFETCH)
     byte_fallback = proto.trainer_spec.byte_fallback
     rows = [(p.piece, p.score, p.type) for p in proto.pieces]
     texts = [r[0] for r in rows]
@@ -299,6 +298,11 @@ def _regex(pattern: str):
 
 def _hf_model(proto: ModelProto):
     ts = proto.trainer_spec
+    if ts.model_type not in (MODEL_TYPES["UNIGRAM"], MODEL_TYPES["BPE"]):
+        kind = {v: k for k, v in MODEL_TYPES.items()}[ts.model_type]
+        raise ConfigError(f"a SentencePiece {kind} model has no tokenizer.json form (Hugging Face converts only "
+                          "Unigram and BPE models)",
+                          fix="encode it with pieceworks.sentencepiece.SentencePieceProcessor(model_file=...)")
     if ts.model_type == MODEL_TYPES["UNIGRAM"]:
         from ..models.unigram import Unigram
 

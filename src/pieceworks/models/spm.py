@@ -3,8 +3,9 @@
 Where the Hugging Face-style :class:`~pieceworks.models.Unigram` sees one
 pre-tokenized piece, a SentencePiece model owns the full path from raw
 text to ids: its normalizer (the precompiled charsmap, whitespace rules,
-dummy prefix, ``▁``), its segmenter (Unigram Viterbi or SentencePiece BPE
-over the bytes of the whole normalized sentence), the post-processing of
+dummy prefix, ``▁``), its segmenter (Unigram Viterbi, SentencePiece BPE,
+or the char and word models, over the bytes of the whole normalized
+sentence), the post-processing of
 ``SentencePieceProcessor`` (a run of unknown characters becomes one
 unknown piece, or ``<0xNN>`` byte pieces with ``byte_fallback``) and the
 decoder. :mod:`pieceworks.sentencepiece` is the thin face over it.
@@ -40,8 +41,17 @@ MAX_SAMPLE_NBEST = 512
 MAX_NBEST = 1024
 
 
+_KIND_NAMES = {MODEL_TYPES["UNIGRAM"]: "Unigram", MODEL_TYPES["BPE"]: "BPE", MODEL_TYPES["WORD"]: "Word",
+               MODEL_TYPES["CHAR"]: "Char"}
+
+
 def set_random_seed(seed: "int | None") -> None:
-    """Seed the generator behind every sampling call (``None``: from the OS)."""
+    """Seed the generators behind every sampling call (``None``: from the OS).
+
+    Each thread samples from its own generator; every one of them restarts
+    from ``seed`` before its next draw, so a thread's samples after this call
+    are the same whatever other threads do.
+    """
     K.set_random_seed(seed)
 
 
@@ -56,6 +66,8 @@ class SentencePieceModel:
         self.pieces, self.scores, self.types = piece_tables(proto)
         self.model_type = ts.model_type
         self.is_unigram = self.model_type == MODEL_TYPES["UNIGRAM"]
+        self.is_bpe = self.model_type == MODEL_TYPES["BPE"]
+        self.kind_name = _KIND_NAMES[self.model_type]   # "Unigram", "BPE", "Word" or "Char"
         self.byte_fallback = ts.byte_fallback
         unk = next((i for i, t in enumerate(self.types) if t == _UNKNOWN), -1)
         self._core = K.SpmCore(self.pieces, self.scores, self.types, self.model_type, self.byte_fallback,
@@ -151,8 +163,9 @@ class SentencePieceModel:
     def nbest(self, text: "str | bytes", nbest_size: int):
         """``(normalized, [(segments, score)])``: the ``nbest_size`` best segmentations, best first."""
         if not self.is_unigram:
-            raise ConfigError("n-best encoding needs a Unigram model; this is a BPE model",
-                              fix="use encode() (or BPE-dropout sampling with enable_sampling=True)")
+            raise ConfigError(f"n-best encoding needs a Unigram model; this is a {self.kind_name} model",
+                              fix="use encode()" + (" (or BPE-dropout sampling with enable_sampling=True)"
+                                                    if self.is_bpe else ""))
         normalized, _ = self._normalizer.normalize(_utf8(text), False)
         nbest_size = max(1, min(int(nbest_size), MAX_NBEST))
         if nbest_size == 1 or not normalized:
@@ -168,6 +181,7 @@ class SentencePieceModel:
         weights exp(alpha·score). BPE: BPE-dropout with merge-skip
         probability ``alpha`` (``nbest_size`` is ignored).
         """
+        self._check_can_sample()
         check_sampling(nbest_size, alpha, self.is_unigram)
         normalized, _ = self._normalizer.normalize(_utf8(text), False)
         if not self.is_unigram:
@@ -179,10 +193,33 @@ class SentencePieceModel:
         nbests = self._core.nbest(normalized, nbest_size)
         return normalized, nbests[_pick_by_score([s for _, s in nbests], alpha)][0]
 
+    def sample_and_score(self, text: "str | bytes", num_samples: int, alpha: float, wor: bool,
+                         include_best: bool):
+        """``(normalized, [(segments, score)])``: SentencePiece's SampleEncodeAndScore (Unigram).
+
+        With replacement, each of ``num_samples`` draws is scored with its
+        log-probability under exp(alpha·score); without (``wor``), the sample
+        is the Gumbel-top-k of the paths and each is scored with the log of
+        its inclusion probability; ``include_best`` puts the best
+        segmentation first (score 0). See ``SpmCore.sample_and_score``.
+        """
+        if not self.is_unigram:
+            raise ConfigError(f"SampleEncodeAndScore needs a Unigram model; this is a {self.kind_name} model",
+                              fix="use a Unigram .model" + (", or encode(enable_sampling=True) for BPE-dropout"
+                                                            if self.is_bpe else ""))
+        normalized, _ = self._normalizer.normalize(_utf8(text), False)
+        return normalized, self._core.sample_and_score(normalized, float(alpha), num_samples, wor, include_best)
+
+    def _check_can_sample(self) -> None:
+        if not (self.is_unigram or self.is_bpe):
+            raise ConfigError(f"sampling needs a Unigram or BPE model; this is a {self.kind_name} model",
+                              fix="encode without enable_sampling (SentencePiece cannot sample it either)")
+
     def entropy(self, text: "str | bytes", alpha: float) -> float:
         """Entropy of the distribution exp(alpha·score) over all segmentations (Unigram)."""
         if not self.is_unigram:
-            raise ConfigError("entropy needs a Unigram model", fix="use a Unigram .model")
+            raise ConfigError(f"entropy needs a Unigram model; this is a {self.kind_name} model",
+                              fix="use a Unigram .model")
         normalized, _ = self._normalizer.normalize(_utf8(text), False)
         return self._core.entropy(normalized, float(alpha))
 
@@ -201,7 +238,8 @@ class SentencePieceModel:
         return total
 
     def segments_to_pieces(self, normalized: bytes, segments, emit_unk_piece: bool = False) -> list[str]:
-        return K.segments_to_pieces(normalized, segments, self.pieces, self.unk_piece if emit_unk_piece else None)
+        return self._core.segments_to_pieces(normalized, segments, self.pieces,
+                                             self.unk_piece if emit_unk_piece else None)
 
     # -- decoding -----------------------------------------------------------------
     def decode_ids(self, ids) -> str:

@@ -7,7 +7,12 @@ piece covers becomes one unknown token (its text is the token's value), or
 ``<0xNN>`` byte tokens with ``byte_fallback``. With ``alpha`` set, encoding
 samples instead (subword regularization): from the ``nbest_size`` best
 segmentations, or from all of them when ``nbest_size`` is None, each with
-weight exp(alpha · score).
+weight exp(alpha · score). Sampling draws from the calling thread's own
+generator, seeded by ``pieceworks.sentencepiece.set_random_generator_seed``.
+
+``tokenize(text, excluded_ids=...)`` leaves some pieces out of the search
+(the ids of special tokens, say, so that their text in the input is never
+read as them): the best segmentation over the other pieces.
 
 Names, fields and behaviour follow Hugging Face ``tokenizers.models.Unigram``
 (scores in double precision, the unknown score is the lowest score minus 10).
@@ -17,6 +22,8 @@ Names, fields and behaviour follow Hugging Face ``tokenizers.models.Unigram``
 [('ab', (0, 2)), ('c', (2, 3)), ('ab', (3, 5))]
 >>> m.token_to_id("ab"), m.id_to_token(1)
 (3, 'a')
+>>> [t.value for t in m.tokenize("abcab", excluded_ids={3})]
+['a', 'b', 'c', 'a', 'b']
 """
 
 from __future__ import annotations
@@ -59,32 +66,64 @@ class Unigram(Model):
         self._pieces = [p for p, _ in self._vocab]
         self._core = K.SpmCore(self._pieces, [s for _, s in self._vocab], [1] * len(self._vocab), 1,
                                self.byte_fallback, True, -1 if unk_id is None else unk_id)
-        self._cache: dict[str, list] = {}
+        self._cache: dict = {}
+        self._masks: dict[frozenset, bytes] = {}
 
     # -- the model -------------------------------------------------------------
-    def tokenize(self, sequence: str) -> list[Token]:
+    def tokenize(self, sequence: str, excluded_ids=None) -> list[Token]:
+        """The tokens of one pre-tokenized piece: the best segmentation (or a sample, with ``alpha``).
+
+        ``excluded_ids`` (an iterable of ints, or None) are pieces the
+        segmentation must not use: it is the best one over the other pieces,
+        and a run of unknown chars is never given an excluded id either (the
+        unknown id itself still stands for unknown text, and the unknown
+        score stays the model's). Ids outside the vocabulary are ignored.
+        None (the default) is Hugging Face's behaviour.
+
+        >>> m = Unigram([("<unk>", 0.0), ("<s>", 0.0), ("<", -2.0), ("s", -2.0), (">", -2.0)], unk_id=0)
+        >>> [t.id for t in m.tokenize("<s>")], [t.id for t in m.tokenize("<s>", excluded_ids=[1])]
+        ([1], [2, 3, 4])
+        """
+        mask = None if excluded_ids is None else self._exclusion_mask(excluded_ids)
         try:
-            found = self._find_tokens(sequence)
+            found = self._find_tokens(sequence, mask)
         except UnicodeEncodeError:
             # Lone surrogates (a Python str may hold them; UTF-8 cannot): each
             # becomes U+FFFD, one char for one, so offsets stay right.
-            found = self._find_tokens(_without_surrogates(sequence))
+            found = self._find_tokens(_without_surrogates(sequence), mask)
         if found is None:
             raise UnknownTokenError("Unigram: the text has a character no piece covers and the model has no "
                                     "unk_id", fix="give the model an unk_id (the index of '<unk>' in vocab)")
         return [Token(i, value, (s, e)) for i, value, s, e in found]
 
-    def _find_tokens(self, sequence: str):
+    def _find_tokens(self, sequence: str, mask: "bytes | None" = None):
         if self.alpha is not None and self.alpha != 0.0:
-            found = self._core.hf_sample(sequence, self._pieces, float(self.alpha),
-                                         0 if self.nbest_size is None else int(self.nbest_size))
-        else:
-            found = self._cache.get(sequence)
-            if found is None:
-                found = self._core.hf_tokenize(sequence, self._pieces)
-                if found is not None and len(self._cache) < 10_000 and len(sequence) < 256:
-                    self._cache[sequence] = found
+            return self._core.hf_sample(sequence, self._pieces, float(self.alpha),
+                                        0 if self.nbest_size is None else int(self.nbest_size), mask)
+        key = sequence if mask is None else (mask, sequence)
+        found = self._cache.get(key)
+        if found is None:
+            found = self._core.hf_tokenize(sequence, self._pieces, mask)
+            if found is not None and len(self._cache) < 10_000 and len(sequence) < 256:
+                self._cache[key] = found
         return found
+
+    def _exclusion_mask(self, excluded_ids) -> bytes:
+        """The kernel's mask for ``excluded_ids`` (made once per set of ids)."""
+        if isinstance(excluded_ids, (str, bytes)) or not hasattr(excluded_ids, "__iter__"):
+            raise InputTypeError(f"excluded_ids must be an iterable of ints, got {type(excluded_ids).__name__}",
+                                 fix="pass e.g. excluded_ids={1, 2} (the ids of the special tokens), or None")
+        key = excluded_ids if isinstance(excluded_ids, frozenset) else frozenset(excluded_ids)
+        mask = self._masks.get(key)
+        if mask is None:
+            try:
+                mask = self._core.exclusion_mask(key)
+            except TypeError as exc:
+                raise InputTypeError(str(exc), fix="pass piece ids (ints) in excluded_ids") from None
+            if len(self._masks) >= 16:
+                self._masks.clear()
+            self._masks[key] = mask
+        return mask
 
     def token_to_id(self, token: str) -> int | None:
         if not isinstance(token, str):
@@ -132,6 +171,7 @@ class Unigram(Model):
 
     def _clear_cache(self) -> None:
         self._cache.clear()
+        self._masks.clear()
 
     def _resize_cache(self, capacity: int) -> None:
         self._cache.clear()

@@ -53,7 +53,7 @@ def f32(x: float) -> float:
 
 
 def viterbi(text: str, scores: dict[str, float], unk: str = "<unk>", user_defined: frozenset = frozenset(),
-            float32: bool = True) -> list[str]:
+            float32: bool = True, excluded: frozenset = frozenset()) -> list[str]:
     """The best segmentation of ``text`` (unknown chars come back as themselves, one per char).
 
     ``user_defined`` pieces score ``0.1 · len(UTF-8 bytes) − 0.1`` (SentencePiece's bonus that
@@ -62,6 +62,11 @@ def viterbi(text: str, scores: dict[str, float], unk: str = "<unk>", user_define
     starting value ``FLT_MAX``, so unknown chars then beat every user-defined piece:
 
     >>> viterbi("ab", {"a": -1.0, "ab": -1.0}, user_defined=frozenset({"a", "ab"}))
+    ['a', 'b']
+
+    ``excluded`` pieces are never matched (the unknown score still counts them):
+
+    >>> viterbi("ab", {"a": -1.0, "b": -1.0, "ab": -0.5}, excluded=frozenset({"ab"}))
     ['a', 'b']
     """
     rnd = f32 if float32 else (lambda x: x)
@@ -77,7 +82,7 @@ def viterbi(text: str, scores: dict[str, float], unk: str = "<unk>", user_define
         single = False
         for end in range(start + 1, min(n, start + longest) + 1):
             piece = text[start:end]
-            if piece not in scores:
+            if piece not in scores or piece in excluded:
                 continue
             if piece in user_defined:
                 score = rnd(rnd(0.1 * len(piece.encode("utf-8")) * 1.0) - 0.1) if float32 else \

@@ -16,11 +16,10 @@ errors are pieceworks errors (which are also ``ValueError``/``IndexError``/
 from __future__ import annotations
 
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from ._kernels.unigram import SpmDefaults
 from .errors import ConfigError, InputTypeError
+from .fast._pool import _get_pool
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
 from .models.spm import SentencePieceModel, check_sampling, set_random_seed
 
@@ -469,11 +468,6 @@ class SentencePieceProcessor:
     Detokenize = Decode
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
-
-
 def _encode_list(encoder, texts: list, as_pieces: bool, emit_unk, num_threads):
     """``encoder.encode`` of every text, on up to ``num_threads`` threads (sentencepiece: -1 = CPUs).
 
@@ -508,24 +502,6 @@ def _thread_count(num_threads, n_items: int) -> int:
     return max(1, min(num_threads, n_items, 256))
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size < workers:
-            # A smaller old pool is left alone (another call may be using it); it idles.
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pieceworks-spm")
-            _pool_size = workers
-        return _pool
-
-
-def _forget_pool_after_fork() -> None:
-    # A forked child has none of the parent's threads: it makes a new pool on demand.
-    global _pool, _pool_size, _pool_lock
-    _pool, _pool_size = None, 0
-    _pool_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def _check_out_type(out_type):

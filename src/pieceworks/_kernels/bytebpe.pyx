@@ -1471,37 +1471,70 @@ cdef class ByteBPE:
         """
         cdef Workspace ws = <Workspace>self._checkout()
         cdef State* st = ws.st
-        cdef Py_ssize_t n = len(texts), k
-        cdef vector[const void*] datas
-        cdef vector[Py_ssize_t] lengths
-        cdef vector[int] kinds
-        cdef vector[uint8_t] asciis
-        cdef size_t start
+        cdef Py_ssize_t k
+        cdef size_t start = 0
         cdef list out
         try:
-            for text in texts:
-                if type(text) is not str:
-                    raise TypeError(f"expected str, got {type(text).__name__}")
-                if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
-                    return None
-                datas.push_back(PyUnicode_DATA(text))
-                lengths.push_back(PyUnicode_GET_LENGTH(text))
-                kinds.push_back(PyUnicode_KIND(text))
-                asciis.push_back(PyUnicode_IS_ASCII(text))
-            st.ids.clear()
-            st.item_end.clear()
-            with nogil:
-                for k in range(n):
-                    encode_str(&self.m, kinds[k], datas[k], lengths[k], asciis[k], st, False, False)
-                    st.item_end.push_back(<Py_ssize_t>st.ids.size())
+            if self._encode_all(st, texts, False, refuse_surrogates, NULL):
+                return None
             out = PyList_New(0)
-            start = 0
-            for k in range(n):
+            for k in range(len(texts)):
                 out.append(self._id_list(st, start, st.item_end[k]))
                 start = st.item_end[k]
             return out
         finally:
             self._checkin(ws)
+
+    def encode_raw_batch(self, list texts, bint prefix_space=False):
+        """``[encode_raw(t, prefix_space) for t in texts]``, the GIL released once for the whole list."""
+        cdef Workspace ws = <Workspace>self._checkout()
+        cdef State* st = ws.st
+        cdef Py_ssize_t k
+        cdef vector[Py_ssize_t] pieces
+        cdef size_t start = 0
+        cdef list out
+        try:
+            self._encode_all(st, texts, True, False, &pieces)
+            out = PyList_New(0)
+            for k in range(len(texts)):
+                out.append((raw_of(st, start, st.item_end[k], prefix_space), st.item_end[k] - start, pieces[k]))
+                start = st.item_end[k]
+            return out
+        finally:
+            self._checkin(ws)
+
+    cdef int _encode_all(self, State* st, list texts, bint offsets, bint refuse_surrogates,
+                         vector[Py_ssize_t]* pieces) except -1:
+        """Encode every text into ``st`` (``item_end[k]``: where text k's ids end) with the GIL
+        released once; with ``pieces``, each text's piece count too. 1: a text held a lone
+        surrogate and ``refuse_surrogates`` was set (nothing encoded)."""
+        cdef Py_ssize_t n = len(texts), k, count
+        cdef vector[const void*] datas
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[int] kinds
+        cdef vector[uint8_t] asciis
+        for text in texts:
+            if type(text) is not str:
+                raise TypeError(f"expected str, got {type(text).__name__}")
+            if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
+                return 1
+            datas.push_back(PyUnicode_DATA(text))
+            lengths.push_back(PyUnicode_GET_LENGTH(text))
+            kinds.push_back(PyUnicode_KIND(text))
+            asciis.push_back(PyUnicode_IS_ASCII(text))
+        st.ids.clear()
+        st.item_end.clear()
+        if offsets:
+            st.starts.clear()
+            st.ends.clear()
+            st.words.clear()
+        with nogil:
+            for k in range(n):
+                count = encode_str(&self.m, kinds[k], datas[k], lengths[k], asciis[k], st, offsets, False)
+                st.item_end.push_back(<Py_ssize_t>st.ids.size())
+                if pieces != NULL:
+                    pieces.push_back(count)
+        return 0
 
     def encode_with_offsets(self, str text, list token_strings, bint prefix_space=False):
         """``(ids, tokens, offsets, words, n_pieces)`` of ``text``, Hugging Face style.

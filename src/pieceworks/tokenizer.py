@@ -199,9 +199,7 @@ class Tokenizer:
         items = _as_list(input, "input")
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
         plan = None if is_pretokenized else self._current_plan()
-        raw_ready = None
-        if not is_pretokenized and not (split and self._split_exclusion() is not None):
-            raw_ready = self._raw_batch_ready(plan, add_special_tokens)
+        raw_ready = None if is_pretokenized else self._raw_batch_ready(plan, add_special_tokens, split)
 
         def encode_range(start: int, stop: int) -> list[Encoding]:
             if raw_ready is not None:
@@ -233,12 +231,9 @@ class Tokenizer:
         from .fast._pool import run_in_ranges
 
         plan = self._current_plan()
-        processor = self.post_processor
-        frame = None
         split = self.encode_special_tokens
-        if plan is not None and plan.has_raw and self._truncation is None and self._padding is None \
-                and not (split and self._split_exclusion() is not None):
-            frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens, ids_only=True)
+        frame = None if self._padding is not None else self._raw_batch_ready(plan, add_special_tokens, split,
+                                                                              ids_only=True)
         if frame is None:
             return [e._ids_array() for e in self.encode_batch(texts, add_special_tokens=add_special_tokens)]
         encodings = run_in_ranges(lambda start, stop: self._encode_range_raw(texts, start, stop, plan, frame, split,
@@ -383,12 +378,13 @@ class Tokenizer:
         self.__dict__["_spelling"] = (key, table, strings)     # (keeps ``strings`` alive: its id is the key)
         return table
 
-    def _raw_batch_ready(self, plan, add_special_tokens: bool):
+    def _raw_batch_ready(self, plan, add_special_tokens: bool, split: bool, ids_only: bool = False):
         """The frame for a batch of single texts through ``plan.encode_raw_batch``, or None."""
-        if plan is None or not plan.has_raw or self._truncation is not None:
+        if plan is None or not plan.has_raw or self._truncation is not None \
+                or split and self._split_exclusion() is not None:
             return None
         processor = self.post_processor
-        return PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
+        return PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens, ids_only)
 
     def _encode_range_raw(self, items: list, start: int, stop: int, plan, frame, split: bool,
                           add_special_tokens: bool) -> list[Encoding]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from ._kernels.unigram import SpmDefaults
+from ._kernels.unigram import SpmDefaults, processor_encode
 from .errors import ConfigError, InputTypeError
 from .fast._pool import _get_pool
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
@@ -124,27 +124,16 @@ class SentencePieceProcessor:
         write_vocab(self.model.proto, path)
 
     # -- encoding -------------------------------------------------------------------
-    def Encode(self, input, out_type=None, add_bos=None, add_eos=None, reverse=None, emit_unk_piece=None,
-               enable_sampling=None, nbest_size=None, alpha=None, num_threads=None):
-        """Ids (``out_type=int``) or pieces (``str``) of ``input`` (a str, or a list of str).
+    # Encode is written in Cython (the common call, one text with plain defaults, never enters a
+    # Python frame); its docstring says what it does. Every other call lands in _encode_rest.
+    Encode = processor_encode
 
-        ``enable_sampling=True`` samples a segmentation (subword
-        regularization): Unigram with ``nbest_size=-1`` samples from all
-        segmentations by forward-filtering backward-sampling, ``nbest_size``
-        > 1 from the n best, weights exp(alpha·score); BPE drops merges with
-        probability ``alpha`` (BPE-dropout). ``add_bos``/``add_eos`` add
-        ``<s>``/``</s>`` after ``reverse``. A list is encoded on ``num_threads``
-        threads (-1: one per CPU), the results in order.
-        """
-        # The common calls go straight to the kernel (None: the general path below decides, and
-        # raises the right error if there is one).
+    def _encode_rest(self, input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                     nbest_size, alpha, num_threads):
+        """Encode for a list, or for options the kernel's one-text path does not take."""
         if type(input) is list:
             out = self._encode_batch(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
                                      num_threads)
-            if out is not None:
-                return out
-        elif self._fast is not None:
-            out = self._fast.plain(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling)
             if out is not None:
                 return out
         return self._encode_general(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,

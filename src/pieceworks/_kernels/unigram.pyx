@@ -63,6 +63,7 @@ Tried and dropped, no faster on this machine: two trie walks interleaved to
 overlap their loads, and best-path updates by bit masks instead of a jump.
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.math cimport exp, expm1, fabs, log, log1p
@@ -2848,6 +2849,34 @@ cdef class SpmDefaults:
         else:
             return None
         return self.encoder._encode(text, as_pieces, self.emit if emit_unk_piece is None else bool(emit_unk_piece))
+
+
+@cython.binding(True)
+def processor_encode(self, input, out_type=None, add_bos=None, add_eos=None, reverse=None, emit_unk_piece=None,
+                     enable_sampling=None, nbest_size=None, alpha=None, num_threads=None):
+    """Ids (``out_type=int``) or pieces (``str``) of ``input`` (a str, or a list of str).
+
+    ``enable_sampling=True`` samples a segmentation (subword
+    regularization): Unigram with ``nbest_size=-1`` samples from all
+    segmentations by forward-filtering backward-sampling, ``nbest_size``
+    > 1 from the n best, weights exp(alpha·score); BPE drops merges with
+    probability ``alpha`` (BPE-dropout). ``add_bos``/``add_eos`` add
+    ``<s>``/``</s>`` after ``reverse``. A list is encoded on ``num_threads``
+    threads (-1: one per CPU), the results in order.
+    """
+    # SentencePieceProcessor.Encode itself: one text with the processor's plain defaults goes
+    # straight to the kernel (most calls; a Python method's frame would cost 5-8% of them),
+    # everything else to the processor's general ``_encode_rest``.
+    cdef object fast
+    cdef object out
+    if type(input) is not list:
+        fast = self._fast
+        if fast is not None and not (add_bos or add_eos or reverse or enable_sampling):
+            out = (<SpmDefaults>fast)._encode(input, out_type, emit_unk_piece)
+            if out is not None:
+                return out
+    return self._encode_rest(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
+                             nbest_size, alpha, num_threads)
 
 
 cdef inline void _put_char(vector[uint8_t]& out, vector[int32_t]& orig_of, const uint8_t* c, Py_ssize_t length,

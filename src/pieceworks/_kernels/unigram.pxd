@@ -49,3 +49,6 @@ cdef class Charsmap:
     cdef Py_ssize_t _search(self, const uint8_t* s, Py_ssize_t n, Py_ssize_t* value, bint longest) noexcept nogil
     cdef Py_ssize_t _string_end(self, Py_ssize_t start) noexcept nogil
     cdef _walk(self, uint32_t unit, Py_ssize_t pos, bytes prefix, list out, int depth)
+    cdef bint second_chars(self, uint64_t* bits) noexcept nogil
+    cdef bint _mark_from(self, uint32_t unit, Py_ssize_t pos, uint8_t* path, int depth,
+                         uint64_t* bits) noexcept nogil

@@ -575,6 +575,50 @@ cdef class Charsmap:
         return length, PyBytes_FromStringAndSize(<const char*>self.strings + value,
                                                  self._string_end(value) - value)
 
+    cdef bint second_chars(self, uint64_t* bits) noexcept nogil:
+        """Set bit c of ``bits`` (1024 words) for every char c < U+10000 that a rule's walk can
+        go on through right after the rule's first char; False if some walk ends inside that
+        char (then no such filter is exact).
+
+        A walk that dies within the next char matched nothing (``_dead_after``),
+        and so it is for every next char not marked here.
+        """
+        cdef uint8_t path[8]
+        memset(bits, 0, 1024 * sizeof(uint64_t))
+        return self._mark_from(self._unit(0), 0, path, 0, bits)
+
+    cdef bint _mark_from(self, uint32_t unit, Py_ssize_t pos, uint8_t* path, int depth,
+                         uint64_t* bits) noexcept nogil:
+        cdef Py_ssize_t base, child
+        cdef uint32_t cu
+        cdef int c, first, second
+        base = pos ^ ((unit >> 10) << ((unit & (1 << 9)) >> 6))
+        for c in range(1, 256):
+            child = base ^ c
+            if child >= self.n_units:
+                continue
+            cu = self._unit(child)
+            if (cu & LABEL_MASK) != <uint32_t>c:
+                continue
+            path[depth] = <uint8_t>c
+            first = one_char_len(path[0])
+            if depth + 1 <= first:
+                if not self._mark_from(cu, child, path, depth + 1, bits):
+                    return False
+                continue
+            second = one_char_len(path[first])
+            if depth + 1 - first == second:
+                # The walk went through a whole next char. (The filter is asked only about
+                # valid chars below U+10000: others take the trie walk.)
+                if second < 4 and valid_utf8_len(path + first, second) == second:
+                    c = <int>_decode_utf8(path + first, second)
+                    bits[c >> 6] |= (<uint64_t>1) << (c & 63)
+            elif (cu >> 8) & 1:
+                return False   # a rule ends inside the next char
+            elif not self._mark_from(cu, child, path, depth + 1, bits):
+                return False
+        return True
+
     def rules(self):
         """Every ``(source bytes, replacement bytes)`` rule, by walking the trie."""
         out = []
@@ -626,6 +670,10 @@ cdef class SpmNormalizer:
     cdef DoubleArray matcher
     cdef readonly bint add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces, suffix
     cdef vector[uint32_t] follow    # per char < U+10000: 0, NO_SHORTCUT or 1 + the charsmap walk's state
+    # Two bits per char < U+10000, in 16 KB: bit 0 "copied whatever follows" (follow == 0), bit 1
+    # "copied unless the next char is one a rule's walk goes on through" (Charsmap.second_chars).
+    cdef uint64_t quick[2048]
+    cdef uint64_t second[1025]      # bit c: a rule's walk may go on through c; bit 0x10000: any other
     cdef uint64_t ascii_pair[128][2]   # bit b of [a]: ASCII char a before ASCII byte b is copied as is
 
     def __init__(self, Charsmap charsmap, DoubleArray matcher, bint add_dummy_prefix,
@@ -658,6 +706,7 @@ cdef class SpmNormalizer:
                 self.follow[cp] = NO_SHORTCUT
             elif self.charsmap is not None:
                 self.follow[cp] = self.charsmap.after(buf, length)
+        self._mark_quick()
         memset(self.ascii_pair, 0, sizeof(self.ascii_pair))
         for cp in range(128):
             for c in range(128):
@@ -665,6 +714,30 @@ cdef class SpmNormalizer:
                 buf[1] = <uint8_t>c
                 if self._copied(cp, buf, 1, 2):
                     self.ascii_pair[cp][c >> 6] |= (<uint64_t>1) << (c & 63)
+
+    cdef void _mark_quick(self):
+        cdef uint32_t cp, bits
+        cdef bint exact = self.charsmap is not None and self.charsmap.second_chars(self.second)
+        self.second[1024] = 1   # "the next char is not one the table knows": take the trie walk
+        memset(self.quick, 0, sizeof(self.quick))
+        for cp in range(0x10000):
+            bits = 1 if self.follow[cp] == 0 else (2 if exact and self.follow[cp] != NO_SHORTCUT else 0)
+            self.quick[cp >> 5] |= (<uint64_t>bits) << (2 * (cp & 31))
+
+    cdef inline bint _quick_copied(self, uint32_t cp, const uint8_t* s, Py_ssize_t k, Py_ssize_t n) noexcept nogil:
+        """``_copied`` by table lookups alone, without a branch on the char (False: ask ``_copied``).
+
+        In CJK text the chars with and without rules alternate at random, so a
+        branch on them would be mispredicted at every other char.
+        """
+        cdef uint32_t bits = (self.quick[cp >> 5] >> (2 * (cp & 31))) & 3
+        cdef uint32_t nxt = 0x10000
+        cdef Py_ssize_t length
+        if k < n:
+            length = valid_utf8_len(s + k, n - k)
+            if 0 < length < 4:
+                nxt = _decode_utf8(s + k, length)
+        return (bits & 1) | ((bits >> 1) & ~(<uint32_t>(self.second[nxt >> 6] >> (nxt & 63))) & 1)
 
     cdef inline bint _ascii_copied(self, const uint8_t* s, Py_ssize_t j, Py_ssize_t n) noexcept nogil:
         """``_copied`` for the ASCII char ``s[j]``, by table when the next byte is ASCII too."""
@@ -815,7 +888,8 @@ cdef class SpmNormalizer:
                 continue
             if c >= 0xC2 and c < 0xF0:
                 length = valid_utf8_len(s + consumed, n - consumed)
-                if length and self._copied(_decode_utf8(s + consumed, length), s, consumed + length, n):
+                if length and (self._quick_copied(_decode_utf8(s + consumed, length), s, consumed + length, n)
+                               or self._copied(_decode_utf8(s + consumed, length), s, consumed + length, n)):
                     if m + length > <Py_ssize_t>out.size():
                         _room(out, to_orig, offsets, m, length)
                         o = out.data()

@@ -19,7 +19,7 @@ import os
 
 from ._kernels.unigram import SpmDefaults, processor_encode
 from .errors import ConfigError, InputTypeError
-from .fast._pool import _get_pool
+from .fast._pool import run_job
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
 from .models.spm import SentencePieceModel, check_sampling, set_random_seed
 
@@ -471,14 +471,7 @@ def _encode_list(encoder, texts: list, as_pieces: bool, emit_unk, num_threads):
     if threads <= 1:
         return encoder.encode_batch(texts, 0, len(texts), as_pieces, emit_unk)
     job = encoder.batch_job(texts, as_pieces)
-    if job is None:
-        return None
-    helpers = min(threads, job.n_chunks) - 1   # a short list is one chunk: no thread to wake
-    futures = [_get_pool(helpers).submit(job.work) for _ in range(helpers)]
-    out = job.run(emit_unk)
-    for future in futures:
-        future.result()
-    return out
+    return None if job is None else run_job(job, threads, emit_unk)
 
 
 def _thread_count(num_threads, n_items: int) -> int:

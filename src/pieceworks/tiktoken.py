@@ -131,19 +131,15 @@ class Encoding:
         if self._split_regex is None:
             try:
                 # The kernel checks types and surrogates as it reads the pointers: no Python loop here.
-                return _run_batch(self._encode_batch_plain, texts, num_threads)
-            except (TypeError, _HasSurrogates):
+                out = _run_job(self._core, texts, num_threads, refuse_surrogates=True)
+                if out is not None:
+                    return out
+            except TypeError:
                 pass
         texts = [_fix_surrogates(self._core, _check_text(t)) for t in texts]
         if self._split_regex is not None:
             return _run_batch(lambda chunk: [self._encode_plain(t) for t in chunk], texts, num_threads)
-        return _run_batch(self._core.encode_batch, texts, num_threads)
-
-    def _encode_batch_plain(self, texts: list[str]) -> list[list[int]]:
-        out = self._core.encode_batch(texts, True)
-        if out is None:
-            raise _HasSurrogates()
-        return out
+        return _run_job(self._core, texts, num_threads)
 
     def encode_batch(self, text: list[str], *, num_threads: int = 8,
                      allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
@@ -156,7 +152,7 @@ class Encoding:
         if allowed or self._split_regex is not None:
             return _run_batch(lambda chunk: [self._encode_allowing(_fix_surrogates(self._core, t), allowed)
                                              for t in chunk], texts, num_threads)
-        return _run_batch(self._core.encode_batch, [_fix_surrogates(self._core, t) for t in texts], num_threads)
+        return _run_job(self._core, [_fix_surrogates(self._core, t) for t in texts], num_threads)
 
     def encode_with_unstable(self, text: str, **_kwargs):
         """Not provided: tiktoken's own docs call this API unstable."""
@@ -381,16 +377,30 @@ def _check_list(texts) -> list:
     return list(texts)
 
 
-class _HasSurrogates(Exception):
-    """A batch holds a lone surrogate: take the path that replaces them."""
-
-
 def _fix_surrogates(core: ByteBPE, text: str) -> str:
     # As tiktoken: lone surrogates cannot be UTF-8, so a text holding one is
     # round-tripped through UTF-16, which pairs what pairs and makes the rest U+FFFD.
     if core.has_surrogates(text):
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool = False) -> list[list[int]] | None:
+    """``core.encode_batch(texts)`` on up to ``num_threads`` threads (None: a text has a lone surrogate
+    and ``refuse_surrogates`` is set).
+
+    The list is cut into chunks of about 32 K chars; pool threads and the
+    calling thread each take the next chunk as they come free and encode it
+    without the GIL, and the calling thread makes the lists of the chunks
+    done, in order, between its own chunks (see ``bytebpe.BatchJob``).
+    """
+    from .fast._pool import THREAD_MIN_CHARS, num_threads as pool_threads, run_job
+
+    threads = min(pool_threads(), max(num_threads or 1, 1), len(texts))
+    if threads <= 1 or sum(map(len, texts)) < THREAD_MIN_CHARS:
+        return core.encode_batch(texts, refuse_surrogates)
+    job = core.batch_job(texts, refuse_surrogates)
+    return None if job is None else run_job(job, threads)
 
 
 def _run_batch(encode_chunk, texts: list[str], num_threads: int) -> list[list[int]]:

@@ -69,6 +69,8 @@ Performance notes (what the merge loop waits for is memory, not arithmetic):
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New
+
+from pieceworks._kernels.board cimport pw_board
 from cpython.tuple cimport PyTuple_New
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
@@ -1141,6 +1143,11 @@ cdef inline PyObject* new_int(list ints, const vector[void*]& ptrs, Py_ssize_t v
     return PyLong_FromSsize_t_p(v)
 
 
+# Texts per chunk of a BatchJob: about this many chars (defined before ByteBPE, whose
+# batch_job takes it as a default).
+cdef Py_ssize_t CHUNK_CHARS = 32768
+
+
 cdef class ByteBPE:
     """A byte-level BPE model and its pre-tokenization pattern, in C form.
 
@@ -1485,6 +1492,34 @@ cdef class ByteBPE:
         finally:
             self._checkin(ws)
 
+    def batch_job(self, list texts, bint refuse_surrogates=False, Py_ssize_t chunk_chars=CHUNK_CHARS):
+        """A :class:`BatchJob` that encodes ``texts`` on several threads (None as :meth:`encode_batch`)."""
+        cdef BatchJob job = BatchJob.__new__(BatchJob)
+        cdef Py_ssize_t count, i, acc = 0
+        job.bpe = self
+        job.keep = tuple(texts)   # holds the texts even if the list changes meanwhile
+        count = len(job.keep)
+        job.bounds.push_back(0)
+        for i in range(count):
+            text = job.keep[i]
+            if type(text) is not str:
+                raise TypeError(f"expected str, got {type(text).__name__}")
+            if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
+                return None
+            job.datas.push_back(PyUnicode_DATA(text))
+            job.lengths.push_back(PyUnicode_GET_LENGTH(text))
+            job.kinds.push_back(PyUnicode_KIND(text))
+            job.asciis.push_back(PyUnicode_IS_ASCII(text))
+            acc += job.lengths[i] + 16   # + 16: a text's own cost
+            if acc >= chunk_chars:
+                job.bounds.push_back(i + 1)
+                acc = 0
+        if job.bounds.back() != count:
+            job.bounds.push_back(count)
+        job.results.resize(job.bounds.size() - 1)
+        job.board = new pw_board(<Py_ssize_t>job.results.size())
+        return job
+
     def encode_raw_batch(self, list texts, bint prefix_space=False):
         """``[encode_raw(t, prefix_space) for t in texts]``, the GIL released once for the whole list."""
         cdef Workspace ws = <Workspace>self._checkout()
@@ -1754,3 +1789,104 @@ cdef class ByteBPE:
             memset(ws.st.chars.data(), 0, ws.st.chars.size() * sizeof(CharEntry))
             memset(ws.st.recent.data(), 0xFF, ws.st.recent.size() * sizeof(uint64_t))
             memset(ws.st.seams.data(), 0xFF, ws.st.seams.size() * sizeof(uint64_t))
+
+
+# -- lists of texts on several threads ------------------------------------------------------
+
+
+cdef struct ChunkIds:
+    vector[uint32_t] ids          # the chunk's texts' ids, one after another
+    vector[Py_ssize_t] ends       # where each text's ids end
+
+
+cdef class BatchJob:
+    """A list of texts encoded by several threads at once, in chunks each takes as it goes.
+
+    Pool threads call :meth:`work`; the calling thread calls :meth:`run`,
+    which encodes chunks too and, between them, makes the lists of the
+    chunks already done, in order (the lists need the GIL, the encoding
+    does not: so they overlap). A thread slowed down takes fewer chunks, and
+    the caller, which also makes every list, fewer still. Each thread keeps
+    one workspace, so its piece cache stays warm for the whole list.
+
+    >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
+    >>> job = bpe.batch_job(["hi", "a b", "!"], chunk_chars=1)
+    >>> job.n_chunks, job.run()
+    (3, [[104, 105], [97, 32, 98], [33]])
+    """
+
+    cdef ByteBPE bpe
+    cdef tuple keep                    # the texts (the pointers below point into them)
+    cdef vector[const void*] datas
+    cdef vector[Py_ssize_t] lengths
+    cdef vector[int] kinds
+    cdef vector[uint8_t] asciis
+    cdef vector[Py_ssize_t] bounds     # chunk k is texts bounds[k]:bounds[k + 1]
+    cdef vector[ChunkIds] results
+    cdef pw_board* board
+
+    def __dealloc__(self):
+        del self.board
+
+    @property
+    def n_chunks(self):
+        return self.results.size()
+
+    def work(self):
+        """Encode chunks until none is left (a pool thread's part)."""
+        cdef Workspace ws = <Workspace>self.bpe._checkout()
+        try:
+            with nogil:
+                while self._take_one(ws.st) >= 0:
+                    pass
+        finally:
+            self.bpe._checkin(ws)
+
+    cdef Py_ssize_t _take_one(self, State* st) noexcept nogil:
+        """Encode the next chunk no thread has taken; its index, or -1 if none is left."""
+        cdef Py_ssize_t i = self.board.take(), k
+        cdef ChunkIds* out
+        if i >= <Py_ssize_t>self.results.size():
+            return -1
+        st.ids.clear()
+        st.item_end.clear()
+        for k in range(self.bounds[i], self.bounds[i + 1]):
+            encode_str(&self.bpe.m, self.kinds[k], self.datas[k], self.lengths[k], self.asciis[k], st, False,
+                       False)
+            st.item_end.push_back(<Py_ssize_t>st.ids.size())
+        # Into the shared results only once per chunk: neighbouring chunks' results share cache
+        # lines, and a write per text would bounce them between the cores.
+        out = &self.results[i]
+        out.ids.assign(st.ids.begin(), st.ids.end())
+        out.ends.assign(st.item_end.begin(), st.item_end.end())
+        self.board.finish(i, 0)
+        return i
+
+    def run(self):
+        """Encode chunks and make the lists of the finished ones, in order: the result."""
+        cdef Py_ssize_t listed = 0, n = self.results.size(), k, first, j
+        cdef list out = PyList_New(len(self.keep))
+        cdef list ids
+        cdef ChunkIds* chunk
+        cdef Workspace ws = <Workspace>self.bpe._checkout()
+        try:
+            while listed < n:
+                if not self.board.is_done(listed):
+                    with nogil:
+                        if self._take_one(ws.st) < 0:
+                            self.board.wait(listed)   # the rest is taken: wait for the next chunk to list
+                    continue
+                chunk = &self.results[listed]
+                first = 0
+                for k in range(<Py_ssize_t>chunk.ends.size()):
+                    ids = PyList_New(chunk.ends[k] - first)
+                    for j in range(first, chunk.ends[k]):
+                        PyList_SET_ITEM_p(ids, j - first, new_int(self.bpe._ints, self.bpe._int_ptrs, chunk.ids[j]))
+                    first = chunk.ends[k]
+                    Py_INCREF_p(<PyObject*>ids)
+                    PyList_SET_ITEM_p(out, self.bounds[listed] + k, <PyObject*>ids)
+                vector[uint32_t]().swap(chunk.ids)
+                listed += 1
+        finally:
+            self.bpe._checkin(ws)
+        return out

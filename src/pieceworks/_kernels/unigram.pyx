@@ -2761,39 +2761,7 @@ cdef class SpmEncoder:
         return ENC_OK
 
 
-cdef extern from *:
-    """
-    #include <atomic>
-    #include <condition_variable>
-    #include <mutex>
-    #include <vector>
-    /* Which chunks of a BatchJob are taken and which are done. A thread takes the next chunk
-       with one atomic add; a finished chunk is marked under the mutex, and whoever waits for it
-       is woken. */
-    struct pw_board {
-        std::atomic<Py_ssize_t> next;
-        std::mutex m;
-        std::condition_variable cv;
-        std::vector<char> done;
-        std::vector<int> status;
-        explicit pw_board(Py_ssize_t n) : next(0), done(n, 0), status(n, 0) {}
-        Py_ssize_t take() { return next.fetch_add(1); }
-        void finish(Py_ssize_t i, int st) {
-            { std::lock_guard<std::mutex> g(m); done[i] = 1; status[i] = st; }
-            cv.notify_all();
-        }
-        bool is_done(Py_ssize_t i) { std::lock_guard<std::mutex> g(m); return done[i] != 0; }
-        int status_of(Py_ssize_t i) { std::lock_guard<std::mutex> g(m); return status[i]; }
-        void wait(Py_ssize_t i) { std::unique_lock<std::mutex> g(m); cv.wait(g, [&] { return done[i] != 0; }); }
-    };
-    """
-    cppclass pw_board:
-        pw_board(Py_ssize_t n) except +
-        Py_ssize_t take() noexcept nogil
-        void finish(Py_ssize_t i, int status) noexcept nogil
-        bint is_done(Py_ssize_t i) noexcept nogil
-        int status_of(Py_ssize_t i) noexcept nogil
-        void wait(Py_ssize_t i) noexcept nogil
+from pieceworks._kernels.board cimport pw_board
 
 
 cdef class BatchJob:

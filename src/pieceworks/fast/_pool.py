@@ -23,7 +23,7 @@ from typing import Callable
 
 from ..errors import ConfigError
 
-__all__ = ["run_in_ranges", "num_threads"]
+__all__ = ["run_in_ranges", "run_job", "num_threads"]
 
 # Below this much GIL-free work (chars) in a batch, one thread is faster:
 # handing work to threads costs tens of microseconds.
@@ -51,6 +51,23 @@ def num_threads() -> int:
         raise ConfigError(f"PIECEWORKS_NUM_THREADS must be a positive integer, got {value!r}",
                           fix="set it to the number of threads, e.g. PIECEWORKS_NUM_THREADS=4, or unset it")
     return int(value)
+
+
+def run_job(job, threads: int, *run_args):
+    """``job.run(*run_args)`` with up to ``threads - 1`` pool threads running ``job.work`` beside it.
+
+    ``job`` is a kernel batch job (``bytebpe.BatchJob``, ``unigram.BatchJob``):
+    threads take its chunks as they come free, and ``run`` (this thread)
+    also makes the result lists in order between its own chunks. A job of
+    one chunk wakes no thread.
+    """
+    helpers = min(threads, job.n_chunks) - 1
+    futures = [_get_pool(helpers).submit(job.work) for _ in range(helpers)]
+    try:
+        return job.run(*run_args)
+    finally:
+        for future in futures:
+            future.result()
 
 
 def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan, whole_range: bool = False) -> list:

@@ -317,3 +317,40 @@ def test_tiktoken_face_special_text_property(shared_data):
         assert ours.encode(text, disallowed_special=()) == theirs.encode(text, disallowed_special=())
 
     check()
+
+
+# -- a batch asks the added-token prefilter once for all its texts ---------------------------
+
+
+def _byte_level_with_specials():
+    tok = pw.Tokenizer(pw.models.BPE())
+    tok.pre_tokenizer = pw.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = pw.decoders.ByteLevel()
+    trainer = pw.trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>", "<|pad|>"],
+                                     initial_alphabet=pw.pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(["some text with <| and |> in it, then more text"] * 50, trainer)
+    return tok
+
+
+def test_added_vocabulary_batch_prefilter_never_misses():
+    tok = _byte_level_with_specials()
+    added = tok._added
+    assert added.may_occur_in_any(["plain", "text"]) is False
+    assert added.may_occur_in_any(["plain", "a <|endoftext|> b"]) is True
+    # A lead split across two texts is a false alarm (True), never a miss.
+    assert added.may_occur_in_any(["ends with <", "|endoftext|> starts"]) is True
+    assert not any(added.may_occur_in(t) for t in ["ends with <", "|endoftext|> starts"])
+
+
+@pytest.mark.parametrize("texts", [
+    ["plain line"] * 30,
+    ["plain line"] * 15 + ["a <|endoftext|> in the middle"] + ["plain line"] * 15,
+    ["ends with <", "|endoftext|> starts the next"] * 10,
+])
+def test_batch_equals_one_by_one_around_added_tokens(texts):
+    tok = _byte_level_with_specials()
+    batch = tok.encode_batch(texts)
+    assert [e.ids for e in batch] == [tok.encode(t).ids for t in texts]
+    assert [e.offsets for e in batch] == [tok.encode(t).offsets for t in texts]
+    special = tok.token_to_id("<|endoftext|>")
+    assert any(special in e.ids for e in batch) == any("<|endoftext|>" in t for t in texts)

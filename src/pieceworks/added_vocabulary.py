@@ -131,6 +131,19 @@ class AddedVocabulary:
         return any(matcher is not None and matcher[0].search(text) is not None
                    for matcher in (self._raw_matcher, self._normalized_matcher))
 
+    def may_occur_in_any(self, texts: list[str]) -> bool:
+        """False only if :meth:`may_occur_in` is False for every text, found in one pass over them all.
+
+        It asks only the first chars of the tokens (a token starting across
+        two texts is a false alarm, never a miss); without that prefilter, or
+        if some lead char is there, True: ask text by text.
+        """
+        leads = self._leads
+        if leads is None:
+            return True
+        joined = "".join(texts)
+        return any(ch in joined for ch in leads)
+
     def is_special(self, content: str) -> bool:
         return content in self.special_set
 

@@ -394,12 +394,17 @@ class Tokenizer:
         normalized_added = self._normalizer is not None and added.has_normalized_tokens()
         plain, where = [], []
         out: list = [None] * (stop - start)
-        for i in range(start, stop):
-            item = items[i]
-            if type(item) is str and not (check_added and (added.may_occur_in(item) or normalized_added
-                                                           and not plan.normalizes_nothing(item))):
-                plain.append(item)
-                where.append(i - start)
+        chunk = items[start:stop]
+        if not normalized_added and set(map(type, chunk)) == {str} and not (check_added and
+                                                                            added.may_occur_in_any(chunk)):
+            plain, where = chunk, range(len(chunk))   # every text plain, found without a loop per text
+        else:
+            for i in range(start, stop):
+                item = items[i]
+                if type(item) is str and not (check_added and (added.may_occur_in(item) or normalized_added
+                                                               and not plan.normalizes_nothing(item))):
+                    plain.append(item)
+                    where.append(i - start)
         from_raw = Encoding.from_raw
         for k, result in zip(where, plan.encode_raw_batch(plain) if plain else ()):
             if result is not None:

@@ -45,9 +45,10 @@ class Frame:
     """
 
     __slots__ = ("ids_before", "tokens_before", "types_before", "type_id", "ids_after", "tokens_after",
-                 "types_after", "sequence_range", "size")
+                 "types_after", "sequence_range", "size", "pads_before", "pads_after", "_padded")
 
-    def __init__(self, before, type_id: int, after, sequence_range: bool):
+    def __init__(self, before, type_id: int, after, sequence_range: bool, pads_before: int = 0,
+                 pads_after: int = 0):
         self.ids_before = [t[0] for t in before]
         self.tokens_before = [t[1] for t in before]
         self.types_before = [t[2] for t in before]
@@ -57,6 +58,35 @@ class Frame:
         self.types_after = [t[2] for t in after]
         self.sequence_range = sequence_range
         self.size = len(before) + len(after)
+        self.pads_before = pads_before      # the first pads_before tokens before are padding
+        self.pads_after = pads_after        # the last pads_after tokens after are padding
+        self._padded: dict = {}
+
+    def padded(self, missing: int, direction: str, pad_id: int, pad_type_id: int, pad_token: str) -> "Frame":
+        """This frame with ``missing`` padding tokens on the ``direction`` side (made once, then kept).
+
+        Padding tokens are special (mask 1), not attended (attention 0), and
+        have no offsets and no word, as :meth:`Encoding.pad` makes them.
+
+        >>> f = Frame([(101, "[CLS]", 0)], 0, [(102, "[SEP]", 0)], True).padded(2, "right", 0, 0, "[PAD]")
+        >>> f.ids_after, f.tokens_after, f.pads_after, f.size
+        ([102, 0, 0], ['[SEP]', '[PAD]', '[PAD]'], 2, 4)
+        """
+        key = (missing, direction, pad_id, pad_type_id, pad_token)
+        frame = self._padded.get(key)
+        if frame is None:
+            before = list(zip(self.ids_before, self.tokens_before, self.types_before))
+            after = list(zip(self.ids_after, self.tokens_after, self.types_after))
+            pads = [(pad_id, pad_token, pad_type_id)] * missing
+            if direction == "left":
+                frame = Frame(pads + before, self.type_id, after, self.sequence_range,
+                              self.pads_before + missing, self.pads_after)
+            else:
+                frame = Frame(before, self.type_id, after + pads, self.sequence_range, self.pads_before,
+                              self.pads_after + missing)
+            if len(self._padded) < 1024:   # (Fixed padding makes at most one per length)
+                self._padded[key] = frame
+        return frame
 
     def around(self, values: list, before, after) -> list:
         """``values`` between the lists (or fill values) ``before`` and ``after``."""
@@ -124,7 +154,11 @@ class _Builders:
 
     @staticmethod
     def attention_mask(e) -> list:
-        return [1] * (e._n + e._frame.size)
+        frame = e._frame
+        attended = [1] * (e._n + frame.size - frame.pads_before - frame.pads_after)
+        if frame.pads_before or frame.pads_after:
+            return [0] * frame.pads_before + attended + [0] * frame.pads_after
+        return attended
 
     @staticmethod
     def overflowing(e) -> list:
@@ -447,6 +481,13 @@ class Encoding:
         """Pad to ``length`` tokens (and the overflowing encodings too)."""
         if direction not in ("right", "left"):
             raise ConfigError(f"unknown padding direction {direction!r}", fix="use 'right' or 'left'")
+        if self._ids is None and not self._any_built():
+            # Lazy and never read: the padding joins the frame, and the lists stay unbuilt
+            # (a lazy encoding has no overflowing part to pad).
+            missing = length - len(self)
+            if missing > 0:
+                self._frame = self._frame.padded(missing, direction, pad_id, pad_type_id, pad_token)
+            return
         for over in self.overflowing:
             over.pad(length, direction, pad_id, pad_type_id, pad_token)
         missing = length - len(self.ids)

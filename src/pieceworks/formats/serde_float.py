@@ -24,6 +24,17 @@ _POW10 = [float(f"1e{i}") for i in range(309)]
 
 def serde_json_float(text: str) -> float:
     """The double serde_json (without ``float_roundtrip``) makes of the JSON number ``text``."""
+    negative = text.startswith("-")
+    mantissa, _, exponent = text[negative:].lower().partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    if len(digits) <= 19:       # every digit fits the u64: no digit is dropped (the usual case, fast)
+        return _from_parts(not negative, int(digits), int(exponent or 0) - len(fraction))
+    return _digit_by_digit(text)
+
+
+def _digit_by_digit(text: str) -> float:
+    """serde_json's reading of a number whose digits overflow a u64 (the ones past it are dropped)."""
     i, n = 0, len(text)
     positive = True
     if text[0] == "-":

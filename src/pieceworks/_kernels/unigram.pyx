@@ -3117,7 +3117,7 @@ cdef void _astar(Lattice* L, int nbest_size, bint spm, vector[vector[int32_t]]& 
     cdef vector[int32_t] agenda, fresh
     cdef vector[int32_t] path
     cdef Hyp h
-    cdef int32_t top, node, j, l, k, keep
+    cdef int32_t top, node, j, l
     cdef double gx
     if nbest_size < 1:
         return
@@ -3132,11 +3132,7 @@ cdef void _astar(Lattice* L, int nbest_size, bint spm, vector[vector[int32_t]]& 
         _std_pop(agenda, hyps)
         node = hyps[top].node
         if node == 0:  # reached BOS
-            path.clear()
-            k = hyps[top].next
-            while hyps[k].next != -1:
-                path.push_back(hyps[k].node)
-                k = hyps[k].next
+            _hyp_path(hyps, top, path)
             paths.push_back(path)
             scores.push_back(hyps[top].fx)
             if <int>paths.size() == nbest_size:
@@ -3156,13 +3152,28 @@ cdef void _astar(Lattice* L, int nbest_size, bint spm, vector[vector[int32_t]]& 
             hyps.push_back(h)
             _std_push(agenda, hyps, <int32_t>hyps.size() - 1)
         if <int>agenda.size() >= MAX_AGENDA:
-            # Keep only the best hypotheses (as SentencePiece does, so results match).
-            keep = MIN_AGENDA if MIN_AGENDA < nbest_size * 10 else nbest_size * 10
-            fresh.clear()
-            for k in range(keep):
-                _std_push(fresh, hyps, agenda[0])
-                _std_pop(agenda, hyps)
-            agenda.swap(fresh)
+            _shrink_agenda(agenda, fresh, hyps, nbest_size)
+
+
+cdef void _hyp_path(vector[Hyp]& hyps, int32_t top, vector[int32_t]& path) noexcept nogil:
+    """The lattice nodes of the complete hypothesis ``top``, BOS to EOS excluded, left to right."""
+    cdef int32_t k = hyps[top].next
+    path.clear()
+    while hyps[k].next != -1:
+        path.push_back(hyps[k].node)
+        k = hyps[k].next
+
+
+cdef void _shrink_agenda(vector[int32_t]& agenda, vector[int32_t]& fresh, vector[Hyp]& hyps,
+                         int wanted) noexcept nogil:
+    """Keep only the best hypotheses of a too-big agenda, as SentencePiece does (so results match)."""
+    cdef int keep = MIN_AGENDA if MIN_AGENDA < wanted * 10 else wanted * 10
+    cdef int i
+    fresh.clear()
+    for i in range(keep):
+        _std_push(fresh, hyps, agenda[0])
+        _std_pop(agenda, hyps)
+    agenda.swap(fresh)
 
 
 cdef void _gumbel_top(Lattice* L, vector[double]& alpha, double theta, int k, Rng* rng,
@@ -3186,7 +3197,7 @@ cdef void _gumbel_top(Lattice* L, vector[double]& alpha, double theta, int k, Rn
     cdef vector[int32_t] agenda, fresh, path
     cdef vector[double] probs, perturbed
     cdef Hyp h
-    cdef int32_t top, node, j, l, lo, hi, i, keep
+    cdef int32_t top, node, j, l, lo, hi, i
     cdef double gx, fx, Z, biggest, v
     if k < 1:
         return
@@ -3201,11 +3212,7 @@ cdef void _gumbel_top(Lattice* L, vector[double]& alpha, double theta, int k, Rn
         _std_pop(agenda, hyps)
         node = hyps[top].node
         if node == 0:  # reached BOS: a complete path
-            path.clear()
-            j = hyps[top].next
-            while hyps[j].next != -1:
-                path.push_back(hyps[j].node)
-                j = hyps[j].next
+            _hyp_path(hyps, top, path)
             paths.push_back(path)
             keys.push_back(hyps[top].fx)
             if <int>paths.size() == k:
@@ -3234,13 +3241,7 @@ cdef void _gumbel_top(Lattice* L, vector[double]& alpha, double theta, int k, Rn
             hyps.push_back(h)
             _std_push(agenda, hyps, <int32_t>hyps.size() - 1)
         if <int>agenda.size() >= MAX_AGENDA:
-            # Keep only the best hypotheses, as _astar does.
-            keep = MIN_AGENDA if MIN_AGENDA < k * 10 else k * 10
-            fresh.clear()
-            for i in range(keep):
-                _std_push(fresh, hyps, agenda[0])
-                _std_pop(agenda, hyps)
-            agenda.swap(fresh)
+            _shrink_agenda(agenda, fresh, hyps, k)
 
 
 

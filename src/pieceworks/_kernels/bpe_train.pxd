@@ -121,6 +121,7 @@ cdef class MergeLearner:
     cdef uint32_t sym(self, size_t i) noexcept
     cdef void set_sym(self, size_t i, uint32_t v) noexcept
     cdef int32_t width(self, size_t i) noexcept
+    cdef void move_sym(self, size_t to, size_t frm, uint32_t x) noexcept
     cdef size_t word_start(self, size_t w) noexcept
     cdef int64_t word_count(self, size_t w) noexcept
     cdef int _add_utf8(self, const uint8_t[::1] blob, const int64_t[::1] offsets,

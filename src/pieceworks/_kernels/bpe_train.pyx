@@ -356,6 +356,12 @@ cdef class MergeLearner:
     cdef int32_t width(self, size_t i) noexcept:
         return (<int32_t*>self.widths.data)[i]
 
+    cdef void move_sym(self, size_t to, size_t frm, uint32_t x) noexcept:
+        """Symbol ``x`` (the one at ``frm``) written at ``to``, with its width: closing a hole."""
+        self.set_sym(to, x)
+        if self.has_widths:
+            (<int32_t*>self.widths.data)[to] = self.width(frm)
+
     cdef size_t word_start(self, size_t w) noexcept:
         return (<uint32_t*>self.starts.data)[w]
 
@@ -814,9 +820,7 @@ cdef class MergeLearner:
                 if x == self.hole:
                     break
                 if o != r:
-                    self.set_sym(o, x)
-                    if self.has_widths:
-                        (<int32_t*>self.widths.data)[o] = self.width(r)
+                    self.move_sym(o, r, x)
                 o += 1
                 r += 1
         starts[self.n_words] = <uint32_t>o
@@ -971,9 +975,7 @@ cdef class MergeLearner:
                         self._note_gain(pair_key(new_id, q), w, 0)
             else:
                 if o != r:
-                    self.set_sym(o, x)
-                    if self.has_widths:
-                        (<int32_t*>self.widths.data)[o] = self.width(r)
+                    self.move_sym(o, r, x)
                 o += 1
                 r += 1
         self.holes += r - o
@@ -1034,8 +1036,7 @@ cdef class MergeLearner:
                 r += 2
             else:
                 if o != r:
-                    self.set_sym(o, x)
-                    (<int32_t*>self.widths.data)[o] = self.width(r)
+                    self.move_sym(o, r, x)
                 r += 1
             start += self.width(o)
             o += 1

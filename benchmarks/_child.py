@@ -33,6 +33,7 @@ missing library as that contender's row instead of stopping the run.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -177,6 +178,29 @@ def run_job(fn: Callable, *args) -> None:
     started = time.perf_counter()
     info = fn(*args) or {}
     emit({"inner_seconds": time.perf_counter() - started, **info, "hwm_mb": vm_hwm_kb() / 1024 or None})
+
+
+def training_parser(doc: str, vocab: int, contenders: Iterable[str], mb: float = 20,
+                    timeout: float = 1800, child: bool = True) -> argparse.ArgumentParser:
+    """The arguments every training benchmark takes (corpus size, vocab, contenders to skip, time
+    allowed), and with ``child`` the hidden ``--child NAME CORPUS OUT VOCAB`` its children are started with."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mb", type=float, default=mb, help=f"corpus size in MB (default {mb:g})")
+    parser.add_argument("--vocab", type=int, default=vocab)
+    parser.add_argument("--skip", action="append", default=[], choices=list(contenders))
+    parser.add_argument("--timeout", type=float, default=timeout, help="seconds allowed per contender")
+    if child:
+        parser.add_argument("--child", nargs=4, metavar=("NAME", "CORPUS", "OUT", "VOCAB"), help=argparse.SUPPRESS)
+    return parser
+
+
+def run_child_job(args, trainers: dict) -> bool:
+    """In a child (``args.child`` set): run ``trainers["train_" + NAME]`` on its arguments; True if it did."""
+    if not args.child:
+        return False
+    name, *rest = args.child
+    run_job(trainers[f"train_{name.replace('-', '_')}"], *rest)
+    return True
 
 
 def run_contenders(script: str, names: Iterable[str], child_args: Callable[[str], list[str]],

@@ -29,24 +29,19 @@ Targets (issue 7): pieceworks wall <= 0.5x Hugging Face's, peak RSS <= 0.5x.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_train_bpe as bpe  # noqa: E402
-from _child import run_contenders  # noqa: E402
+from _child import run_contenders, training_parser  # noqa: E402
 from harness import build_repeated_corpus, print_resource_table, print_targets  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mb", type=float, default=100, help="corpus size in MB (default 100)")
-    parser.add_argument("--vocab", type=int, default=bpe.VOCAB)
-    parser.add_argument("--skip", action="append", default=[], choices=bpe.CONTENDERS)
-    parser.add_argument("--timeout", type=float, default=3600, help="seconds allowed per contender")
-    args = parser.parse_args()
+    # (Its children are bench_train_bpe.py's.)
+    args = training_parser(__doc__, bpe.VOCAB, bpe.CONTENDERS, mb=100, timeout=3600, child=False).parse_args()
     with tempfile.TemporaryDirectory(prefix="pw-bench-scale-") as tmp_dir:
         tmp = Path(tmp_dir)
         corpus = tmp / "corpus.txt"

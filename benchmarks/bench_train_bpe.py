@@ -44,7 +44,6 @@ SentencePiece, YouTokenToMe and bpeasy.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import importlib.util
 import json
@@ -53,7 +52,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import run_contenders, run_job  # noqa: E402
+from _child import run_child_job, run_contenders, training_parser  # noqa: E402
 from harness import build_prose_code_corpus, print_resource_table, print_targets  # noqa: E402
 
 VOCAB = 32000
@@ -200,16 +199,8 @@ def print_verdict(rows: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mb", type=float, default=20, help="corpus size in MB (default 20)")
-    parser.add_argument("--vocab", type=int, default=VOCAB)
-    parser.add_argument("--skip", action="append", default=[], choices=CONTENDERS)
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per contender")
-    parser.add_argument("--child", nargs=4, metavar=("NAME", "CORPUS", "OUT", "VOCAB"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        name, *rest = args.child
-        run_job(globals()[f"train_{name}"], *rest)
+    args = training_parser(__doc__, VOCAB, CONTENDERS).parse_args()
+    if run_child_job(args, globals()):
         return
     with tempfile.TemporaryDirectory(prefix="pw-bench-bpe-") as tmp_dir:
         tmp = Path(tmp_dir)

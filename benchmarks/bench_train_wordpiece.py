@@ -42,14 +42,13 @@ slower than Hugging Face's, peak memory no higher.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _child import run_contenders, run_job  # noqa: E402
+from _child import run_child_job, run_contenders, training_parser  # noqa: E402
 from harness import build_prose_code_corpus, print_resource_table, print_targets  # noqa: E402
 
 VOCAB = 30000
@@ -127,18 +126,11 @@ def print_verdict(rows: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mb", type=float, default=20, help="corpus size in MB (default 20)")
-    parser.add_argument("--vocab", type=int, default=VOCAB)
-    parser.add_argument("--skip", action="append", default=[], choices=CONTENDERS)
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds allowed per contender")
+    parser = training_parser(__doc__, VOCAB, CONTENDERS)
     parser.add_argument("--no-check", action="store_true",
                         help="skip the untimed same-numbering check against Hugging Face")
-    parser.add_argument("--child", nargs=4, metavar=("NAME", "CORPUS", "OUT", "VOCAB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        name, *rest = args.child
-        run_job(globals()[f"train_{name.replace('-', '_')}"], *rest)
+    if run_child_job(args, globals()):
         return
     with tempfile.TemporaryDirectory(prefix="pw-bench-wordpiece-") as tmp_dir:
         tmp = Path(tmp_dir)

@@ -213,7 +213,7 @@ def test_float_viterbi_ties_match_sentencepiece(pieces, text, data):
 
 
 def assert_matches_reference(ours, text, pieces, user, unused):
-    from pieceworks.reference.unigram import viterbi
+    from pieceworks.reference.unigram import merge_unknowns, viterbi
 
     normalized = ours.normalize(text)
     usable = {p: s for p, s in pieces.items() if p not in unused}
@@ -221,20 +221,7 @@ def assert_matches_reference(ours, text, pieces, user, unused):
     got = ours.encode(normalized.replace("▁", " "), out_type=str)
     assert "".join(got) == normalized
     # The reference leaves unknown chars one per piece; SentencePiece's output merges runs of them.
-    assert merge_unknown_runs(want, usable) == got
-
-
-def merge_unknown_runs(pieces, vocab):
-    """Runs of unknown pieces as one piece (a merged run may happen to spell a vocabulary piece)."""
-    out, last_unknown = [], False
-    for piece in pieces:
-        unknown = piece not in vocab
-        if unknown and last_unknown:
-            out[-1] += piece
-        else:
-            out.append(piece)
-        last_unknown = unknown
-    return out
+    assert merge_unknowns(want, usable) == got
 
 
 @pytest.mark.parametrize("pieces,user,text,want", [

@@ -30,29 +30,11 @@ def build(entries: dict, model_type: int, user: frozenset = frozenset()) -> Sent
     return SentencePieceModel(proto)
 
 
-def merge_unknowns(pieces: list[str], vocab: dict) -> list[str]:
-    """Join each run of unknown pieces into one, as SentencePieceProcessor does.
-
-    Whether the previous piece was unknown is remembered, not looked up: a merged run
-    can spell a vocabulary piece ('b' + 'b' = 'bb').
-    """
-    out: list[str] = []
-    prev_unknown = False
-    for piece in pieces:
-        unknown = piece not in vocab
-        if unknown and prev_unknown:
-            out[-1] += piece
-        else:
-            out.append(piece)
-        prev_unknown = unknown
-    return out
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(PIECES, SCORES, min_size=1, max_size=25), st.text(alphabet=ALPHABET + "c", max_size=20))
 def test_viterbi_matches_the_twin(vocab, text):
     model = build(vocab, 1)
-    assert model.encode_pieces(text) == merge_unknowns(ref.viterbi(text, vocab), vocab)
+    assert model.encode_pieces(text) == ref.merge_unknowns(ref.viterbi(text, vocab), vocab)
 
 
 @settings(max_examples=200, deadline=None)
@@ -61,16 +43,16 @@ def test_viterbi_matches_the_twin(vocab, text):
 def test_user_defined_pieces_match_the_twin(vocab, text, data):
     user = frozenset(data.draw(st.sets(st.sampled_from(sorted(vocab)), max_size=3)))
     model = build(vocab, 1, user)
-    assert model.encode_pieces(text) == merge_unknowns(ref.viterbi(text, vocab, user_defined=user), vocab)
+    assert model.encode_pieces(text) == ref.merge_unknowns(ref.viterbi(text, vocab, user_defined=user), vocab)
     bpe = build(vocab, 2, user)
-    assert bpe.encode_pieces(text) == merge_unknowns(ref.bpe(text, vocab, frozen=user), vocab)
+    assert bpe.encode_pieces(text) == ref.merge_unknowns(ref.bpe(text, vocab, frozen=user), vocab)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(PIECES, SCORES, min_size=1, max_size=25), st.text(alphabet=ALPHABET + "c", max_size=20))
 def test_sentencepiece_bpe_matches_the_twin(vocab, text):
     model = build(vocab, 2)
-    assert model.encode_pieces(text) == merge_unknowns(ref.bpe(text, vocab), vocab)
+    assert model.encode_pieces(text) == ref.merge_unknowns(ref.bpe(text, vocab), vocab)
 
 
 @settings(max_examples=150, deadline=None)
@@ -145,4 +127,4 @@ def test_found_cases_against_sentencepiece(model_type, vocab, user, text):
     want = spm.SentencePieceProcessor(model_proto=proto.SerializeToString()).encode(text, out_type=str)
     assert build(vocab, model_type, user).encode_pieces(text) == want
     twin = ref.viterbi(text, vocab, user_defined=user) if model_type == 1 else ref.bpe(text, vocab, frozen=user)
-    assert merge_unknowns(twin, vocab) == want
+    assert ref.merge_unknowns(twin, vocab) == want

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import struct
 
-__all__ = ["f32", "viterbi", "all_segmentations", "bpe", "UNK_PENALTY", "FLT_MAX"]
+__all__ = ["f32", "viterbi", "merge_unknowns", "all_segmentations", "bpe", "UNK_PENALTY", "FLT_MAX"]
 
 UNK_PENALTY = 10.0
 #: The largest float32. SentencePiece starts its minimum score there, so a model with
@@ -104,6 +104,27 @@ def viterbi(text: str, scores: dict[str, float], unk: str = "<unk>", user_define
         out.append(piece)
         end = start
     return out[::-1]
+
+
+def merge_unknowns(pieces: list[str], vocab) -> list[str]:
+    """Join each run of unknown pieces (not in ``vocab``) into one, as SentencePieceProcessor does.
+
+    Whether the previous piece was unknown is remembered, not looked up: a
+    merged run can spell a vocabulary piece.
+
+    >>> merge_unknowns(["x", "b", "b", "a"], {"a": -1.0, "bb": -1.0})
+    ['xbb', 'a']
+    """
+    out: list[str] = []
+    prev_unknown = False
+    for piece in pieces:
+        unknown = piece not in vocab
+        if unknown and prev_unknown:
+            out[-1] += piece
+        else:
+            out.append(piece)
+        prev_unknown = unknown
+    return out
 
 
 def all_segmentations(text: str, scores: dict[str, float]) -> list[tuple[list[str], float]]:

@@ -43,20 +43,6 @@ def tokens(model, text: str, **kwargs) -> list[tuple[int, str]]:
     return [(t.id, t.value) for t in model.tokenize(text, **kwargs)]
 
 
-def fuse_unknowns(pieces: list[str], known) -> list[str]:
-    """Hugging Face's fuse_unk: consecutive unknown pieces become one."""
-    out: list[str] = []
-    prev_unknown = False
-    for piece in pieces:
-        unknown = not known(piece)
-        if unknown and prev_unknown:
-            out[-1] += piece
-        else:
-            out.append(piece)
-        prev_unknown = unknown
-    return out
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(PIECES, SCORES, min_size=1, max_size=25), st.data(), st.text(alphabet=ALPHABET + "c",
                                                                                     max_size=20))
@@ -68,7 +54,7 @@ def test_the_segmentation_is_the_twins_viterbi_over_the_other_pieces(vocab, data
     left_out = frozenset(entries[i][0] for i in excluded)
     scores = dict(entries)
     best = ref.viterbi(text, scores, float32=False, excluded=left_out)
-    want = fuse_unknowns(best, lambda p: p in scores and p not in left_out)
+    want = ref.merge_unknowns(best, set(scores) - set(left_out))  # Hugging Face's fuse_unk
     assert [t.value for t in got] == want
     assert not {t.id for t in got} & (excluded - {0})
     ids = {p: i for i, (p, _) in enumerate(entries)}

@@ -265,12 +265,7 @@ class SentencePieceProcessor:
         reverse = self._reverse if reverse is None else reverse
         emit_unk_piece = self._emit_unk_piece if emit_unk_piece is None else emit_unk_piece
         normalized, results = model.nbest(text, nbest_size)
-        out = []
-        for segs, score in results:
-            seq = ([s[0] for s in segs] if out_type is int
-                   else model.segments_to_pieces(normalized, segs, emit_unk_piece))
-            out.append((self._extras(seq, out_type, add_bos, add_eos, reverse), score))
-        return out
+        return self._scored(normalized, results, out_type, add_bos, add_eos, reverse, emit_unk_piece)
 
     def NBestEncodeAsPieces(self, input, nbest_size=None, **kwargs):
         return self.NBestEncode(input, out_type=str, nbest_size=nbest_size, **kwargs)
@@ -324,10 +319,14 @@ class SentencePieceProcessor:
         model = self.model
         _check_text(text)
         normalized, results = model.sample_and_score(text, num_samples, alpha, bool(wor), bool(include_best))
+        return self._scored(normalized, results, out_type, add_bos, add_eos, reverse, emit_unk_piece)
+
+    def _scored(self, normalized, results, out_type, add_bos, add_eos, reverse, emit_unk_piece) -> list:
+        """``(ids or pieces, score)`` of each scored segmentation of ``normalized``, bos/eos/reverse applied."""
         out = []
         for segs, score in results:
             seq = ([s[0] for s in segs] if out_type is int
-                   else model.segments_to_pieces(normalized, segs, emit_unk_piece))
+                   else self.model.segments_to_pieces(normalized, segs, emit_unk_piece))
             out.append((self._extras(seq, out_type, add_bos, add_eos, reverse), score))
         return out
 

@@ -61,6 +61,14 @@ cdef struct Model:
     const TokenMerge* token_merge # per token: its last merge
 
 
+# Where the texts of a batch keep their chars (pointers into the str objects, which the caller holds).
+cdef struct TextRefs:
+    vector[const void*] datas
+    vector[Py_ssize_t] lengths
+    vector[int] kinds
+    vector[uint8_t] asciis
+
+
 # One caller's scratch space and piece cache; one thread uses it at a time.
 cdef cppclass State:
     vector[uint32_t] ids          # output: token ids
@@ -119,5 +127,6 @@ cdef class ByteBPE:
     cdef bint _bytes_known(self, uint32_t tid)
     cdef Py_ssize_t _run(self, State* st, str text, bint offsets, bint one_piece) except -1
     cdef Py_ssize_t _run_more(self, State* st, str text, bint offsets=*, bint one_piece=*) except -1
+    cdef int _read_texts(self, texts, bint refuse_surrogates, TextRefs* refs) except -1
     cdef int _encode_all(self, State* st, list texts, bint offsets, bint refuse_surrogates,
                          vector[Py_ssize_t]* pieces) except -1

@@ -1499,18 +1499,11 @@ cdef class ByteBPE:
         job.bpe = self
         job.keep = tuple(texts)   # holds the texts even if the list changes meanwhile
         count = len(job.keep)
+        if self._read_texts(job.keep, refuse_surrogates, &job.texts):
+            return None
         job.bounds.push_back(0)
         for i in range(count):
-            text = job.keep[i]
-            if type(text) is not str:
-                raise TypeError(f"expected str, got {type(text).__name__}")
-            if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
-                return None
-            job.datas.push_back(PyUnicode_DATA(text))
-            job.lengths.push_back(PyUnicode_GET_LENGTH(text))
-            job.kinds.push_back(PyUnicode_KIND(text))
-            job.asciis.push_back(PyUnicode_IS_ASCII(text))
-            acc += job.lengths[i] + 16   # + 16: a text's own cost
+            acc += job.texts.lengths[i] + 16   # + 16: a text's own cost
             if acc >= chunk_chars:
                 job.bounds.push_back(i + 1)
                 acc = 0
@@ -1538,25 +1531,29 @@ cdef class ByteBPE:
         finally:
             self._checkin(ws)
 
+    cdef int _read_texts(self, texts, bint refuse_surrogates, TextRefs* refs) except -1:
+        """Where each str of ``texts`` keeps its chars (for the kernel to read without the GIL);
+        1, with ``refs`` unfinished, if one holds a lone surrogate and ``refuse_surrogates`` is set."""
+        for text in texts:
+            if type(text) is not str:
+                raise TypeError(f"expected str, got {type(text).__name__}")
+            if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
+                return 1
+            refs.datas.push_back(PyUnicode_DATA(text))
+            refs.lengths.push_back(PyUnicode_GET_LENGTH(text))
+            refs.kinds.push_back(PyUnicode_KIND(text))
+            refs.asciis.push_back(PyUnicode_IS_ASCII(text))
+        return 0
+
     cdef int _encode_all(self, State* st, list texts, bint offsets, bint refuse_surrogates,
                          vector[Py_ssize_t]* pieces) except -1:
         """Encode every text into ``st`` (``item_end[k]``: where text k's ids end) with the GIL
         released once; with ``pieces``, each text's piece count too. 1: a text held a lone
         surrogate and ``refuse_surrogates`` was set (nothing encoded)."""
         cdef Py_ssize_t n = len(texts), k, count
-        cdef vector[const void*] datas
-        cdef vector[Py_ssize_t] lengths
-        cdef vector[int] kinds
-        cdef vector[uint8_t] asciis
-        for text in texts:
-            if type(text) is not str:
-                raise TypeError(f"expected str, got {type(text).__name__}")
-            if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
-                return 1
-            datas.push_back(PyUnicode_DATA(text))
-            lengths.push_back(PyUnicode_GET_LENGTH(text))
-            kinds.push_back(PyUnicode_KIND(text))
-            asciis.push_back(PyUnicode_IS_ASCII(text))
+        cdef TextRefs refs
+        if self._read_texts(texts, refuse_surrogates, &refs):
+            return 1
         st.ids.clear()
         st.item_end.clear()
         if offsets:
@@ -1565,7 +1562,8 @@ cdef class ByteBPE:
             st.words.clear()
         with nogil:
             for k in range(n):
-                count = encode_str(&self.m, kinds[k], datas[k], lengths[k], asciis[k], st, offsets, False)
+                count = encode_str(&self.m, refs.kinds[k], refs.datas[k], refs.lengths[k], refs.asciis[k], st,
+                                   offsets, False)
                 st.item_end.push_back(<Py_ssize_t>st.ids.size())
                 if pieces != NULL:
                     pieces.push_back(count)
@@ -1646,44 +1644,6 @@ cdef class ByteBPE:
         try:
             pieces = self._run(st, text, True, False)
             return raw_of(st, 0, st.ids.size(), prefix_space), st.ids.size(), pieces
-        finally:
-            self._checkin(ws)
-
-    def encode_raw_batch(self, list texts, bint prefix_space=False):
-        """``[encode_raw(t, prefix_space) for t in texts]``, the GIL released once for the whole list."""
-        cdef Workspace ws = <Workspace>self._checkout()
-        cdef State* st = ws.st
-        cdef Py_ssize_t n = len(texts), k
-        cdef vector[const void*] datas
-        cdef vector[Py_ssize_t] lengths
-        cdef vector[int] kinds
-        cdef vector[uint8_t] asciis
-        cdef vector[Py_ssize_t] pieces
-        cdef size_t start
-        cdef list out
-        try:
-            for text in texts:
-                if type(text) is not str:
-                    raise TypeError(f"expected str, got {type(text).__name__}")
-                datas.push_back(PyUnicode_DATA(text))
-                lengths.push_back(PyUnicode_GET_LENGTH(text))
-                kinds.push_back(PyUnicode_KIND(text))
-                asciis.push_back(PyUnicode_IS_ASCII(text))
-            st.ids.clear()
-            st.starts.clear()
-            st.ends.clear()
-            st.words.clear()
-            st.item_end.clear()
-            with nogil:
-                for k in range(n):
-                    pieces.push_back(encode_str(&self.m, kinds[k], datas[k], lengths[k], asciis[k], st, True, False))
-                    st.item_end.push_back(<Py_ssize_t>st.ids.size())
-            out = PyList_New(0)
-            start = 0
-            for k in range(n):
-                out.append((raw_of(st, start, st.item_end[k], prefix_space), st.item_end[k] - start, pieces[k]))
-                start = st.item_end[k]
-            return out
         finally:
             self._checkin(ws)
 
@@ -1817,10 +1777,7 @@ cdef class BatchJob:
 
     cdef ByteBPE bpe
     cdef tuple keep                    # the texts (the pointers below point into them)
-    cdef vector[const void*] datas
-    cdef vector[Py_ssize_t] lengths
-    cdef vector[int] kinds
-    cdef vector[uint8_t] asciis
+    cdef TextRefs texts                # where each text keeps its chars
     cdef vector[Py_ssize_t] bounds     # chunk k is texts bounds[k]:bounds[k + 1]
     cdef vector[ChunkIds] results
     cdef pw_board* board
@@ -1851,8 +1808,8 @@ cdef class BatchJob:
         st.ids.clear()
         st.item_end.clear()
         for k in range(self.bounds[i], self.bounds[i + 1]):
-            encode_str(&self.bpe.m, self.kinds[k], self.datas[k], self.lengths[k], self.asciis[k], st, False,
-                       False)
+            encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
+                       self.texts.asciis[k], st, False, False)
             st.item_end.push_back(<Py_ssize_t>st.ids.size())
         # Into the shared results only once per chunk: neighbouring chunks' results share cache
         # lines, and a write per text would bounce them between the cores.

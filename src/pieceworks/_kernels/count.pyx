@@ -480,6 +480,26 @@ def decode_pieces(const uint8_t[::1] blob, const int64_t[::1] offsets, const uin
     return out
 
 
+def weighted_total(const int64_t[::1] offsets, const uint64_t[::1] counts, uint64_t limit):
+    """The sum of ``count × max(length, 1)`` over the pieces, or ``limit + 1`` once it passes ``limit``.
+
+    >>> from array import array
+    >>> weighted_total(array("q", [0, 2, 5]), array("Q", [3, 1]), 100)
+    9
+    >>> weighted_total(array("q", [0, 2, 5]), array("Q", [3, 1]), 8)
+    9
+    """
+    cdef Py_ssize_t k
+    cdef uint64_t total = 0, length
+    for k in range(counts.shape[0]):
+        length = <uint64_t>(offsets[k + 1] - offsets[k]) if offsets[k + 1] > offsets[k] else 1
+        # Dividing first: the product itself can wrap around 64 bits.
+        if counts[k] > (limit - total) // length:
+            return limit + 1
+        total += counts[k] * length
+    return total
+
+
 def first_bad_piece(const uint8_t[::1] blob, const int64_t[::1] offsets):
     """The index of the first piece that starts or ends inside a UTF-8 char, or -1.
 

@@ -51,7 +51,7 @@ from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
 from ..progress import progress_bar
 from ._base import InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, memory_limit_option
-from .counts import word_batches
+from .counts import check_training_counts, word_batches
 
 __all__ = ["BpeTrainer", "compute_alphabet"]
 
@@ -95,7 +95,7 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
         if not isinstance(model, self.model_type):
             raise InputTypeError(f"BpeTrainer trains BPE models, got {type(model).__name__}",
                                  fix="pass a pieceworks.models.BPE")
-        _check_counts(counts)
+        check_training_counts(counts, "BpeTrainer")
         id_to_token, token_to_id = self._initial_vocab(counts)
         # The words stream into the kernel's flat arrays batch by batch: no
         # table of all words is built in Python, even from counts on disk.
@@ -153,23 +153,6 @@ def compute_alphabet(counts: Mapping[str, int], initial_alphabet: Iterable[str] 
         kept.sort(key=lambda c: (char_counts[c], -ord(c)))
         kept = kept[len(kept) - limit_alphabet:]
     return sorted(kept)
-
-
-def _check_counts(counts: Mapping[str, int]) -> None:
-    from .counts import Counts
-
-    if isinstance(counts, Counts):
-        return  # checked when it was built
-    if not isinstance(counts, Mapping):
-        raise InputTypeError(f"counts must be a mapping of word -> count, got {type(counts).__name__}",
-                             fix="build counts with pieceworks.trainers.counts.count_words")
-    for word, count in counts.items():
-        if not isinstance(word, str):
-            raise InputTypeError(f"counts keys must be str, got {type(word).__name__}: {word!r}",
-                                 fix="build counts with pieceworks.trainers.counts.count_words")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise InputTypeError(f"count of {word!r} must be a non-negative int, got {count!r}",
-                                 fix="build counts with pieceworks.trainers.counts.count_words")
 
 
 def _model_merges(raw: list[tuple[int, int, int]], id_to_token: list[str]):

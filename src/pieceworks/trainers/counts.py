@@ -74,7 +74,8 @@ from ..pretokenized import PreTokenizedString
 from . import sources as _sources
 
 __all__ = ["Counts", "CountPlan", "count_words", "count_texts", "count_files", "count_sources",
-           "merge_counts", "pieces_of", "parse_memory_limit", "default_workers", "word_batches"]
+           "merge_counts", "pieces_of", "parse_memory_limit", "default_workers", "word_batches",
+           "check_training_counts", "MAX_SYMBOLS"]
 
 _BATCH = 1 << 16            # pieces decoded per kernel call when iterating
 _NO_ORDER = array("I")      # an empty order: identity
@@ -615,6 +616,48 @@ def _check_entry(piece, count) -> None:
     if isinstance(count, bool) or not isinstance(count, int) or count < 0 or count >= 1 << 64:
         raise InputTypeError(f"count of {piece!r} must be a non-negative int below 2**64, got {count!r}",
                              fix="build counts with pieceworks.trainers.counts.count_files or count_texts")
+
+
+#: Trainers sum counts times piece lengths in signed 64-bit integers.
+MAX_SYMBOLS = 2**63 - 1
+
+
+def check_training_counts(counts: Mapping[str, int], trainer: str) -> None:
+    """Raise unless ``counts`` is a ``{str: non-negative int}`` table a trainer can sum.
+
+    Each piece weighs ``count × length`` (UTF-8 bytes for a :class:`Counts`,
+    an upper bound on its chars); the weights must add up to at most
+    :data:`MAX_SYMBOLS`, or the trainers' 64-bit sums would wrap around.
+
+    >>> check_training_counts({"ab": 2**62}, "BpeTrainer")
+    Traceback (most recent call last):
+    ...
+    pieceworks.errors.ConfigError: the counts add up to more than 2**63 - 1 symbols (count × length), more than BpeTrainer can sum. Fix: scale the counts down (divide them all by the same number)
+    """
+    if isinstance(counts, Counts) and counts._dict is None and not len(counts._order):
+        from .._kernels.count import weighted_total
+
+        total = 0   # entries were checked when the Counts was built
+        for _, offsets, values in counts._word_batches(_BATCH):
+            total += weighted_total(offsets, values, MAX_SYMBOLS - total)
+            if total > MAX_SYMBOLS:
+                break
+    elif isinstance(counts, Mapping):
+        total = 0
+        for piece, count in counts.items():
+            if not isinstance(piece, str):
+                raise InputTypeError(f"counts keys must be str, got {type(piece).__name__}: {piece!r}",
+                                     fix="build counts with pieceworks.trainers.counts.count_words")
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise InputTypeError(f"count of {piece!r} must be a non-negative int, got {count!r}",
+                                     fix="build counts with pieceworks.trainers.counts.count_words")
+            total += count * max(len(piece), 1)
+    else:
+        raise InputTypeError(f"counts must be a mapping of word -> count, got {type(counts).__name__}",
+                             fix="build counts with pieceworks.trainers.counts.count_words")
+    if total > MAX_SYMBOLS:
+        raise ConfigError(f"the counts add up to more than 2**63 - 1 symbols (count × length), "
+                          f"more than {trainer} can sum", fix="scale the counts down (divide them all by the same number)")
 
 
 def _u64(data) -> array:

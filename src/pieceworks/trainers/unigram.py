@@ -49,6 +49,7 @@ from typing import Iterable, Mapping
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError, TrainingError
 from ._base import SpecialTokensOption, Trainer
+from .counts import check_training_counts
 
 # mine_seeds' sort comparator reads the text from a module global of the kernel, and
 # the GIL is released while it sorts: two trainings on two threads must take turns.
@@ -217,7 +218,8 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
         """Fill ``model`` (a Unigram) from ``{word: count}``; returns the special tokens."""
         from ..progress import progress_bar
 
-        words = {w: int(n) for w, n in counts.items() if w and n > 0}
+        check_training_counts(counts, "UnigramTrainer")
+        words = {w: n for w, n in counts.items() if w and n > 0}
         specials = [t.content for t in self._special_tokens]
         if self.unk_token is not None and self.unk_token not in specials:
             specials.append(self.unk_token)

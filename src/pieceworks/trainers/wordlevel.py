@@ -19,6 +19,7 @@ from typing import Mapping
 from ..added_vocabulary import AddedToken, as_added_token
 from ..errors import ConfigError
 from ._base import Trainer, memory_limit_option
+from .counts import check_training_counts
 
 __all__ = ["WordLevelTrainer"]
 
@@ -47,6 +48,7 @@ class WordLevelTrainer(Trainer):
     def train(self, model, counts: Mapping[str, int]) -> list[AddedToken]:
         import heapq
 
+        check_training_counts(counts, "WordLevelTrainer")
         # Only the vocab_size most frequent can be kept: select them without
         # sorting (or holding) the whole table.
         frequent = ((w, n) for w, n in counts.items() if n >= self.min_frequency)

@@ -61,6 +61,7 @@ from typing import Iterable, Mapping
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
 from ._base import InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, memory_limit_option
+from .counts import check_training_counts
 
 __all__ = ["WordPieceTrainer", "SCORINGS", "TIE_BREAKS"]
 
@@ -68,8 +69,6 @@ SCORINGS = ("likelihood", "frequency")
 TIE_BREAKS = ("first_seen", "huggingface")
 _DEFAULT_TIE_BREAK = {"likelihood": "first_seen", "frequency": "huggingface"}
 
-# Counts are summed in unsigned 64-bit integers inside the kernel.
-_MAX_TOTAL = 2**63 - 1
 # Merges per kernel call between progress-bar updates.
 _CHUNK = 512
 
@@ -234,24 +233,12 @@ class WordPieceTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
 
 def _checked_counts(counts: Mapping[str, int]) -> tuple[list[str], list[int]]:
     """The words with a positive count, in the mapping's order, and their counts."""
-    if not isinstance(counts, Mapping):
-        raise InputTypeError(f"counts must be a mapping of word -> count, got {type(counts).__name__}",
-                             fix="build counts with pieceworks.trainers.counts.count_words")
-    words, freqs, total = [], [], 0
+    check_training_counts(counts, "WordPieceTrainer")
+    words, freqs = [], []
     for word, count in counts.items():
-        if not isinstance(word, str):
-            raise InputTypeError(f"counts keys must be str, got {type(word).__name__}: {word!r}",
-                                 fix="build counts with pieceworks.trainers.counts.count_words")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise InputTypeError(f"count of {word!r} must be a non-negative int, got {count!r}",
-                                 fix="build counts with pieceworks.trainers.counts.count_words")
         if count and word:
             words.append(word)
             freqs.append(count)
-            total += count * len(word)
-    if total > _MAX_TOTAL:
-        raise ConfigError(f"the counts add up to {total} symbols, more than WordPieceTrainer can sum "
-                          f"(2**63 - 1)", fix="scale the counts down (divide them all by the same number)")
     return words, freqs
 
 

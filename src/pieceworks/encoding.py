@@ -24,8 +24,7 @@ from .errors import ConfigError
 
 __all__ = ["Encoding", "Frame", "PLAIN_FRAME"]
 
-_new_object = object.__new__
-_untrack = _raw.untrack
+_make_raw = _raw.make_raw
 
 Offsets = tuple[int, int]
 
@@ -120,28 +119,7 @@ def _lazy_field(name: str, doc: str) -> property:
 
 
 class _Builders:
-    """Each field of a lazy Encoding, from its raw encoding and frame."""
-
-    @staticmethod
-    def ids(e) -> list:
-        frame = e._frame
-        return _raw.id_list(e._raw, e._n, frame.ids_before, frame.ids_after)
-
-    @staticmethod
-    def tokens(e) -> list:
-        frame = e._frame
-        return _raw.token_list(e._raw, e._n, e._strings, frame.tokens_before, frame.tokens_after)
-
-    @staticmethod
-    def offsets(e) -> list:
-        frame = e._frame
-        return _raw.offset_list(e._raw, e._n, 0, len(frame.ids_before), len(frame.ids_after))
-
-    @staticmethod
-    def words(e) -> list:
-        frame, word_index = e._frame, e._word_index
-        return _raw.word_list(e._raw, e._n, -1 if word_index is None else word_index, len(frame.ids_before),
-                              len(frame.ids_after))
+    """The fields of a lazy Encoding that EncodingBase does not build, from its raw encoding and frame."""
 
     @staticmethod
     def type_ids(e) -> list:
@@ -151,14 +129,6 @@ class _Builders:
     @staticmethod
     def special_tokens_mask(e) -> list:
         return e._frame.around([0] * e._n, 1, 1)
-
-    @staticmethod
-    def attention_mask(e) -> list:
-        frame = e._frame
-        attended = [1] * (e._n + frame.size - frame.pads_before - frame.pads_after)
-        if frame.pads_before or frame.pads_after:
-            return [0] * frame.pads_before + attended + [0] * frame.pads_after
-        return attended
 
     @staticmethod
     def overflowing(e) -> list:
@@ -182,7 +152,7 @@ _FIELDS = ("ids", "type_ids", "tokens", "words", "offsets", "special_tokens_mask
            "overflowing", "_sequence_ranges")
 
 
-class Encoding:
+class Encoding(_raw.EncodingBase):
     """Ids, tokens, offsets and masks of one encoded input; see the module docstring.
 
     The fast paths make *lazy* encodings (:meth:`from_raw`): the kernel's
@@ -192,16 +162,12 @@ class Encoding:
     garbage collector: do not put an encoding inside its own lists.
     """
 
-    # The lists once built, then what a lazy encoding builds them from.
-    __slots__ = tuple(_SLOTS.values()) + ("_raw", "_n", "_strings", "_word_index", "_frame")
+    # The slots (built lists, then what a lazy encoding builds them from) are EncodingBase's,
+    # and so are ids, tokens, offsets, words and attention_mask.
+    __slots__ = ()
 
-    ids = _lazy_field("ids", "The token ids.")
     type_ids = _lazy_field("type_ids", "The type id (segment) of each token.")
-    tokens = _lazy_field("tokens", "The token strings.")
-    words = _lazy_field("words", "The word index of each token (None for special tokens).")
-    offsets = _lazy_field("offsets", "The (start, end) char span of each token in its input.")
     special_tokens_mask = _lazy_field("special_tokens_mask", "1 for a special token added by post-processing.")
-    attention_mask = _lazy_field("attention_mask", "0 for padding, else 1.")
     overflowing = _lazy_field("overflowing", "The encodings truncation cut off.")
     _sequence_ranges = _lazy_field("sequence_ranges", "Token range of each input sequence.")
 
@@ -232,14 +198,7 @@ class Encoding:
         >>> e.ids, e.tokens, e.offsets, e.word_ids, e.special_tokens_mask
         ([1, 5], ['<s>', 'hi'], [(0, 0), (0, 2)], [None, 0], [1, 0])
         """
-        self = _new_object(cls)
-        self._raw, self._n, self._strings, self._word_index, self._frame = raw, n, strings, word_index, frame
-        self._ids = self._type_ids = self._tokens = self._words = self._offsets = None
-        self._special_tokens_mask = self._attention_mask = self._overflowing = self._ranges = None
-        # Nothing it holds can lead back to it (unless a caller puts it inside its own
-        # lists), and the collector would walk every one of millions of them.
-        _untrack(self)
-        return self
+        return _make_raw(cls, raw, n, strings, word_index, frame)
 
     def _ids_array(self) -> array:
         """The ids as an ``array('i')``, straight from the raw buffer when the list was never built.

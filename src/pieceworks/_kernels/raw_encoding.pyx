@@ -61,7 +61,7 @@ def pack(ids, starts, ends, words) -> bytes:
     return raw
 
 
-def id_list(bytes raw, Py_ssize_t n, list before=None, list after=None) -> list:
+def id_list(bytes raw not None, Py_ssize_t n, list before=None, list after=None) -> list:
     """The ids, after the ids ``before`` and followed by ``after`` (a frame's special tokens)."""
     cdef const int32_t* ids = block(raw, n, 0)
     cdef Py_ssize_t nb = 0 if before is None else len(before), na = 0 if after is None else len(after)
@@ -83,7 +83,7 @@ def id_list(bytes raw, Py_ssize_t n, list before=None, list after=None) -> list:
     return out
 
 
-def token_list(bytes raw, Py_ssize_t n, strings, list before=None, list after=None) -> list:
+def token_list(bytes raw not None, Py_ssize_t n, strings, list before=None, list after=None) -> list:
     """``strings[id]`` for each id (``strings``: a list indexed by id, or a dict), framed as id_list."""
     cdef const int32_t* ids = block(raw, n, 0)
     cdef Py_ssize_t nb = 0 if before is None else len(before), na = 0 if after is None else len(after)
@@ -109,7 +109,7 @@ def token_list(bytes raw, Py_ssize_t n, strings, list before=None, list after=No
     return out
 
 
-def offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t nb=0, Py_ssize_t na=0) -> list:
+def offset_list(bytes raw not None, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t nb=0, Py_ssize_t na=0) -> list:
     """``(start + shift, end + shift)`` tuples, after ``nb`` and before ``na`` times ``(0, 0)``."""
     cdef const int32_t* starts = block(raw, n, 1)
     cdef const int32_t* ends = block(raw, n, 2)
@@ -143,7 +143,7 @@ def offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t nb=0, Py_s
     return out
 
 
-def word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t nb=0, Py_ssize_t na=0) -> list:
+def word_list(bytes raw not None, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t nb=0, Py_ssize_t na=0) -> list:
     """The word indices (all ``word_index`` when it is >= 0), after ``nb`` and before ``na`` Nones."""
     cdef const int32_t* words = block(raw, n, 3)
     cdef list out = PyList_New(nb + n + na)
@@ -162,11 +162,127 @@ def word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t nb=0, P
     return out
 
 
-def ids_bytes(bytes raw, Py_ssize_t n) -> bytes:
+def ids_bytes(bytes raw not None, Py_ssize_t n) -> bytes:
     """The ids block alone (int32, machine order)."""
     cdef const int32_t* ids = block(raw, n, 0)
     return PyBytes_FromStringAndSize(<const char*>ids, 4 * n)
 
+
+
+cdef class EncodingBase:
+    """The storage of :class:`pieceworks.Encoding`, and its most-read fields as C getters.
+
+    Each ``_name`` slot holds a built list, or None while a lazy encoding
+    has not built it; ``_raw``, ``_n``, ``_strings``, ``_word_index`` and
+    ``_frame`` are what it is built from (see :meth:`Encoding.from_raw`).
+    ``ids``, ``tokens``, ``offsets``, ``words`` and ``attention_mask`` build
+    here, with no Python frame: a short text's encoding is read in about the
+    time a Python property takes just to be called. Encoding (a Python
+    subclass) holds the rest.
+
+    >>> e = make_raw(EncodingBase, pack([5], [0], [2], [0]), 1, {5: "hi"}, None, None)
+    >>> e.ids, e.tokens, e.offsets, e.words, e._ids
+    ([5], ['hi'], [(0, 2)], [0], [5])
+    """
+
+    def __cinit__(self):
+        self._n = 0
+
+    @property
+    def ids(self):
+        """The token ids."""
+        cdef object frame
+        if self._ids is None:
+            frame = self._frame
+            self._ids = (id_list(self._raw, self._n) if frame is None
+                         else id_list(self._raw, self._n, frame.ids_before, frame.ids_after))
+        return self._ids
+
+    @ids.setter
+    def ids(self, value):
+        self._ids = value
+
+    @property
+    def tokens(self):
+        """The token strings."""
+        cdef object frame
+        if self._tokens is None:
+            frame = self._frame
+            self._tokens = (token_list(self._raw, self._n, self._strings) if frame is None else
+                            token_list(self._raw, self._n, self._strings, frame.tokens_before, frame.tokens_after))
+        return self._tokens
+
+    @tokens.setter
+    def tokens(self, value):
+        self._tokens = value
+
+    @property
+    def offsets(self):
+        """The (start, end) char span of each token in its input."""
+        cdef object frame
+        if self._offsets is None:
+            frame = self._frame
+            self._offsets = (offset_list(self._raw, self._n, 0) if frame is None else
+                             offset_list(self._raw, self._n, 0, len(frame.ids_before), len(frame.ids_after)))
+        return self._offsets
+
+    @offsets.setter
+    def offsets(self, value):
+        self._offsets = value
+
+    @property
+    def words(self):
+        """The word index of each token (None for special tokens)."""
+        cdef object frame
+        cdef Py_ssize_t word_index
+        if self._words is None:
+            frame = self._frame
+            word_index = -1 if self._word_index is None else self._word_index
+            self._words = (word_list(self._raw, self._n, word_index) if frame is None else
+                           word_list(self._raw, self._n, word_index, len(frame.ids_before), len(frame.ids_after)))
+        return self._words
+
+    @words.setter
+    def words(self, value):
+        self._words = value
+
+    @property
+    def attention_mask(self):
+        """0 for padding, else 1."""
+        cdef object frame
+        cdef Py_ssize_t pads_before, pads_after, size
+        if self._attention_mask is None:
+            frame = self._frame
+            if frame is None:
+                self._attention_mask = [1] * self._n
+            else:
+                pads_before, pads_after, size = frame.pads_before, frame.pads_after, frame.size
+                attended = [1] * (self._n + size - pads_before - pads_after)
+                self._attention_mask = (([0] * pads_before + attended + [0] * pads_after)
+                                        if pads_before or pads_after else attended)
+        return self._attention_mask
+
+    @attention_mask.setter
+    def attention_mask(self, value):
+        self._attention_mask = value
+
+
+cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame):
+    """A lazy encoding (of type ``cls``, EncodingBase or a subclass) of the ``n`` tokens in ``raw``.
+
+    ``frame`` None: no special tokens around them. Untracked by the
+    collector, as :func:`untrack` says.
+    """
+    if raw is None or n < 0 or PyBytes_GET_SIZE(raw) < 16 * n:
+        raise ValueError(f"a raw encoding of {n} tokens needs {16 * n} bytes")
+    cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
+    self._raw = raw
+    self._n = n
+    self._strings = strings
+    self._word_index = word_index
+    self._frame = frame
+    PyObject_GC_UnTrack(<void*>self)
+    return self
 
 
 def untrack(obj) -> None:

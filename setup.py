@@ -17,7 +17,7 @@ KERNELS = Path("src/pieceworks/_kernels")
 # Free-threaded Python (3.13t, 3.14t): the kernels are not yet declared safe without
 # the GIL ("freethreading_compatible": True, Cython >= 3.1), so importing pieceworks
 # on such a build turns the GIL back on (Python warns) and everything runs as today.
-# Audited (see README, Development): bpe_encode, raw_encoding, wordlevel, suffix_array,
+# Audited (see README, Development): bpe_encode, raw_encoding, single_text, wordlevel, suffix_array,
 # count, bpe_train and wordpiece_train are safe (read-only after construction, per-call
 # objects, or atomic state). Not yet, and why:
 #   bert_fast, bytebpe  (scratch pools now pop-or-create, bert_fast's int table is

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._component import _EPOCH
 from .errors import ConfigError, InputTypeError
 
 __all__ = ["AddedToken"]
@@ -195,6 +196,7 @@ class AddedVocabulary:
         self._raw_matcher = _compile_matcher(raw)
         self._normalized_matcher = _compile_matcher(normed)
         self._leads = _leads(list(raw) + list(normed))
+        _EPOCH[0] += 1      # what a tokenizer's encode snapshot knows of these tokens is stale
 
     # -- matching ------------------------------------------------------
     def extract_and_normalize(self, normalizer, sequence: str, split_special: bool = False):

@@ -24,8 +24,9 @@ from functools import partial
 from typing import Iterable, Iterator
 
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
-from ._component import epoch
+from ._component import _EPOCH, epoch
 from ._kernels.raw_encoding import join as _raw_join, pack as _raw_pack
+from ._kernels.single_text import SingleText, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
 from .pretokenized import PreTokenizedString
@@ -37,6 +38,15 @@ _STRATEGIES = ("longest_first", "only_first", "only_second")
 
 class Tokenizer:
     """A model plus the optional normalizer, pre-tokenizer, post-processor and decoder."""
+
+    #: encode's snapshot for one plain str (see _kernels/single_text.pyx); None: not built yet.
+    _single = None
+
+    def __setattr__(self, name, value):
+        # Any change to the tokenizer's settings makes encode's snapshot stale, as a
+        # change to a component does (both move the same epoch).
+        _EPOCH[0] += 1
+        object.__setattr__(self, name, value)
 
     def __init__(self, model):
         from .models import Model
@@ -161,14 +171,13 @@ class Tokenizer:
         return None if params is None else dict(params)
 
     # -- encoding ----------------------------------------------------------
-    def encode(self, sequence, pair=None, is_pretokenized: bool = False, add_special_tokens: bool = True,
-               split_special_tokens: bool | None = None) -> Encoding:
-        """Encode one input (or a pair) into an :class:`Encoding`.
+    #: Encode one input (or a pair) into an :class:`Encoding` (a Cython function: one plain
+    #: str takes a snapshot of the fast way, anything else :meth:`_encode_general`).
+    encode = tokenizer_encode
 
-        ``split_special_tokens=True`` treats special-token text in the input
-        as plain text (safe for untrusted input); the default follows
-        :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
-        """
+    def _encode_general(self, sequence, pair=None, is_pretokenized: bool = False, add_special_tokens: bool = True,
+                        split_special_tokens: bool | None = None) -> Encoding:
+        """:meth:`encode` for every input: the fused fast plan when it applies, else the pipeline."""
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
         if pair is None and type(sequence) is str and not is_pretokenized \
                 and not (split and self._split_exclusion() is not None):
@@ -439,6 +448,32 @@ class Tokenizer:
                 pair = None if second is None else self._encode_sequence(second, 1, False, split, f"input[{i}]")
                 out[k] = self.post_process(enc, pair, add_special_tokens)
         return out
+
+    def _single_text(self) -> SingleText:
+        """encode's snapshot for one plain str at this epoch (see _kernels/single_text.pyx), built and kept.
+
+        Unusable (every call goes the long way) unless the plan has a
+        one-text kernel call, added tokens can be ruled out by their first
+        chars, and none is matched after normalizing.
+        """
+        plan = self._current_plan()
+        added = self._added
+        one = None
+        if (plan is not None and plan.has_raw and not self._matched_after_normalizing(plan, "")
+                and (not added.by_content or added._leads is not None)):
+            one = plan.one_text()
+        if one is None:
+            single = SingleText(epoch())
+        else:
+            processor = self.post_processor
+            frames = ((PLAIN_FRAME, PLAIN_FRAME) if processor is None
+                      else (processor.single_frame(True), processor.single_frame(False)))
+            limits = tuple(-1 if limit is None else limit for limit in (self._raw_limit(True), self._raw_limit(False)))
+            single = SingleText(epoch(), one[0], one[1], Encoding, added._leads if added.by_content else (),
+                                frames, limits, bool(self.encode_special_tokens),
+                                self._split_exclusion() is not None, self._padding is not None)
+        self.__dict__["_single"] = single
+        return single
 
     def _current_plan(self):
         """The fast plan for the current stages (rebuilt when a stage object is replaced)."""

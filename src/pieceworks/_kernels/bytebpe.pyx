@@ -79,6 +79,7 @@ from libc.string cimport memcmp, memcpy, memmove, memset
 cdef extern from "Python.h":
     ctypedef struct PyObject
     int PyUnicode_IS_ASCII(object)
+    Py_UCS4 PyUnicode_READ_CHAR(object, Py_ssize_t)
     void Py_INCREF_p "Py_INCREF"(PyObject*)
     void PyList_SET_ITEM_p "PyList_SET_ITEM"(object, Py_ssize_t, PyObject*)
     void PyTuple_SET_ITEM_p "PyTuple_SET_ITEM"(object, Py_ssize_t, PyObject*)
@@ -1638,6 +1639,9 @@ cdef class ByteBPE:
         (See raw_encoding.pyx: int32 ids, starts, ends, words in one bytes
         object; a token's string is ``token_strings[id]``.)
         """
+        return self._encode_raw(text, prefix_space)
+
+    cdef tuple _encode_raw(self, str text, bint prefix_space):
         cdef Workspace ws = <Workspace>self._checkout()
         cdef State* st = ws.st
         cdef Py_ssize_t pieces
@@ -1757,6 +1761,36 @@ cdef class ByteBPE:
 cdef struct ChunkIds:
     vector[uint32_t] ids          # the chunk's texts' ids, one after another
     vector[Py_ssize_t] ends       # where each text's ids end
+
+
+cdef class OneText:
+    """:meth:`ByteBPE.encode_raw` of one text as the byte-level plan takes it, for ``Tokenizer.encode``'s fast way.
+
+    ``one(text)`` is ``(raw, n_tokens, n_pieces)``, or None for the long
+    way: a text of ``max_chars`` or more, or (``nfc``: the tokenizer has an
+    NFC normalizer) one that NFC would change. ``prefix_space``: a text
+    not starting with a space gets one, as ByteLevel(add_prefix_space) does.
+    """
+    cdef ByteBPE kernel
+    cdef bint prefix_space, nfc
+    cdef Py_ssize_t max_chars
+    cdef object is_normalized
+
+    def __init__(self, ByteBPE kernel not None, bint prefix_space, bint nfc, Py_ssize_t max_chars):
+        import unicodedata
+
+        self.kernel, self.prefix_space, self.nfc, self.max_chars = kernel, prefix_space, nfc, max_chars
+        self.is_normalized = unicodedata.is_normalized
+
+    def __call__(self, str text not None):
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+        if n >= self.max_chars:
+            return None
+        if self.nfc and not PyUnicode_IS_ASCII(text) and not self.is_normalized("NFC", text):
+            return None
+        if self.prefix_space and n and PyUnicode_READ_CHAR(text, 0) != 0x20:
+            return self.kernel._encode_raw(" " + text, True)
+        return self.kernel._encode_raw(text, False)
 
 
 cdef class BatchJob:

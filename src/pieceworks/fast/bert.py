@@ -129,6 +129,15 @@ class BertWordPiecePlan:
             result = self._finish_raw(text, result, options, cmap, table, max_chars, unk_id)
         return None if result is None else (*result, table.strings)
 
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` fixed to now.
+
+        ``encode(text)`` is ``(raw, n_tokens, n_words)`` or a status int
+        (then :meth:`encode_raw` finishes the text).
+        """
+        options, cmap, table, max_chars, unk_id = self._setup()
+        return bert_fast.OneText(cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS), table.strings
+
     def encode_raw_batch(self, texts: list[str]) -> list:
         """``[encode_raw(t) for t in texts]``, scanned with the GIL released once for the list."""
         options, cmap, table, max_chars, unk_id = self._setup()

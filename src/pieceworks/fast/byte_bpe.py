@@ -33,7 +33,7 @@ from __future__ import annotations
 import unicodedata
 from array import array
 
-from .._kernels.bytebpe import ByteBPE, Pattern
+from .._kernels.bytebpe import ByteBPE, OneText, Pattern
 from ..byte_level import CHAR_TO_BYTE
 from ..errors import ConfigError
 from ..models.bpe import BPE
@@ -146,6 +146,18 @@ class ByteBpePlan:
         if prefix_space and text and text[0] != " ":
             return (*kernel.encode_raw(" " + text, True), self._tokens)
         return (*kernel.encode_raw(text, False), self._tokens)
+
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` fixed to now, or None.
+
+        ``encode(text)`` is ``(raw, n_tokens, n_pieces)``, or None where
+        :meth:`encode_raw` would give None.
+        """
+        ready = self._prepare()
+        if ready is None:
+            return None
+        kernel, prefix_space = ready
+        return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS), self._tokens
 
     def encode_raw_batch(self, texts: list[str]) -> list:
         """``[encode_raw(t) for t in texts]``, encoded with the GIL released once for the list."""

@@ -1,0 +1,117 @@
+# cython: language_level=3
+"""``Tokenizer.encode`` for one plain str, with no Python frame between the call and the kernel.
+
+Most calls of ``encode`` are one short text, and for a short text the
+layers of Python around the kernel (argument checks, finding the plan,
+asking the added vocabulary, building the encoding) cost several times what
+the kernel does. :func:`tokenizer_encode` is ``Tokenizer.encode`` itself
+(bound as the method, as ``SentencePieceProcessor.Encode`` is): for a str
+with no pair it asks a :class:`SingleText`, which holds everything those
+layers would work out, fixed at one *component epoch* (the counter every
+assignment to a component or a tokenizer moves). When the epoch has moved,
+the tokenizer builds a new one (``Tokenizer._single_text``). Anything the
+snapshot cannot promise to encode exactly as the long way does (an added
+token's first char in the text, a status from the kernel, more tokens than
+truncation allows, arguments other than the plain defaults) goes the long
+way, ``Tokenizer._encode_general``, which is the same code as before.
+"""
+
+cimport cython
+
+from pieceworks._kernels.raw_encoding cimport make_raw
+
+from pieceworks._component import _EPOCH
+
+
+cdef class SingleText:
+    """What ``encode`` needs for one plain str at one component epoch (see the module doc).
+
+    ``encoder(text)``: the plan's one-text kernel call, ``(raw, n_tokens,
+    ...)`` or anything else for the long way. ``strings[id]``: a token's
+    string. ``leads``: prefixes one of which every added token starts with
+    (a text holding one goes the long way; see ``added_vocabulary._leads``).
+    ``frames``/``limits``: the post-processing frame and the most tokens
+    truncation leaves alone (-1: no limit), for ``add_special_tokens`` True
+    and False; a frame of None sends those calls the long way. ``default_split``: the tokenizer's encode_special_tokens;
+    ``split_matters``: splitting special tokens changes what the model may
+    produce (then split calls go the long way). ``pads``: padding is on.
+    With no encoder every call goes the long way.
+    """
+    cdef readonly long long epoch
+    cdef object encoder, strings, encoding_type
+    cdef tuple leads
+    cdef object frame_with, frame_without
+    cdef Py_ssize_t limit_with, limit_without
+    cdef bint default_split, split_matters, pads
+
+    def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, tuple leads=(),
+                 frames=(None, None), limits=(-1, -1), bint default_split=False, bint split_matters=False,
+                 bint pads=False):
+        self.epoch = epoch
+        self.encoder, self.strings, self.encoding_type = encoder, strings, encoding_type
+        self.leads = leads
+        self.frame_with, self.frame_without = frames
+        self.limit_with, self.limit_without = limits
+        self.default_split, self.split_matters, self.pads = default_split, split_matters, pads
+
+    @property
+    def usable(self) -> bool:
+        """Whether some calls can take this way (an encoder exists)."""
+        return self.encoder is not None
+
+    cdef object encode_one(self, tokenizer, str text, object add_special, object split):
+        """The Encoding of ``text``, or None for the long way."""
+        cdef object frame, result
+        cdef Py_ssize_t limit, n
+        cdef str lead
+        if self.encoder is None:
+            return None
+        if add_special is True:
+            frame, limit = self.frame_with, self.limit_with
+        elif add_special is False:
+            frame, limit = self.frame_without, self.limit_without
+        else:
+            return None
+        if frame is None:
+            return None
+        if split is None:
+            if self.default_split and self.split_matters:
+                return None
+        elif split is True:
+            if self.split_matters:
+                return None
+        elif split is not False:
+            return None
+        for lead in self.leads:
+            if lead in text:
+                return None
+        result = self.encoder(text)
+        if type(result) is not tuple:
+            return None
+        n = (<tuple>result)[1]
+        if limit >= 0 and n > limit:
+            return None
+        encoding = make_raw(self.encoding_type, (<tuple>result)[0], n, self.strings, None, frame)
+        if self.pads:
+            tokenizer._pad([encoding])
+        return encoding
+
+
+@cython.binding(True)
+def tokenizer_encode(self, sequence, pair=None, is_pretokenized=False, add_special_tokens=True,
+                     split_special_tokens=None):
+    """Encode one input (or a pair) into an :class:`Encoding`.
+
+    ``split_special_tokens=True`` treats special-token text in the input
+    as plain text (safe for untrusted input); the default follows
+    :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
+    """
+    cdef SingleText single
+    if pair is None and type(sequence) is str and is_pretokenized is False:
+        single = self._single
+        if single is None or single.epoch != <long long>_EPOCH[0]:
+            single = self._single_text()
+        encoding = single.encode_one(self, <str>sequence, add_special_tokens, split_special_tokens)
+        if encoding is not None:
+            return encoding
+    return self._encode_general(sequence, pair, is_pretokenized, add_special_tokens, split_special_tokens)

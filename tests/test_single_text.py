@@ -1,0 +1,169 @@
+"""``Tokenizer.encode``'s snapshot for one plain str (``_kernels/single_text.pyx``) never goes stale.
+
+encode answers a plain str from a snapshot of the fast way taken at one
+component epoch. Each test changes one thing the snapshot depends on, after
+the snapshot was taken, and holds encode to ``_encode_general`` (the long
+way, which reads every setting afresh) on the same tokenizer: a snapshot
+that missed the change would answer from the old settings.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parity import assert_same_encoding
+from pieceworks import AddedToken, Tokenizer
+from pieceworks.encoding import Encoding
+from pieceworks.models import BPE, WordPiece
+from pieceworks.normalizers import NFC, BertNormalizer
+from pieceworks.pre_tokenizers import BertPreTokenizer, ByteLevel
+from pieceworks.processors import BertProcessing, TemplateProcessing
+from pieceworks.trainers import BpeTrainer
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "##s", "a", "b", "##b", "##a", ",", "!",
+         "Hello", "x", "##y", "##z"]
+TEXTS = ["hello worlds", "Hello, a b!", "", "  ", "ab ba hello [CLS] x", "xyz hello", "HELLO World"]
+
+
+def bert() -> Tokenizer:
+    tok = Tokenizer(WordPiece({t: i for i, t in enumerate(VOCAB)}, unk_token="[UNK]"))
+    tok.normalizer = BertNormalizer()
+    tok.pre_tokenizer = BertPreTokenizer()
+    tok.post_processor = BertProcessing(("[SEP]", 3), ("[CLS]", 2))
+    tok.add_special_tokens(["[CLS]", "[SEP]", "[PAD]"])
+    return tok
+
+
+def byte_level() -> Tokenizer:
+    tok = Tokenizer(BPE())
+    tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+    corpus = ["hello world, hello worlds", "the cat sat on the mat", "héllo wörld ünïcode"] * 20
+    tok.train_from_iterator(corpus, BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
+                                               initial_alphabet=ByteLevel.alphabet(), show_progress=False))
+    return tok
+
+
+def assert_fresh(tok: Tokenizer, texts=TEXTS, **kwargs) -> None:
+    for text in texts:
+        assert_same_encoding(tok.encode(text, **kwargs), tok._encode_general(text, **kwargs))
+
+
+@pytest.fixture(params=["bert", "byte_level"])
+def tok(request) -> Tokenizer:
+    tok = bert() if request.param == "bert" else byte_level()
+    assert tok._single_text().usable, "the fast way must be there, or these tests test nothing"
+    return tok
+
+
+def test_snapshot_answers_plain_calls(tok):
+    assert_fresh(tok)
+    assert tok._single is not None and tok._single.usable
+
+
+def test_adding_tokens_after_the_snapshot(tok):
+    assert_fresh(tok)
+    tok.add_tokens(["worl", AddedToken("ab", single_word=True)])
+    assert_fresh(tok)
+    assert tok.token_to_id("worl") in tok.encode("hello world").ids
+    tok.add_special_tokens(["hello"])
+    assert_fresh(tok)
+
+
+def test_component_attribute_changed_after_the_snapshot():
+    tok = bert()
+    before = tok.encode("HELLO").ids
+    tok.normalizer.lowercase = False
+    assert tok.encode("HELLO").ids != before
+    assert_fresh(tok)
+
+
+def test_stages_replaced_after_the_snapshot(tok):
+    assert_fresh(tok)
+    tok.post_processor = TemplateProcessing(single="[SEP] $A [CLS]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    assert_fresh(tok)
+    tok.post_processor = None
+    assert_fresh(tok)
+    tok.normalizer = NFC()
+    assert_fresh(tok, texts=TEXTS + ["e\u0301 caf\u00e9"])
+
+
+def test_truncation_and_padding_changed_after_the_snapshot(tok):
+    assert_fresh(tok)
+    tok.enable_truncation(3)
+    assert_fresh(tok)
+    assert len(tok.encode("hello world hello world").ids) == 3
+    tok.enable_padding(length=12, pad_id=0, pad_token="[PAD]")
+    assert_fresh(tok)
+    assert len(tok.encode("a").ids) == 12
+    tok.no_truncation()
+    tok.no_padding()
+    assert_fresh(tok)
+    assert len(tok.encode("hello world hello world").ids) > 3
+
+
+def test_model_vocabulary_replaced_after_the_snapshot():
+    tok = bert()
+    first = tok.encode("hello").ids
+    tok.model.vocab = {t: (i + 5) % len(VOCAB) for i, t in enumerate(VOCAB)}
+    assert tok.encode("hello").ids != first
+    assert_fresh(tok)
+
+
+def test_model_retrained_after_the_snapshot():
+    tok = byte_level()
+    first = tok.encode("the cat sat").ids
+    tok.train_from_iterator(["the cat sat"] * 50, BpeTrainer(vocab_size=262, initial_alphabet=ByteLevel.alphabet(),
+                                                             show_progress=False))
+    assert tok.encode("the cat sat").ids != first
+    assert_fresh(tok)
+
+
+def test_special_token_splitting_follows_the_setting(tok):
+    text = "a [CLS] b <|endoftext|>"
+    assert_fresh(tok, texts=[text])
+    tok.encode_special_tokens = True
+    assert_fresh(tok, texts=[text])
+    for split in (True, False, None):
+        assert_fresh(tok, texts=[text, "plain words"], split_special_tokens=split)
+
+
+@pytest.mark.parametrize("add_special_tokens", [True, False, 0, 1])
+def test_any_add_special_tokens_value(tok, add_special_tokens):
+    assert_fresh(tok, add_special_tokens=add_special_tokens)
+
+
+def test_the_result_is_a_lazy_untracked_encoding(tok):
+    enc = tok.encode("hello world")
+    assert type(enc) is Encoding
+    assert not gc.is_tracked(enc)
+
+
+def test_threads_share_one_snapshot(tok):
+    texts = [f"hello world {i} a b, ab" * (i % 5 + 1) for i in range(400)]
+    expected = [tok._encode_general(t).ids for t in texts]
+    out: dict[int, list] = {}
+
+    def work(k):
+        out[k] = [tok.encode(t).ids for t in texts]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(got == expected for got in out.values())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("helo wrdsabxyz,![]CLS\u00e9\u0301\u4e2d\U0001f600 \t\n")), max_size=40))
+def test_any_text_as_the_long_way(text):
+    for tok in (_BERT, _BYTE):
+        assert_same_encoding(tok.encode(text), tok._encode_general(text))
+
+
+_BERT, _BYTE = bert(), byte_level()

@@ -201,6 +201,12 @@ def test_lazy_encodings_are_not_walked_by_the_garbage_collector():
     lazy, _ = lazy_and_eager([(5, 0, 5, 0)], PLAIN_FRAME)
     assert not gc.is_tracked(lazy)
     assert gc.is_tracked(Encoding([1]))
+    # Nor the lists it builds (ints, strs, None and int pairs: no cycle through them).
+    for name in ("ids", "tokens", "offsets", "words", "attention_mask"):
+        assert not gc.is_tracked(getattr(lazy, name)), name
+    lists = [lazy.ids, lazy.offsets]
+    lazy.ids.append(9)              # still ordinary lists, and the encoding's own
+    assert lazy.ids[-1] == 9 and lists[0] is lazy.ids
 
 
 # -- texts holding added tokens: segments through the plan, joined raw ------------------------

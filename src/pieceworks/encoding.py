@@ -159,7 +159,10 @@ class Encoding(_raw.EncodingBase):
     ids, offsets and words stay in one raw buffer, and each list is built
     the first time it is read (Hugging Face builds them on every read).
     Like Hugging Face's, a lazy encoding is not tracked by the cyclic
-    garbage collector: do not put an encoding inside its own lists.
+    garbage collector, and neither are the ids, tokens, offsets, words and
+    attention_mask lists it builds: do not put an encoding, or a container
+    that refers back to one of its lists, inside its lists (such a cycle
+    would not be collected).
     """
 
     # The slots (built lists, then what a lazy encoding builds them from) are EncodingBase's,

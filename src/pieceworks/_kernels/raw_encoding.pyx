@@ -180,6 +180,14 @@ cdef class EncodingBase:
     time a Python property takes just to be called. Encoding (a Python
     subclass) holds the rest.
 
+    Those five lists hold only ints, strs, None and int pairs, so they are
+    made untracked by the cyclic garbage collector, like the encoding
+    itself: a program that keeps millions of them does not have the
+    collector walk them all, over and over, as they pile up (it cost about
+    as much as the encoding itself on short lines). The price: a cycle made
+    by putting a container that refers back to such a list *into* it is not
+    collected.
+
     >>> e = make_raw(EncodingBase, pack([5], [0], [2], [0]), 1, {5: "hi"}, None, None)
     >>> e.ids, e.tokens, e.offsets, e.words, e._ids
     ([5], ['hi'], [(0, 2)], [0], [5])
@@ -196,6 +204,7 @@ cdef class EncodingBase:
             frame = self._frame
             self._ids = (id_list(self._raw, self._n) if frame is None
                          else id_list(self._raw, self._n, frame.ids_before, frame.ids_after))
+            untracked(self._ids)
         return self._ids
 
     @ids.setter
@@ -210,6 +219,7 @@ cdef class EncodingBase:
             frame = self._frame
             self._tokens = (token_list(self._raw, self._n, self._strings) if frame is None else
                             token_list(self._raw, self._n, self._strings, frame.tokens_before, frame.tokens_after))
+            untracked(self._tokens)
         return self._tokens
 
     @tokens.setter
@@ -224,6 +234,7 @@ cdef class EncodingBase:
             frame = self._frame
             self._offsets = (offset_list(self._raw, self._n, 0) if frame is None else
                              offset_list(self._raw, self._n, 0, len(frame.ids_before), len(frame.ids_after)))
+            untracked(self._offsets)
         return self._offsets
 
     @offsets.setter
@@ -240,6 +251,7 @@ cdef class EncodingBase:
             word_index = -1 if self._word_index is None else self._word_index
             self._words = (word_list(self._raw, self._n, word_index) if frame is None else
                            word_list(self._raw, self._n, word_index, len(frame.ids_before), len(frame.ids_after)))
+            untracked(self._words)
         return self._words
 
     @words.setter
@@ -260,11 +272,16 @@ cdef class EncodingBase:
                 attended = [1] * (self._n + size - pads_before - pads_after)
                 self._attention_mask = (([0] * pads_before + attended + [0] * pads_after)
                                         if pads_before or pads_after else attended)
+            untracked(self._attention_mask)
         return self._attention_mask
 
     @attention_mask.setter
     def attention_mask(self, value):
         self._attention_mask = value
+
+
+cdef inline void untracked(object obj):
+    PyObject_GC_UnTrack(<void*>obj)
 
 
 cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame):

@@ -251,3 +251,34 @@ def test_ids_batch_equals_the_ids_of_encode_batch(name, shared_data):
         for text, ids in zip(texts, want):
             assert_same_encoding(ours.encode(text, add_special_tokens=add), theirs.encode(text, add_special_tokens=add),
                                  f"{name} {text!r}")
+
+
+# -- fill_encodings: a raw batch's results into lazy encodings, in C ----------------------------
+
+def test_fill_encodings_places_each_result_and_counts_the_rest():
+    from pieceworks._kernels.raw_encoding import fill_encodings
+
+    strings = {5: "hi", 6: "there"}
+    results = [(pack([5], [0], [2], [0]), 1, 1, strings), None, 7,
+               (pack([5, 6], [0, 3], [2, 8], [0, 1]), 2, 2, strings)]
+    out = [None] * 6
+    missing = fill_encodings(Encoding, out, [0, 2, 3, 5], results, PLAIN_FRAME, 10)
+    assert missing == 4                     # 1 and 4 never asked, 2 and 3 not tuples
+    assert [type(e).__name__ if e is not None else None for e in out] == \
+        ["Encoding", None, None, None, None, "Encoding"]
+    assert out[5].tokens == ["hi", "there"] and out[5].offsets == [(0, 2), (3, 8)]
+    # More tokens than the limit: left for the long way (truncation).
+    out = [None]
+    assert fill_encodings(Encoding, out, [0], results[3:], PLAIN_FRAME, 1) == 1 and out == [None]
+    with pytest.raises(ValueError):
+        fill_encodings(Encoding, [None], [0, 1], results[:1], PLAIN_FRAME, 10)
+
+
+def test_docstring_examples_hold():
+    import doctest
+
+    import pieceworks.encoding
+    from pieceworks._kernels import raw_encoding
+
+    for module in (raw_encoding, pieceworks.encoding):
+        assert doctest.testmod(module).failed == 0, module.__name__

@@ -91,3 +91,13 @@ def test_weighted_total_matches_exact_arithmetic(pieces, limit):
     exact = sum(count * max(length, 1) for length, count in pieces)
     got = weighted_total(offsets, values, limit)
     assert got == (exact if exact <= limit else limit + 1)
+
+
+def test_docstring_examples_hold():
+    import doctest
+
+    from pieceworks._kernels import count
+    from pieceworks.trainers import counts
+
+    for module in (count, counts):
+        assert doctest.testmod(module).failed == 0, module.__name__

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
-from ._kernels.raw_encoding import join as _raw_join, pack as _raw_pack
+from ._kernels.raw_encoding import fill_encodings as _fill_encodings, join as _raw_join, pack as _raw_pack
 from ._kernels.single_text import SingleText, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
@@ -431,13 +431,10 @@ class Tokenizer:
                                                                and not plan.normalizes_nothing(item))):
                     plain.append(item)
                     where.append(i - start)
-        from_raw = Encoding.from_raw
         limit = self._raw_limit(add_special_tokens)
-        if limit is None:
-            limit = sys.maxsize
-        for k, result in zip(where, plan.encode_raw_batch(plain) if plain else ()):
-            if result is not None and result[1] <= limit:
-                out[k] = from_raw(result[0], result[1], result[3], None, frame)
+        if _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame,
+                           sys.maxsize if limit is None else limit) == 0:
+            return out
         for k, enc in enumerate(out):
             if enc is None and type(items[start + k]) is str:
                 enc = out[k] = self._encode_raw_around_added(plan, items[start + k], split, frame, limit)

@@ -360,6 +360,9 @@ cdef class TokenTable:
         if 0 <= top < 4 * len(values) + 1024 and min(values, default=0) >= 0:
             self.ids = list(range(top + 1))
             self.texts = [values.get(i) for i in range(top + 1)]
+            # Ints, strs and None: untracked, as raw_encoding's shared ints are (see there).
+            PyObject_GC_UnTrack(<void*>self.ids)
+            PyObject_GC_UnTrack(<void*>self.texts)
 
     @property
     def strings(self):
@@ -555,6 +558,7 @@ def encode_raw_batch(list texts, CharMap cmap, TokenTable table, Py_ssize_t max_
 # of a new int object each (about 1 MB, made on first use).
 cdef Py_ssize_t N_SHARED_INTS = 1 << 15
 cdef list _shared_ints = list(range(N_SHARED_INTS))
+PyObject_GC_UnTrack(<void*>_shared_ints)    # (why: see raw_encoding's shared ints)
 
 
 cdef inline object int_object(Py_ssize_t value):

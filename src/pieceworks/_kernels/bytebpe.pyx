@@ -86,6 +86,7 @@ cdef extern from "Python.h":
     PyObject* PyLong_FromSsize_t_p "PyLong_FromSsize_t"(Py_ssize_t) except NULL
     void Py_DECREF_p "Py_DECREF"(PyObject*)
     int PyGC_Disable()
+    void PyObject_GC_UnTrack(void* op)
     int PyGC_Enable()
 
 ctypedef fused char_t:
@@ -1186,6 +1187,7 @@ cdef class ByteBPE:
         self.m.pattern = pattern
         self.m.whole_piece = whole_piece
         self._ints = list(range(max(n_ids, MIN_INTS)))
+        PyObject_GC_UnTrack(<void*>self._ints)     # (why: see raw_encoding's shared ints)
         self._int_ptrs.resize(len(self._ints))
         for i in range(len(self._ints)):
             self._int_ptrs[i] = <void*>self._ints[i]

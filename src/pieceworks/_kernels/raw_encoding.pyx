@@ -32,6 +32,9 @@ cdef extern from "Python.h":
 # Ints below this come from one shared list instead of a new object each.
 cdef Py_ssize_t N_SHARED = 1 << 16
 cdef list _shared = list(range(N_SHARED))
+# Module-owned lists of ints or strs are untracked: otherwise every full collection in
+# the user's process reads the header of each item (a cache miss apiece).
+PyObject_GC_UnTrack(<void*>_shared)
 # A special token's offsets.
 cdef tuple _NO_SPAN = (0, 0)
 
@@ -300,6 +303,33 @@ cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, o
     self._frame = frame
     PyObject_GC_UnTrack(<void*>self)
     return self
+
+
+def fill_encodings(type cls, list out, where, list results, object frame, Py_ssize_t limit):
+    """``out[where[k]]``: a lazy ``cls`` encoding (:func:`make_raw`) of ``results[k]``; how many of ``out`` stay None.
+
+    ``results[k]`` is ``(raw, n_tokens, n_words, strings)`` (a plan's
+    ``encode_raw_batch``), or anything else to leave that place None; so is
+    a result of more than ``limit`` tokens.
+
+    >>> out = [None, None, None]
+    >>> fill_encodings(EncodingBase, out, [0, 2], [(pack([5], [0], [2], [0]), 1, 1, {5: "hi"}), None], None, 10)
+    2
+    >>> out[0].tokens
+    ['hi']
+    """
+    cdef Py_ssize_t k, missing = 0
+    cdef object result
+    if len(where) != len(results):
+        raise ValueError("fill_encodings: where and results differ in length")
+    for k in range(len(results)):
+        result = results[k]
+        if type(result) is tuple and len(<tuple>result) == 4 and (<tuple>result)[1] <= limit:
+            out[where[k]] = make_raw(cls, (<tuple>result)[0], (<tuple>result)[1], (<tuple>result)[3], None, frame)
+    for k in range(len(out)):
+        if out[k] is None:
+            missing += 1
+    return missing
 
 
 def untrack(obj) -> None:

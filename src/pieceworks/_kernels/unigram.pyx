@@ -2453,6 +2453,7 @@ cdef extern from *:
 cdef extern from "Python.h":
     int PyGC_Enable()
     int PyGC_Disable()
+    void PyObject_GC_UnTrack(void* op)
     bint PyUnicode_IS_ASCII(object o)
     int PyUnicode_KIND(object o)
     void* PyUnicode_DATA(object o)
@@ -2581,6 +2582,7 @@ cdef class SpmEncoder:
         self.norm = normalizer
         self.pieces = list(pieces)
         self.id_objects = list(range(len(pieces)))
+        PyObject_GC_UnTrack(<void*>self.id_objects)     # (why: see raw_encoding's shared ints)
         self.unk_piece = unk_piece
 
     cdef int _segments(self, const uint8_t* s, Py_ssize_t n, Scratch* sc) noexcept nogil:

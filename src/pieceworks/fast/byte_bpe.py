@@ -34,6 +34,7 @@ import unicodedata
 from array import array
 
 from .._kernels.bytebpe import ByteBPE, OneText, Pattern
+from .._kernels.raw_encoding import untrack
 from ..byte_level import CHAR_TO_BYTE
 from ..errors import ConfigError
 from ..models.bpe import BPE
@@ -286,4 +287,5 @@ def _build(model: BPE, pattern: Pattern):
         kernel = ByteBPE(token_bytes, merges, pattern=pattern, whole_piece=model.ignore_merges, text_only=True)
     except ConfigError:
         return None, None   # a byte without a token: the general path says what happens
+    untrack(tokens)     # strs and None: no collector pass need read them (see raw_encoding's shared ints)
     return kernel, tokens

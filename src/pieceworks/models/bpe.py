@@ -166,11 +166,13 @@ class BPE(Model):
         generation = self._generation
         if built is None or built[0] != generation:
             from .._kernels.bpe_encode import BpeEncoder
+            from .._kernels.raw_encoding import untrack
 
             size = max(self.vocab_r, default=-1) + 1
             id_to_token = [None] * size
             for tid, token in self.vocab_r.items():
                 id_to_token[tid] = token
+            untrack(id_to_token)    # strs and None: no collector pass need read them
             encoder = BpeEncoder(
                 self._merge_ids, _char_table(self.vocab, self.continuing_subword_prefix, self.end_of_word_suffix),
                 _byte_table(self.vocab), id_to_token, self.vocab, unk_token=self.unk_token,

@@ -282,3 +282,25 @@ def test_docstring_examples_hold():
 
     for module in (raw_encoding, pieceworks.encoding):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+@pytest.mark.parametrize("length,multiple,direction", [(None, None, "right"), (12, None, "left"),
+                                                       (None, 4, "right"), (3, None, "right")])
+def test_batch_padding_through_frames_equals_the_general_path(monkeypatch, length, multiple, direction):
+    tok = bert_like(PROCESSORS["bert"])
+    twin = general_twin(tok, monkeypatch)
+    texts = ["hello world", "a b b", "", "hellos, world!", "hello " * 7]
+    for t in (tok, twin):
+        t.enable_padding(direction=direction, pad_id=0, pad_token="[UNK]", length=length, pad_to_multiple_of=multiple)
+    ours, theirs = tok.encode_batch(texts), twin.encode_batch(texts)
+    assert [e._never_read() for e in ours] == [True] * len(texts)    # padded by frame, nothing built
+    for a, b in zip(ours, theirs):
+        assert_same_encoding(a, b)
+    # A read encoding is padded the long way, a never-read one by its frame: both right.
+    first = tok.encode_batch(texts[:2])
+    first[0].ids
+    tok._pad(first)
+    want = twin.encode_batch(texts[:2])
+    twin._pad(want)
+    for a, b in zip(first, want):
+        assert_same_encoding(a, b)

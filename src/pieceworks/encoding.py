@@ -220,7 +220,7 @@ class Encoding(_raw.EncodingBase):
 
     def _any_built(self) -> bool:
         """Whether any list exists yet (always, for an encoding not made by :meth:`from_raw`)."""
-        return any(getattr(self, slot) is not None for slot in _SLOTS.values())
+        return not self._never_read()
 
     def __reduce__(self):
         # Pickle the lists, not the raw buffer and the vocabulary it points into.
@@ -259,12 +259,6 @@ class Encoding(_raw.EncodingBase):
             for i in range(start, end):
                 out[i] = seq_id
         return out
-
-    def __len__(self) -> int:
-        ids = self._ids
-        if ids is None:     # lazy: no need to build the ids to count them
-            return self._n + self._frame.size
-        return len(ids)
 
     def __repr__(self) -> str:
         return (f"Encoding(num_tokens={len(self.ids)}, attributes=[ids, type_ids, tokens, offsets, "

@@ -25,7 +25,8 @@ from typing import Iterable, Iterator
 
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
-from ._kernels.raw_encoding import fill_encodings as _fill_encodings, join as _raw_join, pack as _raw_pack
+from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _raw_join, pack as _raw_pack,
+                                    pad_never_read as _pad_never_read)
 from ._kernels.single_text import SingleText, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
@@ -551,7 +552,7 @@ class Tokenizer:
         multiple = p["pad_to_multiple_of"]
         if multiple and target % multiple:
             target += multiple - target % multiple
-        for enc in encodings:
+        for enc in _pad_never_read(encodings, target, p["direction"], p["pad_id"], p["pad_type_id"], p["pad_token"]):
             enc.pad(target, p["direction"], p["pad_id"], p["pad_type_id"], p["pad_token"])
 
     # -- decoding ----------------------------------------------------------

@@ -4,5 +4,7 @@ cdef class EncodingBase:
     cdef public object _raw, _strings, _word_index, _frame
     cdef public Py_ssize_t _n
 
+    cdef bint never_read(self)
+
 
 cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame)

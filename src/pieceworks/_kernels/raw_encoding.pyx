@@ -199,6 +199,20 @@ cdef class EncodingBase:
     def __cinit__(self):
         self._n = 0
 
+    def __len__(self):
+        if self._ids is None:       # lazy: no need to build the ids to count them
+            return self._n + (0 if self._frame is None else <Py_ssize_t>self._frame.size)
+        return len(self._ids)
+
+    cdef bint never_read(self):
+        """A lazy encoding none of whose lists was built (or assigned) yet."""
+        return (self._raw is not None and self._ids is None and self._type_ids is None and self._tokens is None
+                and self._words is None and self._offsets is None and self._special_tokens_mask is None
+                and self._attention_mask is None and self._overflowing is None and self._ranges is None)
+
+    def _never_read(self):
+        return self.never_read()
+
     @property
     def ids(self):
         """The token ids."""
@@ -330,6 +344,33 @@ def fill_encodings(type cls, list out, where, list results, object frame, Py_ssi
         if out[k] is None:
             missing += 1
     return missing
+
+
+def pad_never_read(list encodings, Py_ssize_t length, str direction, pad_id, pad_type_id, pad_token) -> list:
+    """Pad each lazy, never-read encoding to ``length`` tokens through its frame; return the others.
+
+    The padding joins the frame (``Frame.padded``: made once per frame and
+    length), so the lists stay unbuilt, as :meth:`Encoding.pad` does for one
+    encoding; the caller pads the encodings returned the long way.
+    """
+    cdef dict padded = {}
+    cdef list rest = []
+    cdef EncodingBase e
+    cdef Py_ssize_t missing
+    for obj in encodings:
+        if not isinstance(obj, EncodingBase) or not (<EncodingBase>obj).never_read() or (<EncodingBase>obj)._frame is None:
+            rest.append(obj)
+            continue
+        e = <EncodingBase>obj
+        missing = length - (e._n + <Py_ssize_t>e._frame.size)
+        if missing <= 0:
+            continue
+        key = (e._frame, missing)
+        frame = padded.get(key)
+        if frame is None:
+            frame = padded[key] = e._frame.padded(missing, direction, pad_id, pad_type_id, pad_token)
+        e._frame = frame
+    return rest
 
 
 def untrack(obj) -> None:

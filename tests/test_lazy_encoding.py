@@ -262,16 +262,46 @@ def test_fill_encodings_places_each_result_and_counts_the_rest():
     results = [(pack([5], [0], [2], [0]), 1, 1, strings), None, 7,
                (pack([5, 6], [0, 3], [2, 8], [0, 1]), 2, 2, strings)]
     out = [None] * 6
-    missing = fill_encodings(Encoding, out, [0, 2, 3, 5], results, PLAIN_FRAME, 10)
+    missing = fill_encodings(Encoding, out, [0, 2, 3, 5], results, PLAIN_FRAME, None)
     assert missing == 4                     # 1 and 4 never asked, 2 and 3 not tuples
     assert [type(e).__name__ if e is not None else None for e in out] == \
         ["Encoding", None, None, None, None, "Encoding"]
     assert out[5].tokens == ["hi", "there"] and out[5].offsets == [(0, 2), (3, 8)]
-    # More tokens than the limit: left for the long way (truncation).
+    # More tokens than truncation keeps, and not to be cut here: left for the long way.
     out = [None]
-    assert fill_encodings(Encoding, out, [0], results[3:], PLAIN_FRAME, 1) == 1 and out == [None]
+    assert fill_encodings(Encoding, out, [0], results[3:], PLAIN_FRAME, (1, 0, False, False)) == 1 and out == [None]
+    # To be cut here: as Encoding.truncate cuts the eager encoding.
+    out = [None]
+    assert fill_encodings(Encoding, out, [0], results[3:], PLAIN_FRAME, (1, 0, False, True)) == 0
+    eager = Encoding.from_tokens([(5, "hi", (0, 2)), (6, "there", (3, 8))], words=[0, 1])
+    eager.truncate(1)
+    assert_same_encoding(out[0], eager)
     with pytest.raises(ValueError):
-        fill_encodings(Encoding, [None], [0, 1], results[:1], PLAIN_FRAME, 10)
+        fill_encodings(Encoding, [None], [0, 1], results[:1], PLAIN_FRAME, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 12), st.integers(0, 11), st.booleans())
+def test_raw_truncation_cuts_as_encoding_truncate(n, max_length, stride, left):
+    from pieceworks._kernels.raw_encoding import truncated
+
+    stride = stride % max_length
+    ids = list(range(100, 100 + n))
+    raw = pack(ids, range(n), range(1, n + 1), [k // 2 for k in range(n)])
+    strings = {i: f"t{i}" for i in ids}
+    frame = PROCESSORS["bert"].single_frame(True)
+    lazy = truncated(Encoding, raw, n, strings, frame, max_length, stride, left)
+    eager = Encoding.from_tokens([(i, f"t{i}", (k, k + 1)) for k, i in enumerate(ids)],
+                                 words=[k // 2 for k in range(n)])
+    eager.truncate(max_length, stride, "left" if left else "right")
+    want = PROCESSORS["bert"].process(eager)
+    assert_same_encoding(lazy, want)
+    # Padding a cut encoding pads its parts too, lists unbuilt until read.
+    padded = truncated(Encoding, raw, n, strings, frame, max_length, stride, left)
+    padded.pad(max_length + 4)
+    assert padded._never_read()
+    want.pad(max_length + 4)
+    assert_same_encoding(padded, want)
 
 
 def test_docstring_examples_hold():

@@ -271,8 +271,11 @@ class Encoding(_raw.EncodingBase):
 
     def copy(self) -> "Encoding":
         if not self._any_built():
-            # Nothing built yet: share the raw buffer.
-            return Encoding.from_raw(self._raw, self._n, self._strings, self._word_index, self._frame)
+            # Nothing built yet: share the raw buffer (and copy raw truncation's parts alike).
+            copied = Encoding.from_raw(self._raw, self._n, self._strings, self._word_index, self._frame)
+            if self._overflowing is not None:
+                copied._overflowing = [o.copy() for o in self._overflowing]
+            return copied
         return Encoding(list(self.ids), list(self.type_ids), list(self.tokens), list(self.words),
                         list(self.offsets), list(self.special_tokens_mask), list(self.attention_mask),
                         [o.copy() for o in self.overflowing], dict(self._sequence_ranges))
@@ -439,7 +442,9 @@ class Encoding(_raw.EncodingBase):
             raise ConfigError(f"unknown padding direction {direction!r}", fix="use 'right' or 'left'")
         if self._ids is None and not self._any_built():
             # Lazy and never read: the padding joins the frame, and the lists stay unbuilt
-            # (a lazy encoding has no overflowing part to pad).
+            # (so do those of raw truncation's overflowing parts, padded alike).
+            for over in self._overflowing or ():
+                over.pad(length, direction, pad_id, pad_type_id, pad_token)
             missing = length - len(self)
             if missing > 0:
                 self._frame = self._frame.padded(missing, direction, pad_id, pad_type_id, pad_token)

@@ -303,18 +303,35 @@ class Tokenizer:
         return result
 
     # -- the fused fast path (pieceworks.fast) ---------------------------------
-    def _raw_limit(self, add_special_tokens: bool) -> int | None:
+    def _raw_limit(self, add_special_tokens: bool, truncation: dict | None = None) -> int | None:
         """Most tokens a single text may have for truncation to leave it alone (None: no truncation).
 
         A text within it keeps every token and gets no overflowing part, so
         its raw encoding is already the truncated one; a longer text takes
         the long way, which truncates.
         """
-        truncation = self._truncation  # read once: another thread may change it meanwhile
+        if truncation is None:
+            truncation = self._truncation  # read once: another thread may change it meanwhile
         if truncation is None:
             return None
         n_added = self.num_special_tokens_to_add(False) if add_special_tokens else 0
         return max(truncation["max_length"] - max(n_added, 0), 0)
+
+    def _raw_truncation(self, add_special_tokens: bool) -> tuple | None:
+        """What truncation does to one text's raw encoding: None (nothing), or ``(max_length, stride, left, cut)``.
+
+        ``cut``: a longer text is cut in C (:func:`raw_encoding.truncated`),
+        which is :meth:`Encoding.truncate` exactly when the strategy cuts the
+        one sequence to ``max_length`` (longest_first, only_first) and
+        ``max_length`` is above 0; else the long way truncates it.
+        """
+        truncation = self._truncation  # read once: another thread may change it meanwhile
+        if truncation is None:
+            return None
+        limit = self._raw_limit(add_special_tokens, truncation)
+        cut = (limit > 0 and truncation["strategy"] in ("longest_first", "only_first")
+               and 0 <= truncation["stride"] < limit)
+        return (limit, truncation["stride"], truncation["direction"] == "left", cut)
 
     def _encode_raw(self, text: str, add_special_tokens: bool, split_special: bool,
                     limit: int | None = None) -> Encoding | None:
@@ -432,10 +449,11 @@ class Tokenizer:
                                                                and not plan.normalizes_nothing(item))):
                     plain.append(item)
                     where.append(i - start)
-        limit = self._raw_limit(add_special_tokens)
+        truncation = self._raw_truncation(add_special_tokens)
         if _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame,
-                           sys.maxsize if limit is None else limit) == 0:
+                           truncation) == 0:
             return out
+        limit = None if truncation is None else truncation[0]
         for k, enc in enumerate(out):
             if enc is None and type(items[start + k]) is str:
                 enc = out[k] = self._encode_raw_around_added(plan, items[start + k], split, frame, limit)
@@ -466,9 +484,9 @@ class Tokenizer:
             processor = self.post_processor
             frames = ((PLAIN_FRAME, PLAIN_FRAME) if processor is None
                       else (processor.single_frame(True), processor.single_frame(False)))
-            limits = tuple(-1 if limit is None else limit for limit in (self._raw_limit(True), self._raw_limit(False)))
+            truncations = (self._raw_truncation(True), self._raw_truncation(False))
             single = SingleText(epoch(), one[0], one[1], Encoding, added._leads if added.by_content else (),
-                                frames, limits, bool(self.encode_special_tokens),
+                                frames, truncations, bool(self.encode_special_tokens),
                                 self._split_exclusion() is not None, self._padding is not None)
         self.__dict__["_single"] = single
         return single

@@ -24,6 +24,7 @@ from cpython.object cimport PyObject_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int32_t
+from libc.string cimport memcpy
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
@@ -205,10 +206,24 @@ cdef class EncodingBase:
         return len(self._ids)
 
     cdef bint never_read(self):
-        """A lazy encoding none of whose lists was built (or assigned) yet."""
-        return (self._raw is not None and self._ids is None and self._type_ids is None and self._tokens is None
+        """A lazy encoding none of whose lists was built (or assigned) yet.
+
+        Overflowing parts that raw truncation made (never-read lazy encodings
+        themselves) do not count as read.
+        """
+        if not (self._raw is not None and self._ids is None and self._type_ids is None and self._tokens is None
                 and self._words is None and self._offsets is None and self._special_tokens_mask is None
-                and self._attention_mask is None and self._overflowing is None and self._ranges is None)
+                and self._attention_mask is None and self._ranges is None):
+            return False
+        if self._overflowing is None:
+            return True
+        if type(self._overflowing) is not list:
+            return False
+        for part in <list>self._overflowing:
+            if not isinstance(part, EncodingBase) or (<EncodingBase>part)._overflowing is not None \
+                    or not (<EncodingBase>part).never_read():
+                return False
+        return True
 
     def _never_read(self):
         return self.never_read()
@@ -319,15 +334,17 @@ cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, o
     return self
 
 
-def fill_encodings(type cls, list out, where, list results, object frame, Py_ssize_t limit):
+def fill_encodings(type cls, list out, where, list results, object frame, tuple truncation=None):
     """``out[where[k]]``: a lazy ``cls`` encoding (:func:`make_raw`) of ``results[k]``; how many of ``out`` stay None.
 
     ``results[k]`` is ``(raw, n_tokens, n_words, strings)`` (a plan's
-    ``encode_raw_batch``), or anything else to leave that place None; so is
-    a result of more than ``limit`` tokens.
+    ``encode_raw_batch``), or anything else to leave that place None.
+    ``truncation``: None, or ``(max_length, stride, left, cut)`` (see
+    :func:`truncated`); a result longer than ``max_length`` is cut there if
+    ``cut``, else left None.
 
     >>> out = [None, None, None]
-    >>> fill_encodings(EncodingBase, out, [0, 2], [(pack([5], [0], [2], [0]), 1, 1, {5: "hi"}), None], None, 10)
+    >>> fill_encodings(EncodingBase, out, [0, 2], [(pack([5], [0], [2], [0]), 1, 1, {5: "hi"}), None], None)
     2
     >>> out[0].tokens
     ['hi']
@@ -338,12 +355,81 @@ def fill_encodings(type cls, list out, where, list results, object frame, Py_ssi
         raise ValueError("fill_encodings: where and results differ in length")
     for k in range(len(results)):
         result = results[k]
-        if type(result) is tuple and len(<tuple>result) == 4 and (<tuple>result)[1] <= limit:
-            out[where[k]] = make_raw(cls, (<tuple>result)[0], (<tuple>result)[1], (<tuple>result)[3], None, frame)
+        if type(result) is tuple and len(<tuple>result) == 4:
+            out[where[k]] = encoding_of(cls, (<tuple>result)[0], (<tuple>result)[1], (<tuple>result)[3], frame,
+                                        truncation)
     for k in range(len(out)):
         if out[k] is None:
             missing += 1
     return missing
+
+
+cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation):
+    """A lazy encoding of a raw result, cut as ``truncation`` says (see :func:`fill_encodings`), or None.
+
+    None: the result is longer than truncation allows and may not be cut
+    here (the long way decides).
+    """
+    cdef Py_ssize_t max_length
+    if truncation is None or n <= <Py_ssize_t>truncation[0]:
+        return make_raw(cls, raw, n, strings, None, frame)
+    if not truncation[3]:
+        return None
+    return truncated(cls, raw, n, strings, frame, truncation[0], truncation[1], truncation[2])
+
+
+def truncated(type cls, bytes raw not None, Py_ssize_t n, object strings, object frame, Py_ssize_t max_length,
+              Py_ssize_t stride, bint left):
+    """A lazy encoding of the ``n`` tokens in ``raw`` cut to ``max_length``, the rest in overflowing parts.
+
+    The parts are :meth:`Encoding.truncate`'s: windows of ``max_length``
+    tokens that overlap by ``stride``, from the start (or from the end, if
+    ``left``); each is a lazy encoding with the same ``frame``.
+
+    >>> e = truncated(EncodingBase, pack(range(5), range(5), range(1, 6), range(5)), 5, None, None, 2, 1, False)
+    >>> e.ids, [o.ids for o in e._overflowing]
+    ([0, 1], [[1, 2], [2, 3], [3, 4]])
+    """
+    cdef Py_ssize_t start, stop, last, step
+    cdef list parts = []
+    if max_length <= 0 or stride < 0 or stride >= max_length:
+        raise ValueError(f"truncated: need 0 <= stride < max_length, got stride {stride}, max_length {max_length}")
+    if PyBytes_GET_SIZE(raw) < 16 * n:
+        raise ValueError(f"a raw encoding of {n} tokens needs {16 * n} bytes")
+    if n <= max_length:
+        return make_raw(cls, raw, n, strings, None, frame)
+    step = max_length - stride
+    if not left:
+        start = 0
+        while start < n:
+            stop = min(start + max_length, n)
+            parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None, frame))
+            if stop == n:
+                break
+            start += step
+    else:
+        last = n - 1
+        while last >= 0:
+            stop = last + 1
+            start = max(stop - max_length, 0)
+            parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None, frame))
+            if start == 0:
+                break
+            last -= step
+    first = <EncodingBase>parts[0]
+    first._overflowing = parts[1:]
+    return first
+
+
+cdef bytes _slice(bytes raw, Py_ssize_t n, Py_ssize_t start, Py_ssize_t stop):
+    """Tokens ``start:stop`` of a raw encoding of ``n`` (each of its four blocks cut alike)."""
+    cdef Py_ssize_t m = stop - start, b
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 16 * m)
+    cdef int32_t* dst = <int32_t*>PyBytes_AS_STRING(out)
+    cdef const int32_t* src = <const int32_t*>PyBytes_AS_STRING(raw)
+    for b in range(4):
+        memcpy(dst + b * m, src + b * n + start, 4 * m)
+    return out
 
 
 def pad_never_read(list encodings, Py_ssize_t length, str direction, pad_id, pad_type_id, pad_token) -> list:
@@ -363,14 +449,23 @@ def pad_never_read(list encodings, Py_ssize_t length, str direction, pad_id, pad
             continue
         e = <EncodingBase>obj
         missing = length - (e._n + <Py_ssize_t>e._frame.size)
-        if missing <= 0:
-            continue
-        key = (e._frame, missing)
-        frame = padded.get(key)
-        if frame is None:
-            frame = padded[key] = e._frame.padded(missing, direction, pad_id, pad_type_id, pad_token)
-        e._frame = frame
+        if missing > 0:
+            _pad_frame(e, missing, padded, direction, pad_id, pad_type_id, pad_token)
+        if e._overflowing is not None:      # raw truncation's parts: padded to the same length
+            for part in <list>e._overflowing:
+                missing = length - ((<EncodingBase>part)._n + <Py_ssize_t>(<EncodingBase>part)._frame.size)
+                if missing > 0:
+                    _pad_frame(<EncodingBase>part, missing, padded, direction, pad_id, pad_type_id, pad_token)
     return rest
+
+
+cdef void _pad_frame(EncodingBase e, Py_ssize_t missing, dict padded, str direction, pad_id, pad_type_id,
+                     pad_token) except *:
+    key = (e._frame, missing)
+    frame = padded.get(key)
+    if frame is None:
+        frame = padded[key] = e._frame.padded(missing, direction, pad_id, pad_type_id, pad_token)
+    e._frame = frame
 
 
 def untrack(obj) -> None:

@@ -5,7 +5,7 @@ class SingleText:
     usable: bool
     def __init__(self, epoch: int, encoder: Callable | None = None, strings: object = None,
                  encoding_type: type | None = None, leads: tuple[str, ...] = (), frames: tuple = (None, None),
-                 limits: tuple[int, int] = (-1, -1), default_split: bool = False, split_matters: bool = False,
+                 truncations: tuple = (None, None), default_split: bool = False, split_matters: bool = False,
                  pads: bool = False) -> None: ...
 
 def tokenizer_encode(self, sequence, pair=None, is_pretokenized: bool = False, add_special_tokens: bool = True,

@@ -18,7 +18,7 @@ way, ``Tokenizer._encode_general``, which is the same code as before.
 
 cimport cython
 
-from pieceworks._kernels.raw_encoding cimport make_raw
+from pieceworks._kernels.raw_encoding cimport encoding_of
 
 from pieceworks._component import _EPOCH
 
@@ -30,9 +30,10 @@ cdef class SingleText:
     ...)`` or anything else for the long way. ``strings[id]``: a token's
     string. ``leads``: prefixes one of which every added token starts with
     (a text holding one goes the long way; see ``added_vocabulary._leads``).
-    ``frames``/``limits``: the post-processing frame and the most tokens
-    truncation leaves alone (-1: no limit), for ``add_special_tokens`` True
-    and False; a frame of None sends those calls the long way. ``default_split``: the tokenizer's encode_special_tokens;
+    ``frames``/``truncations``: the post-processing frame and what
+    truncation does (``raw_encoding.encoding_of``), for
+    ``add_special_tokens`` True and False; a frame of None sends those
+    calls the long way. ``default_split``: the tokenizer's encode_special_tokens;
     ``split_matters``: splitting special tokens changes what the model may
     produce (then split calls go the long way). ``pads``: padding is on.
     With no encoder every call goes the long way.
@@ -41,17 +42,17 @@ cdef class SingleText:
     cdef object encoder, strings, encoding_type
     cdef tuple leads
     cdef object frame_with, frame_without
-    cdef Py_ssize_t limit_with, limit_without
+    cdef tuple truncation_with, truncation_without
     cdef bint default_split, split_matters, pads
 
     def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, tuple leads=(),
-                 frames=(None, None), limits=(-1, -1), bint default_split=False, bint split_matters=False,
+                 frames=(None, None), truncations=(None, None), bint default_split=False, bint split_matters=False,
                  bint pads=False):
         self.epoch = epoch
         self.encoder, self.strings, self.encoding_type = encoder, strings, encoding_type
         self.leads = leads
         self.frame_with, self.frame_without = frames
-        self.limit_with, self.limit_without = limits
+        self.truncation_with, self.truncation_without = truncations
         self.default_split, self.split_matters, self.pads = default_split, split_matters, pads
 
     @property
@@ -62,14 +63,14 @@ cdef class SingleText:
     cdef object encode_one(self, tokenizer, str text, object add_special, object split):
         """The Encoding of ``text``, or None for the long way."""
         cdef object frame, result
-        cdef Py_ssize_t limit, n
+        cdef tuple truncation
         cdef str lead
         if self.encoder is None:
             return None
         if add_special is True:
-            frame, limit = self.frame_with, self.limit_with
+            frame, truncation = self.frame_with, self.truncation_with
         elif add_special is False:
-            frame, limit = self.frame_without, self.limit_without
+            frame, truncation = self.frame_without, self.truncation_without
         else:
             return None
         if frame is None:
@@ -88,10 +89,10 @@ cdef class SingleText:
         result = self.encoder(text)
         if type(result) is not tuple:
             return None
-        n = (<tuple>result)[1]
-        if limit >= 0 and n > limit:
+        encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
+                               truncation)
+        if encoding is None:
             return None
-        encoding = make_raw(self.encoding_type, (<tuple>result)[0], n, self.strings, None, frame)
         if self.pads:
             tokenizer._pad([encoding])
         return encoding

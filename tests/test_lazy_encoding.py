@@ -9,6 +9,7 @@ truncate/pad/merge/copy/pickle do afterwards.
 
 from __future__ import annotations
 
+import gc
 import pickle
 
 import pytest
@@ -334,3 +335,20 @@ def test_batch_padding_through_frames_equals_the_general_path(monkeypatch, lengt
     twin._pad(want)
     for a, b in zip(first, want):
         assert_same_encoding(a, b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1100), st.integers(0, 40)), max_size=30),
+       st.integers(0, 40), st.integers(0, 3), st.integers(0, 3))
+def test_offset_list_equals_the_plain_pairs(spans, shift, nb, na):
+    # Short spans near the start come from a shared table, others are made per token;
+    # both kinds, side by side and across the table's edges, must read the same.
+    from pieceworks._kernels.raw_encoding import offset_list
+
+    spans.sort()
+    starts = [s for s, _ in spans]
+    ends = [s + length for s, length in spans]
+    raw = pack([0] * len(spans), starts, ends, [0] * len(spans))
+    got = offset_list(raw, len(spans), shift, nb, na)
+    assert got == [(0, 0)] * nb + [(s + shift, e + shift) for s, e in zip(starts, ends)] + [(0, 0)] * na
+    assert all(type(span) is tuple and not gc.is_tracked(span) for span in got)

@@ -38,6 +38,23 @@ cdef list _shared = list(range(N_SHARED))
 PyObject_GC_UnTrack(<void*>_shared)
 # A special token's offsets.
 cdef tuple _NO_SPAN = (0, 0)
+# Spans starting below SPAN_STARTS and shorter than SPAN_LENGTHS chars are shared
+# tuples, made on first use (a short line's offsets then allocate nothing; tuples are
+# immutable, so sharing one is as good as a new one).
+cdef Py_ssize_t SPAN_STARTS = 1024
+cdef Py_ssize_t SPAN_LENGTHS = 32
+cdef list _spans = [None] * (SPAN_STARTS * SPAN_LENGTHS)
+PyObject_GC_UnTrack(<void*>_spans)
+
+
+cdef object _shared_span(Py_ssize_t start, Py_ssize_t end):
+    cdef Py_ssize_t slot = start * SPAN_LENGTHS + (end - start)
+    cdef object span = _spans[slot]
+    if span is None:
+        span = (int_object(start), int_object(end))
+        PyObject_GC_UnTrack(<void*>span)
+        _spans[slot] = span
+    return span
 
 
 cdef inline object int_object(Py_ssize_t value):
@@ -47,6 +64,8 @@ cdef inline object int_object(Py_ssize_t value):
 
 
 cdef const int32_t* block(bytes raw, Py_ssize_t n, int which) except NULL:
+    if raw is None:     # a list set to None on an encoding that has no raw form
+        raise ValueError("this encoding has no raw form to build the list from; assign the list itself")
     if PyBytes_GET_SIZE(raw) < 16 * n:
         raise ValueError(f"a raw encoding of {n} tokens needs {16 * n} bytes, got {PyBytes_GET_SIZE(raw)}")
     return (<const int32_t*>PyBytes_AS_STRING(raw)) + which * n
@@ -67,6 +86,10 @@ def pack(ids, starts, ends, words) -> bytes:
 
 def id_list(bytes raw not None, Py_ssize_t n, list before=None, list after=None) -> list:
     """The ids, after the ids ``before`` and followed by ``after`` (a frame's special tokens)."""
+    return _id_list(raw, n, before, after)
+
+
+cdef list _id_list(bytes raw, Py_ssize_t n, list before, list after):
     cdef const int32_t* ids = block(raw, n, 0)
     cdef Py_ssize_t nb = 0 if before is None else len(before), na = 0 if after is None else len(after)
     cdef list out = PyList_New(nb + n + na)
@@ -89,6 +112,10 @@ def id_list(bytes raw not None, Py_ssize_t n, list before=None, list after=None)
 
 def token_list(bytes raw not None, Py_ssize_t n, strings, list before=None, list after=None) -> list:
     """``strings[id]`` for each id (``strings``: a list indexed by id, or a dict), framed as id_list."""
+    return _token_list(raw, n, strings, before, after)
+
+
+cdef list _token_list(bytes raw, Py_ssize_t n, strings, list before, list after):
     cdef const int32_t* ids = block(raw, n, 0)
     cdef Py_ssize_t nb = 0 if before is None else len(before), na = 0 if after is None else len(after)
     cdef list out = PyList_New(nb + n + na)
@@ -115,6 +142,10 @@ def token_list(bytes raw not None, Py_ssize_t n, strings, list before=None, list
 
 def offset_list(bytes raw not None, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t nb=0, Py_ssize_t na=0) -> list:
     """``(start + shift, end + shift)`` tuples, after ``nb`` and before ``na`` times ``(0, 0)``."""
+    return _offset_list(raw, n, shift, nb, na)
+
+
+cdef list _offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t nb, Py_ssize_t na):
     cdef const int32_t* starts = block(raw, n, 1)
     cdef const int32_t* ends = block(raw, n, 2)
     cdef list out = PyList_New(nb + n + na)
@@ -131,16 +162,20 @@ def offset_list(bytes raw not None, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t n
     for i in range(n):
         s = starts[i] + shift
         e = ends[i] + shift
-        # A token starting where the last one ended shares that int.
-        start_obj = end_obj if s == last_end else int_object(s)
-        end_obj = int_object(e)
+        if 0 <= s < SPAN_STARTS and 0 <= e - s < SPAN_LENGTHS:
+            span = <tuple>_shared_span(s, e)
+            end_obj = None
+        else:
+            # A token starting where the last one ended shares that int.
+            start_obj = end_obj if s == last_end and end_obj is not None else int_object(s)
+            end_obj = int_object(e)
+            span = PyTuple_New(2)
+            Py_INCREF(start_obj)
+            PyTuple_SET_ITEM(span, 0, start_obj)
+            Py_INCREF(end_obj)
+            PyTuple_SET_ITEM(span, 1, end_obj)
+            PyObject_GC_UnTrack(<void*>span)
         last_end = e
-        span = PyTuple_New(2)
-        Py_INCREF(start_obj)
-        PyTuple_SET_ITEM(span, 0, start_obj)
-        Py_INCREF(end_obj)
-        PyTuple_SET_ITEM(span, 1, end_obj)
-        PyObject_GC_UnTrack(<void*>span)
         Py_INCREF(span)
         PyList_SET_ITEM(out, nb + i, span)
     PyObject_GC_Track(<void*>out)
@@ -149,6 +184,10 @@ def offset_list(bytes raw not None, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t n
 
 def word_list(bytes raw not None, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t nb=0, Py_ssize_t na=0) -> list:
     """The word indices (all ``word_index`` when it is >= 0), after ``nb`` and before ``na`` Nones."""
+    return _word_list(raw, n, word_index, nb, na)
+
+
+cdef list _word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t nb, Py_ssize_t na):
     cdef const int32_t* words = block(raw, n, 3)
     cdef list out = PyList_New(nb + n + na)
     cdef Py_ssize_t i
@@ -234,8 +273,8 @@ cdef class EncodingBase:
         cdef object frame
         if self._ids is None:
             frame = self._frame
-            self._ids = (id_list(self._raw, self._n) if frame is None
-                         else id_list(self._raw, self._n, frame.ids_before, frame.ids_after))
+            self._ids = (_id_list(self._raw, self._n, None, None) if frame is None
+                         else _id_list(self._raw, self._n, frame.ids_before, frame.ids_after))
             untracked(self._ids)
         return self._ids
 
@@ -249,8 +288,8 @@ cdef class EncodingBase:
         cdef object frame
         if self._tokens is None:
             frame = self._frame
-            self._tokens = (token_list(self._raw, self._n, self._strings) if frame is None else
-                            token_list(self._raw, self._n, self._strings, frame.tokens_before, frame.tokens_after))
+            self._tokens = (_token_list(self._raw, self._n, self._strings, None, None) if frame is None else
+                            _token_list(self._raw, self._n, self._strings, frame.tokens_before, frame.tokens_after))
             untracked(self._tokens)
         return self._tokens
 
@@ -264,8 +303,8 @@ cdef class EncodingBase:
         cdef object frame
         if self._offsets is None:
             frame = self._frame
-            self._offsets = (offset_list(self._raw, self._n, 0) if frame is None else
-                             offset_list(self._raw, self._n, 0, len(frame.ids_before), len(frame.ids_after)))
+            self._offsets = (_offset_list(self._raw, self._n, 0, 0, 0) if frame is None else
+                             _offset_list(self._raw, self._n, 0, len(frame.ids_before), len(frame.ids_after)))
             untracked(self._offsets)
         return self._offsets
 
@@ -281,8 +320,8 @@ cdef class EncodingBase:
         if self._words is None:
             frame = self._frame
             word_index = -1 if self._word_index is None else self._word_index
-            self._words = (word_list(self._raw, self._n, word_index) if frame is None else
-                           word_list(self._raw, self._n, word_index, len(frame.ids_before), len(frame.ids_after)))
+            self._words = (_word_list(self._raw, self._n, word_index, 0, 0) if frame is None else
+                           _word_list(self._raw, self._n, word_index, len(frame.ids_before), len(frame.ids_after)))
             untracked(self._words)
         return self._words
 

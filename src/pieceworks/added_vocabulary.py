@@ -12,7 +12,10 @@ the original.
 
 from __future__ import annotations
 
+import os
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
 
 from ._component import _EPOCH
 from .errors import ConfigError, InputTypeError
@@ -144,6 +147,38 @@ class AddedVocabulary:
             return True
         joined = "".join(texts)
         return any(ch in joined for ch in leads)
+
+    def texts_to_ask(self, texts: list[str]) -> list[int]:
+        """Indices of the texts for which :meth:`may_occur_in` could be True, found in one pass over them all.
+
+        A text not listed holds no lead of any token (so no token); a listed
+        one holds a lead (maybe a false alarm: ask it). Without a prefilter,
+        every text is listed. The leads' common prefix is searched first,
+        so texts with none cost one C scan.
+
+        >>> v = AddedVocabulary(); v._leads = ("<|en", "<|st"); v.by_content = {"<|endoftext|>": 0}
+        >>> v.texts_to_ask(["a <|endo", "b < c", "<|start", "<|x"])
+        [0, 2]
+        """
+        leads = self._leads
+        if leads is None:
+            return list(range(len(texts)))
+        if not leads or not texts:
+            return []
+        joined = "".join(texts)
+        ends = list(accumulate(map(len, texts)))
+        prefix = os.path.commonprefix(leads)
+        hits = []
+        for lead in (prefix,) if prefix else leads:
+            pos = joined.find(lead)
+            while pos >= 0:
+                k = bisect_right(ends, pos)
+                if lead == prefix and not any(joined.startswith(full, pos) for full in leads):
+                    pos = joined.find(lead, pos + 1)
+                    continue
+                hits.append(k)                      # (a lead across two texts marks the first: harmless)
+                pos = joined.find(lead, ends[k])    # the next text
+        return sorted(set(hits))
 
     def is_special(self, content: str) -> bool:
         return content in self.special_set

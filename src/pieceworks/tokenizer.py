@@ -25,7 +25,8 @@ from typing import Iterable, Iterator
 
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
-from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _raw_join, pack as _raw_pack,
+from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _raw_join,
+                                    none_positions as _none_positions, pack as _raw_pack,
                                     pad_never_read as _pad_never_read)
 from ._kernels.single_text import SingleText, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
@@ -224,9 +225,35 @@ class Tokenizer:
                 out.append(self.post_process(enc, pair, add_special_tokens))
             return out
 
-        out = run_in_ranges(encode_range, items, plan, raw_ready is not None)
+        out = None
+        if raw_ready is not None and hasattr(plan, "encode_job"):
+            out = self._encode_batch_job(items, plan, raw_ready, split, add_special_tokens)
+        if out is None:
+            out = run_in_ranges(encode_range, items, plan, raw_ready is not None)
         if self._padding is not None:
             self._pad(out)
+        return out
+
+    def _encode_batch_job(self, items: list, plan, frame, split: bool, add_special_tokens: bool) -> list | None:
+        """The batch as one kernel job on the pool's threads (see ``plan.encode_job``), or None.
+
+        For plain texts; those that may hold an added token, and the few
+        others the job leaves out (None), are encoded here one by one.
+        """
+        from .fast._pool import num_threads
+
+        added = self._added
+        if (type(items) is not list or set(map(type, items)) != {str}
+                or self._normalizer is not None and added.has_normalized_tokens()):
+            return None
+        ask = added.texts_to_ask(items) if added.by_content else []
+        if len(ask) * 2 > len(items):
+            return None     # mostly texts to ask: the ranges path asks them on threads
+        out = plan.encode_job(items, Encoding, frame, self._raw_truncation(add_special_tokens), num_threads(), ask)
+        if out is None:
+            return None
+        for k in _none_positions(out):
+            out[k] = self._encode_range_raw(items, k, k + 1, plan, frame, split, add_special_tokens)[0]
         return out
 
     def encode_batch_fast(self, input: list, add_special_tokens: bool = True) -> list[Encoding]:

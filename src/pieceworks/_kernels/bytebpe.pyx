@@ -71,6 +71,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_New
 
 from pieceworks._kernels.board cimport pw_board
+from pieceworks._kernels.raw_encoding cimport encoding_of
 from cpython.tuple cimport PyTuple_New
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
@@ -1498,12 +1499,44 @@ cdef class ByteBPE:
     def batch_job(self, list texts, bint refuse_surrogates=False, Py_ssize_t chunk_chars=CHUNK_CHARS):
         """A :class:`BatchJob` that encodes ``texts`` on several threads (None as :meth:`encode_batch`)."""
         cdef BatchJob job = BatchJob.__new__(BatchJob)
+        return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars) else None
+
+    def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
+                      list skip=None, Py_ssize_t chunk_chars=CHUNK_CHARS):
+        """A :class:`BatchJob` whose result is a lazy ``cls`` encoding of each text (``Tokenizer.encode_batch``).
+
+        Each is :func:`raw_encoding.encoding_of` of the text's raw encoding
+        (``strings``, ``frame``, ``truncation``), or None for the long way:
+        the texts whose indices ``skip`` lists, a text of ``max_chars`` or
+        more, with ``nfc`` one that NFC would change, or one truncation may
+        not cut here. No prefix space is added.
+        """
+        import unicodedata
+
+        cdef BatchJob job = BatchJob.__new__(BatchJob)
+        cdef Py_ssize_t k
+        self._fill_job(job, texts, False, chunk_chars)
+        job.raw_mode = True
+        job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
+        job.skip.resize(len(job.keep), 0)
+        for k in skip or ():
+            job.skip[k] = 1
+        for k in range(len(job.keep)):
+            if job.texts.lengths[k] >= max_chars or (nfc and not job.texts.asciis[k]
+                                                     and not unicodedata.is_normalized("NFC", job.keep[k])):
+                job.skip[k] = 1
+        return job
+
+    cdef bint _fill_job(self, object job_object, list texts, bint refuse_surrogates,
+                        Py_ssize_t chunk_chars) except -1:
+        """Point ``job`` at ``texts`` and cut them into chunks; False if a text held a refused surrogate."""
+        cdef BatchJob job = <BatchJob>job_object
         cdef Py_ssize_t count, i, acc = 0
         job.bpe = self
         job.keep = tuple(texts)   # holds the texts even if the list changes meanwhile
         count = len(job.keep)
         if self._read_texts(job.keep, refuse_surrogates, &job.texts):
-            return None
+            return False
         job.bounds.push_back(0)
         for i in range(count):
             acc += job.texts.lengths[i] + 16   # + 16: a text's own cost
@@ -1514,7 +1547,7 @@ cdef class ByteBPE:
             job.bounds.push_back(count)
         job.results.resize(job.bounds.size() - 1)
         job.board = new pw_board(<Py_ssize_t>job.results.size())
-        return job
+        return True
 
     def encode_raw_batch(self, list texts, bint prefix_space=False):
         """``[encode_raw(t, prefix_space) for t in texts]``, the GIL released once for the whole list."""
@@ -1763,6 +1796,9 @@ cdef class ByteBPE:
 cdef struct ChunkIds:
     vector[uint32_t] ids          # the chunk's texts' ids, one after another
     vector[Py_ssize_t] ends       # where each text's ids end
+    vector[int64_t] starts        # raw jobs: each token's char offsets and piece index
+    vector[int64_t] stops
+    vector[uint32_t] words
 
 
 cdef class OneText:
@@ -1817,6 +1853,11 @@ cdef class BatchJob:
     cdef vector[Py_ssize_t] bounds     # chunk k is texts bounds[k]:bounds[k + 1]
     cdef vector[ChunkIds] results
     cdef pw_board* board
+    # Raw jobs (ByteBPE.raw_batch_job): lazy encodings instead of id lists.
+    cdef bint raw_mode
+    cdef vector[char] skip             # texts left for the long way
+    cdef object cls, strings, frame
+    cdef tuple truncation
 
     def __dealloc__(self):
         del self.board
@@ -1843,17 +1884,55 @@ cdef class BatchJob:
             return -1
         st.ids.clear()
         st.item_end.clear()
+        if self.raw_mode:
+            st.starts.clear()
+            st.ends.clear()
+            st.words.clear()
         for k in range(self.bounds[i], self.bounds[i + 1]):
-            encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
-                       self.texts.asciis[k], st, False, False)
+            if not self.raw_mode or not self.skip[k]:
+                encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
+                           self.texts.asciis[k], st, self.raw_mode, False)
             st.item_end.push_back(<Py_ssize_t>st.ids.size())
         # Into the shared results only once per chunk: neighbouring chunks' results share cache
         # lines, and a write per text would bounce them between the cores.
         out = &self.results[i]
         out.ids.assign(st.ids.begin(), st.ids.end())
         out.ends.assign(st.item_end.begin(), st.item_end.end())
+        if self.raw_mode:
+            out.starts.assign(st.starts.begin(), st.starts.end())
+            out.stops.assign(st.ends.begin(), st.ends.end())
+            out.words.assign(st.words.begin(), st.words.end())
         self.board.finish(i, 0)
         return i
+
+    cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
+        """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; free the chunk."""
+        cdef ChunkIds* chunk = &self.results[i]
+        cdef Py_ssize_t k, j, first = 0, n, item
+        cdef bytes raw
+        cdef int32_t* dst
+        for k in range(<Py_ssize_t>chunk.ends.size()):
+            item = self.bounds[i] + k
+            n = chunk.ends[k] - first
+            if self.skip[item]:
+                encoding = None
+            else:
+                raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+                dst = <int32_t*>PyBytes_AS_STRING(raw)
+                for j in range(n):
+                    dst[j] = <int32_t>chunk.ids[first + j]
+                    dst[n + j] = <int32_t>chunk.starts[first + j]
+                    dst[2 * n + j] = <int32_t>chunk.stops[first + j]
+                    dst[3 * n + j] = <int32_t>chunk.words[first + j]
+                encoding = encoding_of(self.cls, raw, n, self.strings, self.frame, self.truncation)
+            Py_INCREF_p(<PyObject*>encoding)
+            PyList_SET_ITEM_p(out, item, <PyObject*>encoding)
+            first = chunk.ends[k]
+        vector[uint32_t]().swap(chunk.ids)
+        vector[int64_t]().swap(chunk.starts)
+        vector[int64_t]().swap(chunk.stops)
+        vector[uint32_t]().swap(chunk.words)
+        return 0
 
     def run(self):
         """Encode chunks and make the lists of the finished ones, in order: the result."""
@@ -1870,6 +1949,10 @@ cdef class BatchJob:
                             self.board.wait(listed)   # the rest is taken: wait for the next chunk to list
                     continue
                 chunk = &self.results[listed]
+                if self.raw_mode:
+                    self._list_raw(listed, out)
+                    listed += 1
+                    continue
                 first = 0
                 for k in range(<Py_ssize_t>chunk.ends.size()):
                     ids = PyList_New(chunk.ends[k] - first)

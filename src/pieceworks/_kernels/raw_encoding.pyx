@@ -507,6 +507,16 @@ cdef void _pad_frame(EncodingBase e, Py_ssize_t missing, dict padded, str direct
     e._frame = frame
 
 
+def none_positions(list items) -> list:
+    """The indices of the items that are None (by identity: an Encoding's ``==`` is not asked).
+
+    >>> none_positions([None, 1, None])
+    [0, 2]
+    """
+    cdef Py_ssize_t k
+    return [k for k in range(len(items)) if items[k] is None]
+
+
 def untrack(obj) -> None:
     """Take ``obj`` out of the cyclic garbage collector's sight (it must not be able to join a cycle).
 

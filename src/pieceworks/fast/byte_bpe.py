@@ -43,6 +43,7 @@ from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
 from ..alignment import NormalizedString
 from . import register_plan
+from ._pool import run_job
 
 __all__ = ["byte_bpe_plan", "ByteBpePlan", "HF_PATTERNS", "TIKTOKEN_PATTERNS", "GPT2_PATTERN",
            "CL100K_PATTERN", "O200K_PATTERN", "QWEN2_PATTERN"]
@@ -159,6 +160,24 @@ class ByteBpePlan:
             return None
         kernel, prefix_space = ready
         return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS), self._tokens
+
+    def encode_job(self, texts: list[str], cls: type, frame, truncation: tuple | None, threads: int,
+                   skip: list[int] | None = None) -> list | None:
+        """Lazy ``cls`` encodings of ``texts`` (framed, cut as ``truncation`` says) made on ``threads`` threads.
+
+        A job (``ByteBPE.raw_batch_job``): threads take chunks of the list
+        as they come free, and this thread makes the encodings in order
+        between its own chunks. An item is None where :meth:`encode_raw`
+        would say None (or truncation may not cut it here), and at the
+        indices ``skip`` lists: the caller encodes those the long way. None for the whole list when the kernel
+        cannot take it (no kernel, or a prefix space to add).
+        """
+        ready = self._prepare()
+        if ready is None or ready[1]:
+            return None
+        job = ready[0].raw_batch_job(texts, cls, self._tokens, frame, truncation, self.normalizer is not None,
+                                     _RAW_MAX_CHARS, skip)
+        return run_job(job, threads)
 
     def encode_raw_batch(self, texts: list[str]) -> list:
         """``[encode_raw(t) for t in texts]``, encoded with the GIL released once for the list."""

@@ -1,0 +1,140 @@
+"""``Tokenizer.encode_batch`` of byte-level BPE as one kernel job (``ByteBPE.raw_batch_job``).
+
+Threads encode chunks of the list as they come free and the calling thread
+makes lazy encodings of the finished ones; texts that may hold an added
+token, texts NFC would change, and texts truncation may not cut here are
+left out (None) and encoded one by one. Every test holds the batch to the
+same tokenizer with its plan switched off (the general pipeline), field by
+field, overflowing parts and padding included.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parity import assert_same_encoding
+from pieceworks import Tokenizer
+from pieceworks.encoding import Encoding, PLAIN_FRAME
+from pieceworks.models import BPE
+from pieceworks.normalizers import NFC
+from pieceworks.pre_tokenizers import ByteLevel
+from pieceworks.processors import TemplateProcessing
+from pieceworks.trainers import BpeTrainer
+
+CORPUS = ["hello world, hello worlds", "the cat sat on the mat", "héllo wörld ünïcode café", "x = f(y) + 1;"] * 20
+
+
+def trained(normalizer=None) -> Tokenizer:
+    tok = Tokenizer(BPE())
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(CORPUS, BpeTrainer(vocab_size=320, special_tokens=["<|endoftext|>", "<|pad|>"],
+                                               initial_alphabet=ByteLevel.alphabet(), show_progress=False))
+    tok.post_processor = TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", 0)])
+    return tok
+
+
+def general_twin(tok: Tokenizer, monkeypatch) -> Tokenizer:
+    monkeypatch.setenv("PIECEWORKS_NO_FAST", "1")
+    twin = Tokenizer.from_str(tok.to_str())
+    assert twin._current_plan() is None
+    monkeypatch.delenv("PIECEWORKS_NO_FAST")
+    return twin
+
+
+TEXTS = ["hello world", "", "a <|endoftext|> b", "cafe\u0301 and caf\u00e9", "the cat " * 40, "<|pad|>",
+         "x = f(y) + 1;", "ünïcode " * 3, "< | not a token", "tail <|endof"] * 7
+
+
+def assert_batches_equal(tok, twin, texts, **kwargs):
+    ours, theirs = tok.encode_batch(texts, **kwargs), twin.encode_batch(texts, **kwargs)
+    assert len(ours) == len(theirs)
+    for text, a, b in zip(texts, ours, theirs):
+        assert_same_encoding(a, b, repr(text[:40]))
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("normalizer", [None, "nfc"])
+def test_job_batches_equal_the_general_path(monkeypatch, threads, normalizer):
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", threads)
+    tok = trained(NFC() if normalizer else None)
+    twin = general_twin(tok, monkeypatch)
+    for add in (True, False):
+        assert_batches_equal(tok, twin, TEXTS, add_special_tokens=add)
+
+
+@pytest.mark.parametrize("strategy,stride,direction", [("longest_first", 0, "right"), ("longest_first", 2, "left"),
+                                                       ("only_first", 1, "right"), ("only_second", 0, "right")])
+def test_job_batches_truncate_and_pad_as_the_general_path(monkeypatch, strategy, stride, direction):
+    tok = trained()
+    twin = general_twin(tok, monkeypatch)
+    texts = [t for t in TEXTS if "<|" not in t]
+    for t in (tok, twin):
+        t.enable_truncation(6, stride=stride, strategy=strategy, direction=direction)
+        t.enable_padding(pad_id=1, pad_token="<|pad|>")
+    if strategy == "only_second":       # refused for single texts, both ways
+        with pytest.raises(Exception) as ours:
+            tok.encode_batch(texts)
+        with pytest.raises(Exception) as theirs:
+            twin.encode_batch(texts)
+        assert type(ours.value) is type(theirs.value)
+        return
+    assert_batches_equal(tok, twin, texts)
+
+
+def test_the_job_is_the_path_taken(monkeypatch):
+    # Without this the tests above could pass on the ranges path alone.
+    tok = trained()
+    calls = []
+    plan = tok._current_plan()
+    real = type(plan).encode_job
+
+    def spy(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        calls.append([e is None for e in out])
+        return out
+
+    monkeypatch.setattr(type(plan), "encode_job", spy)
+    batch = tok.encode_batch(["hello world", "a <|endoftext|> b", "cat"])
+    # The text holding an added token is left to the one-by-one path, which finds the token.
+    assert calls == [[False, True, False]]
+    assert tok.token_to_id("<|endoftext|>") in batch[1].ids
+
+
+def test_skipped_texts_come_back_none_from_the_kernel():
+    tok = trained(NFC())
+    plan = tok._current_plan()
+    kernel = plan._current_kernel()
+    texts = ["hello", "cafe\u0301", "world", "x" * 10]
+    job = kernel.raw_batch_job(texts, Encoding, plan._tokens, PLAIN_FRAME, None, True, 8, [2], 1)
+    out = job.run()
+    assert [e is None for e in out] == [False, True, True, True]    # NFC, skip list, too long
+    assert out[0].ids == tok.encode("hello", add_special_tokens=False).ids
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("helo wrdcat<|>é\u0301ü;\n")), max_size=30), max_size=40))
+def test_any_batch_equals_one_by_one(texts):
+    tok = _TOK
+    batch = tok.encode_batch(texts)
+    for text, enc in zip(texts, batch):
+        assert_same_encoding(enc, tok._encode_general(text), repr(text))
+
+
+_TOK = trained(NFC())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("<|>abe ndtx")), max_size=12), max_size=12),
+       st.lists(st.sampled_from(["<|endoftext|>", "<|eot|>", "<|bad", "ab", "<x>", "|"]), min_size=1, max_size=4))
+def test_texts_to_ask_lists_every_text_that_may_hold_a_token(texts, tokens):
+    tok = Tokenizer(BPE())
+    tok.add_special_tokens(tokens)
+    added = tok._added
+    ask = added.texts_to_ask(texts)
+    assert ask == sorted(set(ask)) and all(0 <= k < len(texts) for k in ask)
+    for k, text in enumerate(texts):
+        if added.may_occur_in(text):
+            assert k in ask, (text, ask)

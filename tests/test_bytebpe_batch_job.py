@@ -77,3 +77,18 @@ def test_the_list_may_change_while_the_job_runs(bpe):
     job = bpe.batch_job(texts, False, 16)
     texts.clear()                       # the job holds its own tuple of the texts
     assert job.run() == want
+
+
+def test_result_lists_are_plain_lists_the_collector_skips(bpe):
+    # Ints cannot form a cycle: untracked lists keep a batch's many results out of
+    # every collection pass (see the bytebpe module doc), and still behave as lists.
+    import gc
+
+    texts = ["hello world", "a b", ""] * 50
+    job_out = bpe.batch_job(texts, chunk_chars=8).run()
+    for out in (job_out, bpe.encode_batch(texts), [bpe.encode("hello world")]):
+        assert all(type(ids) is list and not gc.is_tracked(ids) for ids in out)
+    assert gc.is_tracked(job_out)           # the outer list holds lists: tracked as usual
+    first = job_out[0]
+    first.append(7)
+    assert first[-1] == 7 and first[:-1] == bpe.encode("hello world")

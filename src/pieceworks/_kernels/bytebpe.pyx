@@ -64,7 +64,11 @@ Performance notes (what the merge loop waits for is memory, not arithmetic):
   look-ups per byte; the guess cut Thai under o200k from about 10 to 30 MB/s;
 * ASCII strings are already UTF-8: their pieces are encoded in place; Python
   ints for token ids are made once per model, so a result list costs a
-  pointer copy per token.
+  pointer copy per token;
+* result lists of ids are untracked by the cyclic garbage collector (ints
+  cannot form a cycle): a batch's tens of thousands of lists otherwise make
+  the collector run pass after pass over all of them on the calling thread,
+  which was what kept two threads from doing twice the work of one.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -1405,6 +1409,7 @@ cdef class ByteBPE:
         cdef size_t k
         for k in range(start, end):
             PyList_SET_ITEM_p(out, k - start, new_int(self._ints, self._int_ptrs, st.ids[k]))
+        PyObject_GC_UnTrack(<void*>out)     # ints only (see the module doc)
         return out
 
     # -- encoding --------------------------------------------------------------------------
@@ -1959,6 +1964,7 @@ cdef class BatchJob:
                     for j in range(first, chunk.ends[k]):
                         PyList_SET_ITEM_p(ids, j - first, new_int(self.bpe._ints, self.bpe._int_ptrs, chunk.ids[j]))
                     first = chunk.ends[k]
+                    PyObject_GC_UnTrack(<void*>ids)     # ints only (see ByteBPE's module doc)
                     Py_INCREF_p(<PyObject*>ids)
                     PyList_SET_ITEM_p(out, self.bounds[listed] + k, <PyObject*>ids)
                 vector[uint32_t]().swap(chunk.ids)

@@ -137,6 +137,13 @@ def test_any_add_special_tokens_value(tok, add_special_tokens):
     assert_fresh(tok, add_special_tokens=add_special_tokens)
 
 
+@pytest.mark.parametrize("text", ["<|endoftext|>", "a<|endoftext|>", "<<|endoftext|>", "<|en <|endoftext|>",
+                                  "<|e", "x<", "[CLS]", "[[CLS]", "[CL [CLS] ["])
+def test_added_tokens_anywhere_in_the_text_are_found(tok, text):
+    # The snapshot rules texts out by scanning for the leads' first char, then the prefix.
+    assert_fresh(tok, texts=[text, text * 3, "word " + text + " word"])
+
+
 def test_the_result_is_a_lazy_untracked_encoding(tok):
     enc = tok.encode("hello world")
     assert type(enc) is Encoding
@@ -160,7 +167,8 @@ def test_threads_share_one_snapshot(tok):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("helo wrdsabxyz,![]CLS\u00e9\u0301\u4e2d\U0001f600 \t\n")), max_size=40))
+@given(st.text(alphabet=st.sampled_from(list("helo wrdsabxyz,![]CLS<|ndoftx\u00e9\u0301\u4e2d\U0001f600 \t\n")),
+               max_size=40))
 def test_any_text_as_the_long_way(text):
     for tok in (_BERT, _BYTE):
         assert_same_encoding(tok.encode(text), tok._encode_general(text))

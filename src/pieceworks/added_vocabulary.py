@@ -101,6 +101,7 @@ class AddedVocabulary:
         self._raw_matcher = None               # (compiled regex, {content: id})
         self._normalized_matcher = None
         self._leads: tuple[str, ...] | None = ()  # see _leads()
+        self._lead_prefix = ""                    # what every lead starts with
 
     def __len__(self) -> int:
         return len(self.by_content)
@@ -127,6 +128,8 @@ class AddedVocabulary:
         """
         leads = self._leads
         if leads is not None:
+            if self._lead_prefix not in text:   # one scan rules them all out (most texts)
+                return False
             for ch in leads:
                 if ch in text:
                     break
@@ -156,7 +159,7 @@ class AddedVocabulary:
         every text is listed. The leads' common prefix is searched first,
         so texts with none cost one C scan.
 
-        >>> v = AddedVocabulary(); v._leads = ("<|en", "<|st"); v.by_content = {"<|endoftext|>": 0}
+        >>> v = AddedVocabulary(); v._leads, v._lead_prefix = ("<|en", "<|st"), "<|"; v.by_content = {"<|x": 0}
         >>> v.texts_to_ask(["a <|endo", "b < c", "<|start", "<|x"])
         [0, 2]
         """
@@ -167,7 +170,7 @@ class AddedVocabulary:
             return []
         joined = "".join(texts)
         ends = list(accumulate(map(len, texts)))
-        prefix = os.path.commonprefix(leads)
+        prefix = self._lead_prefix
         hits = []
         for lead in (prefix,) if prefix else leads:
             pos = joined.find(lead)
@@ -231,6 +234,7 @@ class AddedVocabulary:
         self._raw_matcher = _compile_matcher(raw)
         self._normalized_matcher = _compile_matcher(normed)
         self._leads = _leads(list(raw) + list(normed))
+        self._lead_prefix = os.path.commonprefix(self._leads) if self._leads else ""
         _EPOCH[0] += 1      # what a tokenizer's encode snapshot knows of these tokens is stale
 
     # -- matching ------------------------------------------------------

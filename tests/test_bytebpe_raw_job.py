@@ -138,3 +138,38 @@ def test_texts_to_ask_lists_every_text_that_may_hold_a_token(texts, tokens):
     for k, text in enumerate(texts):
         if added.may_occur_in(text):
             assert k in ask, (text, ask)
+
+
+# -- texts NFC changes: NFC line by line, the aligned normalizer only where a line changes ------
+
+NFC_ALPHABET = list("ae x\n\r") + ["\u0301", "\u0344", "\uf900", "\u1100", "\u1161", "\u11a8", "\u00e9", "\u212b",
+                                   "\u0327", "\u0323", "\U0001d15e"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(NFC_ALPHABET), max_size=40))
+def test_texts_nfc_changes_encode_as_the_general_path(text):
+    tok, twin = _NFC_PAIR
+    assert_same_encoding(tok.encode(text), twin.encode(text), repr(text))
+
+
+def test_texts_nfc_changes_take_the_raw_path_and_batch_alike():
+    tok, twin = _NFC_PAIR
+    texts = ["cafe\u0301\nplain line\n\u0301starts with a mark\nA\u030a and \u212b\n", "\n\n", "e\u0301",
+             "x\r\ne\u0301\r\n", "\uf900\u1100\u1161\u11a8 end"]
+    plan = tok._current_plan()
+    for text in texts:
+        assert plan.encode_raw(text) is not None, repr(text)      # no longer sent down the pipeline
+    for a, b in zip(tok.encode_batch(texts * 3), twin.encode_batch(texts * 3)):
+        assert_same_encoding(a, b)
+
+
+def _nfc_pair():
+    tok = trained(NFC())
+    mp = pytest.MonkeyPatch()
+    twin = general_twin(tok, mp)
+    mp.undo()
+    return tok, twin
+
+
+_NFC_PAIR = _nfc_pair()

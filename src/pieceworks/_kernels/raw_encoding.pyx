@@ -23,7 +23,7 @@ from cpython.long cimport PyLong_FromSsize_t
 from cpython.object cimport PyObject_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy
 
 cdef extern from "Python.h":
@@ -505,6 +505,65 @@ cdef void _pad_frame(EncodingBase e, Py_ssize_t missing, dict padded, str direct
     if frame is None:
         frame = padded[key] = e._frame.padded(missing, direction, pad_id, pad_type_id, pad_token)
     e._frame = frame
+
+
+def remap_offsets(bytes raw not None, Py_ssize_t n, const int64_t[::1] seg_starts, const int64_t[::1] seg_shift,
+                  const int64_t[::1] seg_map, const int32_t[::1] map_starts, const int32_t[::1] map_ends) -> bytes:
+    """A copy of ``raw`` whose offsets into a normalized text point into the original text instead.
+
+    The normalized text is cut into segments, segment ``k`` starting at char
+    ``seg_starts[k]`` (the first at 0, in order). Where ``seg_map[k] < 0``
+    its chars only moved: original = normalized + ``seg_shift[k]``; else
+    normalized char ``i`` of it came from the original span
+    ``map_starts[j], map_ends[j]`` (``j = seg_map[k] + i - seg_starts[k]``)
+    moved by ``seg_shift[k]``.
+    A token covers the original span from its first char's start to its
+    last char's end.
+
+    >>> from array import array
+    >>> raw = pack([7, 8], [0, 1], [1, 3], [0, 1])   # normalized "abc": its b was "b" + a mark
+    >>> out = remap_offsets(raw, 2, array("q", [0, 1, 2]), array("q", [0, 1, 1]), array("q", [-1, 0, -1]),
+    ...                     array("i", [0]), array("i", [2]))
+    >>> offset_list(out, 2, 0)
+    [(0, 1), (1, 4)]
+    """
+    cdef Py_ssize_t i, k, segments = seg_starts.shape[0]
+    cdef bytes out
+    cdef int32_t* dst
+    cdef int64_t s, e
+    if segments == 0 or seg_shift.shape[0] != segments or seg_map.shape[0] != segments or seg_starts[0] != 0:
+        raise ValueError("remap_offsets: one start, shift and map per segment, the first at 0")
+    if map_starts.shape[0] != map_ends.shape[0]:
+        raise ValueError("remap_offsets: map_starts and map_ends differ in length")
+    block(raw, n, 0)
+    out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw), 16 * n)
+    dst = <int32_t*>PyBytes_AS_STRING(out)
+    for i in range(n):
+        s = dst[n + i]
+        e = dst[2 * n + i]
+        dst[n + i] = <int32_t>_original(s, True, seg_starts, seg_shift, seg_map, map_starts, map_ends)
+        dst[2 * n + i] = <int32_t>(_original(e - 1, False, seg_starts, seg_shift, seg_map, map_starts, map_ends)
+                                   if e > s else dst[n + i])
+    return out
+
+
+cdef int64_t _original(int64_t pos, bint start, const int64_t[::1] seg_starts, const int64_t[::1] seg_shift,
+                       const int64_t[::1] seg_map, const int32_t[::1] map_starts,
+                       const int32_t[::1] map_ends) except? -1:
+    """The original start (or, ``start`` False, end) of normalized char ``pos``."""
+    cdef Py_ssize_t lo = 0, hi = seg_starts.shape[0], mid, j
+    while hi - lo > 1:              # the last segment starting at or before pos
+        mid = (lo + hi) // 2
+        if seg_starts[mid] <= pos:
+            lo = mid
+        else:
+            hi = mid
+    if seg_map[lo] < 0:
+        return pos + seg_shift[lo] + (0 if start else 1)
+    j = seg_map[lo] + (pos - seg_starts[lo])
+    if not 0 <= j < map_starts.shape[0]:
+        raise ValueError(f"remap_offsets: char {pos} falls outside its segment's map")
+    return (map_starts[j] if start else map_ends[j]) + seg_shift[lo]
 
 
 def none_positions(list items) -> list:

@@ -34,7 +34,7 @@ import unicodedata
 from array import array
 
 from .._kernels.bytebpe import ByteBPE, OneText, Pattern
-from .._kernels.raw_encoding import untrack
+from .._kernels.raw_encoding import remap_offsets, untrack
 from ..byte_level import CHAR_TO_BYTE
 from ..errors import ConfigError
 from ..models.bpe import BPE
@@ -144,10 +144,55 @@ class ByteBpePlan:
             return None
         kernel, prefix_space = ready
         if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
-            return None     # offsets through the aligned normalizer: encode_plain's job
+            # (With a prefix space the offsets shift too: encode_plain's job.)
+            return None if prefix_space else (*self._encode_raw_nfc(kernel, text), self._tokens)
         if prefix_space and text and text[0] != " ":
             return (*kernel.encode_raw(" " + text, True), self._tokens)
         return (*kernel.encode_raw(text, False), self._tokens)
+
+    def _encode_raw_nfc(self, kernel: ByteBPE, text: str) -> tuple[bytes, int, int]:
+        """``kernel.encode_raw`` of NFC(``text``), its offsets mapped back into ``text``.
+
+        NFC runs line by line: a line feed is a starter nothing composes
+        with, so NFC of the whole text is NFC of each line, joined. Only the
+        lines NFC changes go through the aligned normalizer (the slow part,
+        in Python); the rest only move. The kernel then encodes the whole
+        normalized text at once (pieces may span lines), and
+        ``raw_encoding.remap_offsets`` maps each token back in C.
+        """
+        parts: list[str] = []
+        seg_starts, seg_shift, seg_map = array("q"), array("q"), array("q")
+        map_starts, map_ends = array("i"), array("i")
+        norm = orig = 0
+        moved = False                   # the last segment is an unchanged stretch
+        lines = text.split("\n")
+        for k, line in enumerate(lines):
+            if k + 1 < len(lines):
+                line += "\n"
+            if unicodedata.is_normalized("NFC", line):
+                if not moved:
+                    seg_starts.append(norm)
+                    seg_shift.append(orig - norm)
+                    seg_map.append(-1)
+                    moved = True
+                parts.append(line)
+                norm += len(line)
+            else:
+                aligned = NormalizedString(line)
+                self.normalizer.normalize(aligned)
+                seg_starts.append(norm)
+                seg_shift.append(orig)          # the line's spans are relative to its start
+                seg_map.append(len(map_starts))
+                if aligned.normalized:
+                    starts, ends = zip(*aligned.alignments())
+                    map_starts.extend(starts)
+                    map_ends.extend(ends)
+                parts.append(aligned.normalized)
+                norm += len(aligned.normalized)
+                moved = False
+            orig += len(line)
+        raw, n_tokens, n_pieces = kernel.encode_raw("".join(parts), False)
+        return remap_offsets(raw, n_tokens, seg_starts, seg_shift, seg_map, map_starts, map_ends), n_tokens, n_pieces
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` fixed to now, or None.
@@ -188,8 +233,11 @@ class ByteBpePlan:
         out: list = [None] * len(texts)
         todo, where = [], []
         for k, text in enumerate(texts):
-            if len(text) >= _RAW_MAX_CHARS or (self.normalizer is not None
-                                               and not unicodedata.is_normalized("NFC", text)):
+            if len(text) >= _RAW_MAX_CHARS:
+                continue
+            if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
+                if not prefix_space:
+                    out[k] = (*self._encode_raw_nfc(kernel, text), self._tokens)
                 continue
             todo.append(" " + text if prefix_space and text and text[0] != " " else text)
             where.append(k)

@@ -352,3 +352,21 @@ def test_offset_list_equals_the_plain_pairs(spans, shift, nb, na):
     got = offset_list(raw, len(spans), shift, nb, na)
     assert got == [(0, 0)] * nb + [(s + shift, e + shift) for s, e in zip(starts, ends)] + [(0, 0)] * na
     assert all(type(span) is tuple and not gc.is_tracked(span) for span in got)
+
+
+def test_a_cut_encoding_copies_pickles_and_compares_as_the_eager_one():
+    from pieceworks._kernels.raw_encoding import truncated
+
+    ids = list(range(100, 109))
+    raw = pack(ids, range(9), range(1, 10), range(9))
+    frame = PROCESSORS["bert"].single_frame(True)
+    lazy = truncated(Encoding, raw, 9, {i: f"t{i}" for i in ids}, frame, 4, 1, False)
+    eager = Encoding.from_tokens([(i, f"t{i}", (k, k + 1)) for k, i in enumerate(ids)], words=list(range(9)))
+    eager.truncate(4, 1)
+    want = PROCESSORS["bert"].process(eager)
+    copied = lazy.copy()
+    assert copied._never_read() and len(copied.overflowing) == len(want.overflowing)
+    assert copied.overflowing[0] is not lazy._overflowing[0]           # the parts are copied too
+    assert_same_encoding(copied, want)
+    assert_same_encoding(pickle.loads(pickle.dumps(lazy)), want)
+    assert lazy == want

@@ -19,7 +19,6 @@ decode: ids → tokens → decoder → text.
 from __future__ import annotations
 
 import os
-import sys
 from functools import partial
 from typing import Iterable, Iterator
 

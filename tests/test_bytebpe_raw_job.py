@@ -173,3 +173,19 @@ def _nfc_pair():
 
 
 _NFC_PAIR = _nfc_pair()
+
+
+def test_ids_are_built_in_the_job_unless_padding_will_pad_by_frames(monkeypatch):
+    tok = trained()
+    twin = general_twin(tok, monkeypatch)
+    texts = ["hello world", "the cat sat", "x = f(y) + 1;"] * 5
+    batch = tok.encode_batch(texts)
+    assert all(e._ids is not None for e in batch)          # built on the calling thread in the job
+    for a, b in zip(batch, twin.encode_batch(texts)):
+        assert_same_encoding(a, b)
+    for t in (tok, twin):
+        t.enable_padding(pad_id=1, pad_token="<|pad|>", length=20)
+    padded = tok.encode_batch(texts)
+    assert all(e._ids is None for e in padded)             # left for padding by frames
+    for a, b in zip(padded, twin.encode_batch(texts)):
+        assert_same_encoding(a, b)

@@ -248,7 +248,10 @@ class Tokenizer:
         ask = added.texts_to_ask(items) if added.by_content else []
         if len(ask) * 2 > len(items):
             return None     # mostly texts to ask: the ranges path asks them on threads
-        out = plan.encode_job(items, Encoding, frame, self._raw_truncation(add_special_tokens), num_threads(), ask)
+        # Without padding (which pads unread encodings by their frames) the ids are built in the
+        # job, on the calling thread while the pool's threads still encode: nearly every caller reads them.
+        out = plan.encode_job(items, Encoding, frame, self._raw_truncation(add_special_tokens), num_threads(), ask,
+                              eager_ids=self._padding is None)
         if out is None:
             return None
         for k in _none_positions(out):

@@ -1507,14 +1507,16 @@ cdef class ByteBPE:
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars) else None
 
     def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
-                      list skip=None, Py_ssize_t chunk_chars=CHUNK_CHARS):
+                      list skip=None, bint eager_ids=False, Py_ssize_t chunk_chars=CHUNK_CHARS):
         """A :class:`BatchJob` whose result is a lazy ``cls`` encoding of each text (``Tokenizer.encode_batch``).
 
         Each is :func:`raw_encoding.encoding_of` of the text's raw encoding
         (``strings``, ``frame``, ``truncation``), or None for the long way:
         the texts whose indices ``skip`` lists, a text of ``max_chars`` or
         more, with ``nfc`` one that NFC would change, or one truncation may
-        not cut here. No prefix space is added.
+        not cut here. No prefix space is added. ``eager_ids``: each
+        encoding's ``ids`` list is built as it is made (on the calling
+        thread, while the others encode), for callers that read them all.
         """
         import unicodedata
 
@@ -1522,6 +1524,7 @@ cdef class ByteBPE:
         cdef Py_ssize_t k
         self._fill_job(job, texts, False, chunk_chars)
         job.raw_mode = True
+        job.eager_ids = eager_ids
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
         job.skip.resize(len(job.keep), 0)
         for k in skip or ():
@@ -1859,7 +1862,7 @@ cdef class BatchJob:
     cdef vector[ChunkIds] results
     cdef pw_board* board
     # Raw jobs (ByteBPE.raw_batch_job): lazy encodings instead of id lists.
-    cdef bint raw_mode
+    cdef bint raw_mode, eager_ids
     cdef vector[char] skip             # texts left for the long way
     cdef object cls, strings, frame
     cdef tuple truncation
@@ -1930,6 +1933,8 @@ cdef class BatchJob:
                     dst[2 * n + j] = <int32_t>chunk.stops[first + j]
                     dst[3 * n + j] = <int32_t>chunk.words[first + j]
                 encoding = encoding_of(self.cls, raw, n, self.strings, self.frame, self.truncation)
+                if self.eager_ids and encoding is not None:
+                    encoding.ids        # built now, while the other threads still encode
             Py_INCREF_p(<PyObject*>encoding)
             PyList_SET_ITEM_p(out, item, <PyObject*>encoding)
             first = chunk.ends[k]

@@ -207,21 +207,23 @@ class ByteBpePlan:
         return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS), self._tokens
 
     def encode_job(self, texts: list[str], cls: type, frame, truncation: tuple | None, threads: int,
-                   skip: list[int] | None = None) -> list | None:
+                   skip: list[int] | None = None, eager_ids: bool = False) -> list | None:
         """Lazy ``cls`` encodings of ``texts`` (framed, cut as ``truncation`` says) made on ``threads`` threads.
 
         A job (``ByteBPE.raw_batch_job``): threads take chunks of the list
         as they come free, and this thread makes the encodings in order
         between its own chunks. An item is None where :meth:`encode_raw`
         would say None (or truncation may not cut it here), and at the
-        indices ``skip`` lists: the caller encodes those the long way. None for the whole list when the kernel
+        indices ``skip`` lists: the caller encodes those the long way.
+        ``eager_ids``: build each ``ids`` list in the job (see
+        ``ByteBPE.raw_batch_job``). None for the whole list when the kernel
         cannot take it (no kernel, or a prefix space to add).
         """
         ready = self._prepare()
         if ready is None or ready[1]:
             return None
         job = ready[0].raw_batch_job(texts, cls, self._tokens, frame, truncation, self.normalizer is not None,
-                                     _RAW_MAX_CHARS, skip)
+                                     _RAW_MAX_CHARS, skip, eager_ids)
         return run_job(job, threads)
 
     def encode_raw_batch(self, texts: list[str]) -> list:

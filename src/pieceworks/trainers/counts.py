@@ -645,12 +645,7 @@ def check_training_counts(counts: Mapping[str, int], trainer: str) -> None:
     elif isinstance(counts, Mapping):
         total = 0
         for piece, count in counts.items():
-            if not isinstance(piece, str):
-                raise InputTypeError(f"counts keys must be str, got {type(piece).__name__}: {piece!r}",
-                                     fix="build counts with pieceworks.trainers.counts.count_words")
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                raise InputTypeError(f"count of {piece!r} must be a non-negative int, got {count!r}",
-                                     fix="build counts with pieceworks.trainers.counts.count_words")
+            _check_entry(piece, count)
             total += count * max(len(piece), 1)
     else:
         raise InputTypeError(f"counts must be a mapping of word -> count, got {type(counts).__name__}",

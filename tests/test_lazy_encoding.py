@@ -256,24 +256,26 @@ def test_ids_batch_equals_the_ids_of_encode_batch(name, shared_data):
 
 # -- fill_encodings: a raw batch's results into lazy encodings, in C ----------------------------
 
-def test_fill_encodings_places_each_result_and_counts_the_rest():
-    from pieceworks._kernels.raw_encoding import fill_encodings
+def test_fill_encodings_places_each_result_and_leaves_the_rest_none():
+    from pieceworks._kernels.raw_encoding import fill_encodings, none_positions
 
     strings = {5: "hi", 6: "there"}
     results = [(pack([5], [0], [2], [0]), 1, 1, strings), None, 7,
                (pack([5, 6], [0, 3], [2, 8], [0, 1]), 2, 2, strings)]
     out = [None] * 6
-    missing = fill_encodings(Encoding, out, [0, 2, 3, 5], results, PLAIN_FRAME, None)
-    assert missing == 4                     # 1 and 4 never asked, 2 and 3 not tuples
+    fill_encodings(Encoding, out, [0, 2, 3, 5], results, PLAIN_FRAME, None)
+    assert none_positions(out) == [1, 2, 3, 4]      # 1 and 4 never asked, 2 and 3 not tuples
     assert [type(e).__name__ if e is not None else None for e in out] == \
         ["Encoding", None, None, None, None, "Encoding"]
     assert out[5].tokens == ["hi", "there"] and out[5].offsets == [(0, 2), (3, 8)]
     # More tokens than truncation keeps, and not to be cut here: left for the long way.
     out = [None]
-    assert fill_encodings(Encoding, out, [0], results[3:], PLAIN_FRAME, (1, 0, False, False)) == 1 and out == [None]
+    fill_encodings(Encoding, out, [0], results[3:], PLAIN_FRAME, (1, 0, False, False))
+    assert out == [None]
     # To be cut here: as Encoding.truncate cuts the eager encoding.
     out = [None]
-    assert fill_encodings(Encoding, out, [0], results[3:], PLAIN_FRAME, (1, 0, False, True)) == 0
+    fill_encodings(Encoding, out, [0], results[3:], PLAIN_FRAME, (1, 0, False, True))
+    assert none_positions(out) == []
     eager = Encoding.from_tokens([(5, "hi", (0, 2)), (6, "there", (3, 8))], words=[0, 1])
     eager.truncate(1)
     assert_same_encoding(out[0], eager)

@@ -479,15 +479,13 @@ class Tokenizer:
                     plain.append(item)
                     where.append(i - start)
         truncation = self._raw_truncation(add_special_tokens)
-        if _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame,
-                           truncation) == 0:
-            return out
+        _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame, truncation)
         limit = None if truncation is None else truncation[0]
-        for k, enc in enumerate(out):
-            if enc is None and type(items[start + k]) is str:
-                enc = out[k] = self._encode_raw_around_added(plan, items[start + k], split, frame, limit)
-            if enc is None:
-                i = start + k
+        for k in _none_positions(out):
+            i = start + k
+            if type(items[i]) is str:
+                out[k] = self._encode_raw_around_added(plan, items[i], split, frame, limit)
+            if out[k] is None:
                 first, second = _split_batch_item(items[i], False, i)
                 enc = self._encode_sequence(first, 0, False, split, f"input[{i}]")
                 pair = None if second is None else self._encode_sequence(second, 1, False, split, f"input[{i}]")

@@ -361,8 +361,9 @@ cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, o
     ``frame`` None: no special tokens around them. Untracked by the
     collector, as :func:`untrack` says.
     """
-    if raw is None or n < 0 or PyBytes_GET_SIZE(raw) < 16 * n:
-        raise ValueError(f"a raw encoding of {n} tokens needs {16 * n} bytes")
+    if n < 0:
+        raise ValueError(f"a raw encoding cannot hold {n} tokens")
+    block(raw, n, 0)        # (raises unless raw holds n tokens)
     cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
     self._raw = raw
     self._n = n
@@ -374,7 +375,7 @@ cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, o
 
 
 def fill_encodings(type cls, list out, where, list results, object frame, tuple truncation=None):
-    """``out[where[k]]``: a lazy ``cls`` encoding (:func:`make_raw`) of ``results[k]``; how many of ``out`` stay None.
+    """``out[where[k]]``: a lazy ``cls`` encoding (:func:`make_raw`) of ``results[k]``.
 
     ``results[k]`` is ``(raw, n_tokens, n_words, strings)`` (a plan's
     ``encode_raw_batch``), or anything else to leave that place None.
@@ -384,11 +385,10 @@ def fill_encodings(type cls, list out, where, list results, object frame, tuple 
 
     >>> out = [None, None, None]
     >>> fill_encodings(EncodingBase, out, [0, 2], [(pack([5], [0], [2], [0]), 1, 1, {5: "hi"}), None], None)
-    2
-    >>> out[0].tokens
-    ['hi']
+    >>> out[0].tokens, none_positions(out)
+    (['hi'], [1, 2])
     """
-    cdef Py_ssize_t k, missing = 0
+    cdef Py_ssize_t k
     cdef object result
     if len(where) != len(results):
         raise ValueError("fill_encodings: where and results differ in length")
@@ -397,10 +397,6 @@ def fill_encodings(type cls, list out, where, list results, object frame, tuple 
         if type(result) is tuple and len(<tuple>result) == 4:
             out[where[k]] = encoding_of(cls, (<tuple>result)[0], (<tuple>result)[1], (<tuple>result)[3], frame,
                                         truncation)
-    for k in range(len(out)):
-        if out[k] is None:
-            missing += 1
-    return missing
 
 
 cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation):
@@ -409,7 +405,6 @@ cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, obje
     None: the result is longer than truncation allows and may not be cut
     here (the long way decides).
     """
-    cdef Py_ssize_t max_length
     if truncation is None or n <= <Py_ssize_t>truncation[0]:
         return make_raw(cls, raw, n, strings, None, frame)
     if not truncation[3]:
@@ -433,8 +428,7 @@ def truncated(type cls, bytes raw not None, Py_ssize_t n, object strings, object
     cdef list parts = []
     if max_length <= 0 or stride < 0 or stride >= max_length:
         raise ValueError(f"truncated: need 0 <= stride < max_length, got stride {stride}, max_length {max_length}")
-    if PyBytes_GET_SIZE(raw) < 16 * n:
-        raise ValueError(f"a raw encoding of {n} tokens needs {16 * n} bytes")
+    block(raw, n, 0)        # (raises unless raw holds n tokens)
     if n <= max_length:
         return make_raw(cls, raw, n, strings, None, frame)
     step = max_length - stride
@@ -487,19 +481,18 @@ def pad_never_read(list encodings, Py_ssize_t length, str direction, pad_id, pad
             rest.append(obj)
             continue
         e = <EncodingBase>obj
-        missing = length - (e._n + <Py_ssize_t>e._frame.size)
-        if missing > 0:
-            _pad_frame(e, missing, padded, direction, pad_id, pad_type_id, pad_token)
-        if e._overflowing is not None:      # raw truncation's parts: padded to the same length
-            for part in <list>e._overflowing:
-                missing = length - ((<EncodingBase>part)._n + <Py_ssize_t>(<EncodingBase>part)._frame.size)
-                if missing > 0:
-                    _pad_frame(<EncodingBase>part, missing, padded, direction, pad_id, pad_type_id, pad_token)
+        _pad_frame(e, length, padded, direction, pad_id, pad_type_id, pad_token)
+        for part in e._overflowing or ():   # raw truncation's parts: padded to the same length
+            _pad_frame(<EncodingBase>part, length, padded, direction, pad_id, pad_type_id, pad_token)
     return rest
 
 
-cdef void _pad_frame(EncodingBase e, Py_ssize_t missing, dict padded, str direction, pad_id, pad_type_id,
+cdef void _pad_frame(EncodingBase e, Py_ssize_t length, dict padded, str direction, pad_id, pad_type_id,
                      pad_token) except *:
+    """Pad ``e`` to ``length`` tokens by its frame (``padded``: the frames made so far, by frame and count)."""
+    cdef Py_ssize_t missing = length - (e._n + <Py_ssize_t>e._frame.size)
+    if missing <= 0:
+        return
     key = (e._frame, missing)
     frame = padded.get(key)
     if frame is None:

@@ -1102,26 +1102,43 @@ NOT_IN_UTF8 = frozenset([0xC0, 0xC1] + list(range(0xF5, 0x100)))
 
 
 cdef bytes raw_of(State* st, size_t first, size_t end, bint prefix_space):
-    """The raw encoding of tokens ``first:end`` of ``st`` (see raw_encoding.pyx).
+    """The raw encoding of tokens ``first:end`` of ``st`` (see :func:`raw_from`)."""
+    return raw_from(st.ids.data() + first, st.starts.data() + first, st.ends.data() + first,
+                    st.words.data() + first, end - first, prefix_space)
+
+
+cdef bytes raw_from(const uint32_t* ids, const int64_t* starts, const int64_t* ends, const uint32_t* words,
+                    Py_ssize_t n, bint prefix_space):
+    """The raw encoding (see raw_encoding.pyx) of ``n`` tokens given column by column.
 
     ``prefix_space``: the text began with an added space, which shares the
     first char's span; offsets are shifted back into the original text.
     """
-    cdef Py_ssize_t n = end - first, i
+    cdef Py_ssize_t i
     cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
     cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
     cdef int64_t s, e
     for i in range(n):
-        s = st.starts[first + i]
-        e = st.ends[first + i]
+        s = starts[i]
+        e = ends[i]
         if prefix_space:
             s = s - 1 if s > 0 else 0
             e = e - 1 if e > 1 else 1
-        out[i] = <int32_t>st.ids[first + i]
+        out[i] = <int32_t>ids[i]
         out[n + i] = <int32_t>s
         out[2 * n + i] = <int32_t>e
-        out[3 * n + i] = <int32_t>st.words[first + i]
+        out[3 * n + i] = <int32_t>words[i]
     return raw
+
+
+cdef list id_list_of(ByteBPE bpe, const uint32_t* ids, size_t n):
+    """A list of ``n`` token ids (the model's shared int objects), untracked: ints only (see the module doc)."""
+    cdef list out = PyList_New(n)
+    cdef size_t k
+    for k in range(n):
+        PyList_SET_ITEM_p(out, k, new_int(bpe._ints, bpe._int_ptrs, ids[k]))
+    PyObject_GC_UnTrack(<void*>out)
+    return out
 
 
 cdef class Workspace:
@@ -1405,12 +1422,7 @@ cdef class ByteBPE:
             self._pool.append(ws)
 
     cdef list _id_list(self, State* st, size_t start, size_t end):
-        cdef list out = PyList_New(end - start)
-        cdef size_t k
-        for k in range(start, end):
-            PyList_SET_ITEM_p(out, k - start, new_int(self._ints, self._int_ptrs, st.ids[k]))
-        PyObject_GC_UnTrack(<void*>out)     # ints only (see the module doc)
-        return out
+        return id_list_of(self, st.ids.data() + start, end - start)
 
     # -- encoding --------------------------------------------------------------------------
     def encode(self, str text, bint refuse_surrogates=False):
@@ -1916,22 +1928,16 @@ cdef class BatchJob:
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; free the chunk."""
         cdef ChunkIds* chunk = &self.results[i]
-        cdef Py_ssize_t k, j, first = 0, n, item
+        cdef Py_ssize_t k, first = 0, n, item
         cdef bytes raw
-        cdef int32_t* dst
         for k in range(<Py_ssize_t>chunk.ends.size()):
             item = self.bounds[i] + k
             n = chunk.ends[k] - first
             if self.skip[item]:
                 encoding = None
             else:
-                raw = PyBytes_FromStringAndSize(NULL, 16 * n)
-                dst = <int32_t*>PyBytes_AS_STRING(raw)
-                for j in range(n):
-                    dst[j] = <int32_t>chunk.ids[first + j]
-                    dst[n + j] = <int32_t>chunk.starts[first + j]
-                    dst[2 * n + j] = <int32_t>chunk.stops[first + j]
-                    dst[3 * n + j] = <int32_t>chunk.words[first + j]
+                raw = raw_from(chunk.ids.data() + first, chunk.starts.data() + first, chunk.stops.data() + first,
+                               chunk.words.data() + first, n, False)
                 encoding = encoding_of(self.cls, raw, n, self.strings, self.frame, self.truncation)
                 if self.eager_ids and encoding is not None:
                     encoding.ids        # built now, while the other threads still encode
@@ -1946,7 +1952,7 @@ cdef class BatchJob:
 
     def run(self):
         """Encode chunks and make the lists of the finished ones, in order: the result."""
-        cdef Py_ssize_t listed = 0, n = self.results.size(), k, first, j
+        cdef Py_ssize_t listed = 0, n = self.results.size(), k, first
         cdef list out = PyList_New(len(self.keep))
         cdef list ids
         cdef ChunkIds* chunk
@@ -1965,11 +1971,8 @@ cdef class BatchJob:
                     continue
                 first = 0
                 for k in range(<Py_ssize_t>chunk.ends.size()):
-                    ids = PyList_New(chunk.ends[k] - first)
-                    for j in range(first, chunk.ends[k]):
-                        PyList_SET_ITEM_p(ids, j - first, new_int(self.bpe._ints, self.bpe._int_ptrs, chunk.ids[j]))
+                    ids = id_list_of(self.bpe, chunk.ids.data() + first, chunk.ends[k] - first)
                     first = chunk.ends[k]
-                    PyObject_GC_UnTrack(<void*>ids)     # ints only (see ByteBPE's module doc)
                     Py_INCREF_p(<PyObject*>ids)
                     PyList_SET_ITEM_p(out, self.bounds[listed] + k, <PyObject*>ids)
                 vector[uint32_t]().swap(chunk.ids)

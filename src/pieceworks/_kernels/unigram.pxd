@@ -46,6 +46,7 @@ cdef class Charsmap:
     cdef Py_ssize_t shortest(self, const uint8_t* s, Py_ssize_t n, Py_ssize_t* value) noexcept nogil
     cdef uint32_t after(self, const uint8_t* s, Py_ssize_t n) noexcept nogil
     cdef uint32_t _unit(self, Py_ssize_t i) noexcept nogil
+    cdef Py_ssize_t _child(self, uint32_t unit, Py_ssize_t pos, int c) noexcept nogil
     cdef Py_ssize_t _search(self, const uint8_t* s, Py_ssize_t n, Py_ssize_t* value, bint longest) noexcept nogil
     cdef Py_ssize_t _string_end(self, Py_ssize_t start) noexcept nogil
     cdef _walk(self, uint32_t unit, Py_ssize_t pos, bytes prefix, list out, int depth)

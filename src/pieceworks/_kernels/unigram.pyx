@@ -496,6 +496,13 @@ cdef class Charsmap:
     cdef uint32_t _unit(self, Py_ssize_t i) noexcept nogil:
         return load_u32(self.units + 4 * i)
 
+    cdef Py_ssize_t _child(self, uint32_t unit, Py_ssize_t pos, int c) noexcept nogil:
+        """The position of the child labelled ``c`` of ``unit`` (at ``pos``), or -1 if it has none."""
+        cdef Py_ssize_t child = pos ^ ((unit >> 10) << ((unit & (1 << 9)) >> 6)) ^ c
+        if child >= self.n_units or (self._unit(child) & LABEL_MASK) != <uint32_t>c:
+            return -1
+        return child
+
     cdef Py_ssize_t _search(self, const uint8_t* s, Py_ssize_t n, Py_ssize_t* value, bint longest) noexcept nogil:
         # darts-clone commonPrefixSearch; returns the match length (0: none).
         cdef Py_ssize_t pos = 0, i, best = 0
@@ -589,17 +596,14 @@ cdef class Charsmap:
 
     cdef bint _mark_from(self, uint32_t unit, Py_ssize_t pos, uint8_t* path, int depth,
                          uint64_t* bits) noexcept nogil:
-        cdef Py_ssize_t base, child
+        cdef Py_ssize_t child
         cdef uint32_t cu
         cdef int c, first, second
-        base = pos ^ ((unit >> 10) << ((unit & (1 << 9)) >> 6))
         for c in range(1, 256):
-            child = base ^ c
-            if child >= self.n_units:
+            child = self._child(unit, pos, c)
+            if child < 0:
                 continue
             cu = self._unit(child)
-            if (cu & LABEL_MASK) != <uint32_t>c:
-                continue
             path[depth] = <uint8_t>c
             first = one_char_len(path[0])
             if depth + 1 <= first:
@@ -626,19 +630,16 @@ cdef class Charsmap:
         return out
 
     cdef _walk(self, uint32_t unit, Py_ssize_t pos, bytes prefix, list out, int depth):
-        cdef Py_ssize_t base, child, leaf, value
+        cdef Py_ssize_t child, leaf, value
         cdef uint32_t cu
         cdef int c
         if depth > 64:
             return
-        base = pos ^ ((unit >> 10) << ((unit & (1 << 9)) >> 6))
         for c in range(1, 256):
-            child = base ^ c
-            if child >= self.n_units:
+            child = self._child(unit, pos, c)
+            if child < 0:
                 continue
             cu = self._unit(child)
-            if (cu & LABEL_MASK) != <uint32_t>c:
-                continue
             key = prefix + bytes([c])
             if (cu >> 8) & 1:
                 leaf = child ^ ((cu >> 10) << ((cu & (1 << 9)) >> 6))

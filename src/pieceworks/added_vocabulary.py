@@ -145,19 +145,16 @@ class AddedVocabulary:
         two texts is a false alarm, never a miss); without that prefilter, or
         if some lead char is there, True: ask text by text.
         """
-        leads = self._leads
-        if leads is None:
-            return True
-        joined = "".join(texts)
-        return any(ch in joined for ch in leads)
+        return bool(self.texts_to_ask(texts))
 
     def texts_to_ask(self, texts: list[str]) -> list[int]:
         """Indices of the texts for which :meth:`may_occur_in` could be True, found in one pass over them all.
 
         A text not listed holds no lead of any token (so no token); a listed
         one holds a lead (maybe a false alarm: ask it). Without a prefilter,
-        every text is listed. The leads' common prefix is searched first,
-        so texts with none cost one C scan.
+        every text is listed. The leads' common prefix is searched first, so
+        texts with none cost one C scan; then each lead, jumping to the next
+        text after a hit (Python work per text listed, never per char).
 
         >>> v = AddedVocabulary(); v._leads, v._lead_prefix = ("<|en", "<|st"), "<|"; v.by_content = {"<|x": 0}
         >>> v.texts_to_ask(["a <|endo", "b < c", "<|start", "<|x"])
@@ -169,16 +166,14 @@ class AddedVocabulary:
         if not leads or not texts:
             return []
         joined = "".join(texts)
+        if self._lead_prefix not in joined:
+            return []
         ends = list(accumulate(map(len, texts)))
-        prefix = self._lead_prefix
         hits = []
-        for lead in (prefix,) if prefix else leads:
+        for lead in leads:
             pos = joined.find(lead)
             while pos >= 0:
                 k = bisect_right(ends, pos)
-                if lead == prefix and not any(joined.startswith(full, pos) for full in leads):
-                    pos = joined.find(lead, pos + 1)
-                    continue
                 hits.append(k)                      # (a lead across two texts marks the first: harmless)
                 pos = joined.find(lead, ends[k])    # the next text
         return sorted(set(hits))

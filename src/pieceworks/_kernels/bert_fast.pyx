@@ -38,14 +38,14 @@ form a cycle), and ids, tokens and small ints are shared objects.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.long cimport PyLong_FromLong, PyLong_FromSsize_t
+from cpython.long cimport PyLong_FromLong
 from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 from libcpp.vector cimport vector
 
+from pieceworks._kernels.raw_encoding cimport int_object, span_tuple
 from pieceworks._kernels.wordpiece_encode cimport WordPieceMatcher
 
 cdef Py_ssize_t N_CODE_POINTS = 0x110000
@@ -554,26 +554,12 @@ def encode_raw_batch(list texts, CharMap cmap, TokenTable table, Py_ssize_t max_
         give_back(sc)
 
 
-# Offsets and word numbers below this come from one shared list of ints instead
-# of a new int object each (about 1 MB, made on first use).
-cdef Py_ssize_t N_SHARED_INTS = 1 << 15
-cdef list _shared_ints = list(range(N_SHARED_INTS))
-PyObject_GC_UnTrack(<void*>_shared_ints)    # (why: see raw_encoding's shared ints)
-
-
-cdef inline object int_object(Py_ssize_t value):
-    if value < N_SHARED_INTS:
-        return _shared_ints[value]
-    return PyLong_FromSsize_t(value)
-
-
 cdef tuple build_result(Scratch sc, TokenTable table, str unk_token):
     cdef Py_ssize_t n = sc.toks.size(), i
     cdef list ids = PyList_New(n), tokens = PyList_New(n), offsets = PyList_New(n), words = PyList_New(n)
-    cdef object obj, start_obj, end_obj = None, word_obj = None
-    cdef tuple span
+    cdef object obj, word_obj = None
+    cdef tuple span = None
     cdef Tok* tok
-    cdef Py_ssize_t last_end = -1
     cdef int32_t last_word = -1
     cdef bint dense = table.ids is not None
     # Every 700 new tuples start a collection, which would walk these growing
@@ -591,18 +577,7 @@ cdef tuple build_result(Scratch sc, TokenTable table, str unk_token):
         Py_INCREF(obj)
         PyList_SET_ITEM(tokens, i, obj)
         # Consecutive tokens share offsets and words: reuse those int objects.
-        start_obj = end_obj if tok.start == last_end else int_object(tok.start)
-        end_obj = int_object(tok.end)
-        last_end = tok.end
-        span = PyTuple_New(2)
-        Py_INCREF(start_obj)
-        PyTuple_SET_ITEM(span, 0, start_obj)
-        Py_INCREF(end_obj)
-        PyTuple_SET_ITEM(span, 1, end_obj)
-        # Two ints cannot form a cycle: keep the garbage collector from
-        # walking millions of these (it would untrack them itself, but only
-        # after scanning them at least once).
-        PyObject_GC_UnTrack(<void*> span)
+        span = span_tuple(tok.start, tok.end, span)
         Py_INCREF(span)
         PyList_SET_ITEM(offsets, i, span)
         if tok.word != last_word:

@@ -9,3 +9,5 @@ cdef class EncodingBase:
 
 cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame)
 cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation)
+cdef object int_object(Py_ssize_t value)
+cdef tuple span_tuple(Py_ssize_t start, Py_ssize_t end, tuple previous)

@@ -57,10 +57,35 @@ cdef object _shared_span(Py_ssize_t start, Py_ssize_t end):
     return span
 
 
-cdef inline object int_object(Py_ssize_t value):
+cdef object int_object(Py_ssize_t value):
     if 0 <= value < N_SHARED:
         return _shared[value]
     return PyLong_FromSsize_t(value)
+
+
+cdef tuple span_tuple(Py_ssize_t start, Py_ssize_t end, tuple previous):
+    """The offsets tuple ``(start, end)``, untracked by the collector (two ints form no cycle).
+
+    A short span near the text's start is a shared tuple (see ``_spans``);
+    another is new, its start int the ``previous`` span's end int when the
+    token starts where that one ended.
+    """
+    cdef object start_obj
+    cdef tuple span
+    if 0 <= start < SPAN_STARTS and 0 <= end - start < SPAN_LENGTHS:
+        return <tuple>_shared_span(start, end)
+    if previous is not None and <Py_ssize_t>previous[1] == start:
+        start_obj = previous[1]
+    else:
+        start_obj = int_object(start)
+    end_obj = int_object(end)
+    span = PyTuple_New(2)
+    Py_INCREF(start_obj)
+    PyTuple_SET_ITEM(span, 0, start_obj)
+    Py_INCREF(end_obj)
+    PyTuple_SET_ITEM(span, 1, end_obj)
+    PyObject_GC_UnTrack(<void*>span)
+    return span
 
 
 cdef const int32_t* block(bytes raw, Py_ssize_t n, int which) except NULL:
@@ -149,9 +174,8 @@ cdef list _offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t nb,
     cdef const int32_t* starts = block(raw, n, 1)
     cdef const int32_t* ends = block(raw, n, 2)
     cdef list out = PyList_New(nb + n + na)
-    cdef Py_ssize_t i, last_end = -1, s, e
-    cdef object start_obj, end_obj = None
-    cdef tuple span
+    cdef Py_ssize_t i
+    cdef tuple span = None
     for i in range(nb):
         Py_INCREF(_NO_SPAN)
         PyList_SET_ITEM(out, i, _NO_SPAN)
@@ -160,22 +184,7 @@ cdef list _offset_list(bytes raw, Py_ssize_t n, Py_ssize_t shift, Py_ssize_t nb,
         PyList_SET_ITEM(out, nb + n + i, _NO_SPAN)
     PyObject_GC_UnTrack(<void*>out)     # not walked by a collection while it fills
     for i in range(n):
-        s = starts[i] + shift
-        e = ends[i] + shift
-        if 0 <= s < SPAN_STARTS and 0 <= e - s < SPAN_LENGTHS:
-            span = <tuple>_shared_span(s, e)
-            end_obj = None
-        else:
-            # A token starting where the last one ended shares that int.
-            start_obj = end_obj if s == last_end and end_obj is not None else int_object(s)
-            end_obj = int_object(e)
-            span = PyTuple_New(2)
-            Py_INCREF(start_obj)
-            PyTuple_SET_ITEM(span, 0, start_obj)
-            Py_INCREF(end_obj)
-            PyTuple_SET_ITEM(span, 1, end_obj)
-            PyObject_GC_UnTrack(<void*>span)
-        last_end = e
+        span = span_tuple(starts[i] + shift, ends[i] + shift, span)
         Py_INCREF(span)
         PyList_SET_ITEM(out, nb + i, span)
     PyObject_GC_Track(<void*>out)

@@ -158,8 +158,10 @@ def test_texts_nfc_changes_take_the_raw_path_and_batch_alike():
     texts = ["cafe\u0301\nplain line\n\u0301starts with a mark\nA\u030a and \u212b\n", "\n\n", "e\u0301",
              "x\r\ne\u0301\r\n", "\uf900\u1100\u1161\u11a8 end"]
     plan = tok._current_plan()
+    one_text = plan.one_text()[0]
     for text in texts:
         assert plan.encode_raw(text) is not None, repr(text)      # no longer sent down the pipeline
+        assert one_text(text) is not None, repr(text)             # nor by encode's snapshot
     for a, b in zip(tok.encode_batch(texts * 3), twin.encode_batch(texts * 3)):
         assert_same_encoding(a, b)
 

@@ -1,7 +1,7 @@
 """Type stubs for the fused byte-level BPE kernel (bytebpe.pyx)."""
 
 import enum
-from typing import Iterable
+from typing import Callable, Iterable
 
 class Pattern(enum.IntEnum):
     PAT_GPT2 = 0
@@ -48,5 +48,6 @@ class ByteBPE:
     def clear_cache(self) -> None: ...
 
 class OneText:
-    def __init__(self, kernel: ByteBPE, prefix_space: bool, nfc: bool, max_chars: int) -> None: ...
+    def __init__(self, kernel: ByteBPE, prefix_space: bool, nfc: bool, max_chars: int,
+                 not_nfc: "Callable[[str], tuple[bytes, int, int]] | None" = None) -> None: ...
     def __call__(self, text: str) -> "tuple[bytes, int, int] | None": ...

@@ -1826,26 +1826,28 @@ cdef class OneText:
 
     ``one(text)`` is ``(raw, n_tokens, n_pieces)``, or None for the long
     way: a text of ``max_chars`` or more, or (``nfc``: the tokenizer has an
-    NFC normalizer) one that NFC would change. ``prefix_space``: a text
-    not starting with a space gets one, as ByteLevel(add_prefix_space) does.
+    NFC normalizer) one that NFC would change, unless ``not_nfc(text)``
+    encodes those. ``prefix_space``: a text not starting with a space gets
+    one, as ByteLevel(add_prefix_space) does.
     """
     cdef ByteBPE kernel
     cdef bint prefix_space, nfc
     cdef Py_ssize_t max_chars
-    cdef object is_normalized
+    cdef object is_normalized, not_nfc
 
-    def __init__(self, ByteBPE kernel not None, bint prefix_space, bint nfc, Py_ssize_t max_chars):
+    def __init__(self, ByteBPE kernel not None, bint prefix_space, bint nfc, Py_ssize_t max_chars, not_nfc=None):
         import unicodedata
 
         self.kernel, self.prefix_space, self.nfc, self.max_chars = kernel, prefix_space, nfc, max_chars
         self.is_normalized = unicodedata.is_normalized
+        self.not_nfc = not_nfc
 
     def __call__(self, str text not None):
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         if n >= self.max_chars:
             return None
         if self.nfc and not PyUnicode_IS_ASCII(text) and not self.is_normalized("NFC", text):
-            return None
+            return None if self.not_nfc is None else self.not_nfc(text)
         if self.prefix_space and n and PyUnicode_READ_CHAR(text, 0) != 0x20:
             return self.kernel._encode_raw(" " + text, True)
         return self.kernel._encode_raw(text, False)

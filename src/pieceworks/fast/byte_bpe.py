@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import unicodedata
 from array import array
+from functools import partial
 
 from .._kernels.bytebpe import ByteBPE, OneText, Pattern
 from .._kernels.raw_encoding import remap_offsets, untrack
@@ -198,13 +199,15 @@ class ByteBpePlan:
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` fixed to now, or None.
 
         ``encode(text)`` is ``(raw, n_tokens, n_pieces)``, or None where
-        :meth:`encode_raw` would give None.
+        :meth:`encode_raw` would give None (a text NFC changes goes to
+        :meth:`_encode_raw_nfc` straight away, as in :meth:`encode_raw`).
         """
         ready = self._prepare()
         if ready is None:
             return None
         kernel, prefix_space = ready
-        return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS), self._tokens
+        not_nfc = None if prefix_space else partial(self._encode_raw_nfc, kernel)
+        return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS, not_nfc), self._tokens
 
     def encode_job(self, texts: list[str], cls: type, frame, truncation: tuple | None, threads: int,
                    skip: list[int] | None = None, eager_ids: bool = False) -> list | None:

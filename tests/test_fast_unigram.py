@@ -438,3 +438,20 @@ def test_doctests():
 
     for module in (kernel, pieceworks.fast.unigram, pw_spm):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+@pytest.mark.xfail(strict=True, reason="known mismatch, not yet understood: a USER_DEFINED '▁' at the dummy "
+                   "prefix, in a tie with a NORMAL '▁b' (see issue 5's note)")
+def test_user_defined_space_marker_in_a_score_tie_matches_sentencepiece():
+    # Found by test_float_viterbi_ties_match_sentencepiece in CI; present before session 4 too.
+    # By our reading, a user piece scores 0.1 per byte - 0.1 (measured for ASCII and for "éé"),
+    # so '▁' (3 bytes) + 'b' ties '▁b'; sentencepiece keeps '▁b', we split.
+    from sentencepiece import sentencepiece_model_pb2 as spm_pb2
+
+    pieces = {"b": -0.3, "▁": -1.0, "▁b": -0.1, "a": -1.0}
+    user = frozenset(["▁"])
+    theirs = spm.SentencePieceProcessor(model_proto=tie_model(pieces, user, frozenset(), spm_pb2.ModelProto)
+                                        .SerializeToString())
+    ours = pw_spm.SentencePieceProcessor(model_proto=tie_model(pieces, user, frozenset(), ModelProto)
+                                         .SerializeToString())
+    assert ours.encode("b", out_type=str) == theirs.encode("b", out_type=str)

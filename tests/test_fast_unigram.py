@@ -22,6 +22,7 @@ import pickle
 from contextlib import contextmanager
 from functools import lru_cache
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -166,12 +167,12 @@ def test_any_text_matches_general_path(shared_data, text):
     assert ours.encode(text) == want == general_ids(ours, text)
 
 
-def tie_model(pieces: dict, user: frozenset, unused: frozenset, spm_proto):
+def tie_model(pieces: dict, user: frozenset, unused: frozenset, spm_proto, dummy_prefix: bool = True):
     """A Unigram proto (ours or sentencepiece's class) whose scores tie a lot."""
     proto = spm_proto()
     proto.trainer_spec.model_type = 1
     proto.normalizer_spec.name = "identity"
-    proto.normalizer_spec.add_dummy_prefix = True
+    proto.normalizer_spec.add_dummy_prefix = dummy_prefix
     proto.normalizer_spec.remove_extra_whitespaces = True
     p = proto.pieces.add()
     p.piece, p.type = "<unk>", 2
@@ -440,12 +441,10 @@ def test_doctests():
         assert doctest.testmod(module).failed == 0, module.__name__
 
 
-@pytest.mark.xfail(strict=True, reason="known mismatch, not yet understood: a USER_DEFINED '▁' at the dummy "
-                   "prefix, in a tie with a NORMAL '▁b' (see issue 5's note)")
 def test_user_defined_space_marker_in_a_score_tie_matches_sentencepiece():
-    # Found by test_float_viterbi_ties_match_sentencepiece in CI; present before session 4 too.
-    # By our reading, a user piece scores 0.1 per byte - 0.1 (measured for ASCII and for "éé"),
-    # so '▁' (3 bytes) + 'b' ties '▁b'; sentencepiece keeps '▁b', we split.
+    # Found by test_float_viterbi_ties_match_sentencepiece in CI: '▁' (user, 3 bytes) + 'b' against
+    # '▁b'. A user piece's score is rounded to float once; rounding 3 * 0.1 to float first made
+    # '▁' 0.20000002, so the split beat '▁b' where sentencepiece has a tie and keeps '▁b'.
     from sentencepiece import sentencepiece_model_pb2 as spm_pb2
 
     pieces = {"b": -0.3, "▁": -1.0, "▁b": -0.1, "a": -1.0}
@@ -455,3 +454,34 @@ def test_user_defined_space_marker_in_a_score_tie_matches_sentencepiece():
     ours = pw_spm.SentencePieceProcessor(model_proto=tie_model(pieces, user, frozenset(), ModelProto)
                                          .SerializeToString())
     assert ours.encode("b", out_type=str) == theirs.encode("b", out_type=str)
+
+
+@pytest.mark.parametrize("length", range(1, 17))
+@pytest.mark.parametrize("b_score", [0.0, -0.15, -0.3])
+def test_user_piece_score_matches_sentencepiece_to_the_last_float(length, b_score):
+    """User piece U (``length`` bytes) + 'b' against a NORMAL U+'b' whose score walks the floats
+    around U's bonus: the side each float falls on is sentencepiece's, ulp by ulp."""
+    from sentencepiece import sentencepiece_model_pb2 as spm_pb2
+
+    user_piece = "q" * length
+    # Only aims the walk (the answers are sentencepiece's): about where the two paths tie.
+    near = np.float32(0.1 * length - 0.1) + np.float32(b_score)
+    floats = [near]
+    for _ in range(4):
+        floats = [np.nextafter(floats[0], np.float32(-9))] + floats + [np.nextafter(floats[-1], np.float32(9))]
+    sides = []
+    for whole in floats:
+        pieces = {"b": b_score, user_piece: -1.0, user_piece + "b": float(whole), "z": -2.0}
+        user = frozenset([user_piece])
+        # No dummy prefix: an unknown '▁' first would put the sums at -12, where a float's
+        # step is too coarse to see the ulps this walks.
+        theirs = spm.SentencePieceProcessor(model_proto=tie_model(pieces, user, frozenset(), spm_pb2.ModelProto,
+                                                                  dummy_prefix=False).SerializeToString())
+        ours = pw_spm.SentencePieceProcessor(model_proto=tie_model(pieces, user, frozenset(), ModelProto,
+                                                                   dummy_prefix=False).SerializeToString())
+        text = user_piece + "b"
+        want = theirs.encode(text, out_type=str)
+        assert ours.encode(text, out_type=str) == want, (length, b_score, whole)
+        assert ours.nbest_encode(text, nbest_size=1, out_type=str)[0] == want, (length, b_score, whole)
+        sides.append(len(want))
+    assert len(set(sides)) == 2, "the walk must cross the tie, or it tests nothing"

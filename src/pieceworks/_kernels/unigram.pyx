@@ -160,12 +160,12 @@ cdef inline double f32(double x) noexcept nogil:
 
 # A user-defined piece scores 0.1 per unit of length minus 0.1, whatever the
 # other scores (measured against SentencePiece 0.2: the one-pass Viterbi
-# counts bytes, the lattice used for n-best and sampling counts chars).
-cdef float USER_SCORE_UNIT = 0.1
-
-
+# counts bytes, the lattice used for n-best and sampling counts chars). The
+# sum is taken in double and rounded to float once: rounding 3 * 0.1 to float
+# first gives '▁' 0.20000002, not 0.2, and splits '▁b' where SentencePiece
+# keeps it on a tie.
 cdef inline double _user_score(int length) noexcept nogil:
-    return f32(f32(<double>length * USER_SCORE_UNIT) - 0.1)
+    return f32(<double>length * 0.1 - 0.1)
 
 
 # -- random numbers: xoshiro256**, one generator per thread ----------------------

@@ -85,8 +85,8 @@ def viterbi(text: str, scores: dict[str, float], unk: str = "<unk>", user_define
             if piece not in scores or piece in excluded:
                 continue
             if piece in user_defined:
-                score = rnd(rnd(0.1 * len(piece.encode("utf-8")) * 1.0) - 0.1) if float32 else \
-                    0.1 * len(piece.encode("utf-8")) - 0.1
+                # Taken in double, rounded once: rounding 3 * 0.1 first gives '▁' 0.20000002.
+                score = rnd(0.1 * len(piece.encode("utf-8")) - 0.1)
             else:
                 score = scores[piece]
             cand = rnd(best[start] + score)

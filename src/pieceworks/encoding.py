@@ -272,7 +272,8 @@ class Encoding(_raw.EncodingBase):
     def copy(self) -> "Encoding":
         if not self._any_built():
             # Nothing built yet: share the raw buffer (and copy raw truncation's parts alike).
-            copied = Encoding.from_raw(self._raw, self._n, self._strings, self._word_index, self._frame)
+            copied = _make_raw(Encoding, self._raw, self._n, self._strings, self._word_index, self._frame,
+                               self._spans_from, self._source)
             if self._overflowing is not None:
                 copied._overflowing = [o.copy() for o in self._overflowing]
             return copied

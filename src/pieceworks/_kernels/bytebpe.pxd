@@ -2,6 +2,8 @@
 # distutils: language = c++
 """C-level API of the fused byte-level BPE kernel (see bytebpe.pyx)."""
 
+from cpython.object cimport PyObject
+from pieceworks._kernels.raw_encoding cimport SpanSource
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
@@ -72,12 +74,10 @@ cdef struct TextRefs:
 # One caller's scratch space and piece cache; one thread uses it at a time.
 cdef cppclass State:
     vector[uint32_t] ids          # output: token ids
-    vector[int64_t] starts        # output: char offsets (when asked)
-    vector[int64_t] ends
-    vector[uint32_t] words        # output: piece index of each token (when asked)
+    vector[int32_t] piece_ends    # output: each text's token count after each piece (when asked)
     vector[Py_ssize_t] item_end   # output of batches: where each text's ids end
+    vector[Py_ssize_t] item_pieces  # ... and how many pieces it has
     vector[uint8_t] buf           # the current piece in UTF-8
-    vector[int32_t] char_at       # char index of each byte of the piece (when offsets are asked)
     vector[uint32_t] syms         # merge scratch
     vector[uint32_t] cand
     vector[HeapItem] heap
@@ -113,8 +113,8 @@ cdef class ByteBPE:
     cdef vector[uint8_t] _rebuilds
     cdef vector[TokenMerge] _token_merge
     cdef object _classes_ref
-    cdef list _ints
-    cdef vector[void*] _int_ptrs
+    cdef PyObject** _int_table         # raw_encoding's shared ints, _n_ints of them (at least n_ids)
+    cdef Py_ssize_t _n_ints
     cdef list _pool
     cdef readonly int pattern
     cdef readonly bint whole_piece
@@ -124,12 +124,13 @@ cdef class ByteBPE:
     cdef object _checkout(self)
     cdef void _checkin(self, object ws)
     cdef tuple _encode_raw(self, str text, bint prefix_space)
+    cdef tuple _encode_ids_only(self, str text, SpanSource spans)
     cdef bint _fill_job(self, object job_object, list texts, bint refuse_surrogates,
                         Py_ssize_t chunk_chars) except -1
     cdef list _id_list(self, State* st, size_t start, size_t end)
     cdef bint _bytes_known(self, uint32_t tid)
-    cdef Py_ssize_t _run(self, State* st, str text, bint offsets, bint one_piece) except -1
-    cdef Py_ssize_t _run_more(self, State* st, str text, bint offsets=*, bint one_piece=*) except -1
+    cdef Py_ssize_t _run(self, State* st, str text, bint piece_ends, bint one_piece) except -1
+    cdef Py_ssize_t _run_more(self, State* st, str text, bint piece_ends=*, bint one_piece=*) except -1
     cdef int _read_texts(self, texts, bint refuse_surrogates, TextRefs* refs) except -1
-    cdef int _encode_all(self, State* st, list texts, bint offsets, bint refuse_surrogates,
+    cdef int _encode_all(self, State* st, list texts, bint piece_ends, bint refuse_surrogates,
                          vector[Py_ssize_t]* pieces) except -1

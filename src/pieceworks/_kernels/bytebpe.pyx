@@ -75,14 +75,15 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_New
 
 from pieceworks._kernels.board cimport pw_board
-from pieceworks._kernels.raw_encoding cimport encoding_of
+from pieceworks._kernels.raw_encoding cimport (SpanSource, encoding_of, ids_raw, share_ints_below,
+                                               shared_int_table)
 from cpython.tuple cimport PyTuple_New
+from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
 from libc.string cimport memcmp, memcpy, memmove, memset
 
 cdef extern from "Python.h":
-    ctypedef struct PyObject
     int PyUnicode_IS_ASCII(object)
     Py_UCS4 PyUnicode_READ_CHAR(object, Py_ssize_t)
     void Py_INCREF_p "Py_INCREF"(PyObject*)
@@ -130,7 +131,6 @@ cdef size_t CHAR_SLOTS = 1 << 12
 # Strings shorter than this are encoded holding the GIL (releasing it costs more).
 cdef Py_ssize_t NOGIL_MIN_CHARS = 64
 # Python ints made in advance: every token id, and small offsets.
-cdef Py_ssize_t MIN_INTS = 1 << 16
 
 
 # -- hashing ---------------------------------------------------------------------------
@@ -950,80 +950,138 @@ cdef inline int utf8_put(uint32_t c, uint8_t* out) noexcept nogil:
     return 4
 
 
-cdef size_t piece_to_utf8(const char_t* s, Py_ssize_t i, Py_ssize_t j, State* st, bint offsets) noexcept nogil:
-    """UTF-8 of chars ``[i, j)`` into ``st.buf`` (with each byte's char index, if asked)."""
+cdef size_t piece_to_utf8(const char_t* s, Py_ssize_t i, Py_ssize_t j, State* st) noexcept nogil:
+    """UTF-8 of chars ``[i, j)`` into ``st.buf``."""
     cdef size_t need = 4 * <size_t>(j - i), used = 0
-    cdef int nb, b
     cdef Py_ssize_t k
     if st.buf.size() < need:
         st.buf.resize(need)
-    if offsets and st.char_at.size() < need:
-        st.char_at.resize(need)
     cdef uint8_t* out = st.buf.data()
-    cdef int32_t* at = st.char_at.data()
     for k in range(i, j):
-        nb = utf8_put(s[k], out + used)
-        if offsets:
-            for b in range(nb):
-                at[used + b] = <int32_t>k
-        used += nb
+        used += utf8_put(s[k], out + used)
     return used
 
 
-cdef void emit_offsets(const Model* m, State* st, size_t first, Py_ssize_t base, bint ascii,
-                       uint32_t word) noexcept nogil:
-    """Char offsets of the tokens ``ids[first:]`` of one piece: a token covers each char
-    one of whose bytes it holds (Hugging Face's byte-to-char alignment)."""
-    cdef size_t k, pos = 0, length
-    cdef uint32_t t
-    for k in range(first, st.ids.size()):
-        t = st.ids[k]
-        length = token_len(m, t)
-        if ascii:
-            st.starts.push_back(base + <int64_t>pos)
-            st.ends.push_back(base + <int64_t>(pos + length))
-        else:
-            st.starts.push_back(st.char_at[pos])
-            st.ends.push_back(st.char_at[pos + length - 1] + 1)
-        st.words.push_back(word)
-        pos += length
-
-
 cdef Py_ssize_t scan_and_encode(const Model* m, const char_t* s, Py_ssize_t n, bint ascii, State* st,
-                                bint offsets, bint one_piece) noexcept nogil:
-    """Encode ``s[:n]`` into ``st``; returns the number of pieces."""
+                                bint piece_ends, bint one_piece) noexcept nogil:
+    """Encode ``s[:n]`` into ``st``; returns the number of pieces.
+
+    ``piece_ends``: after each piece, push how many tokens this text has so
+    far to ``st.piece_ends`` (what :func:`spans_of_ids` reads for words).
+    """
     cdef Py_ssize_t i = 0, j
     cdef Py_ssize_t pieces = 0
-    cdef size_t first, length
+    cdef size_t length, text_first = st.ids.size()
     cdef int pattern = PAT_PIECES if one_piece else m.pattern
     cdef const uint8_t* cls = m.classes
+    cdef bint utf8_already = False      # ASCII text in one byte per char: its chars are its UTF-8
+    if char_t is uint8_t:
+        utf8_already = ascii
     while i < n:
         j = next_piece(pattern, s, i, n, cls)
-        first = st.ids.size()
-        if char_t is uint8_t:
-            if ascii:
-                encode_piece(m, s + i, <size_t>(j - i), st.ids, st)
-                if offsets:
-                    emit_offsets(m, st, first, i, True, <uint32_t>pieces)
-                pieces += 1
-                i = j
-                continue
-        length = piece_to_utf8(s, i, j, st, offsets)
-        encode_piece(m, st.buf.data(), length, st.ids, st)
-        if offsets:
-            emit_offsets(m, st, first, i, False, <uint32_t>pieces)
+        if utf8_already:
+            encode_piece(m, <const uint8_t*>(s + i), <size_t>(j - i), st.ids, st)
+        else:
+            length = piece_to_utf8(s, i, j, st)
+            encode_piece(m, st.buf.data(), length, st.ids, st)
+        if piece_ends:
+            st.piece_ends.push_back(<int32_t>(st.ids.size() - text_first))
         pieces += 1
         i = j
     return pieces
 
 
 cdef Py_ssize_t encode_str(const Model* m, int kind, const void* data, Py_ssize_t n, bint ascii,
-                           State* st, bint offsets, bint one_piece) noexcept nogil:
+                           State* st, bint piece_ends, bint one_piece) noexcept nogil:
     if kind == 1:
-        return scan_and_encode(m, <const uint8_t*>data, n, ascii, st, offsets, one_piece)
+        return scan_and_encode(m, <const uint8_t*>data, n, ascii, st, piece_ends, one_piece)
     if kind == 2:
-        return scan_and_encode(m, <const uint16_t*>data, n, False, st, offsets, one_piece)
-    return scan_and_encode(m, <const uint32_t*>data, n, False, st, offsets, one_piece)
+        return scan_and_encode(m, <const uint16_t*>data, n, False, st, piece_ends, one_piece)
+    return scan_and_encode(m, <const uint32_t*>data, n, False, st, piece_ends, one_piece)
+
+
+cdef inline size_t utf8_length(uint32_t c) noexcept nogil:
+    """Bytes of code point ``c`` in the kernel's UTF-8 (a lone surrogate takes 3, as utf8_put writes it)."""
+    return 1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4
+
+
+cdef void spans_of_ids(const Model* m, const char_t* s, Py_ssize_t n, bint ascii,
+                       const int32_t* ids, Py_ssize_t count, const int32_t* piece_ends, Py_ssize_t n_pieces,
+                       int32_t* starts, int32_t* ends, int32_t* words) noexcept nogil:
+    """The char offsets and piece indices of ``ids``, the tokens :func:`scan_and_encode` made of
+    ``s[:n]`` (``piece_ends``: the ``n_pieces`` token counts it recorded after each piece).
+
+    The tokens' bytes are the text's UTF-8 in order, so each token's span
+    follows from its length alone: it covers each char one of whose bytes
+    it holds (Hugging Face's byte-to-char alignment).
+    """
+    cdef Py_ssize_t k, char_at = 0, first, piece = 0
+    cdef size_t at = 0, char_start = 0, char_len = 0, length, last
+    if n > 0 and not ascii:
+        char_len = utf8_length(s[0])
+    for k in range(count):
+        length = token_len(m, <uint32_t>ids[k])
+        if ascii:
+            first = <Py_ssize_t>at
+            ends[k] = <int32_t>(at + length)
+        else:
+            # (the bound on char_at only guards against ids that are not this text's)
+            while at >= char_start + char_len and char_at + 1 < n:      # to the char holding the first byte
+                char_start += char_len
+                char_at += 1
+                char_len = utf8_length(s[char_at])
+            first = char_at
+            last = at + length - 1
+            while last >= char_start + char_len and char_at + 1 < n:    # to the char holding its last byte
+                char_start += char_len
+                char_at += 1
+                char_len = utf8_length(s[char_at])
+            ends[k] = <int32_t>(char_at + 1)
+        starts[k] = <int32_t>first
+        while piece < n_pieces and k >= piece_ends[piece]:
+            piece += 1
+        words[k] = <int32_t>piece
+        at += length
+
+
+cdef int fill_spans(ByteBPE bpe, str text, bint prefix_space, const int32_t* ids, Py_ssize_t n,
+                    const int32_t* piece_ends, Py_ssize_t n_pieces, int32_t* starts, int32_t* ends,
+                    int32_t* words) except -1:
+    """:func:`spans_of_ids` of ``text``'s tokens (``prefix_space``: the text began with an added
+    space, whose span the offsets leave out: it shares the first char's)."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), k
+    cdef bint ascii = PyUnicode_IS_ASCII(text)
+    cdef const Model* m = &bpe.m
+    with nogil:
+        if kind == 1:
+            spans_of_ids(m, <const uint8_t*>data, length, ascii, ids, n, piece_ends, n_pieces, starts, ends, words)
+        elif kind == 2:
+            spans_of_ids(m, <const uint16_t*>data, length, False, ids, n, piece_ends, n_pieces, starts, ends, words)
+        else:
+            spans_of_ids(m, <const uint32_t*>data, length, False, ids, n, piece_ends, n_pieces, starts, ends, words)
+        if prefix_space:
+            for k in range(n):
+                starts[k] = starts[k] - 1 if starts[k] > 0 else 0
+                ends[k] = ends[k] - 1 if ends[k] > 1 else 1
+    return 0
+
+
+cdef class ByteSpans(SpanSource):
+    """The offsets and words of a lazy encoding that :class:`OneText` or a raw :class:`BatchJob` made
+    with its ids alone (and, after them, its piece ends: see :func:`ids_raw`): :func:`fill_spans`
+    on the text the kernel encoded."""
+
+    cdef ByteBPE bpe
+    cdef bint prefix_space
+
+    def __cinit__(self, ByteBPE bpe not None, bint prefix_space):
+        self.bpe, self.prefix_space = bpe, prefix_space
+
+    cdef int fill(self, object source, const int32_t* ids, Py_ssize_t n, const int32_t* extra, Py_ssize_t n_extra,
+                  int32_t* starts, int32_t* ends, int32_t* words) except -1:
+        return fill_spans(self.bpe, <str>source, self.prefix_space, ids, n, extra, n_extra, starts, ends, words)
 
 
 # -- the class table -----------------------------------------------------------------------
@@ -1101,33 +1159,16 @@ NOT_IN_UTF8 = frozenset([0xC0, 0xC1] + list(range(0xF5, 0x100)))
 
 
 
-cdef bytes raw_of(State* st, size_t first, size_t end, bint prefix_space):
-    """The raw encoding of tokens ``first:end`` of ``st`` (see :func:`raw_from`)."""
-    return raw_from(st.ids.data() + first, st.starts.data() + first, st.ends.data() + first,
-                    st.words.data() + first, end - first, prefix_space)
-
-
-cdef bytes raw_from(const uint32_t* ids, const int64_t* starts, const int64_t* ends, const uint32_t* words,
-                    Py_ssize_t n, bint prefix_space):
-    """The raw encoding (see raw_encoding.pyx) of ``n`` tokens given column by column.
-
-    ``prefix_space``: the text began with an added space, which shares the
-    first char's span; offsets are shifted back into the original text.
-    """
-    cdef Py_ssize_t i
+cdef bytes raw_of(ByteBPE bpe, State* st, size_t first, size_t end, size_t first_piece, size_t end_piece,
+                  str text, bint prefix_space):
+    """The raw encoding (see raw_encoding.pyx) of ``text``: its tokens ``first:end`` of ``st``,
+    its piece ends ``first_piece:end_piece`` (``prefix_space``: see :func:`fill_spans`)."""
+    cdef Py_ssize_t n = end - first
     cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
     cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
-    cdef int64_t s, e
-    for i in range(n):
-        s = starts[i]
-        e = ends[i]
-        if prefix_space:
-            s = s - 1 if s > 0 else 0
-            e = e - 1 if e > 1 else 1
-        out[i] = <int32_t>ids[i]
-        out[n + i] = <int32_t>s
-        out[2 * n + i] = <int32_t>e
-        out[3 * n + i] = <int32_t>words[i]
+    memcpy(out, st.ids.data() + first, 4 * n)
+    fill_spans(bpe, text, prefix_space, out, n, st.piece_ends.data() + first_piece, end_piece - first_piece,
+               out + n, out + 2 * n, out + 3 * n)
     return raw
 
 
@@ -1136,7 +1177,7 @@ cdef list id_list_of(ByteBPE bpe, const uint32_t* ids, size_t n):
     cdef list out = PyList_New(n)
     cdef size_t k
     for k in range(n):
-        PyList_SET_ITEM_p(out, k, new_int(bpe._ints, bpe._int_ptrs, ids[k]))
+        PyList_SET_ITEM_p(out, k, new_int(bpe._int_table, bpe._n_ints, ids[k]))
     PyObject_GC_UnTrack(<void*>out)
     return out
 
@@ -1158,10 +1199,11 @@ cdef class Workspace:
         del self.st
 
 
-cdef inline PyObject* new_int(list ints, const vector[void*]& ptrs, Py_ssize_t v) except NULL:
+cdef inline PyObject* new_int(PyObject** table, Py_ssize_t count, Py_ssize_t v) except NULL:
+    """A new reference to the int ``v``: raw_encoding's shared object when ``v < count``."""
     cdef PyObject* o
-    if 0 <= v < <Py_ssize_t>ptrs.size():
-        o = <PyObject*>ptrs[v]
+    if 0 <= v < count:
+        o = table[v]
         Py_INCREF_p(o)
         return o
     return PyLong_FromSsize_t_p(v)
@@ -1208,11 +1250,8 @@ cdef class ByteBPE:
         self.m.classes = <const uint8_t*>PyBytes_AS_STRING(self._classes_ref)
         self.m.pattern = pattern
         self.m.whole_piece = whole_piece
-        self._ints = list(range(max(n_ids, MIN_INTS)))
-        PyObject_GC_UnTrack(<void*>self._ints)     # (why: see raw_encoding's shared ints)
-        self._int_ptrs.resize(len(self._ints))
-        for i in range(len(self._ints)):
-            self._int_ptrs[i] = <void*>self._ints[i]
+        share_ints_below(n_ids)
+        self._int_table = shared_int_table(&self._n_ints)
         self._pool = []
         self._mark_rebuilds()
 
@@ -1538,6 +1577,7 @@ cdef class ByteBPE:
         job.raw_mode = True
         job.eager_ids = eager_ids
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
+        job.spans = ByteSpans(self, False)
         job.skip.resize(len(job.keep), 0)
         for k in skip or ():
             job.skip[k] = 1
@@ -1575,14 +1615,16 @@ cdef class ByteBPE:
         cdef State* st = ws.st
         cdef Py_ssize_t k
         cdef vector[Py_ssize_t] pieces
-        cdef size_t start = 0
+        cdef size_t start = 0, first_piece = 0
         cdef list out
         try:
             self._encode_all(st, texts, True, False, &pieces)
             out = PyList_New(0)
             for k in range(len(texts)):
-                out.append((raw_of(st, start, st.item_end[k], prefix_space), st.item_end[k] - start, pieces[k]))
+                out.append((raw_of(self, st, start, st.item_end[k], first_piece, first_piece + pieces[k], texts[k],
+                                   prefix_space), st.item_end[k] - start, pieces[k]))
                 start = st.item_end[k]
+                first_piece += pieces[k]
             return out
         finally:
             self._checkin(ws)
@@ -1601,25 +1643,23 @@ cdef class ByteBPE:
             refs.asciis.push_back(PyUnicode_IS_ASCII(text))
         return 0
 
-    cdef int _encode_all(self, State* st, list texts, bint offsets, bint refuse_surrogates,
+    cdef int _encode_all(self, State* st, list texts, bint piece_ends, bint refuse_surrogates,
                          vector[Py_ssize_t]* pieces) except -1:
         """Encode every text into ``st`` (``item_end[k]``: where text k's ids end) with the GIL
-        released once; with ``pieces``, each text's piece count too. 1: a text held a lone
-        surrogate and ``refuse_surrogates`` was set (nothing encoded)."""
+        released once; with ``pieces``, each text's piece count too (``piece_ends``: and its
+        piece ends, see :func:`scan_and_encode`). 1: a text held a lone surrogate and
+        ``refuse_surrogates`` was set (nothing encoded)."""
         cdef Py_ssize_t n = len(texts), k, count
         cdef TextRefs refs
         if self._read_texts(texts, refuse_surrogates, &refs):
             return 1
         st.ids.clear()
         st.item_end.clear()
-        if offsets:
-            st.starts.clear()
-            st.ends.clear()
-            st.words.clear()
+        st.piece_ends.clear()
         with nogil:
             for k in range(n):
                 count = encode_str(&self.m, refs.kinds[k], refs.datas[k], refs.lengths[k], refs.asciis[k], st,
-                                   offsets, False)
+                                   piece_ends, False)
                 st.item_end.push_back(<Py_ssize_t>st.ids.size())
                 if pieces != NULL:
                     pieces.push_back(count)
@@ -1634,59 +1674,11 @@ cdef class ByteBPE:
         that space has the first char's span, and offsets are into the
         original (``text[1:]``). ``token_strings[id]`` gives each token.
         """
-        cdef Workspace ws = <Workspace>self._checkout()
-        cdef State* st = ws.st
-        cdef size_t k, count
-        cdef int64_t s, e, last_end = -1
-        cdef Py_ssize_t pieces
-        cdef list ids, tokens, offsets, words
-        cdef tuple pair
-        cdef Py_ssize_t n_strings = len(token_strings)
-        cdef uint32_t tid
-        cdef PyObject* end_obj = NULL
-        cdef PyObject* start_obj
-        cdef int gc_was_on = 0
-        try:
-            pieces = self._run(st, text, True, False)
-            count = st.ids.size()
-            # Many tuples at once would run the cyclic GC over and over; none of them
-            # can be in a cycle, so it is paused while they are made.
-            gc_was_on = PyGC_Disable()
-            ids = self._id_list(st, 0, count)
-            tokens = PyList_New(count)
-            offsets = PyList_New(count)
-            words = PyList_New(count)
-            for k in range(count):
-                tid = st.ids[k]
-                if tid >= n_strings:
-                    raise IndexError(f"token id {tid} has no string")
-                item = token_strings[tid]
-                Py_INCREF_p(<PyObject*>item)
-                PyList_SET_ITEM_p(tokens, k, <PyObject*>item)
-                s = st.starts[k]
-                e = st.ends[k]
-                if prefix_space:
-                    s = s - 1 if s > 0 else 0
-                    e = e - 1 if e > 1 else 1
-                pair = PyTuple_New(2)
-                if s == last_end:
-                    # A token starts where the last one ended: share that int.
-                    Py_INCREF_p(end_obj)
-                    start_obj = end_obj
-                else:
-                    start_obj = new_int(self._ints, self._int_ptrs, s)
-                PyTuple_SET_ITEM_p(pair, 0, start_obj)
-                end_obj = new_int(self._ints, self._int_ptrs, e)
-                PyTuple_SET_ITEM_p(pair, 1, end_obj)
-                last_end = e
-                Py_INCREF_p(<PyObject*>pair)
-                PyList_SET_ITEM_p(offsets, k, <PyObject*>pair)
-                PyList_SET_ITEM_p(words, k, new_int(self._ints, self._int_ptrs, st.words[k]))
-            return ids, tokens, offsets, words, pieces
-        finally:
-            if gc_was_on:
-                PyGC_Enable()
-            self._checkin(ws)
+        cdef tuple result = self._encode_raw(text, prefix_space)
+        cdef bytes raw = result[0]
+        cdef Py_ssize_t n = result[1]
+        return (id_list(raw, n), token_list(raw, n, token_strings), offset_list(raw, n, 0), word_list(raw, n, -1),
+                result[2])
 
     def encode_raw(self, str text, bint prefix_space=False):
         """``(raw, n_tokens, n_pieces)``: :meth:`encode_with_offsets` as a raw encoding.
@@ -1702,28 +1694,38 @@ cdef class ByteBPE:
         cdef Py_ssize_t pieces
         try:
             pieces = self._run(st, text, True, False)
-            return raw_of(st, 0, st.ids.size(), prefix_space), st.ids.size(), pieces
+            return raw_of(self, st, 0, st.ids.size(), 0, pieces, text, prefix_space), st.ids.size(), pieces
         finally:
             self._checkin(ws)
 
-    cdef Py_ssize_t _run(self, State* st, str text, bint offsets, bint one_piece) except -1:
-        st.ids.clear()
-        if offsets:
-            st.starts.clear()
-            st.ends.clear()
-            st.words.clear()
-        return self._run_more(st, text, offsets, one_piece)
+    cdef tuple _encode_ids_only(self, str text, SpanSource spans):
+        """``(raw, n_tokens, n_pieces, spans, text)``: :meth:`encode_raw` with the ids alone in ``raw``
+        (see raw_encoding's module doc); ``spans`` works out the offsets and words from ``text`` if asked."""
+        cdef Workspace ws = <Workspace>self._checkout()
+        cdef State* st = ws.st
+        cdef Py_ssize_t pieces
+        try:
+            pieces = self._run(st, text, True, False)
+            return (ids_raw(st.ids.data(), st.ids.size(), st.piece_ends.data(), pieces), st.ids.size(), pieces,
+                    spans, text)
+        finally:
+            self._checkin(ws)
 
-    cdef Py_ssize_t _run_more(self, State* st, str text, bint offsets=False, bint one_piece=True) except -1:
+    cdef Py_ssize_t _run(self, State* st, str text, bint piece_ends, bint one_piece) except -1:
+        st.ids.clear()
+        st.piece_ends.clear()
+        return self._run_more(st, text, piece_ends, one_piece)
+
+    cdef Py_ssize_t _run_more(self, State* st, str text, bint piece_ends=False, bint one_piece=True) except -1:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), pieces
         cdef int kind = PyUnicode_KIND(text)
         cdef const void* data = PyUnicode_DATA(text)
         cdef bint ascii = PyUnicode_IS_ASCII(text)
         if n >= NOGIL_MIN_CHARS:
             with nogil:
-                pieces = encode_str(&self.m, kind, data, n, ascii, st, offsets, one_piece)
+                pieces = encode_str(&self.m, kind, data, n, ascii, st, piece_ends, one_piece)
         else:
-            pieces = encode_str(&self.m, kind, data, n, ascii, st, offsets, one_piece)
+            pieces = encode_str(&self.m, kind, data, n, ascii, st, piece_ends, one_piece)
         return pieces
 
     def has_surrogates(self, str text):
@@ -1816,15 +1818,15 @@ cdef class ByteBPE:
 cdef struct ChunkIds:
     vector[uint32_t] ids          # the chunk's texts' ids, one after another
     vector[Py_ssize_t] ends       # where each text's ids end
-    vector[int64_t] starts        # raw jobs: each token's char offsets and piece index
-    vector[int64_t] stops
-    vector[uint32_t] words
+    vector[int32_t] piece_ends    # raw jobs: each text's piece ends (see scan_and_encode), one after another
+    vector[Py_ssize_t] pieces     # ... and how many each text has
 
 
 cdef class OneText:
     """:meth:`ByteBPE.encode_raw` of one text as the byte-level plan takes it, for ``Tokenizer.encode``'s fast way.
 
-    ``one(text)`` is ``(raw, n_tokens, n_pieces)``, or None for the long
+    ``one(text)`` is ``(raw, n_tokens, n_pieces, spans, source)`` with the
+    ids alone in ``raw`` (see ``_encode_ids_only``), or None for the long
     way: a text of ``max_chars`` or more, or (``nfc``: the tokenizer has an
     NFC normalizer) one that NFC would change, unless ``not_nfc(text)``
     encodes those. ``prefix_space``: a text not starting with a space gets
@@ -1834,6 +1836,7 @@ cdef class OneText:
     cdef bint prefix_space, nfc
     cdef Py_ssize_t max_chars
     cdef object is_normalized, not_nfc
+    cdef ByteSpans spans, prefixed_spans
 
     def __init__(self, ByteBPE kernel not None, bint prefix_space, bint nfc, Py_ssize_t max_chars, not_nfc=None):
         import unicodedata
@@ -1841,6 +1844,7 @@ cdef class OneText:
         self.kernel, self.prefix_space, self.nfc, self.max_chars = kernel, prefix_space, nfc, max_chars
         self.is_normalized = unicodedata.is_normalized
         self.not_nfc = not_nfc
+        self.spans, self.prefixed_spans = ByteSpans(kernel, False), ByteSpans(kernel, True)
 
     def __call__(self, str text not None):
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
@@ -1848,9 +1852,10 @@ cdef class OneText:
             return None
         if self.nfc and not PyUnicode_IS_ASCII(text) and not self.is_normalized("NFC", text):
             return None if self.not_nfc is None else self.not_nfc(text)
+        # The ids alone: most callers read only them, and the offsets are worked out if asked.
         if self.prefix_space and n and PyUnicode_READ_CHAR(text, 0) != 0x20:
-            return self.kernel._encode_raw(" " + text, True)
-        return self.kernel._encode_raw(text, False)
+            return self.kernel._encode_ids_only(" " + text, self.prefixed_spans)
+        return self.kernel._encode_ids_only(text, self.spans)
 
 
 cdef class BatchJob:
@@ -1880,6 +1885,7 @@ cdef class BatchJob:
     cdef vector[char] skip             # texts left for the long way
     cdef object cls, strings, frame
     cdef tuple truncation
+    cdef ByteSpans spans               # works out each encoding's offsets if asked
 
     def __dealloc__(self):
         del self.board
@@ -1904,52 +1910,52 @@ cdef class BatchJob:
         cdef ChunkIds* out
         if i >= <Py_ssize_t>self.results.size():
             return -1
+        cdef Py_ssize_t count
         st.ids.clear()
         st.item_end.clear()
-        if self.raw_mode:
-            st.starts.clear()
-            st.ends.clear()
-            st.words.clear()
+        st.piece_ends.clear()
+        st.item_pieces.clear()
         for k in range(self.bounds[i], self.bounds[i + 1]):
+            count = 0
             if not self.raw_mode or not self.skip[k]:
-                encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
-                           self.texts.asciis[k], st, self.raw_mode, False)
+                # Raw jobs keep the piece ends too: the encodings work out their offsets if asked (ByteSpans).
+                count = encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
+                                   self.texts.asciis[k], st, self.raw_mode, False)
             st.item_end.push_back(<Py_ssize_t>st.ids.size())
+            st.item_pieces.push_back(count)
         # Into the shared results only once per chunk: neighbouring chunks' results share cache
         # lines, and a write per text would bounce them between the cores.
         out = &self.results[i]
         out.ids.assign(st.ids.begin(), st.ids.end())
         out.ends.assign(st.item_end.begin(), st.item_end.end())
         if self.raw_mode:
-            out.starts.assign(st.starts.begin(), st.starts.end())
-            out.stops.assign(st.ends.begin(), st.ends.end())
-            out.words.assign(st.words.begin(), st.words.end())
+            out.piece_ends.assign(st.piece_ends.begin(), st.piece_ends.end())
+            out.pieces.assign(st.item_pieces.begin(), st.item_pieces.end())
         self.board.finish(i, 0)
         return i
 
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; free the chunk."""
         cdef ChunkIds* chunk = &self.results[i]
-        cdef Py_ssize_t k, first = 0, n, item
-        cdef bytes raw
+        cdef Py_ssize_t k, first = 0, n, item, first_piece = 0
         for k in range(<Py_ssize_t>chunk.ends.size()):
             item = self.bounds[i] + k
             n = chunk.ends[k] - first
             if self.skip[item]:
                 encoding = None
             else:
-                raw = raw_from(chunk.ids.data() + first, chunk.starts.data() + first, chunk.stops.data() + first,
-                               chunk.words.data() + first, n, False)
-                encoding = encoding_of(self.cls, raw, n, self.strings, self.frame, self.truncation)
+                encoding = encoding_of(self.cls, ids_raw(chunk.ids.data() + first, n,
+                                                         chunk.piece_ends.data() + first_piece, chunk.pieces[k]),
+                                       n, self.strings, self.frame, self.truncation, self.spans, self.keep[item])
                 if self.eager_ids and encoding is not None:
                     encoding.ids        # built now, while the other threads still encode
             Py_INCREF_p(<PyObject*>encoding)
             PyList_SET_ITEM_p(out, item, <PyObject*>encoding)
             first = chunk.ends[k]
+            first_piece += chunk.pieces[k]
         vector[uint32_t]().swap(chunk.ids)
-        vector[int64_t]().swap(chunk.starts)
-        vector[int64_t]().swap(chunk.stops)
-        vector[uint32_t]().swap(chunk.words)
+        vector[int32_t]().swap(chunk.piece_ends)
+        vector[Py_ssize_t]().swap(chunk.pieces)
         return 0
 
     def run(self):

@@ -1,13 +1,29 @@
+from cpython.object cimport PyObject
+from libc.stdint cimport int32_t
+
+
+cdef class SpanSource:
+    cdef int fill(self, object source, const int32_t* ids, Py_ssize_t n, const int32_t* extra, Py_ssize_t n_extra,
+                  int32_t* starts, int32_t* ends, int32_t* words) except -1
+
+
 cdef class EncodingBase:
     cdef public object _ids, _type_ids, _tokens, _words, _offsets
     cdef public object _special_tokens_mask, _attention_mask, _overflowing, _ranges
     cdef public object _raw, _strings, _word_index, _frame
+    cdef public object _spans_from, _source
     cdef public Py_ssize_t _n
 
     cdef bint never_read(self)
+    cdef int spans_ready(self) except -1
 
 
-cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame)
-cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation)
+cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame,
+                            SpanSource spans_from=*, object source=*)
+cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation,
+                         SpanSource spans_from=*, object source=*)
+cdef bytes ids_raw(const void* ids, Py_ssize_t n, const void* extra, Py_ssize_t n_extra)
 cdef object int_object(Py_ssize_t value)
+cdef PyObject** shared_int_table(Py_ssize_t* count)
+cpdef void share_ints_below(Py_ssize_t n) except *
 cdef tuple span_tuple(Py_ssize_t start, Py_ssize_t end, tuple previous)

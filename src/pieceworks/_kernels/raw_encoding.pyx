@@ -12,6 +12,12 @@ Lists are built here, not with ``memoryview.tolist()``: ids, offsets and
 words repeat, so their int objects come from one shared table, and the
 offset tuples are untracked by the collector (two ints cannot form a cycle).
 
+A kernel may also hand over the ids alone (:func:`ids_raw`: the ``n`` ids,
+then whatever else its :class:`SpanSource` needs, such as where each word
+ends) with the SpanSource and the text: the offsets and word indices are
+then worked out only when first read (most callers read only the ids), and
+the encoding then holds the full form.
+
 >>> raw = pack([5, 7], [0, 3], [2, 8], [0, 1])
 >>> id_list(raw, 2), offset_list(raw, 2, 0), word_list(raw, 2, -1), token_list(raw, 2, {5: "hi", 7: "there"})
 ([5, 7], [(0, 2), (3, 8)], [0, 1], ['hi', 'there'])
@@ -20,6 +26,8 @@ offset tuples are untracked by the collector (two ints cannot form a cycle).
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromSsize_t
+from cpython.mem cimport PyMem_Calloc
+from cpython.object cimport PyObject
 from cpython.object cimport PyObject_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -30,12 +38,47 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
     void PyObject_GC_Track(void* op)
 
-# Ints below this come from one shared list instead of a new object each.
-cdef Py_ssize_t N_SHARED = 1 << 16
-cdef list _shared = list(range(N_SHARED))
+# Ints below _n_shared come from one shared table instead of a new object each. It
+# starts at 2**16 and grows to cover the ids of each model loaded (share_ints_below),
+# up to MAX_SHARED: a Llama 3 or Qwen list of ids then allocates no int, as the
+# tiktoken face's does. The pointer array is reserved once at its largest size, so a
+# pointer to it stays valid while the table grows (only touched pages take memory).
+cdef Py_ssize_t MAX_SHARED = 1 << 21
+cdef list _shared = []
+cdef PyObject** _shared_ptrs = <PyObject**>PyMem_Calloc(MAX_SHARED, sizeof(PyObject*))
+if _shared_ptrs == NULL:
+    raise MemoryError("raw_encoding: no memory for the shared int table")
+cdef Py_ssize_t _n_shared = 0
 # Module-owned lists of ints or strs are untracked: otherwise every full collection in
 # the user's process reads the header of each item (a cache miss apiece).
 PyObject_GC_UnTrack(<void*>_shared)
+
+
+cpdef void share_ints_below(Py_ssize_t n) except *:
+    """Make the shared int table cover ``0 <= i < n`` (capped at 2**21; it never shrinks).
+
+    >>> share_ints_below(70_000); id_list(pack([69_999], [0], [1], [0]), 1)[0] is id_list(pack([69_999], [0], [1], [0]), 1)[0]
+    True
+    """
+    global _n_shared
+    cdef Py_ssize_t i
+    if n > MAX_SHARED:
+        n = MAX_SHARED
+    if n <= _n_shared:
+        return
+    _shared.extend(range(_n_shared, n))
+    for i in range(_n_shared, n):
+        _shared_ptrs[i] = <PyObject*>_shared[i]
+    _n_shared = n
+
+
+cdef PyObject** shared_int_table(Py_ssize_t* count):
+    """The shared table's pointers (stable for the process) and, in ``count``, how many are set."""
+    count[0] = _n_shared
+    return _shared_ptrs
+
+
+share_ints_below(1 << 16)
 # A special token's offsets.
 cdef tuple _NO_SPAN = (0, 0)
 # Spans starting below SPAN_STARTS and shorter than SPAN_LENGTHS chars are shared
@@ -58,8 +101,8 @@ cdef object _shared_span(Py_ssize_t start, Py_ssize_t end):
 
 
 cdef object int_object(Py_ssize_t value):
-    if 0 <= value < N_SHARED:
-        return _shared[value]
+    if 0 <= value < _n_shared:
+        return <object>_shared_ptrs[value]
     return PyLong_FromSsize_t(value)
 
 
@@ -89,11 +132,50 @@ cdef tuple span_tuple(Py_ssize_t start, Py_ssize_t end, tuple previous):
 
 
 cdef const int32_t* block(bytes raw, Py_ssize_t n, int which) except NULL:
+    """Block ``which`` (0 ids, 1 starts, 2 ends, 3 words) of a raw encoding of ``n`` tokens.
+
+    The size is checked up to that block: an ids-only raw (see the module
+    doc) serves block 0 and refuses the others.
+    """
     if raw is None:     # a list set to None on an encoding that has no raw form
         raise ValueError("this encoding has no raw form to build the list from; assign the list itself")
-    if PyBytes_GET_SIZE(raw) < 16 * n:
-        raise ValueError(f"a raw encoding of {n} tokens needs {16 * n} bytes, got {PyBytes_GET_SIZE(raw)}")
+    if PyBytes_GET_SIZE(raw) < 4 * n * (which + 1):
+        raise ValueError(f"a raw encoding of {n} tokens needs {4 * n * (which + 1)} bytes for block {which}, "
+                         f"got {PyBytes_GET_SIZE(raw)}")
     return (<const int32_t*>PyBytes_AS_STRING(raw)) + which * n
+
+
+cdef bytes ids_raw(const void* ids, Py_ssize_t n, const void* extra, Py_ssize_t n_extra):
+    """An ids-only raw encoding: ``n`` int32 ids (or uint32 below 2**31), then ``n_extra`` int32
+    for the SpanSource (see the module doc)."""
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 4 * (n + n_extra))
+    memcpy(PyBytes_AS_STRING(raw), ids, 4 * n)
+    memcpy(PyBytes_AS_STRING(raw) + 4 * n, extra, 4 * n_extra)
+    return raw
+
+
+cdef class SpanSource:
+    """What works out the offsets and word indices of an ids-only raw encoding (see the module doc).
+
+    ``fill(source, ids, n, extra, n_extra, starts, ends, words)`` writes
+    ``n`` of each for the tokens ``ids`` that a kernel made from ``source``
+    (the text it encoded); ``extra`` is what the kernel put after the ids.
+    A kernel subclasses it (bytebpe.ByteSpans).
+    """
+
+    cdef int fill(self, object source, const int32_t* ids, Py_ssize_t n, const int32_t* extra, Py_ssize_t n_extra,
+                  int32_t* starts, int32_t* ends, int32_t* words) except -1:
+        raise NotImplementedError("SpanSource.fill")
+
+
+cdef bytes full_raw(SpanSource spans_from, object source, bytes ids_only, Py_ssize_t n):
+    """The four-block raw encoding of an ids-only one: the ids, then what ``spans_from`` works out."""
+    cdef const int32_t* ids = block(ids_only, n, 0)
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+    cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
+    memcpy(out, ids, 4 * n)
+    spans_from.fill(source, out, n, ids + n, PyBytes_GET_SIZE(ids_only) // 4 - n, out + n, out + 2 * n, out + 3 * n)
+    return raw
 
 
 def pack(ids, starts, ends, words) -> bytes:
@@ -276,6 +358,19 @@ cdef class EncodingBase:
     def _never_read(self):
         return self.never_read()
 
+    cdef int spans_ready(self) except -1:
+        """Work out the offsets and words of an ids-only raw encoding, once (see the module doc)."""
+        if self._spans_from is None:
+            return 0
+        self._raw = full_raw(<SpanSource>self._spans_from, self._source, self._raw, self._n)
+        self._spans_from = None
+        self._source = None
+        return 0
+
+    def _ready_spans(self):
+        """:meth:`spans_ready` from Python: after it ``_raw`` holds all four blocks."""
+        self.spans_ready()
+
     @property
     def ids(self):
         """The token ids."""
@@ -311,6 +406,7 @@ cdef class EncodingBase:
         """The (start, end) char span of each token in its input."""
         cdef object frame
         if self._offsets is None:
+            self.spans_ready()
             frame = self._frame
             self._offsets = (_offset_list(self._raw, self._n, 0, 0, 0) if frame is None else
                              _offset_list(self._raw, self._n, 0, len(frame.ids_before), len(frame.ids_after)))
@@ -327,6 +423,7 @@ cdef class EncodingBase:
         cdef object frame
         cdef Py_ssize_t word_index
         if self._words is None:
+            self.spans_ready()
             frame = self._frame
             word_index = -1 if self._word_index is None else self._word_index
             self._words = (_word_list(self._raw, self._n, word_index, 0, 0) if frame is None else
@@ -364,21 +461,27 @@ cdef inline void untracked(object obj):
     PyObject_GC_UnTrack(<void*>obj)
 
 
-cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame):
+cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame,
+                            SpanSource spans_from=None, object source=None):
     """A lazy encoding (of type ``cls``, EncodingBase or a subclass) of the ``n`` tokens in ``raw``.
 
-    ``frame`` None: no special tokens around them. Untracked by the
-    collector, as :func:`untrack` says.
+    ``frame`` None: no special tokens around them. ``spans_from``: ``raw``
+    holds the ids alone, and ``spans_from`` works out the rest from
+    ``source`` when first asked. Untracked by the collector, as
+    :func:`untrack` says.
     """
     if n < 0:
         raise ValueError(f"a raw encoding cannot hold {n} tokens")
-    block(raw, n, 0)        # (raises unless raw holds n tokens)
+    block(raw, n, 0 if spans_from is not None else 3)        # (raises unless raw holds n tokens)
     cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
     self._raw = raw
     self._n = n
     self._strings = strings
     self._word_index = word_index
     self._frame = frame
+    if spans_from is not None:
+        self._spans_from = spans_from
+        self._source = source
     PyObject_GC_UnTrack(<void*>self)
     return self
 
@@ -408,16 +511,20 @@ def fill_encodings(type cls, list out, where, list results, object frame, tuple 
                                         truncation)
 
 
-cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation):
+cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation,
+                         SpanSource spans_from=None, object source=None):
     """A lazy encoding of a raw result, cut as ``truncation`` says (see :func:`fill_encodings`), or None.
 
     None: the result is longer than truncation allows and may not be cut
-    here (the long way decides).
+    here (the long way decides). ``spans_from``, ``source``: ``raw`` holds
+    the ids alone (see :func:`make_raw`); a result to cut gets its offsets now.
     """
     if truncation is None or n <= <Py_ssize_t>truncation[0]:
-        return make_raw(cls, raw, n, strings, None, frame)
+        return make_raw(cls, raw, n, strings, None, frame, spans_from, source)
     if not truncation[3]:
         return None
+    if spans_from is not None:
+        raw = full_raw(spans_from, source, raw, n)
     return truncated(cls, raw, n, strings, frame, truncation[0], truncation[1], truncation[2])
 
 
@@ -437,7 +544,7 @@ def truncated(type cls, bytes raw not None, Py_ssize_t n, object strings, object
     cdef list parts = []
     if max_length <= 0 or stride < 0 or stride >= max_length:
         raise ValueError(f"truncated: need 0 <= stride < max_length, got stride {stride}, max_length {max_length}")
-    block(raw, n, 0)        # (raises unless raw holds n tokens)
+    block(raw, n, 3)        # (raises unless raw holds all four blocks of n tokens)
     if n <= max_length:
         return make_raw(cls, raw, n, strings, None, frame)
     step = max_length - stride
@@ -537,7 +644,7 @@ def remap_offsets(bytes raw not None, Py_ssize_t n, const int64_t[::1] seg_start
         raise ValueError("remap_offsets: one start, shift and map per segment, the first at 0")
     if map_starts.shape[0] != map_ends.shape[0]:
         raise ValueError("remap_offsets: map_starts and map_ends differ in length")
-    block(raw, n, 0)
+    block(raw, n, 3)
     out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw), 16 * n)
     dst = <int32_t*>PyBytes_AS_STRING(out)
     for i in range(n):
@@ -608,6 +715,7 @@ def join(list parts) -> tuple:
         n = part[1]
         offset_shift = part[2]
         word_shift = part[3]
+        block(<bytes>part[0], n, 3)      # (raises unless it holds all four blocks)
         src = block(<bytes>part[0], n, 0)
         for i in range(n):
             dst[at + i] = src[i]

@@ -31,7 +31,9 @@ cdef class SingleText:
     """What ``encode`` needs for one plain str at one component epoch (see the module doc).
 
     ``encoder(text)``: the plan's one-text kernel call, ``(raw, n_tokens,
-    ...)`` or anything else for the long way. ``strings[id]``: a token's
+    ...)`` or anything else for the long way; a fifth item or more means
+    ``(raw, n_tokens, _, spans_from, source)``, the ids alone (see
+    ``raw_encoding.make_raw``). ``strings[id]``: a token's
     string. ``leads``: prefixes one of which every added token starts with
     (a text holding one goes the long way; see ``added_vocabulary._leads``).
     ``frames``/``truncations``: the post-processing frame and what
@@ -101,8 +103,12 @@ cdef class SingleText:
         result = self.encoder(text)
         if type(result) is not tuple:
             return None
-        encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
-                               truncation)
+        if len(<tuple>result) >= 5:     # the ids alone, with what works out the offsets if asked
+            encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
+                                   truncation, (<tuple>result)[3], (<tuple>result)[4])
+        else:
+            encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
+                                   truncation)
         if encoding is None:
             return None
         if self.pads:

@@ -1,0 +1,130 @@
+"""Byte-level encodings made with their ids alone: offsets and words worked out when first read.
+
+``Tokenizer.encode`` of one str and ``encode_batch``'s kernel job hand over
+the ids and keep the text (``raw_encoding.SpanSource``, ``bytebpe.ByteSpans``).
+Each test holds what such an encoding reads to what the kernel works out
+when it tracks offsets as it encodes (``ByteBPE.encode_raw``), and to the
+general pipeline, field by field.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parity import assert_same_encoding
+from pieceworks import Tokenizer
+from pieceworks._kernels import raw_encoding
+from pieceworks.models import BPE
+from pieceworks.pre_tokenizers import ByteLevel
+from pieceworks.trainers import BpeTrainer
+
+CORPUS = ["hello world, hello worlds", "the cat sat on the mat", "héllo wörld ünïcode café", "x = f(y) + 1;",
+          "中文 文本 😀 emoji", "ﬁne ǅ Ǆ"] * 20
+
+
+def trained(prefix_space: bool) -> Tokenizer:
+    tok = Tokenizer(BPE())
+    tok.pre_tokenizer = ByteLevel(add_prefix_space=prefix_space)
+    tok.train_from_iterator(CORPUS, BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                               initial_alphabet=ByteLevel.alphabet(), show_progress=False))
+    return tok
+
+
+TOKENIZERS = {"plain": trained(False), "prefix space": trained(True)}
+# Latin-1, BMP and astral texts (the three str kinds), marks, blanks, digits, and tokens
+# that cut a multi-byte char.
+CHARS = list("helo wrdsabxyz,!'0123456789\t\n\u00e9\u00ff\u0301\u4e2d\u6587\U0001f600\U00010348 ") + ["  ", "'s"]
+
+
+def eager_spans(tok: Tokenizer, text: str):
+    """Offsets and words as the kernel gives them when it tracks offsets while it encodes."""
+    plan = tok._current_plan()
+    kernel = plan._current_kernel()
+    prefix = tok.pre_tokenizer.add_prefix_space and text[:1] != " " and text != ""
+    raw, n, _ = kernel.encode_raw(" " + text if prefix else text, prefix)
+    return raw_encoding.offset_list(raw, n, 0), raw_encoding.word_list(raw, n, -1)
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(CHARS), max_size=40).map("".join))
+def test_worked_out_spans_equal_the_kernels_and_the_general_path(name, text):
+    tok = TOKENIZERS[name]
+    enc = tok.encode(text)
+    assert enc._spans_from is not None or not text, "encode must take the ids-only way here"
+    assert (enc.offsets, enc.words) == eager_spans(tok, text)
+    assert_same_encoding(tok.encode(text), tok._encode_general(text), repr(text))
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZERS))
+def test_batches_work_out_the_same_spans(name):
+    tok = TOKENIZERS[name]
+    texts = [c * k for k, c in enumerate(CHARS)] + CORPUS[:6] + ["", " ", "a" * 5000]
+    batch = tok.encode_batch(texts)
+    if name == "plain":     # (the batch job adds no prefix space: those batches go one by one)
+        assert any(e._spans_from is not None for e in batch), "the batch job must take the ids-only way here"
+    for text, enc in zip(texts, batch):
+        assert_same_encoding(enc, tok._encode_general(text), repr(text[:30]))
+
+
+def test_spans_are_worked_out_once_and_the_text_let_go():
+    tok = TOKENIZERS["plain"]
+    text = "héllo wörld 中文 😀"
+    enc = tok.encode(text, add_special_tokens=False)
+    n = len(enc)
+    assert 4 * n < len(enc._raw) < 16 * n and enc._source == text     # the ids, then the piece ends
+    enc.ids         # the ids need no spans
+    assert enc._spans_from is not None
+    offsets = enc.offsets
+    assert enc._spans_from is None and enc._source is None and len(enc._raw) == 16 * n
+    assert enc.offsets is offsets and enc.words == eager_spans(tok, text)[1]
+
+
+def test_copies_and_pickles_of_an_unread_encoding():
+    tok = TOKENIZERS["prefix space"]
+    text = "wörld of 中文 😀, x = 1"
+    want = tok._encode_general(text)
+    for make in (lambda e: e.copy(), copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))):
+        enc = tok.encode(text)
+        assert enc._spans_from is not None
+        assert_same_encoding(make(enc), want)
+
+
+def test_truncation_cuts_the_worked_out_spans():
+    tok = trained(True)
+    tok.enable_truncation(max_length=5, stride=2)
+    text = "héllo wörld, the cat sat on the mat 中文 😀"
+    assert_same_encoding(tok.encode(text), tok._encode_general(text))
+    batch = tok.encode_batch([text, text[:3]])
+    assert_same_encoding(batch[0], tok._encode_general(text))
+    assert_same_encoding(batch[1], tok._encode_general(text[:3]))
+
+
+def test_an_ids_only_raw_refuses_the_other_blocks():
+    raw = raw_encoding.pack([5, 6], [0, 1], [1, 2], [0, 1])[:8]      # the ids block alone
+    assert raw_encoding.id_list(raw, 2) == [5, 6]
+    with pytest.raises(ValueError, match="block 1"):
+        raw_encoding.offset_list(raw, 2, 0)
+    with pytest.raises(ValueError, match="block 3"):
+        raw_encoding.word_list(raw, 2, -1)
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_real_tokenizer_json_spans(shared_data, name):
+    import tokenizers
+
+    path = shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json"
+    ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
+    text = (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").read_text(encoding="utf-8")[:200_000]
+    a, b = ours.encode(text), theirs.encode(text)
+    # (Qwen3's NFC normalizer changes this text, which then takes the NFC way, offsets and all.)
+    assert (a._spans_from is not None) == (name == "llama3")
+    assert (a.ids, a.offsets, a.word_ids) == (b.ids, b.offsets, b.word_ids)
+    lines = text.splitlines()[:300]
+    for x, y in zip(ours.encode_batch(lines), theirs.encode_batch(lines)):
+        assert (x.ids, x.offsets, x.word_ids) == (y.ids, y.offsets, y.word_ids)

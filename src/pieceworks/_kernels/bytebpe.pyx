@@ -1044,23 +1044,29 @@ cdef void spans_of_ids(const Model* m, const char_t* s, Py_ssize_t n, bint ascii
         at += length
 
 
+cdef void spans_of_str(const Model* m, int kind, const void* data, Py_ssize_t length, bint ascii,
+                       const int32_t* ids, Py_ssize_t n, const int32_t* piece_ends, Py_ssize_t n_pieces,
+                       int32_t* starts, int32_t* ends, int32_t* words) noexcept nogil:
+    """:func:`spans_of_ids` of a str's chars (``kind``, ``data``, ``length``: its PEP 393 form)."""
+    if kind == 1:
+        spans_of_ids(m, <const uint8_t*>data, length, ascii, ids, n, piece_ends, n_pieces, starts, ends, words)
+    elif kind == 2:
+        spans_of_ids(m, <const uint16_t*>data, length, False, ids, n, piece_ends, n_pieces, starts, ends, words)
+    else:
+        spans_of_ids(m, <const uint32_t*>data, length, False, ids, n, piece_ends, n_pieces, starts, ends, words)
+
+
 cdef int fill_spans(ByteBPE bpe, str text, bint prefix_space, const int32_t* ids, Py_ssize_t n,
                     const int32_t* piece_ends, Py_ssize_t n_pieces, int32_t* starts, int32_t* ends,
                     int32_t* words) except -1:
     """:func:`spans_of_ids` of ``text``'s tokens (``prefix_space``: the text began with an added
     space, whose span the offsets leave out: it shares the first char's)."""
+    cdef Py_ssize_t k, length = PyUnicode_GET_LENGTH(text)
     cdef int kind = PyUnicode_KIND(text)
     cdef const void* data = PyUnicode_DATA(text)
-    cdef Py_ssize_t length = PyUnicode_GET_LENGTH(text), k
     cdef bint ascii = PyUnicode_IS_ASCII(text)
-    cdef const Model* m = &bpe.m
     with nogil:
-        if kind == 1:
-            spans_of_ids(m, <const uint8_t*>data, length, ascii, ids, n, piece_ends, n_pieces, starts, ends, words)
-        elif kind == 2:
-            spans_of_ids(m, <const uint16_t*>data, length, False, ids, n, piece_ends, n_pieces, starts, ends, words)
-        else:
-            spans_of_ids(m, <const uint32_t*>data, length, False, ids, n, piece_ends, n_pieces, starts, ends, words)
+        spans_of_str(&bpe.m, kind, data, length, ascii, ids, n, piece_ends, n_pieces, starts, ends, words)
         if prefix_space:
             for k in range(n):
                 starts[k] = starts[k] - 1 if starts[k] > 0 else 0
@@ -1069,9 +1075,9 @@ cdef int fill_spans(ByteBPE bpe, str text, bint prefix_space, const int32_t* ids
 
 
 cdef class ByteSpans(SpanSource):
-    """The offsets and words of a lazy encoding that :class:`OneText` or a raw :class:`BatchJob` made
-    with its ids alone (and, after them, its piece ends: see :func:`ids_raw`): :func:`fill_spans`
-    on the text the kernel encoded."""
+    """The offsets and words of a lazy encoding that :class:`OneText` made with its ids alone (and,
+    after them, its piece ends: see raw_encoding's ``ids_raw``): :func:`fill_spans` on the text
+    the kernel encoded. (A raw :class:`BatchJob` works the spans out on the pool's threads.)"""
 
     cdef ByteBPE bpe
     cdef bint prefix_space
@@ -1577,7 +1583,6 @@ cdef class ByteBPE:
         job.raw_mode = True
         job.eager_ids = eager_ids
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
-        job.spans = ByteSpans(self, False)
         job.skip.resize(len(job.keep), 0)
         for k in skip or ():
             job.skip[k] = 1
@@ -1818,8 +1823,7 @@ cdef class ByteBPE:
 cdef struct ChunkIds:
     vector[uint32_t] ids          # the chunk's texts' ids, one after another
     vector[Py_ssize_t] ends       # where each text's ids end
-    vector[int32_t] piece_ends    # raw jobs: each text's piece ends (see scan_and_encode), one after another
-    vector[Py_ssize_t] pieces     # ... and how many each text has
+    vector[int32_t] spans         # raw jobs: each text's starts, ends and words (3 * its tokens), one after another
 
 
 cdef class OneText:
@@ -1885,7 +1889,6 @@ cdef class BatchJob:
     cdef vector[char] skip             # texts left for the long way
     cdef object cls, strings, frame
     cdef tuple truncation
-    cdef ByteSpans spans               # works out each encoding's offsets if asked
 
     def __dealloc__(self):
         del self.board
@@ -1910,52 +1913,54 @@ cdef class BatchJob:
         cdef ChunkIds* out
         if i >= <Py_ssize_t>self.results.size():
             return -1
-        cdef Py_ssize_t count
+        cdef Py_ssize_t count, first, n
         st.ids.clear()
         st.item_end.clear()
-        st.piece_ends.clear()
-        st.item_pieces.clear()
+        st.spans.clear()
         for k in range(self.bounds[i], self.bounds[i + 1]):
-            count = 0
             if not self.raw_mode or not self.skip[k]:
-                # Raw jobs keep the piece ends too: the encodings work out their offsets if asked (ByteSpans).
+                st.piece_ends.clear()
+                first = st.ids.size()
                 count = encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
                                    self.texts.asciis[k], st, self.raw_mode, False)
+                if self.raw_mode:
+                    # The spans too, here on the pool's threads: the calling thread has the most to do.
+                    n = st.ids.size() - first
+                    st.spans.resize(3 * st.ids.size())
+                    spans_of_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
+                                 self.texts.asciis[k], <const int32_t*>st.ids.data() + first, n,
+                                 st.piece_ends.data(), count, st.spans.data() + 3 * first,
+                                 st.spans.data() + 3 * first + n, st.spans.data() + 3 * first + 2 * n)
             st.item_end.push_back(<Py_ssize_t>st.ids.size())
-            st.item_pieces.push_back(count)
         # Into the shared results only once per chunk: neighbouring chunks' results share cache
         # lines, and a write per text would bounce them between the cores.
         out = &self.results[i]
         out.ids.assign(st.ids.begin(), st.ids.end())
         out.ends.assign(st.item_end.begin(), st.item_end.end())
         if self.raw_mode:
-            out.piece_ends.assign(st.piece_ends.begin(), st.piece_ends.end())
-            out.pieces.assign(st.item_pieces.begin(), st.item_pieces.end())
+            out.spans.assign(st.spans.begin(), st.spans.end())
         self.board.finish(i, 0)
         return i
 
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; free the chunk."""
         cdef ChunkIds* chunk = &self.results[i]
-        cdef Py_ssize_t k, first = 0, n, item, first_piece = 0
+        cdef Py_ssize_t k, first = 0, n, item
         for k in range(<Py_ssize_t>chunk.ends.size()):
             item = self.bounds[i] + k
             n = chunk.ends[k] - first
             if self.skip[item]:
                 encoding = None
             else:
-                encoding = encoding_of(self.cls, ids_raw(chunk.ids.data() + first, n,
-                                                         chunk.piece_ends.data() + first_piece, chunk.pieces[k]),
-                                       n, self.strings, self.frame, self.truncation, self.spans, self.keep[item])
+                encoding = encoding_of(self.cls, ids_raw(chunk.ids.data() + first, n, chunk.spans.data() + 3 * first,
+                                                         3 * n), n, self.strings, self.frame, self.truncation)
                 if self.eager_ids and encoding is not None:
                     encoding.ids        # built now, while the other threads still encode
             Py_INCREF_p(<PyObject*>encoding)
             PyList_SET_ITEM_p(out, item, <PyObject*>encoding)
             first = chunk.ends[k]
-            first_piece += chunk.pieces[k]
         vector[uint32_t]().swap(chunk.ids)
-        vector[int32_t]().swap(chunk.piece_ends)
-        vector[Py_ssize_t]().swap(chunk.pieces)
+        vector[int32_t]().swap(chunk.spans)
         return 0
 
     def run(self):

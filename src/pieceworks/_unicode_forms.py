@@ -88,16 +88,28 @@ def normalize_aligned(normalized, form: str) -> None:
         return
     dest: list[tuple[str, int]] = []
     done = 0
-    for match in _segmenter(form).finditer(text):
-        start, end = match.span()
-        segment = text[start:end]
-        if unicodedata.is_normalized(form, segment):
-            continue
+    for start, end, segment_changes in changed_segments(text, form):
         dest.extend(zip(text[done:start], repeat(0)))
-        dest.extend(_cached_changes(segment, form))
+        dest.extend(segment_changes)
         done = end
     dest.extend(zip(text[done:], repeat(0)))
     normalized.transform(dest, 0)
+
+
+def changed_segments(text: str, form: str):
+    """``(start, end, changes)`` for each segment of ``text`` that ``form`` changes, in order.
+
+    ``changes`` is :func:`changes` of ``text[start:end]``; the chars between
+    segments stay as they are (see :func:`_segmenter`).
+
+    >>> list(changed_segments("cafe\u0301 ok", "NFC"))
+    [(3, 5, [('é', -1)])]
+    """
+    for match in _segmenter(form).finditer(text):
+        start, end = match.span()
+        segment = text[start:end]
+        if not unicodedata.is_normalized(form, segment):
+            yield start, end, _cached_changes(segment, form)
 
 
 _CHANGES_CACHE: dict[tuple[str, str], list[tuple[str, int]]] = {}

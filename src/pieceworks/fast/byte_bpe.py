@@ -42,6 +42,7 @@ from ..models.bpe import BPE
 from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
+from .._unicode_forms import changed_segments
 from ..alignment import NormalizedString
 from . import register_plan
 from ._pool import run_job
@@ -154,44 +155,45 @@ class ByteBpePlan:
     def _encode_raw_nfc(self, kernel: ByteBPE, text: str) -> tuple[bytes, int, int]:
         """``kernel.encode_raw`` of NFC(``text``), its offsets mapped back into ``text``.
 
-        NFC runs line by line: a line feed is a starter nothing composes
-        with, so NFC of the whole text is NFC of each line, joined. Only the
-        lines NFC changes go through the aligned normalizer (the slow part,
-        in Python); the rest only move. The kernel then encodes the whole
-        normalized text at once (pieces may span lines), and
-        ``raw_encoding.remap_offsets`` maps each token back in C.
+        Only the segments NFC changes (a char and the marks it composes with:
+        ``_unicode_forms.changed_segments``) are mapped char by char, in
+        Python; the stretches between them only move. The kernel encodes the
+        whole normalized text at once, and ``raw_encoding.remap_offsets``
+        maps each token back in C. Each normalized char of a changed segment
+        spans the original chars :meth:`NormalizedString.transform_range`
+        gives it (a char a decomposition adds shares the one before it).
         """
         parts: list[str] = []
         seg_starts, seg_shift, seg_map = array("q"), array("q"), array("q")
         map_starts, map_ends = array("i"), array("i")
-        norm = orig = 0
-        moved = False                   # the last segment is an unchanged stretch
-        lines = text.split("\n")
-        for k, line in enumerate(lines):
-            if k + 1 < len(lines):
-                line += "\n"
-            if unicodedata.is_normalized("NFC", line):
-                if not moved:
-                    seg_starts.append(norm)
-                    seg_shift.append(orig - norm)
-                    seg_map.append(-1)
-                    moved = True
-                parts.append(line)
-                norm += len(line)
-            else:
-                aligned = NormalizedString(line)
-                self.normalizer.normalize(aligned)
+        norm = orig = 0                 # chars of the normalized text made, of ``text`` read
+        for start, end, changes in changed_segments(text, "NFC"):
+            if start > orig:            # an unchanged stretch: it only moves
                 seg_starts.append(norm)
-                seg_shift.append(orig)          # the line's spans are relative to its start
-                seg_map.append(len(map_starts))
-                if aligned.normalized:
-                    starts, ends = zip(*aligned.alignments())
-                    map_starts.extend(starts)
-                    map_ends.extend(ends)
-                parts.append(aligned.normalized)
-                norm += len(aligned.normalized)
-                moved = False
-            orig += len(line)
+                seg_shift.append(orig - norm)
+                seg_map.append(-1)
+                parts.append(text[orig:start])
+                norm += start - orig
+            seg_starts.append(norm)
+            seg_shift.append(start)     # the segment's map is relative to its start
+            seg_map.append(len(map_starts))
+            at = 0
+            for _, change in changes:
+                if change > 0:
+                    span = (at - 1, at) if start + at >= 1 else (-start, -start)
+                else:
+                    span = (at, at + 1)
+                    at += 1 - change if change < 0 else 1
+                map_starts.append(span[0])
+                map_ends.append(span[1])
+            parts.append("".join(ch for ch, _ in changes))
+            norm += len(changes)
+            orig = end
+        if orig < len(text) or not seg_starts:
+            seg_starts.append(norm)
+            seg_shift.append(orig - norm)
+            seg_map.append(-1)
+            parts.append(text[orig:])
         raw, n_tokens, n_pieces = kernel.encode_raw("".join(parts), False)
         return remap_offsets(raw, n_tokens, seg_starts, seg_shift, seg_map, map_starts, map_ends), n_tokens, n_pieces
 

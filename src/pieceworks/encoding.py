@@ -158,6 +158,8 @@ class Encoding(_raw.EncodingBase):
     The fast paths make *lazy* encodings (:meth:`from_raw`): the kernel's
     ids, offsets and words stay in one raw buffer, and each list is built
     the first time it is read (Hugging Face builds them on every read).
+    Byte-level BPE's encoding of one text holds the ids and the text, and
+    works the offsets and words out when first read.
     Like Hugging Face's, a lazy encoding is not tracked by the cyclic
     garbage collector, and neither are the ids, tokens, offsets, words and
     attention_mask lists it builds: do not put an encoding, or a container

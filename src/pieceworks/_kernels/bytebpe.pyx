@@ -75,7 +75,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_New
 
 from pieceworks._kernels.board cimport pw_board
-from pieceworks._kernels.raw_encoding cimport (SpanSource, encoding_of, ids_raw, share_ints_below,
+from pieceworks._kernels.raw_encoding cimport (SpanSource, encoding_of, ids_raw, int_ref, share_ints_below,
                                                shared_int_table)
 from cpython.tuple cimport PyTuple_New
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
@@ -1183,7 +1183,7 @@ cdef list id_list_of(ByteBPE bpe, const uint32_t* ids, size_t n):
     cdef list out = PyList_New(n)
     cdef size_t k
     for k in range(n):
-        PyList_SET_ITEM_p(out, k, new_int(bpe._int_table, bpe._n_ints, ids[k]))
+        PyList_SET_ITEM_p(out, k, int_ref(bpe._int_table, bpe._n_ints, ids[k]))
     PyObject_GC_UnTrack(<void*>out)
     return out
 
@@ -1203,16 +1203,6 @@ cdef class Workspace:
 
     def __dealloc__(self):
         del self.st
-
-
-cdef inline PyObject* new_int(PyObject** table, Py_ssize_t count, Py_ssize_t v) except NULL:
-    """A new reference to the int ``v``: raw_encoding's shared object when ``v < count``."""
-    cdef PyObject* o
-    if 0 <= v < count:
-        o = table[v]
-        Py_INCREF_p(o)
-        return o
-    return PyLong_FromSsize_t_p(v)
 
 
 # Texts per chunk of a BatchJob: about this many chars (defined before ByteBPE, whose

@@ -1,6 +1,21 @@
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t
 
+cdef extern from "Python.h":
+    void _pw_incref "Py_INCREF"(PyObject*)
+    PyObject* _pw_long_from "PyLong_FromSsize_t"(Py_ssize_t) except NULL
+
+
+cdef inline PyObject* int_ref(PyObject** table, Py_ssize_t count, Py_ssize_t value) except NULL:
+    """A new reference to the int ``value``: ``table[value]`` (see ``shared_int_table``) when
+    ``value < count``, else a new int. For lists filled with PyList_SET_ITEM, which steals it."""
+    cdef PyObject* obj
+    if 0 <= value < count:
+        obj = table[value]
+        _pw_incref(obj)
+        return obj
+    return _pw_long_from(value)
+
 
 cdef class SpanSource:
     cdef int fill(self, object source, const int32_t* ids, Py_ssize_t n, const int32_t* extra, Py_ssize_t n_extra,

@@ -37,6 +37,7 @@ from libc.string cimport memcpy
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
     void PyObject_GC_Track(void* op)
+    void PyList_SET_ITEM_p "PyList_SET_ITEM"(object, Py_ssize_t, PyObject*)
 
 # Ints below _n_shared come from one shared table instead of a new object each. It
 # starts at 2**16 and grows to cover the ids of each model loaded (share_ints_below),
@@ -207,9 +208,7 @@ cdef list _id_list(bytes raw, Py_ssize_t n, list before, list after):
         Py_INCREF(obj)
         PyList_SET_ITEM(out, i, obj)
     for i in range(n):
-        obj = int_object(ids[i])
-        Py_INCREF(obj)
-        PyList_SET_ITEM(out, nb + i, obj)
+        PyList_SET_ITEM_p(out, nb + i, int_ref(_shared_ptrs, _n_shared, ids[i]))
     for i in range(na):
         obj = after[i]
         Py_INCREF(obj)
@@ -290,9 +289,8 @@ cdef list _word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t 
         Py_INCREF(None)
         PyList_SET_ITEM(out, nb + n + i, None)
     for i in range(n):
-        obj = int_object(word_index if word_index >= 0 else words[i])
-        Py_INCREF(obj)
-        PyList_SET_ITEM(out, nb + i, obj)
+        PyList_SET_ITEM_p(out, nb + i, int_ref(_shared_ptrs, _n_shared,
+                                                 word_index if word_index >= 0 else words[i]))
     return out
 
 

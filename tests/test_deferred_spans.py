@@ -128,3 +128,19 @@ def test_real_tokenizer_json_spans(shared_data, name):
     lines = text.splitlines()[:300]
     for x, y in zip(ours.encode_batch(lines), theirs.encode_batch(lines)):
         assert (x.ids, x.offsets, x.word_ids) == (y.ids, y.offsets, y.word_ids)
+
+
+def test_a_hand_made_ids_only_encoding_gets_an_error_not_a_bad_read():
+    from pieceworks._kernels.bytebpe import ByteSpans
+    from pieceworks.encoding import Encoding
+
+    tok = TOKENIZERS["plain"]
+    kernel = tok._current_plan()._current_kernel()
+    ids = raw_encoding.pack([5, 6], [0, 0], [0, 0], [0, 0])[:8]
+    no_text = raw_encoding.make_raw(Encoding, ids, 2, None, None, None, ByteSpans(kernel, False), None)
+    with pytest.raises(TypeError, match="source must be the str"):
+        no_text.offsets
+    unknown_id = raw_encoding.pack([10**6], [0], [0], [0])[:4]
+    bad = raw_encoding.make_raw(Encoding, unknown_id, 1, None, None, None, ByteSpans(kernel, False), "x")
+    with pytest.raises(ValueError, match="not in this model"):
+        bad.words

@@ -1087,6 +1087,13 @@ cdef class ByteSpans(SpanSource):
 
     cdef int fill(self, object source, const int32_t* ids, Py_ssize_t n, const int32_t* extra, Py_ssize_t n_extra,
                   int32_t* starts, int32_t* ends, int32_t* words) except -1:
+        cdef Py_ssize_t k
+        # (Only this kernel's encodings of ``source`` reach here; a hand-made one gets an error, not a bad read.)
+        if type(source) is not str:
+            raise TypeError(f"ByteSpans: the source must be the str the ids came from, got {type(source).__name__}")
+        for k in range(n):
+            if <uint32_t>ids[k] >= self.bpe.m.n_ids:
+                raise ValueError(f"ByteSpans: token id {ids[k]} is not in this model")
         return fill_spans(self.bpe, <str>source, self.prefix_space, ids, n, extra, n_extra, starts, ends, words)
 
 

@@ -686,8 +686,9 @@ def none_positions(list items) -> list:
 def untrack(obj) -> None:
     """Take ``obj`` out of the cyclic garbage collector's sight (it must not be able to join a cycle).
 
-    A lazy Encoding holds bytes, ints, the shared token list and a frame:
-    nothing that leads back to it. Untracked, the millions an encode_batch
+    A lazy Encoding holds bytes, ints, the shared token list, a frame and
+    (byte-level, until its spans are read) its text and the kernel's span
+    source: nothing that leads back to it. Untracked, the millions an encode_batch
     makes are not walked by every full collection.
     """
     PyObject_GC_UnTrack(<void*>obj)

@@ -10,13 +10,12 @@ exact. Names, fields and behaviour follow Hugging Face ``tokenizers``.
 'abc fi'
 
 Unicode data comes from Python's :mod:`unicodedata` (Unicode 14.0 on
-Python 3.11). Hugging Face uses older tables in places: its NFC/NFD/NFKC/NFKD
-and ``StripAccents`` use Unicode 9.0, ``BertNormalizer``'s control and
-accent classes come from a crate at about Unicode 8.0, and ``Lowercase``
-uses Rust's (newer than 14.0). The outputs therefore differ on the few
-hundred characters whose data changed between those versions (characters
-added since, and a handful whose general category was revised); everywhere
-else they are identical.
+Python 3.11). Hugging Face uses other tables in places. The marks that
+``BertNormalizer``'s strip_accents and ``StripAccents`` drop follow Hugging
+Face's own tables (``_unicode_tables``, measured against it). Elsewhere the
+outputs differ on a few dozen characters whose data changed between those
+versions: ``BertNormalizer``'s control class comes from a crate at Unicode
+8.0, and ``Lowercase`` uses Rust's (newer than 14.0).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from itertools import repeat
 from ._component import Component, Fields, stage_base
 from ._regex import Regex
 from ._unicode_forms import char_set, normalize_aligned
+from ._unicode_tables import bert_accent_marks, strip_accents_marks
 from .alignment import NormalizedString, is_whitespace
 from .byte_level import bytes_to_byte_chars
 from .errors import ConfigError, InputTypeError
@@ -145,7 +145,8 @@ def _lowercase(normalized: NormalizedString) -> None:
 
 
 class StripAccents(_FieldlessNormalizer):
-    """Remove every combining mark (general category Mn, Mc or Me).
+    """Remove every combining mark (general category Mn, Mc or Me, in Hugging Face's table:
+    ``_unicode_tables.strip_accents_marks``).
 
     Run it after NFD or NFKD so that accents are separate marks first.
 
@@ -156,7 +157,7 @@ class StripAccents(_FieldlessNormalizer):
     type_name = "StripAccents"
 
     def normalize(self, normalized: NormalizedString) -> None:
-        _drop_and_map(normalized, _category_runs("Mn", "Mc", "Me"))
+        _drop_and_map(normalized, _mark_runs(strip_accents_marks))
 
 
 # -- whitespace, literal edits -----------------------------------------------
@@ -360,7 +361,7 @@ class BertNormalizer(Normalizer):
         strip_accents = self.lowercase if self.strip_accents is None else self.strip_accents
         if strip_accents:
             normalize_aligned(normalized, "NFD")
-            _drop_and_map(normalized, _category_runs("Mn"))
+            _drop_and_map(normalized, _mark_runs(bert_accent_marks))
         if self.lowercase:
             _lowercase(normalized)
 
@@ -568,19 +569,18 @@ def _drop_and_map(normalized: NormalizedString, drop: "re.Pattern[str]", table: 
 _RUNS: dict[str, "re.Pattern[str]"] = {}
 
 
-def _category_runs(*categories: str) -> "re.Pattern[str]":
-    """A regex matching runs of chars in the given general categories (unicodedata's); built once."""
-    key = "+".join(categories)
-    pattern = _RUNS.get(key)
-    if pattern is None:
-        pattern = _RUNS[key] = re.compile(f"{char_set(_code_points_in(*categories))}+")
-    return pattern
-
-
 def _code_points_in(*categories: str) -> list[int]:
     wanted = frozenset(categories)
     category = unicodedata.category
     return [cp for cp in range(0x110000) if category(chr(cp)) in wanted]
+
+
+def _mark_runs(table) -> "re.Pattern[str]":
+    """A regex matching runs of the code points ``table()`` gives (``_unicode_tables``'s marks); built once."""
+    pattern = _RUNS.get(table.__name__)
+    if pattern is None:
+        pattern = _RUNS[table.__name__] = re.compile(f"{char_set(sorted(table()))}+")
+    return pattern
 
 
 # -- argument checks -----------------------------------------------------------

@@ -14,7 +14,8 @@ C buffers; Python lists are built once at the end.
 Why a per-char map is exact: every step of BertNormalizer is a function of
 one char except NFD's canonical reordering, which only moves chars of
 non-zero combining class. When accents are stripped those are all dropped
-(Mn) except 38 spacing marks (Mc). Their entries are ENTRY_CHECK: a text
+(Hugging Face's Mn) except 194 (spacing marks, and marks newer than Hugging
+Face's Unicode 8.0 table). Their entries are ENTRY_CHECK: a text
 holding one comes back as NEEDS_ORDER_CHECK, and the caller runs it again
 with ``order_checked=True`` once it knows NFD reorders nothing in it (else
 it takes the general path). Every char a char maps to aligns with that

@@ -20,9 +20,11 @@ LinMaxMatch matcher.
 
 The per-char map is exact because each step of BertNormalizer works on one
 char at a time, except the canonical reordering inside NFD (strip_accents),
-which only moves combining marks. Those are dropped as Mn, except 38
-spacing marks (Mc with a non-zero combining class: some viramas, Hangul
-tone marks, musical symbols); a text holding one of those is encoded by
+which only moves combining marks. Those are dropped as Hugging Face's Mn
+(``_unicode_tables.bert_accent_marks``: its crate is at Unicode 8.0), except
+194 of them: spacing marks (Mc with a non-zero combining class: some viramas,
+Hangul tone marks, musical symbols) and marks newer than Unicode 8.0; a text
+holding one of those is encoded by
 the map only if NFD moves nothing in it, else by the general path. The map
 is built once per set of options, with the general path's own Unicode data
 (``unicodedata``, the normalizer's whitespace and CJK tables, the
@@ -45,7 +47,7 @@ from typing import NamedTuple
 from .._component import epoch
 from .._kernels import bert_fast
 from .._unicode_forms import char_set
-from .._unicode_tables import char_flags
+from .._unicode_tables import bert_accent_marks, char_flags
 from ..models.wordpiece import WordPiece
 from ..normalizers import _BERT_SPACES, _CHINESE, BertNormalizer
 from ..pre_tokenizers import (_BERT_ACTIONS, _WHITESPACE_ACTIONS, _WHITESPACE_SPLIT_ACTIONS,
@@ -268,20 +270,21 @@ def map_char(ch: str, clean_text: bool, chinese: bool, strip_accents: bool, lowe
     spaced = chinese and _CHINESE.fullmatch(ch) is not None
     out = ch
     if strip_accents:
-        out = "".join(c for c in unicodedata.normalize("NFD", out) if unicodedata.category(c) != "Mn")
+        marks = bert_accent_marks()
+        out = "".join(c for c in unicodedata.normalize("NFD", out) if ord(c) not in marks)
     if lowercase:
         out = "".join(c.lower() for c in out)   # char by char, as the general path: no final sigma
     return f" {out} " if spaced else out
 
 
 def reorderable_chars() -> list[int]:
-    """Chars whose NFD holds a mark that NFD may move and accent stripping keeps (non-zero class, not Mn).
+    """Chars whose NFD holds a mark that NFD may move and accent stripping keeps (non-zero class, kept).
 
     Their per-char mapping is exact only where NFD reorders nothing
     (:func:`nfd_keeps_order`): the kernel asks before using it.
 
     >>> [f"U+{cp:04X}" for cp in reorderable_chars()][:3]
-    ['U+1715', 'U+1734', 'U+1B44']
+    ['U+07FD', 'U+0898', 'U+0899']
     """
     return list(_unicode_facts().reorderable)
 
@@ -318,7 +321,7 @@ class _UnicodeFacts(NamedTuple):
     controls: tuple[tuple[int, int], ...]       # runs [start, end) that clean_text removes
     control_runs: "re.Pattern[str]"
     chinese: tuple[tuple[int, int], ...]        # runs handle_chinese_chars spaces out
-    strip_candidates: frozenset[int]            # chars NFD changes, combining marks, Mn
+    strip_candidates: frozenset[int]            # chars NFD changes, combining marks, the accents stripped
     lower_candidates: frozenset[int]            # chars str.lower changes
     reorderable: tuple[int, ...]                # see reorderable_chars()
 
@@ -343,13 +346,14 @@ def _unicode_facts() -> _UnicodeFacts:
     controls = sorted(controls - {0x09, 0x0A, 0x0D} | {0x00, 0xFFFD})
     marks = set(compress(count(), map(unicodedata.combining, head)))
     decomposing = set(compress(count(), map(operator.not_, map(partial(unicodedata.is_normalized, "NFD"), head))))
-    keeps_a_mark = lambda cp: any(unicodedata.combining(c) and unicodedata.category(c) != "Mn"  # noqa: E731
+    accents = bert_accent_marks()
+    keeps_a_mark = lambda cp: any(unicodedata.combining(c) and ord(c) not in accents  # noqa: E731
                                   for c in unicodedata.normalize("NFD", every[cp]))
     return _UnicodeFacts(
         controls=_as_runs(controls),
         control_runs=re.compile(f"{char_set(controls)}+"),
         chinese=tuple(m.span() for m in _CHINESE.finditer(every)),
-        strip_candidates=frozenset(marks | decomposing | set(compress(count(), map("Mn".__eq__, categories)))),
+        strip_candidates=frozenset(marks | decomposing | accents),
         lower_candidates=frozenset(compress(count(), map(operator.ne, map(str.lower, head), head))),
         reorderable=tuple(sorted(cp for cp in marks | decomposing if keeps_a_mark(cp))),
     )

@@ -1,9 +1,9 @@
-"""The marks BertNormalizer's strip_accents and StripAccents drop: Hugging Face's own tables, on every code point.
+"""The chars BertNormalizer and StripAccents drop follow Hugging Face's own tables, on every code point.
 
-Hugging Face reads two different, older tables (``_unicode_tables``):
-Python's ``unicodedata`` and the ``regex`` module know a few hundred marks
-those do not, and a few chars changed category since. Each test runs both
-libraries on every code point between two letters.
+Hugging Face reads older tables than ours (``_unicode_tables``): Python's
+``unicodedata`` and the ``regex`` module know a few hundred marks and a few
+format chars those do not, and a few chars changed category since. Each
+test runs both libraries on every code point between two letters.
 """
 
 from __future__ import annotations
@@ -34,3 +34,8 @@ def test_bert_strip_accents_drops_what_hugging_face_drops():
 
 def test_strip_accents_drops_what_hugging_face_drops():
     assert differing(hf.StripAccents(), ours.StripAccents()) == []
+
+
+def test_bert_clean_text_removes_what_hugging_face_removes():
+    options = dict(clean_text=True, handle_chinese_chars=False, strip_accents=False, lowercase=False)
+    assert differing(hf.BertNormalizer(**options), ours.BertNormalizer(**options)) == []

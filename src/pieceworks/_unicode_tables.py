@@ -37,7 +37,8 @@ import regex
 from ._unicode_scripts import script_ranges
 
 __all__ = ["WHITESPACE", "WORD", "PUNCT", "NUMERIC", "LETTER", "NUMBER",
-           "char_flags", "script_table", "SCRIPT_ANY", "bert_accent_marks", "strip_accents_marks"]
+           "char_flags", "script_table", "SCRIPT_ANY", "bert_accent_marks", "strip_accents_marks",
+           "bert_controls"]
 
 WHITESPACE = 1
 WORD = 2
@@ -136,6 +137,10 @@ STRIP_ACCENTS_EXTRA = (
     (0x1CF2, 0x1CF3),
 )
 
+# Format chars (Cf) assigned after Unicode 8.0: BertNormalizer's clean_text (the
+# `unicode_categories` crate, at 8.0) does not know them as controls and keeps them.
+CONTROLS_AFTER_UNICODE_8 = ((0x0890, 0x0891), (0x08E2, 0x08E2), (0x110CD, 0x110CD), (0x13430, 0x1343F))
+
 ASCII_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 
 # (flag, pattern for runs of it, code points to take out)
@@ -216,6 +221,7 @@ def script_table() -> tuple[bytes, tuple[str, ...]]:
 
 
 def _marks(pattern: str, missing, extra) -> frozenset[int]:
+    """The code points in runs of ``pattern``, less the ``missing`` ranges, plus the ``extra`` ones."""
     text = _every_code_point()
     out = set()
     for m in regex.finditer(pattern, text):
@@ -245,3 +251,15 @@ def strip_accents_marks() -> frozenset[int]:
     (True, True, True)
     """
     return _marks(r"\p{M}+", STRIP_ACCENTS_MISSING, STRIP_ACCENTS_EXTRA)
+
+
+@functools.cache
+def bert_controls() -> frozenset[int]:
+    """What BertNormalizer's clean_text removes: general category Cc, Cf or Co as Hugging Face's
+    table has them, and NUL and U+FFFD; but tab, newline and carriage return are whitespace.
+
+    >>> controls = bert_controls(); 0x00 in controls, 0x0A in controls, 0x200B in controls, 0x0890 in controls
+    (True, False, True, False)
+    """
+    return (_marks(r"[\p{Cc}\p{Cf}\p{Co}]+", CONTROLS_AFTER_UNICODE_8, ((0x00, 0x00), (0xFFFD, 0xFFFD)))
+            - {0x09, 0x0A, 0x0D})

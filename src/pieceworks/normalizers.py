@@ -10,12 +10,14 @@ exact. Names, fields and behaviour follow Hugging Face ``tokenizers``.
 'abc fi'
 
 Unicode data comes from Python's :mod:`unicodedata` (Unicode 14.0 on
-Python 3.11). Hugging Face uses other tables in places. The marks that
-``BertNormalizer``'s strip_accents and ``StripAccents`` drop follow Hugging
-Face's own tables (``_unicode_tables``, measured against it). Elsewhere the
-outputs differ on a few dozen characters whose data changed between those
-versions: ``BertNormalizer``'s control class comes from a crate at Unicode
-8.0, and ``Lowercase`` uses Rust's (newer than 14.0).
+Python 3.11). Hugging Face uses other tables in places. What
+``BertNormalizer`` removes as controls or strips as accents, and what
+``StripAccents`` strips, follows Hugging Face's own tables
+(``_unicode_tables``, measured against it). Elsewhere the outputs differ on
+a few dozen characters whose data changed between versions: ``Lowercase``
+uses Rust's case tables (newer than 14.0), and the NFC/NFD/NFKC/NFKD tables
+differ on a few chars (Python's NFD decomposes U+11938, Hugging Face's does
+not).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from itertools import repeat
 from ._component import Component, Fields, stage_base
 from ._regex import Regex
 from ._unicode_forms import char_set, normalize_aligned
-from ._unicode_tables import bert_accent_marks, strip_accents_marks
+from ._unicode_tables import bert_accent_marks, bert_controls, strip_accents_marks
 from .alignment import NormalizedString, is_whitespace
 from .byte_level import bytes_to_byte_chars
 from .errors import ConfigError, InputTypeError
@@ -394,11 +396,8 @@ def _bert_control_runs() -> "re.Pattern[str]":
     # BERT's "control" chars: general categories Cc, Cf and Co (not Cn:
     # unassigned code points are kept), and NUL and U+FFFD; but tab, newline
     # and carriage return are whitespace.
-    pattern = _RUNS.get("bert-control")
-    if pattern is None:
-        control = set(_code_points_in("Cc", "Cf", "Co")) - {0x09, 0x0A, 0x0D} | {0x00, 0xFFFD}
-        pattern = _RUNS["bert-control"] = re.compile(f"{char_set(sorted(control))}+")
-    return pattern
+    # (_unicode_tables.bert_controls: Hugging Face's table, at Unicode 8.0)
+    return _mark_runs(bert_controls)
 
 
 # Whitespace (tab, newline, carriage return, and Unicode White_Space) becomes a
@@ -569,14 +568,8 @@ def _drop_and_map(normalized: NormalizedString, drop: "re.Pattern[str]", table: 
 _RUNS: dict[str, "re.Pattern[str]"] = {}
 
 
-def _code_points_in(*categories: str) -> list[int]:
-    wanted = frozenset(categories)
-    category = unicodedata.category
-    return [cp for cp in range(0x110000) if category(chr(cp)) in wanted]
-
-
 def _mark_runs(table) -> "re.Pattern[str]":
-    """A regex matching runs of the code points ``table()`` gives (``_unicode_tables``'s marks); built once."""
+    """A regex matching runs of the code points ``table()`` gives (one of ``_unicode_tables``'); built once."""
     pattern = _RUNS.get(table.__name__)
     if pattern is None:
         pattern = _RUNS[table.__name__] = re.compile(f"{char_set(sorted(table()))}+")

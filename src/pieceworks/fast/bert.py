@@ -47,7 +47,7 @@ from typing import NamedTuple
 from .._component import epoch
 from .._kernels import bert_fast
 from .._unicode_forms import char_set
-from .._unicode_tables import bert_accent_marks, char_flags
+from .._unicode_tables import bert_accent_marks, bert_controls, char_flags
 from ..models.wordpiece import WordPiece
 from ..normalizers import _BERT_SPACES, _CHINESE, BertNormalizer
 from ..pre_tokenizers import (_BERT_ACTIONS, _WHITESPACE_ACTIONS, _WHITESPACE_SPLIT_ACTIONS,
@@ -303,10 +303,8 @@ def nfd_keeps_order(text: str, clean_text: bool) -> bool:
 
 
 def bert_control_chars() -> list[int]:
-    """What clean_text removes: general category Cc, Cf or Co, and NUL and U+FFFD, but not ``\\t\\n\\r``.
-
-    The same set as the general path's ``normalizers._bert_control_runs``
-    (the tests compare them over all of Unicode), found in one pass.
+    """What clean_text removes (``_unicode_tables.bert_controls``: Cc, Cf or Co in Hugging Face's
+    Unicode 8.0 table, and NUL and U+FFFD, but not ``\\t\\n\\r``), as sorted code points.
 
     >>> controls = bert_control_chars()
     >>> 0 in controls, 0xFFFD in controls, ord("\\t") in controls, 0x200B in controls
@@ -329,9 +327,6 @@ class _UnicodeFacts(NamedTuple):
 # Above this, no char has a canonical decomposition, a combining class or a
 # lowercase form (checked when the facts are gathered, so a newer Unicode cannot slip by).
 _PER_CHAR_SCAN_END = 0x30000
-_CONTROL_CATEGORIES = frozenset(("Cc", "Cf", "Co"))
-
-
 @functools.cache
 def _unicode_facts() -> _UnicodeFacts:
     # compress/map keep the passes over ~10^6 code points in C.
@@ -341,9 +336,7 @@ def _unicode_facts() -> _UnicodeFacts:
     if not unicodedata.is_normalized("NFD", rest) or any(map(unicodedata.combining, rest)) or rest.lower() != rest:
         scan_end = len(every)
     head = every[:scan_end]
-    categories = list(map(unicodedata.category, every))
-    controls = set(compress(count(), map(_CONTROL_CATEGORIES.__contains__, categories)))
-    controls = sorted(controls - {0x09, 0x0A, 0x0D} | {0x00, 0xFFFD})
+    controls = sorted(bert_controls())
     marks = set(compress(count(), map(unicodedata.combining, head)))
     decomposing = set(compress(count(), map(operator.not_, map(partial(unicodedata.is_normalized, "NFD"), head))))
     accents = bert_accent_marks()
@@ -375,4 +368,4 @@ def _as_runs(code_points: list[int]) -> tuple[tuple[int, int], ...]:
 
 
 def _is_bert_control(ch: str) -> bool:
-    return ch in "\x00\ufffd" or (unicodedata.category(ch) in _CONTROL_CATEGORIES and ch not in "\t\n\r")
+    return ord(ch) in bert_controls()

@@ -13,9 +13,8 @@ Unicode data comes from Python's :mod:`unicodedata` (Unicode 14.0 on
 Python 3.11). Hugging Face uses other tables in places. What
 ``BertNormalizer`` removes as controls or strips as accents, and what
 ``StripAccents`` strips, follows Hugging Face's own tables
-(``_unicode_tables``, measured against it). Elsewhere the outputs differ on
-a few dozen characters whose data changed between versions: ``Lowercase``
-uses Rust's case tables (newer than 14.0), and the NFC/NFD/NFKC/NFKD tables
+(``_unicode_tables``, measured against it), and so does lowercasing (Rust
+knows letters from Unicode 15 on). The NFC/NFD/NFKC/NFKD tables still
 differ on a few chars (Python's NFD decomposes U+11938, Hugging Face's does
 not).
 """
@@ -29,7 +28,7 @@ from itertools import repeat
 from ._component import Component, Fields, stage_base
 from ._regex import Regex
 from ._unicode_forms import char_set, normalize_aligned
-from ._unicode_tables import bert_accent_marks, bert_controls, strip_accents_marks
+from ._unicode_tables import LOWERCASE_AFTER_UNICODE_14, bert_accent_marks, bert_controls, strip_accents_marks
 from .alignment import NormalizedString, is_whitespace
 from .byte_level import bytes_to_byte_chars
 from .errors import ConfigError, InputTypeError
@@ -136,14 +135,31 @@ class Lowercase(_FieldlessNormalizer):
 def _lowercase(normalized: NormalizedString) -> None:
     """Lowercase in place; a char that lowercases to several (``İ``) adds new chars."""
     text = normalized.normalized
-    lowered = text.lower()
+    lowered = lower(text)
     if lowered == text:
         return
     if len(lowered) == len(text) and "Σ" not in text:
         # One char for one: no insertions, and no final-sigma context to undo.
         normalized.transform(zip(lowered, repeat(0)), 0)
     else:
-        normalized.map_chars(str.lower)
+        normalized.map_chars(lower)
+
+
+def lower(text: str) -> str:
+    """``str.lower``, with the letters Python's Unicode tables do not lowercase yet and Rust's do.
+
+    >>> lower("AB\u1c89")
+    'ab\u1c8a'
+    """
+    lowered = text.lower()
+    if _NEWER_UPPERCASE.search(lowered) is None:
+        return lowered
+    return lowered.translate(_NEWER_LOWERCASE)
+
+
+_NEWER_LOWERCASE = {cp: cp + shift for first, last, shift in LOWERCASE_AFTER_UNICODE_14
+                    for cp in range(first, last + 1)}
+_NEWER_UPPERCASE = re.compile(char_set(sorted(_NEWER_LOWERCASE)))
 
 
 class StripAccents(_FieldlessNormalizer):

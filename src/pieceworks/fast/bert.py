@@ -47,9 +47,9 @@ from typing import NamedTuple
 from .._component import epoch
 from .._kernels import bert_fast
 from .._unicode_forms import char_set
-from .._unicode_tables import bert_accent_marks, bert_controls, char_flags
+from .._unicode_tables import LOWERCASE_AFTER_UNICODE_14, bert_accent_marks, bert_controls, char_flags
 from ..models.wordpiece import WordPiece
-from ..normalizers import _BERT_SPACES, _CHINESE, BertNormalizer
+from ..normalizers import _BERT_SPACES, _CHINESE, BertNormalizer, lower
 from ..pre_tokenizers import (_BERT_ACTIONS, _WHITESPACE_ACTIONS, _WHITESPACE_SPLIT_ACTIONS,
                               BertPreTokenizer, Whitespace, WhitespaceSplit)
 from . import register_plan
@@ -273,7 +273,7 @@ def map_char(ch: str, clean_text: bool, chinese: bool, strip_accents: bool, lowe
         marks = bert_accent_marks()
         out = "".join(c for c in unicodedata.normalize("NFD", out) if ord(c) not in marks)
     if lowercase:
-        out = "".join(c.lower() for c in out)   # char by char, as the general path: no final sigma
+        out = "".join(lower(c) for c in out)    # char by char, as the general path: no final sigma
     return f" {out} " if spaced else out
 
 
@@ -327,6 +327,8 @@ class _UnicodeFacts(NamedTuple):
 # Above this, no char has a canonical decomposition, a combining class or a
 # lowercase form (checked when the facts are gathered, so a newer Unicode cannot slip by).
 _PER_CHAR_SCAN_END = 0x30000
+
+
 @functools.cache
 def _unicode_facts() -> _UnicodeFacts:
     # compress/map keep the passes over ~10^6 code points in C.
@@ -347,7 +349,8 @@ def _unicode_facts() -> _UnicodeFacts:
         control_runs=re.compile(f"{char_set(controls)}+"),
         chinese=tuple(m.span() for m in _CHINESE.finditer(every)),
         strip_candidates=frozenset(marks | decomposing | accents),
-        lower_candidates=frozenset(compress(count(), map(operator.ne, map(str.lower, head), head))),
+        lower_candidates=frozenset(compress(count(), map(operator.ne, map(str.lower, head), head)))
+        | frozenset(cp for first, last, _ in LOWERCASE_AFTER_UNICODE_14 for cp in range(first, last + 1)),
         reorderable=tuple(sorted(cp for cp in marks | decomposing if keeps_a_mark(cp))),
     )
 

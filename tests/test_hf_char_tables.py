@@ -1,9 +1,10 @@
-"""The chars BertNormalizer and StripAccents drop follow Hugging Face's own tables, on every code point.
+"""BertNormalizer, StripAccents and Lowercase follow Hugging Face's own char tables, on every code point.
 
 Hugging Face reads older tables than ours (``_unicode_tables``): Python's
 ``unicodedata`` and the ``regex`` module know a few hundred marks and a few
-format chars those do not, and a few chars changed category since. Each
-test runs both libraries on every code point between two letters.
+format chars those do not, a few chars changed category since, and Rust
+lowercases letters Python 3.11's Unicode 14.0 does not know. Each test runs
+both libraries on every code point between two letters.
 """
 
 from __future__ import annotations
@@ -39,3 +40,9 @@ def test_strip_accents_drops_what_hugging_face_drops():
 def test_bert_clean_text_removes_what_hugging_face_removes():
     options = dict(clean_text=True, handle_chinese_chars=False, strip_accents=False, lowercase=False)
     assert differing(hf.BertNormalizer(**options), ours.BertNormalizer(**options)) == []
+
+
+def test_lowercasing_is_hugging_faces():
+    options = dict(clean_text=False, handle_chinese_chars=False, strip_accents=False, lowercase=True)
+    assert differing(hf.BertNormalizer(**options), ours.BertNormalizer(**options)) == []
+    assert differing(hf.Lowercase(), ours.Lowercase()) == []

@@ -7,7 +7,8 @@ output char, a *change* in the sense of
 (0 replaces an input char, 1 is a new char, -n replaces one and drops n).
 Offsets agree with Hugging Face only if the changes agree, so this module
 reproduces that crate's two state machines, step for step; the Unicode data
-itself comes from Python's :mod:`unicodedata`.
+itself comes from Python's :mod:`unicodedata`, less the decompositions the
+crate's older tables lack (``_unicode_tables.NO_*_DECOMPOSITION``).
 
 >>> changes("ﬁ", "NFKC")                  # one char becomes two: the second is new
 [('f', 0), ('i', 1)]
@@ -37,6 +38,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from itertools import repeat
+
+from ._unicode_tables import NO_CANONICAL_DECOMPOSITION, NO_COMPATIBILITY_DECOMPOSITION
 
 __all__ = ["FORMS", "changes", "normalize_aligned", "compose_pair", "char_set"]
 
@@ -96,6 +99,24 @@ def normalize_aligned(normalized, form: str) -> None:
     normalized.transform(dest, 0)
 
 
+def normalize(text: str, form: str) -> str:
+    """``unicodedata.normalize(form, text)`` as Hugging Face's tables have it (see the module doc).
+
+    >>> normalize("cafe\u0301", "NFC"), normalize("\u32ff", "NFKC") == "\u32ff"
+    ('café', True)
+    """
+    if unicodedata.is_normalized(form, text):   # (then no older table changes it either)
+        return text
+    parts = []
+    done = 0
+    for start, end, segment_changes in changed_segments(text, form):
+        parts.append(text[done:start])
+        parts.append("".join(ch for ch, _ in segment_changes))
+        done = end
+    parts.append(text[done:])
+    return "".join(parts)
+
+
 def changed_segments(text: str, form: str):
     """``(start, end, changes)`` for each segment of ``text`` that ``form`` changes, in order.
 
@@ -134,6 +155,9 @@ def _cached_changes(segment: str, form: str) -> list[tuple[str, int]]:
 # -- decomposition ---------------------------------------------------------
 
 _DECOMPOSITIONS: dict[str, dict[str, str]] = {"NFD": {}, "NFKD": {}}
+# What Hugging Face's tables do not decompose, by form (see _unicode_tables).
+_UNDECOMPOSED = {form: frozenset(cp for first, last in ranges for cp in range(first, last + 1))
+                 for form, ranges in (("NFD", NO_CANONICAL_DECOMPOSITION), ("NFKD", NO_COMPATIBILITY_DECOMPOSITION))}
 
 
 def _full_decomposition(ch: str, form: str) -> str:
@@ -146,7 +170,7 @@ def _full_decomposition(ch: str, form: str) -> str:
     cache = _DECOMPOSITIONS[form]
     out = cache.get(ch)
     if out is None:
-        out = cache[ch] = unicodedata.normalize(form, ch)
+        out = cache[ch] = ch if ord(ch) in _UNDECOMPOSED[form] else unicodedata.normalize(form, ch)
     return out
 
 
@@ -249,7 +273,7 @@ def _build_composition_table() -> None:
     # together (composition exclusions and singletons are left out by NFC itself).
     for cp in range(_SCAN_END):
         mapping = unicodedata.decomposition(chr(cp))
-        if not mapping or mapping[0] == "<":
+        if not mapping or mapping[0] == "<" or cp in _UNDECOMPOSED["NFD"]:
             continue
         parts = mapping.split()
         if len(parts) != 2:

@@ -13,10 +13,9 @@ Unicode data comes from Python's :mod:`unicodedata` (Unicode 14.0 on
 Python 3.11). Hugging Face uses other tables in places. What
 ``BertNormalizer`` removes as controls or strips as accents, and what
 ``StripAccents`` strips, follows Hugging Face's own tables
-(``_unicode_tables``, measured against it), and so does lowercasing (Rust
-knows letters from Unicode 15 on). The NFC/NFD/NFKC/NFKD tables still
-differ on a few chars (Python's NFD decomposes U+11938, Hugging Face's does
-not).
+(``_unicode_tables``, measured against it), and so do lowercasing (Rust
+knows letters from Unicode 15 on) and NFC/NFD/NFKC/NFKD (Hugging Face's
+tables lack some decompositions Python has, such as U+32FF's).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from typing import NamedTuple
 
 from .._component import epoch
 from .._kernels import bert_fast
-from .._unicode_forms import char_set
+from .._unicode_forms import char_set, normalize
 from .._unicode_tables import LOWERCASE_AFTER_UNICODE_14, bert_accent_marks, bert_controls, char_flags
 from ..models.wordpiece import WordPiece
 from ..normalizers import _BERT_SPACES, _CHINESE, BertNormalizer, lower
@@ -271,7 +271,7 @@ def map_char(ch: str, clean_text: bool, chinese: bool, strip_accents: bool, lowe
     out = ch
     if strip_accents:
         marks = bert_accent_marks()
-        out = "".join(c for c in unicodedata.normalize("NFD", out) if ord(c) not in marks)
+        out = "".join(c for c in normalize(out, "NFD") if ord(c) not in marks)
     if lowercase:
         out = "".join(lower(c) for c in out)    # char by char, as the general path: no final sigma
     return f" {out} " if spaced else out

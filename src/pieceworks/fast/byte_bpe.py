@@ -42,7 +42,7 @@ from ..models.bpe import BPE
 from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
-from .._unicode_forms import changed_segments
+from .._unicode_forms import changed_segments, normalize
 from ..alignment import NormalizedString
 from . import register_plan
 from ._pool import run_job
@@ -277,7 +277,7 @@ class ByteBpePlan:
         if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
             if prefix_space:
                 return None
-            text = unicodedata.normalize("NFC", text)
+            text = normalize(text, "NFC")
         elif prefix_space and text and text[0] != " ":
             text = " " + text
         return kernel.encode(text)

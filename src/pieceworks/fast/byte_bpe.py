@@ -167,7 +167,7 @@ class ByteBpePlan:
         seg_starts, seg_shift, seg_map = array("q"), array("q"), array("q")
         map_starts, map_ends = array("i"), array("i")
         norm = orig = 0                 # chars of the normalized text made, of ``text`` read
-        for start, end, changes in _nfc_changes(text):
+        for start, end, changes in changed_segments(text, "NFC"):
             if start > orig:            # an unchanged stretch: it only moves
                 seg_starts.append(norm)
                 seg_shift.append(orig - norm)
@@ -363,18 +363,3 @@ def _build(model: BPE, pattern: Pattern):
         return None, None   # a byte without a token: the general path says what happens
     untrack(tokens)     # strs and None: no collector pass need read them (see raw_encoding's shared ints)
     return kernel, tokens
-
-
-def _nfc_changes(text: str):
-    """``_unicode_forms.changed_segments(text, "NFC")``, scanning only the lines NFC changes.
-
-    A line feed is a starter nothing composes with, so each line normalizes
-    alone; ``unicodedata.is_normalized`` rules most lines out far faster
-    than the segment scan.
-    """
-    line_start = 0
-    for line in text.split("\n"):
-        if not unicodedata.is_normalized("NFC", line):
-            for start, end, changes in changed_segments(line, "NFC"):
-                yield line_start + start, line_start + end, changes
-        line_start += len(line) + 1

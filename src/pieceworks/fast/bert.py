@@ -46,10 +46,10 @@ from typing import NamedTuple
 
 from .._component import epoch
 from .._kernels import bert_fast
-from .._unicode_forms import char_set, normalize
-from .._unicode_tables import LOWERCASE_AFTER_UNICODE_14, bert_accent_marks, bert_controls, char_flags
+from .._unicode_forms import normalize
+from .._unicode_tables import bert_accent_marks, bert_controls, char_flags
 from ..models.wordpiece import WordPiece
-from ..normalizers import _BERT_SPACES, _CHINESE, BertNormalizer, lower
+from ..normalizers import _BERT_SPACES, _CHINESE, _NEWER_LOWERCASE, BertNormalizer, _bert_control_runs, lower
 from ..pre_tokenizers import (_BERT_ACTIONS, _WHITESPACE_ACTIONS, _WHITESPACE_SPLIT_ACTIONS,
                               BertPreTokenizer, Whitespace, WhitespaceSplit)
 from . import register_plan
@@ -346,11 +346,11 @@ def _unicode_facts() -> _UnicodeFacts:
                                   for c in unicodedata.normalize("NFD", every[cp]))
     return _UnicodeFacts(
         controls=_as_runs(controls),
-        control_runs=re.compile(f"{char_set(controls)}+"),
+        control_runs=_bert_control_runs(),
         chinese=tuple(m.span() for m in _CHINESE.finditer(every)),
         strip_candidates=frozenset(marks | decomposing | accents),
         lower_candidates=frozenset(compress(count(), map(operator.ne, map(str.lower, head), head)))
-        | frozenset(cp for first, last, _ in LOWERCASE_AFTER_UNICODE_14 for cp in range(first, last + 1)),
+        | frozenset(_NEWER_LOWERCASE),
         reorderable=tuple(sorted(cp for cp in marks | decomposing if keeps_a_mark(cp))),
     )
 

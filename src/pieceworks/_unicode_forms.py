@@ -39,7 +39,7 @@ import re
 import unicodedata
 from itertools import repeat
 
-from ._unicode_tables import NO_CANONICAL_DECOMPOSITION, NO_COMPATIBILITY_DECOMPOSITION
+from ._unicode_tables import NO_CANONICAL_DECOMPOSITION, NO_COMPATIBILITY_DECOMPOSITION, code_points
 
 __all__ = ["FORMS", "changes", "normalize_aligned", "compose_pair", "char_set"]
 
@@ -164,8 +164,7 @@ def _cached_changes(segment: str, form: str) -> list[tuple[str, int]]:
 
 _DECOMPOSITIONS: dict[str, dict[str, str]] = {"NFD": {}, "NFKD": {}}
 # What Hugging Face's tables do not decompose, by form (see _unicode_tables).
-_UNDECOMPOSED = {form: frozenset(cp for first, last in ranges for cp in range(first, last + 1))
-                 for form, ranges in (("NFD", NO_CANONICAL_DECOMPOSITION), ("NFKD", NO_COMPATIBILITY_DECOMPOSITION))}
+_UNDECOMPOSED = {"NFD": code_points(NO_CANONICAL_DECOMPOSITION), "NFKD": code_points(NO_COMPATIBILITY_DECOMPOSITION)}
 
 
 def _full_decomposition(ch: str, form: str) -> str:

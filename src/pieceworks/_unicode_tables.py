@@ -39,7 +39,7 @@ from ._unicode_scripts import script_ranges
 __all__ = ["WHITESPACE", "WORD", "PUNCT", "NUMERIC", "LETTER", "NUMBER",
            "char_flags", "script_table", "SCRIPT_ANY", "bert_accent_marks", "strip_accents_marks",
            "bert_controls", "LOWERCASE_AFTER_UNICODE_14", "NO_CANONICAL_DECOMPOSITION",
-           "NO_COMPATIBILITY_DECOMPOSITION"]
+           "NO_COMPATIBILITY_DECOMPOSITION", "code_points"]
 
 WHITESPACE = 1
 WORD = 2
@@ -243,17 +243,21 @@ def script_table() -> tuple[bytes, tuple[str, ...]]:
     return bytes(table), tuple(names)
 
 
+def code_points(ranges) -> frozenset[int]:
+    """The code points of inclusive ``(first, last)`` ranges.
+
+    >>> sorted(code_points(((0x61, 0x63), (0x7A, 0x7A))))
+    [97, 98, 99, 122]
+    """
+    return frozenset(cp for first, last in ranges for cp in range(first, last + 1))
+
+
 def _marks(pattern: str, missing, extra) -> frozenset[int]:
     """The code points in runs of ``pattern``, less the ``missing`` ranges, plus the ``extra`` ones."""
-    text = _every_code_point()
-    out = set()
-    for m in regex.finditer(pattern, text):
-        out.update(range(m.start(), m.end()))
-    for first, last in missing:
-        out.difference_update(range(first, last + 1))
-    for first, last in extra:
-        out.update(range(first, last + 1))
-    return frozenset(out)
+    found = set()
+    for m in regex.finditer(pattern, _every_code_point()):
+        found.update(range(m.start(), m.end()))
+    return frozenset(found - code_points(missing) | code_points(extra))
 
 
 @functools.cache

@@ -63,8 +63,8 @@ Performance notes (what the merge loop waits for is memory, not arithmetic):
 * chunking alone (without the char-level guess) left CJK and Thai at two
   look-ups per byte; the guess cut Thai under o200k from about 10 to 30 MB/s;
 * ASCII strings are already UTF-8: their pieces are encoded in place; Python
-  ints for token ids are made once per model, so a result list costs a
-  pointer copy per token;
+  ints for token ids are made once (raw_encoding's shared table covers every
+  id), so a result list costs a pointer copy per token;
 * result lists of ids are untracked by the cyclic garbage collector (ints
   cannot form a cycle): a batch's tens of thousands of lists otherwise make
   the collector run pass after pass over all of them on the calling thread,
@@ -77,7 +77,6 @@ from cpython.list cimport PyList_New
 from pieceworks._kernels.board cimport pw_board
 from pieceworks._kernels.raw_encoding cimport (SpanSource, encoding_of, ids_raw, int_ref, share_ints_below,
                                                shared_int_table)
-from cpython.tuple cimport PyTuple_New
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
@@ -88,12 +87,7 @@ cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ_CHAR(object, Py_ssize_t)
     void Py_INCREF_p "Py_INCREF"(PyObject*)
     void PyList_SET_ITEM_p "PyList_SET_ITEM"(object, Py_ssize_t, PyObject*)
-    void PyTuple_SET_ITEM_p "PyTuple_SET_ITEM"(object, Py_ssize_t, PyObject*)
-    PyObject* PyLong_FromSsize_t_p "PyLong_FromSsize_t"(Py_ssize_t) except NULL
-    void Py_DECREF_p "Py_DECREF"(PyObject*)
-    int PyGC_Disable()
     void PyObject_GC_UnTrack(void* op)
-    int PyGC_Enable()
 
 ctypedef fused char_t:
     uint8_t
@@ -130,7 +124,6 @@ cdef size_t RECENT_SEAMS = 1 << 14
 cdef size_t CHAR_SLOTS = 1 << 12
 # Strings shorter than this are encoded holding the GIL (releasing it costs more).
 cdef Py_ssize_t NOGIL_MIN_CHARS = 64
-# Python ints made in advance: every token id, and small offsets.
 
 
 # -- hashing ---------------------------------------------------------------------------

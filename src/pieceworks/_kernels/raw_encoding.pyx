@@ -147,8 +147,9 @@ cdef const int32_t* block(bytes raw, Py_ssize_t n, int which) except NULL:
 
 
 cdef bytes ids_raw(const void* ids, Py_ssize_t n, const void* extra, Py_ssize_t n_extra):
-    """An ids-only raw encoding: ``n`` int32 ids (or uint32 below 2**31), then ``n_extra`` int32
-    for the SpanSource (see the module doc)."""
+    """``n`` int32 ids (or uint32 below 2**31) then ``n_extra`` int32, as one raw encoding: the ids-only
+    form (the extra is the SpanSource's: see the module doc), or with ``3 * n`` extra (starts, ends,
+    words) the full one."""
     cdef bytes raw = PyBytes_FromStringAndSize(NULL, 4 * (n + n_extra))
     memcpy(PyBytes_AS_STRING(raw), ids, 4 * n)
     memcpy(PyBytes_AS_STRING(raw) + 4 * n, extra, 4 * n_extra)

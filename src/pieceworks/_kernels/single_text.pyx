@@ -103,12 +103,11 @@ cdef class SingleText:
         result = self.encoder(text)
         if type(result) is not tuple:
             return None
+        spans_from = source = None
         if len(<tuple>result) >= 5:     # the ids alone, with what works out the offsets if asked
-            encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
-                                   truncation, (<tuple>result)[3], (<tuple>result)[4])
-        else:
-            encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
-                                   truncation)
+            spans_from, source = (<tuple>result)[3], (<tuple>result)[4]
+        encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
+                               truncation, spans_from, source)
         if encoding is None:
             return None
         if self.pads:

@@ -17,8 +17,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pieceworks.sentencepiece as pw_spm
+import pieceworks.trainers.spm as spm_trainer
 from pieceworks.errors import ConfigError, TrainingError
 from pieceworks.trainers.spm import parse_flags, split_into_words
 
@@ -189,3 +192,38 @@ def test_split_into_words_matches_sentencepiece_rules():
     assert split_into_words("▁a▁▁bc") == ["▁a", "▁", "▁bc"]
     assert split_into_words("ab▁c", suffix=True) == ["ab▁", "c"]
     assert split_into_words("▁a▁▁b", allow_ws_only=True) == ["▁a", "▁▁b"]
+
+
+def test_rare_chars_are_masked_as_sentencepiece_masks_them(shared_data, tmp_path):
+    # Japanese prose holds thousands of chars; the default 0.9995 coverage leaves
+    # the rarest out (masked as unknown), which decides which pairs BPE can merge.
+    text = (shared_data / "corpora" / "multilingual" / "ja_wagahaiwa_nekodearu.txt").read_text(encoding="utf-8")
+    corpus = write_lines(tmp_path / "ja.txt", text.splitlines()[:3000])
+    for flags in ("--model_type=bpe --vocab_size=3000", "--model_type=bpe --vocab_size=2500 --character_coverage=0.98"):
+        pw_model, sp_model = train_both(tmp_path, corpus, flags)
+        ours = spm.SentencePieceProcessor(model_file=str(pw_model))
+        theirs = spm.SentencePieceProcessor(model_file=str(sp_model))
+        assert [ours.id_to_piece(i) for i in range(ours.vocab_size())] == \
+            [theirs.id_to_piece(i) for i in range(theirs.vocab_size())]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.integers(1, 9))
+def test_read_lines_decodes_as_line_by_line(tmp_path_factory, data, block):
+    path = tmp_path_factory.mktemp("lines") / "in.txt"
+    path.write_bytes(data)
+    expected = [raw.rstrip(b"\n").decode("utf-8", "replace") for raw in io.BytesIO(data)]
+    original = spm_trainer._READ_BLOCK
+    spm_trainer._READ_BLOCK = block     # tiny blocks: lines and UTF-8 sequences cross block ends
+    try:
+        assert list(spm_trainer.read_lines([str(path)])) == expected
+    finally:
+        spm_trainer._READ_BLOCK = original
+
+
+def test_a_count_past_64_bits_is_a_training_error(tmp_path):
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text(f"abc\t{2**62}\nabd\t{2**62}\n", encoding="utf-8")
+    with pytest.raises(TrainingError, match="exceeds 2\\*\\*63"):
+        pw_spm.SentencePieceTrainer.train(f"--input={corpus} --model_prefix={tmp_path / 'm'} --vocab_size=10 "
+                                          "--input_format=tsv")

@@ -166,6 +166,50 @@ def encode_codes(list sentences):
         free(table)
 
 
+cdef extern from *:
+    bint _add_overflows "__builtin_add_overflow"(int64_t a, int64_t b, int64_t* out) noexcept nogil
+
+
+def count_chars(list sentences):
+    """``{char: Σ count}`` over ``[(text, count)]``: each char weighted by its sentence's count.
+
+    Raises ``OverflowError`` if a char's total does not fit in 64 bits.
+
+    >>> sorted(count_chars([("bab", 2), ("a", 1)]).items())
+    [('a', 3), ('b', 4)]
+    """
+    cdef int64_t* table
+    cdef uint8_t* seen
+    cdef int64_t freq
+    cdef Py_ssize_t i, n, k
+    cdef Py_UCS4 c
+    cdef Py_ssize_t low = 0x10FFFF, high = 0
+    cdef str s
+    cdef dict out = {}
+    table = <int64_t*>calloc(0x110000, sizeof(int64_t) + 1)
+    if table == NULL:
+        raise MemoryError()
+    seen = <uint8_t*>(table + 0x110000)
+    try:
+        for s, freq in sentences:
+            n = len(s)
+            for i in range(n):
+                c = s[i]
+                if _add_overflows(table[c], freq, &table[c]):
+                    raise OverflowError(f"the count of {chr(c)!r} exceeds 2**63 - 1")
+                seen[c] = 1
+                if c < low:
+                    low = c
+                if c > high:
+                    high = c
+        for k in range(low, high + 1):
+            if seen[k]:
+                out[chr(k)] = table[k]
+        return out
+    finally:
+        free(table)
+
+
 cdef void* _array_ptr(object arr) except NULL:
     cdef const unsigned char[::1] view = memoryview(arr).cast("B")
     return <void*>&view[0]

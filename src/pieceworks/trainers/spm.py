@@ -245,8 +245,15 @@ class Loaded:
         return sorted(self.required.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+_READ_BLOCK = 1 << 22
+
+
 def read_lines(paths: Iterable[str]) -> Iterator[str]:
-    """Lines of the input files (UTF-8; the newline dropped, a ``\\r`` kept, as SentencePiece reads)."""
+    """Lines of the input files (UTF-8; the newline dropped, a ``\\r`` kept, as SentencePiece reads).
+
+    Files are read and decoded a block of whole lines at a time (no byte of a
+    UTF-8 sequence is a line feed, so this decodes as line by line would).
+    """
     for path in paths:
         try:
             fh = open(path, "rb")
@@ -254,10 +261,18 @@ def read_lines(paths: Iterable[str]) -> Iterator[str]:
             raise FileFormatError(path, f"cannot read the training input: {exc.strerror}",
                                   fix="check the --input path") from exc
         with fh:
-            for raw in fh:
-                if raw.endswith(b"\n"):
-                    raw = raw[:-1]
-                yield raw.decode("utf-8", "replace")
+            pending: list[bytes] = []
+            while block := fh.read(_READ_BLOCK):
+                cut = block.rfind(b"\n") + 1
+                if not cut:
+                    pending.append(block)    # a line longer than a block: joined once its end comes
+                    continue
+                head = b"".join(pending + [block[:cut - 1]]) if pending else block[:cut - 1]
+                pending = [block[cut:]]
+                yield from head.decode("utf-8", "replace").split("\n")
+            tail = b"".join(pending)
+            if tail:
+                yield tail.decode("utf-8", "replace")
 
 
 def _select(lines: Iterable[str], spec: TrainerSpec) -> list[tuple[str, int]]:
@@ -267,6 +282,7 @@ def _select(lines: Iterable[str], spec: TrainerSpec) -> list[tuple[str, int]]:
     if spec.input_format not in ("", "text", "tsv"):
         raise ConfigError(f"--input_format={spec.input_format} is not supported", fix="use text or tsv")
     rng = random.Random(12345678)
+    max_bytes = spec.max_sentence_length    # a char is at most 4 UTF-8 bytes: most lines need no encode
     out: list[tuple[str, int]] = []
     seen = 0
     for line in lines:
@@ -277,7 +293,8 @@ def _select(lines: Iterable[str], spec: TrainerSpec) -> list[tuple[str, int]]:
                 raise FileFormatError(None, f"tsv input line {line[:40]!r} is not 'text<TAB>count'",
                                       fix="use one 'sentence<TAB>count' per line, or --input_format=text")
             line, freq = parts[0], int(parts[1])
-        if not line or len(line.encode("utf-8")) > spec.max_sentence_length or UNK_CHAR in line:
+        if not line or UNK_CHAR in line or (
+                4 * len(line) > max_bytes and len(line.encode("utf-8")) > max_bytes):
             continue
         if limit > 0 and spec.shuffle_input_sentence:
             seen += 1
@@ -318,8 +335,9 @@ def load_sentences(spec: TrainerSpec, norm: NormalizerSpec, lines: Iterable[str]
     if not sentences:
         raise TrainingError("no training sentence is left after reading and normalizing the input",
                             fix="check --input (non-empty UTF-8 lines, at most --max_sentence_length bytes)")
-    required = _required_chars(sentences, spec)
-    masked = _mask_rare(sentences, required)
+    counts = char_counts(sentences)
+    required = _required_chars(counts, spec)
+    masked = _mask_rare(sentences, counts, required)
     if spec.model_type in (MODEL_TYPES["UNIGRAM"], MODEL_TYPES["BPE"]) and \
             len(required) + len(meta) > spec.vocab_size:
         raise TrainingError(f"Vocabulary size is smaller than required_chars. {spec.vocab_size} vs "
@@ -332,16 +350,8 @@ def _f32(x: float) -> float:
     return struct.unpack("f", struct.pack("f", x))[0]
 
 
-def _required_chars(sentences: list[tuple[str, int]], spec: TrainerSpec) -> dict[str, int]:
-    counts: Counter = Counter()
-    for text, freq in sentences:
-        if freq == 1:
-            counts.update(text)
-        else:
-            for ch, n in Counter(text).items():
-                counts[ch] += n * freq
-    for bad in ("\0", " "):
-        counts.pop(bad, None)
+def _required_chars(char_count: dict[str, int], spec: TrainerSpec) -> dict[str, int]:
+    counts = {ch: n for ch, n in char_count.items() if ch not in ("\0", " ")}
     forced = set(spec.required_chars) - {"\0"}
     total = sum(counts.values())
     coverage_goal = _f32(spec.character_coverage)   # a float field: compare as SentencePiece does
@@ -359,13 +369,30 @@ def _required_chars(sentences: list[tuple[str, int]], spec: TrainerSpec) -> dict
     return required
 
 
-def _mask_rare(sentences: list[tuple[str, int]], required: dict[str, int]) -> list[tuple[str, int]]:
-    alphabet = set("".join({ch for text, _ in sentences for ch in set(text)}))
-    rare = "".join(sorted(alphabet - set(required)))
+def _mask_rare(sentences: list[tuple[str, int]], alphabet: Iterable[str],
+               required: dict[str, int]) -> list[tuple[str, int]]:
+    """Each char of ``alphabet`` that is not required becomes ``▅`` (SentencePiece's unknown char)."""
+    rare = sorted(set(alphabet) - set(required))
     if not rare:
         return sentences
-    table = str.maketrans({ch: UNK_CHAR for ch in rare})
-    return [(text.translate(table), freq) for text, freq in sentences]
+    # Most sentences hold no rare char: find those that do with one regex scan each.
+    rare_re = re.compile("[" + "".join(re.escape(ch) for ch in rare) + "]")
+    return [(rare_re.sub(UNK_CHAR, text), freq) if rare_re.search(text) else (text, freq)
+            for text, freq in sentences]
+
+
+def char_counts(sentences: list[tuple[str, int]]) -> dict[str, int]:
+    """``{char: count}`` over ``[(text, count)]``, each char weighted by its sentence's count.
+
+    >>> sorted(char_counts([("bab", 2), ("a", 1)]).items())
+    [('a', 3), ('b', 4)]
+    """
+    from .._kernels.unigram_train import count_chars
+
+    try:
+        return count_chars(sentences)
+    except OverflowError as exc:
+        raise TrainingError(str(exc), fix="scale the sentence counts down (tsv input)") from exc
 
 
 _WORD_PATTERNS = {

@@ -78,15 +78,12 @@ def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, 
     allow_whitespace_only_pieces, split_by_unicode_script, split_by_number, split_digits).
     """
     from .._kernels.unigram_train import encode_codes, mine_seeds
-    from .spm import char_tables
+    from .spm import char_counts, char_tables
 
     texts = [t for t, _ in sentences]
     codes, alphabet = encode_codes(texts)
     kinds, scripts, digits = char_tables(alphabet)
-    counts: dict[str, int] = {}
-    for text, freq in sentences:
-        for ch in text:
-            counts[ch] = counts.get(ch, 0) + freq
+    counts = char_counts(sentences)
     for ch in excluded_chars:
         counts.pop(ch, None)
     (max_len, split_ws, suffix, ws_only, split_script, split_number, split_digits) = rules

@@ -227,3 +227,17 @@ def test_a_count_past_64_bits_is_a_training_error(tmp_path):
     with pytest.raises(TrainingError, match="exceeds 2\\*\\*63"):
         pw_spm.SentencePieceTrainer.train(f"--input={corpus} --model_prefix={tmp_path / 'm'} --vocab_size=10 "
                                           "--input_format=tsv")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=30).filter(lambda t: not any("\ud800" <= c <= "\udfff" for c in t)), max_size=5),
+       st.booleans(), st.booleans())
+def test_normalize_texts_equals_normalizing_each_text(texts, dummy_prefix, suffix):
+    from pieceworks._kernels.unigram import Charsmap, SpmNormalizer
+    from pieceworks.trainers.spm_rules import precompiled_charsmap
+
+    normalizer = SpmNormalizer(Charsmap(precompiled_charsmap("nmt_nfkc")), None, dummy_prefix, True, True, suffix)
+    expected = [normalizer.normalize(t.encode("utf-8"))[0].decode("utf-8", "replace") for t in texts]
+    assert normalizer.normalize_texts(texts) == expected
+    with pytest.raises(UnicodeEncodeError):
+        normalizer.normalize_texts(texts + ["a\udc80"])

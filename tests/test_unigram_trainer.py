@@ -29,9 +29,12 @@ from pieceworks.trainers.spm_rules import builtin_rules, compile_charsmap, preco
 WORDS = st.text(alphabet="ab▁c", min_size=1, max_size=7)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 3), max_size=80), st.sampled_from([1, 2, 3, 5, 64]), st.sampled_from([1, 2]))
-def test_suffix_array_sorts_to_depth(codes, depth, threads):
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=80), st.sampled_from([1, 2, 3, 5, 8, 9, 16, 64]), st.sampled_from([1, 2]),
+       st.sampled_from([1, 100, 30000]))
+def test_suffix_array_sorts_to_depth(codes, depth, threads, scale):
+    # ``scale`` spreads the codes out so that the sorter packs them 1, 2 and 4 bytes wide.
+    codes = [c * scale for c in codes]
     sa = suffix_array(codes, depth, threads)
     assert sorted(sa) == list(range(len(codes)))
     keys = [codes[i:i + depth] for i in sa]
@@ -54,8 +57,11 @@ def _mine(sentences, max_len):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(alphabet="abc", max_size=12), min_size=1, max_size=6), st.sampled_from([2, 3, 4, 16]))
-def test_seed_mining_matches_brute_force(sentences, max_len):
+@given(st.lists(st.text(alphabet="abc", max_size=12), min_size=1, max_size=6), st.sampled_from([2, 3, 4, 9, 16]),
+       st.sampled_from([0, 300]))
+def test_seed_mining_matches_brute_force(sentences, max_len, more_chars):
+    # ``more_chars`` distinct chars in one more sentence: an alphabet too big for one byte a code.
+    sentences = sentences + ["".join(chr(0x400 + i) for i in range(more_chars))]
     assert _mine(sentences, max_len) == ref.seed_substrings(sentences, max_len)
 
 
@@ -196,3 +202,14 @@ def test_compression_close_to_hugging_face(shared_data):
         tok.train_from_iterator(train, trainer=trainer)
         sizes[name] = sum(len(tok.encode(x).ids) for x in held)
     assert sizes["pw"] <= sizes["hf"] * 1.03, sizes
+
+
+def test_doctests():
+    import doctest
+
+    import pieceworks.trainers.spm
+    import pieceworks.trainers.unigram
+    from pieceworks._kernels import suffix_array, unigram_train
+
+    for module in (suffix_array, unigram_train, pieceworks.trainers.spm, pieceworks.trainers.unigram):
+        assert doctest.testmod(module).failed == 0, module.__name__

@@ -6,13 +6,30 @@ Texts are arrays of small integer codes (``uint32``); code 0 is the
 sentence boundary and sorts first. Suffixes are sorted by their first
 ``depth`` codes only: everything a piece miner needs when pieces are at
 most ``depth`` characters long, and far cheaper than a full suffix array.
+The sort and the common prefixes read a packed copy of the text
+(:func:`pack_text`).
 """
 
-from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 
-cdef void sort_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t* sa,
+ctypedef struct Packed:
+    uint8_t* data       # each code + 1 in ``width`` bytes, then 8 zero bytes
+    int32_t width       # 1, 2 or 4: the narrowest that holds the alphabet
+    int32_t per_key     # codes in one 64-bit key: 8 // width
+    int64_t n
+    bint little         # little-endian machine: keys are byte-swapped
+
+
+cdef bint pack_text(const uint32_t* text, int64_t n, Packed* p) noexcept nogil
+
+cdef void free_packed(Packed* p) noexcept nogil
+
+cdef bint sort_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t* sa,
                         int n_threads) noexcept nogil
 
-cdef int32_t common_prefix(const uint32_t* text, int64_t n, int64_t a, int64_t b,
-                           int32_t depth) noexcept nogil
+cdef int64_t* bucket_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t* sa,
+                              int64_t* n_buckets, int32_t* first) noexcept nogil
+
+cdef bint sort_bucket(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b, int32_t first,
+                      int32_t depth, int32_t* lcp) noexcept nogil

@@ -969,6 +969,53 @@ cdef class SpmNormalizer:
         return result, [to_orig[i] for i in range(to_orig.size())]
 
 
+    def normalize_texts(self, list texts):
+        """Each str of ``texts`` normalized: ``[normalize(t.encode())[0].decode("utf-8", "replace")]``.
+
+        One C buffer serves every text, so the only objects made are the
+        results (a trainer keeps them all: no short-lived objects between
+        them to leave the heap in holes). A lone surrogate raises
+        ``UnicodeEncodeError``, as ``str.encode`` does.
+
+        >>> SpmNormalizer(None, None, True, True, True, False).normalize_texts(["  a  b ", "c"])
+        ['▁a▁b', '▁c']
+        """
+        cdef vector[uint8_t] utf8, out
+        cdef vector[int32_t] unused
+        cdef list result = []
+        cdef str text
+        cdef Py_ssize_t n, i, k
+        cdef uint32_t c     # a code point (Cython would treat Py_UCS4 arithmetic as str)
+        cdef uint8_t* b
+        for text in texts:
+            n = len(text)
+            if <Py_ssize_t>utf8.size() < 4 * n + 1:
+                utf8.resize(4 * n + 1)
+            b = utf8.data()
+            k = 0
+            for i in range(n):
+                c = <uint32_t>(<Py_UCS4>text[i])
+                if c < 0x80:
+                    b[k] = <uint8_t>c
+                    k += 1
+                elif c < 0x800:
+                    b[k] = <uint8_t>(0xC0 | (c >> 6)); b[k + 1] = <uint8_t>(0x80 | (c & 0x3F))
+                    k += 2
+                elif c < 0x10000:
+                    if 0xD800 <= c < 0xE000:
+                        text.encode("utf-8")      # raises the usual UnicodeEncodeError
+                    b[k] = <uint8_t>(0xE0 | (c >> 12)); b[k + 1] = <uint8_t>(0x80 | ((c >> 6) & 0x3F))
+                    b[k + 2] = <uint8_t>(0x80 | (c & 0x3F))
+                    k += 3
+                else:
+                    b[k] = <uint8_t>(0xF0 | (c >> 18)); b[k + 1] = <uint8_t>(0x80 | ((c >> 12) & 0x3F))
+                    b[k + 2] = <uint8_t>(0x80 | ((c >> 6) & 0x3F)); b[k + 3] = <uint8_t>(0x80 | (c & 0x3F))
+                    k += 4
+            self.run(b, k, out, unused, False)
+            result.append(PyUnicode_DecodeUTF8(<const char*>out.data(), out.size(), "replace"))
+        return result
+
+
 cdef inline void _room(vector[uint8_t]& out, vector[int32_t]& to_orig, bint offsets, Py_ssize_t used,
                        Py_ssize_t more) noexcept nogil:
     # Grow the normalizer's buffers to hold ``more`` bytes after ``used`` (doubling, so amortized O(1)).

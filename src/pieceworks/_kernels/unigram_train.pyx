@@ -10,9 +10,11 @@ The algorithm (Kudo 2018, and SentencePiece's ``unigram_model_trainer.cc``):
    the suffix tree (a *right-maximal* repeat) is a candidate, scored
    ``frequency × length``; the ``seed_size`` best, plus every character,
    start the vocabulary, each with the log of its share of the scores.
-   :func:`mine_seeds` sorts the suffixes to depth ``max_piece_length``
-   (:mod:`pieceworks._kernels.suffix_array`) and walks the LCP intervals
-   bottom-up, one pass, with a stack.
+   :func:`mine_seeds` buckets the suffixes by their first two chars; a
+   repeat of two or more chars lies inside one bucket, so each bucket is
+   sorted to depth ``max_piece_length`` (:mod:`pieceworks._kernels.suffix_array`,
+   which gives its LCP array too) and its LCP intervals walked bottom-up
+   with a stack, at once and on ``n_threads`` threads.
 2. **EM.** E-step: for every word, the lattice of all vocabulary matches
    (plus an unknown node where no one-char piece starts), forward-backward,
    and each piece's expected count. M-step: pieces expected fewer than 0.5
@@ -54,7 +56,7 @@ from cython.operator cimport dereference as deref
 
 from array import array
 
-from .suffix_array cimport common_prefix, sort_suffixes
+from .suffix_array cimport Packed, bucket_suffixes, free_packed, pack_text, sort_bucket
 from .unigram cimport DoubleArray
 
 # Character kinds for piece validity (see mine_seeds).
@@ -218,7 +220,6 @@ cdef void* _array_ptr(object arr) except NULL:
 # -- seeds ---------------------------------------------------------------------
 ctypedef struct Cand:
     int64_t score
-    int64_t rank       # SA position of the interval (tie-break: lexicographic order)
     int64_t offset     # where one occurrence starts in the codes
     int32_t length
     int64_t freq
@@ -337,14 +338,15 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     [(7, 2, 4)]
     """
     cdef const uint32_t* t
-    cdef int64_t n = len(codes), i, lb, top_lcp, rb, size
-    cdef int32_t depth = max_piece_length
+    cdef int64_t n = len(codes), b, n_buckets = 0, i
+    cdef int32_t depth = max_piece_length, first = 0, tid
     cdef int32_t* sa
-    cdef int32_t l
-    cdef vector[int32_t] st_lcp
-    cdef vector[int64_t] st_lb
+    cdef int64_t* ends
+    cdef Packed packed
+    cdef bint out_of_memory = False
+    cdef int n_teams = n_threads if n_threads > 0 else 1
+    cdef vector[vector[Cand]] found
     cdef vector[Cand] cands
-    cdef Cand c
     cdef PieceRules r
     cdef const int16_t[::1] script_view = scripts
     if n == 0 or seed_size <= 0:
@@ -365,42 +367,94 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     sa = <int32_t*>malloc(n * sizeof(int32_t))
     if sa == NULL:
         raise MemoryError()
+    if not pack_text(t, n, &packed):
+        free(sa)
+        raise MemoryError()
+    found.resize(n_teams)
     try:
         with nogil:
-            sort_suffixes(t, n, depth, sa, n_threads)
-            # Bottom-up traversal of the LCP intervals (Abouelhoda, Kurtz & Ohlebusch 2004).
-            st_lcp.push_back(0)
-            st_lb.push_back(0)
-            for i in range(1, n + 1):
-                l = common_prefix(t, n, sa[i - 1], sa[i], depth) if i < n else -1
-                lb = i - 1
-                while st_lcp.size() and l < st_lcp.back():
-                    top_lcp = st_lcp.back()
-                    lb = st_lb.back()
-                    st_lcp.pop_back()
-                    st_lb.pop_back()
-                    rb = i - 1
-                    size = rb - lb + 1
-                    if top_lcp >= 2 and (top_lcp < depth or _right_maximal(t, n, sa, lb, rb, depth)) and \
-                            valid_piece(t + sa[lb], <int32_t>top_lcp, &r):
-                        c.score = size * top_lcp
-                        c.rank = lb
-                        c.offset = sa[lb]
-                        c.length = <int32_t>top_lcp
-                        c.freq = size
-                        cands.push_back(c)
-                        if cands.size() > 4 * <size_t>seed_size + 1024:
-                            _keep_best(cands, <size_t>seed_size)
-                if i == n:
-                    break
-                if not st_lcp.size() or l > st_lcp.back():
-                    st_lcp.push_back(l)
-                    st_lb.push_back(lb)
+            ends = bucket_suffixes(t, n, depth, sa, &n_buckets, &first)
+            if ends == NULL:
+                with gil:
+                    raise MemoryError()
+            # A repeat of two or more codes lies inside one bucket, so each bucket is
+            # sorted and mined at once, while its suffixes are still in cache.
+            for b in prange(n_buckets, num_threads=n_teams, schedule="dynamic"):
+                tid = threadid()
+                if not _sort_and_mine(t, &packed, sa, ends, b, first, depth, &r, &found[tid], <size_t>seed_size):
+                    out_of_memory = True
+            free(ends)
+            if out_of_memory:
+                with gil:
+                    raise MemoryError()
+            for tid in range(n_teams):
+                cands.insert(cands.end(), found[tid].begin(), found[tid].end())
+                found[tid].clear()
             _keep_best(cands, <size_t>seed_size)
             sort(cands.begin(), cands.end(), _cand_better)
     finally:
+        free_packed(&packed)
         free(sa)
     return [(cands[i].offset, cands[i].length, cands[i].freq) for i in range(<int64_t>cands.size())]
+
+
+cdef bint _sort_and_mine(const uint32_t* t, const Packed* p, int32_t* sa, const int64_t* ends, int64_t b,
+                         int32_t first, int32_t depth, const PieceRules* r, vector[Cand]* cands,
+                         size_t seed_size) noexcept nogil:
+    """Sort bucket ``b`` and add its candidates to ``cands``; False when out of memory."""
+    cdef int64_t lo = ends[b - 1] if b > 0 else 0
+    cdef int64_t m = ends[b] - lo
+    cdef int32_t* lcp
+    cdef bint ok
+    if m < 2:
+        return True
+    lcp = <int32_t*>malloc(m * sizeof(int32_t))
+    if lcp == NULL:
+        return False
+    ok = sort_bucket(p, sa, ends, b, first, depth, lcp)
+    if ok:
+        _mine_bucket(t, p.n, sa + lo, lcp, m, depth, r, cands, seed_size)
+    free(lcp)
+    return ok
+
+
+cdef void _mine_bucket(const uint32_t* t, int64_t n, const int32_t* sa, const int32_t* lcp, int64_t m,
+                       int32_t depth, const PieceRules* r, vector[Cand]* cands, size_t seed_size) noexcept nogil:
+    """The candidates among the sorted suffixes ``sa[0:m]``: a bottom-up walk of their LCP intervals.
+
+    (Abouelhoda, Kurtz & Ohlebusch 2004; one stack of open intervals.)
+    """
+    cdef vector[int32_t] st_lcp
+    cdef vector[int64_t] st_lb
+    cdef int64_t i, lb, rb, size
+    cdef int32_t l, top_lcp
+    cdef Cand c
+    st_lcp.push_back(0)
+    st_lb.push_back(0)
+    for i in range(1, m + 1):
+        l = lcp[i] if i < m else -1
+        lb = i - 1
+        while st_lcp.size() and l < st_lcp.back():
+            top_lcp = st_lcp.back()
+            lb = st_lb.back()
+            st_lcp.pop_back()
+            st_lb.pop_back()
+            rb = i - 1
+            size = rb - lb + 1
+            if top_lcp >= 2 and (top_lcp < depth or _right_maximal(t, n, sa, lb, rb, depth)) and \
+                    valid_piece(t + sa[lb], top_lcp, r):
+                c.score = size * top_lcp
+                c.offset = sa[lb]
+                c.length = top_lcp
+                c.freq = size
+                cands.push_back(c)
+                if cands.size() > 4 * seed_size + 1024:
+                    _keep_best(deref(cands), seed_size)
+        if i == m:
+            break
+        if not st_lcp.size() or l > st_lcp.back():
+            st_lcp.push_back(l)
+            st_lb.push_back(lb)
 
 
 # -- the lattice of one word ------------------------------------------------------

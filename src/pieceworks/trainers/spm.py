@@ -20,7 +20,7 @@ writing the ``ModelProto``. Each model type adds only its piece selection:
 >>> spec, norm = parse_flags("--input=a.txt --model_prefix=m --vocab_size=100 --model_type=bpe --split_digits")
 >>> spec.vocab_size, spec.model_type, spec.split_digits, norm.name
 (100, 2, True, 'nmt_nfkc')
->>> parse_flags("--vocab_sise=100")
+>>> parse_flags("--vocab_sise=100")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
   ...
 pieceworks.errors.ConfigError: unknown SentencePiece trainer flag --vocab_sise. Fix: did you mean --vocab_size? ...
@@ -325,8 +325,7 @@ def load_sentences(spec: TrainerSpec, norm: NormalizerSpec, lines: Iterable[str]
                                spec.treat_whitespace_as_suffix)
     meta_re = re.compile("|".join(re.escape(p) for p, _ in sorted(meta.values(), key=lambda x: -len(x[0]))))
     sentences = []
-    for text, freq in selected:
-        normalized = normalizer.normalize(text.encode("utf-8"))[0].decode("utf-8", "replace")
+    for normalized, (_, freq) in zip(normalizer.normalize_texts([text for text, _ in selected]), selected):
         normalized = meta_re.sub(_TAB, normalized)
         if " " in normalized and norm.escape_whitespaces:
             raise TrainingError("a normalized sentence contains a space", fix="keep --escape_whitespaces=true")
@@ -375,10 +374,10 @@ def _mask_rare(sentences: list[tuple[str, int]], alphabet: Iterable[str],
     rare = sorted(set(alphabet) - set(required))
     if not rare:
         return sentences
-    # Most sentences hold no rare char: find those that do with one regex scan each.
+    # Most sentences hold no rare char: find those that do with one regex scan each, and
+    # keep the others' pairs as they are.
     rare_re = re.compile("[" + "".join(re.escape(ch) for ch in rare) + "]")
-    return [(rare_re.sub(UNK_CHAR, text), freq) if rare_re.search(text) else (text, freq)
-            for text, freq in sentences]
+    return [(rare_re.sub(UNK_CHAR, pair[0]), pair[1]) if rare_re.search(pair[0]) else pair for pair in sentences]
 
 
 def char_counts(sentences: list[tuple[str, int]]) -> dict[str, int]:

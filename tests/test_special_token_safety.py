@@ -342,6 +342,15 @@ def test_added_vocabulary_batch_prefilter_never_misses():
     assert not any(added.may_occur_in(t) for t in ["ends with <", "|endoftext|> starts"])
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="<|ab", max_size=120), st.text(alphabet="<|ab", max_size=4))
+def test_holds_is_substring_search(text, needle):
+    # The prefilter's scan: many false starts (text full of '<') included.
+    from pieceworks.added_vocabulary import holds
+
+    assert holds(text, needle) == (needle in text)
+
+
 @pytest.mark.parametrize("texts", [
     ["plain line"] * 30,
     ["plain line"] * 15 + ["a <|endoftext|> in the middle"] + ["plain line"] * 15,

@@ -75,7 +75,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_New
 
 from pieceworks._kernels.board cimport pw_board
-from pieceworks._kernels.raw_encoding cimport (SpanSource, encoding_of, ids_raw, int_ref, share_ints_below,
+from pieceworks._kernels.raw_encoding cimport (EncodingBase, SpanSource, encoding_of, ids_raw, int_ref, share_ints_below,
                                                shared_int_table)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
@@ -1938,6 +1938,10 @@ cdef class BatchJob:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; free the chunk."""
         cdef ChunkIds* chunk = &self.results[i]
         cdef Py_ssize_t k, first = 0, n, item
+        # With no special tokens around and no cut, an encoding's ids are this chunk's, as they are:
+        # the list is made from them here, as the tiktoken face makes its lists.
+        cdef bint plain_ids = self.eager_ids and self.truncation is None and (self.frame is None
+                                                                             or self.frame.size == 0)
         for k in range(<Py_ssize_t>chunk.ends.size()):
             item = self.bounds[i] + k
             n = chunk.ends[k] - first
@@ -1946,7 +1950,9 @@ cdef class BatchJob:
             else:
                 encoding = encoding_of(self.cls, ids_raw(chunk.ids.data() + first, n, chunk.spans.data() + 3 * first,
                                                          3 * n), n, self.strings, self.frame, self.truncation)
-                if self.eager_ids and encoding is not None:
+                if plain_ids:
+                    (<EncodingBase>encoding)._ids = id_list_of(self.bpe, chunk.ids.data() + first, n)
+                elif self.eager_ids and encoding is not None:
                     encoding.ids        # built now, while the other threads still encode
             Py_INCREF_p(<PyObject*>encoding)
             PyList_SET_ITEM_p(out, item, <PyObject*>encoding)

@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 import pieceworks as pw
 from pieceworks._kernels.suffix_array import lcp_array, suffix_array
-from pieceworks._kernels.unigram_train import UnigramEM, digamma, encode_codes, mine_seeds
+from pieceworks._kernels.unigram_train import UnigramEM, digamma, encode_codes, mine_seeds, substrings
 from pieceworks.errors import ConfigError, TrainingError
 from pieceworks.models import Unigram
 from pieceworks.reference import unigram_train as ref
@@ -52,8 +52,9 @@ def _mine(sentences, max_len):
     codes, alphabet = encode_codes(sentences)
     kinds, scripts, digits = char_tables(alphabet)
     # No split rules: every substring without the boundary is a valid piece.
-    out = mine_seeds(codes, kinds, scripts, digits, max_len, 10**6, False, False, True, False, True, False)
-    return {"".join(chr(alphabet[c]) for c in codes[o:o + n]): f for o, n, f in out}
+    offsets, lengths, freqs = mine_seeds(codes, kinds, scripts, digits, max_len, 10**6, False, False, True, False,
+                                         True, False)
+    return {"".join(chr(alphabet[c]) for c in codes[o:o + n]): f for o, n, f in zip(offsets, lengths, freqs)}
 
 
 @settings(max_examples=200, deadline=None)
@@ -69,10 +70,13 @@ def test_seed_mining_best_first_and_bounded():
     sentences = ["abcabcabc", "abcab", "xyxyxy"]
     codes, alphabet = encode_codes(sentences)
     kinds, scripts, digits = char_tables(alphabet)
-    out = mine_seeds(codes, kinds, scripts, digits, 16, 3, False, False, True, False, True, False)
+    offsets, lengths, freqs = mine_seeds(codes, kinds, scripts, digits, 16, 3, False, False, True, False, True, False)
     brute = ref.seed_substrings(sentences, 16)
     best = sorted(((n * len(s), s) for s, n in brute.items()), reverse=True)[:3]
-    assert [f * n for _, n, f in out] == [score for score, _ in best]
+    assert [f * n for n, f in zip(lengths, freqs)] == [score for score, _ in best]
+    # Ties: the smaller substring first (a tie of 12 here: "abc" × 4 and "bcab" × 3).
+    assert substrings(codes, alphabet, offsets, lengths) == \
+        [s for _, s in sorted((-n * len(s), s) for s, n in brute.items())[:3]]
 
 
 @settings(max_examples=100, deadline=None)

@@ -10,7 +10,21 @@ The sort and the common prefixes read a packed copy of the text
 (:func:`pack_text`).
 """
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    struct KeyedSuffix {
+        uint64_t key;   /* the suffix's codes from the current depth, packed */
+        int32_t pos;    /* where the suffix starts */
+        bool operator<(const KeyedSuffix& other) const { return key < other.key; }
+    };
+    """
+    ctypedef struct KeyedSuffix:
+        uint64_t key
+        int32_t pos
 
 
 ctypedef struct Packed:
@@ -32,4 +46,6 @@ cdef int64_t* bucket_suffixes(const uint32_t* text, int64_t n, int32_t depth, in
                               int64_t* n_buckets, int32_t* first) noexcept nogil
 
 cdef bint sort_bucket(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b, int32_t first,
-                      int32_t depth, int32_t* lcp) noexcept nogil
+                      int32_t depth, int32_t* lcp, KeyedSuffix* scratch) noexcept nogil
+
+cdef int64_t largest_bucket(const int64_t* ends, int64_t n_buckets) noexcept nogil

@@ -51,18 +51,6 @@ from libcpp.vector cimport vector
 cdef int64_t PAIR_BUCKETS_MAX_SIGMA = 1024
 
 cdef extern from *:
-    """
-    #include <stdint.h>
-    struct KeyedSuffix {
-        uint64_t key;   /* the suffix's codes from the current depth, packed */
-        int32_t pos;    /* where the suffix starts */
-        bool operator<(const KeyedSuffix& other) const { return key < other.key; }
-    };
-    """
-    ctypedef struct KeyedSuffix:
-        uint64_t key
-        int32_t pos
-
     uint64_t bswap64 "__builtin_bswap64"(uint64_t x) noexcept nogil
     int clz64 "__builtin_clzll"(uint64_t x) noexcept nogil
 
@@ -217,7 +205,7 @@ cdef bint sort_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t*
         free_packed(&p)
         return False
     for b in prange(n_buckets, nogil=True, num_threads=n_threads if n_threads > 0 else 1, schedule="dynamic"):
-        if not sort_bucket(&p, sa, ends, b, first, depth, NULL):
+        if not sort_bucket(&p, sa, ends, b, first, depth, NULL, NULL):
             ok = False
     free(ends)
     free_packed(&p)
@@ -265,32 +253,46 @@ cdef inline int64_t _bucket(const uint32_t* text, int64_t n, int64_t i, int64_t 
 
 
 cdef bint sort_bucket(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b, int32_t first,
-                      int32_t depth, int32_t* lcp) noexcept nogil:
+                      int32_t depth, int32_t* lcp, KeyedSuffix* scratch) noexcept nogil:
     """Sort bucket ``b`` of :func:`bucket_suffixes` to ``depth`` codes; False when out of memory.
 
     With ``lcp`` (room for the bucket's size), ``lcp[i]`` is the common
     prefix of the bucket's suffixes ``i - 1`` and ``i`` (``lcp[0] = 0``).
+    ``scratch``: room for the bucket's size (:func:`largest_bucket`), or
+    NULL to allocate it here.
     """
     cdef int64_t lo = ends[b - 1] if b > 0 else 0
     cdef int64_t m = ends[b] - lo, i
-    cdef KeyedSuffix* a
+    cdef KeyedSuffix* a = scratch
     if lcp != NULL and m > 0:
         lcp[0] = 0
     if m > 1 and first < depth:
-        a = <KeyedSuffix*>malloc(m * sizeof(KeyedSuffix))
-        if a == NULL:
-            return False
+        if scratch == NULL:
+            a = <KeyedSuffix*>malloc(m * sizeof(KeyedSuffix))
+            if a == NULL:
+                return False
         for i in range(m):
             a[i].pos = sa[lo + i]
         sort_keyed(p, a, m, first, depth, lcp)
         for i in range(m):
             sa[lo + i] = a[i].pos
-        free(a)
+        if scratch == NULL:
+            free(a)
     elif lcp != NULL:
         # Not sorted further: the bucket's suffixes share ``first`` codes.
         for i in range(1, m):
             lcp[i] = first
     return True
+
+
+cdef int64_t largest_bucket(const int64_t* ends, int64_t n_buckets) noexcept nogil:
+    """The most suffixes in one bucket of :func:`bucket_suffixes`."""
+    cdef int64_t b, most = 0, size
+    for b in range(n_buckets):
+        size = ends[b] - (ends[b - 1] if b > 0 else 0)
+        if size > most:
+            most = size
+    return most
 
 
 cdef uint32_t* _codes_in(list codes) except? NULL:

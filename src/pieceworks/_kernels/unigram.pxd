@@ -25,6 +25,28 @@ cdef enum:
     SEG_BYTE = 2       # a byte-fallback piece of an unknown run
 
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #include <Python.h>
+    /* A key of a DoubleArray being built; sorts as Python sorts bytes. */
+    struct KeyRef {
+        const uint8_t* key;
+        Py_ssize_t size;
+        int32_t value;
+        bool operator<(const KeyRef& o) const {
+            int c = memcmp(key, o.key, size < o.size ? size : o.size);
+            return c != 0 ? c < 0 : size < o.size;
+        }
+    };
+    """
+    ctypedef struct KeyRef:
+        const uint8_t* key
+        Py_ssize_t size
+        int32_t value
+
+
 cdef class DoubleArray:
     cdef vector[int32_t] base
     cdef vector[int32_t] check
@@ -34,6 +56,8 @@ cdef class DoubleArray:
     cdef void _grow(self, vector[int32_t]& skip, Py_ssize_t need)
     cdef int32_t _first_free(self, vector[int32_t]& skip, int32_t i)
     cdef void _build(self, vector[const uint8_t*]& kp, vector[Py_ssize_t]& kl, vector[int32_t]& kv)
+    cdef void _trim(self)
+    cdef int build(self, vector[KeyRef]& refs) except -1
 
 
 cdef class Charsmap:

@@ -69,6 +69,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.math cimport exp, expm1, fabs, log, log1p
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
+from libcpp.algorithm cimport sort
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
@@ -296,33 +297,63 @@ cdef class DoubleArray:
     """
 
     def __init__(self, keys, values):
-        cdef list pairs = sorted(zip(keys, values))
-        cdef Py_ssize_t n = len(pairs), i
+        cdef list key_list = list(keys), value_list = list(values)
+        cdef Py_ssize_t n = len(key_list), i
+        cdef vector[KeyRef] refs
+        if len(value_list) != n:
+            raise ValueError("DoubleArray: keys and values differ in length")
+        refs.resize(n)
+        for i in range(n):
+            key = key_list[i]
+            if not isinstance(key, bytes):
+                raise TypeError("DoubleArray keys must be bytes")
+            refs[i].key = <const uint8_t*>PyBytes_AS_STRING(key)
+            refs[i].size = PyBytes_GET_SIZE(key)
+            refs[i].value = <int32_t>value_list[i]
+        self.build(refs)      # (key_list keeps the keys alive until it returns)
+
+    cdef int build(self, vector[KeyRef]& refs) except -1:
+        """Build from ``refs`` (any order; reordered here): the keys, byte strings, map to the values.
+
+        A key given twice is an error; empty keys are left out (they never match).
+        """
         cdef vector[const uint8_t*] kp
         cdef vector[Py_ssize_t] kl
         cdef vector[int32_t] kv
-        cdef list keep = []
+        cdef Py_ssize_t i, n = refs.size()
+        sort(refs.begin(), refs.end())
         for i in range(n):
-            key = pairs[i][0]
-            if not isinstance(key, bytes):
-                raise TypeError("DoubleArray keys must be bytes")
-            if i and key == pairs[i - 1][0]:
-                raise KernelError(f"duplicate key {key!r}")
-            if PyBytes_GET_SIZE(key) == 0:
+            if i and refs[i].size == refs[i - 1].size and \
+                    memcmp(refs[i].key, refs[i - 1].key, refs[i].size) == 0:
+                raise KernelError(f"duplicate key {PyBytes_FromStringAndSize(<const char*>refs[i].key, refs[i].size)!r}")
+            if refs[i].size == 0:
                 continue  # an empty key never matches anything
-            keep.append(key)
-            kp.push_back(<const uint8_t*>PyBytes_AS_STRING(key))
-            kl.push_back(PyBytes_GET_SIZE(key))
-            kv.push_back(<int32_t>pairs[i][1])
+            kp.push_back(refs[i].key)
+            kl.push_back(refs[i].size)
+            kv.push_back(refs[i].value)
         self.n_keys = <int>kp.size()
         self._build(kp, kl, kv)
+        self._trim()
+        return 0
+
+    cdef void _trim(self):
+        # The arrays grew by doubling; cells past the last used one are never read
+        # (every lookup checks the size), so they go: up to half the memory.
+        cdef Py_ssize_t used = self.check.size()
+        while used > 1 and self.check[used - 1] == -1:
+            used -= 1
+        self.base.resize(used)
+        self.check.resize(used)
+        self.value.resize(used)
+        self.base.shrink_to_fit()
+        self.check.shrink_to_fit()
+        self.value.shrink_to_fit()
 
     cdef void _grow(self, vector[int32_t]& skip, Py_ssize_t need):
-        cdef Py_ssize_t old = self.check.size(), size = old, i
+        cdef Py_ssize_t old = self.check.size(), size, i
         if need < old:
             return
-        while size <= need:
-            size = size * 2 if size else 1024
+        size = max(need + 1, old + old // 2, 1024)    # by half: doubling would leave up to half unused
         self.base.resize(size, 0)
         self.check.resize(size, -1)
         self.value.resize(size, -1)

@@ -44,7 +44,7 @@ True
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.unicode cimport PyUnicode_AsUTF8String
+from cpython.unicode cimport PyUnicode_4BYTE_KIND, PyUnicode_AsUTF8String, PyUnicode_FromKindAndData
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, log, INFINITY
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
@@ -56,8 +56,11 @@ from cython.operator cimport dereference as deref
 
 from array import array
 
-from .suffix_array cimport Packed, bucket_suffixes, free_packed, pack_text, sort_bucket
-from .unigram cimport DoubleArray
+from .suffix_array cimport KeyedSuffix, Packed, bucket_suffixes, free_packed, largest_bucket, pack_text, sort_bucket
+from .unigram cimport DoubleArray, KeyRef
+
+cdef extern from "Python.h":
+    int PyUnicode_IS_ASCII(object)
 
 # Character kinds for piece validity (see mine_seeds).
 cdef enum:
@@ -318,7 +321,7 @@ cdef bint _right_maximal(const uint32_t* t, int64_t n, const int32_t* sa, int64_
 def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, long long seed_size,
                bint split_by_whitespace, bint treat_whitespace_as_suffix, bint allow_whitespace_only_pieces,
                bint split_by_unicode_script, bint split_by_number, bint split_digits, int n_threads=1):
-    """The ``seed_size`` best repeated substrings: ``[(offset, length, freq)]``, best first.
+    """The ``seed_size`` best repeated substrings, best first: ``(offsets, lengths, freqs)``, three arrays.
 
     A candidate is a node of the suffix tree of ``codes`` (a substring seen
     at least twice that is followed by two different codes, or ends the
@@ -333,9 +336,10 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
 
     >>> codes, alphabet = encode_codes(["abab", "abab"])
     >>> kinds = b"\\x02" + bytes(len(alphabet) - 1)   # code 0 (the boundary) never in a piece
-    >>> mine_seeds(codes, kinds, array("h", [0] * len(alphabet)), bytes(len(alphabet)), 16, 10,
-    ...            True, False, False, True, True, False)
-    [(7, 2, 4)]
+    >>> offsets, lengths, freqs = mine_seeds(codes, kinds, array("h", [0] * len(alphabet)), bytes(len(alphabet)),
+    ...                                      16, 10, True, False, False, True, True, False)
+    >>> list(offsets), list(lengths), list(freqs), substrings(codes, alphabet, offsets, lengths)
+    ([7], [2], [4], ['ab'])
     """
     cdef const uint32_t* t
     cdef int64_t n = len(codes), b, n_buckets = 0, i
@@ -343,14 +347,15 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     cdef int32_t* sa
     cdef int64_t* ends
     cdef Packed packed
-    cdef bint out_of_memory = False
+    cdef int64_t stride
+    cdef char* scratch
     cdef int n_teams = n_threads if n_threads > 0 else 1
     cdef vector[vector[Cand]] found
     cdef vector[Cand] cands
     cdef PieceRules r
     cdef const int16_t[::1] script_view = scripts
     if n == 0 or seed_size <= 0:
-        return []
+        return array("q"), array("i"), array("q")
     t = <const uint32_t*>_array_ptr(codes)
     global _cand_text
     _cand_text = t
@@ -379,14 +384,20 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
                     raise MemoryError()
             # A repeat of two or more codes lies inside one bucket, so each bucket is
             # sorted and mined at once, while its suffixes are still in cache.
-            for b in prange(n_buckets, num_threads=n_teams, schedule="dynamic"):
-                tid = threadid()
-                if not _sort_and_mine(t, &packed, sa, ends, b, first, depth, &r, &found[tid], <size_t>seed_size):
-                    out_of_memory = True
-            free(ends)
-            if out_of_memory:
+            # Each thread's scratch, one block for all, allocated (and freed) here: per-bucket
+            # allocations in the pool's threads would stay in their malloc arenas, held after mining.
+            stride = (largest_bucket(ends, n_buckets) * (sizeof(KeyedSuffix) + sizeof(int32_t)) + 15) // 16 * 16
+            scratch = <char*>malloc(n_teams * stride + 1)
+            if scratch == NULL:
+                free(ends)
                 with gil:
                     raise MemoryError()
+            for b in prange(n_buckets, num_threads=n_teams, schedule="dynamic"):
+                tid = threadid()
+                _sort_and_mine(t, &packed, sa, ends, b, first, depth, &r, &found[tid], <size_t>seed_size,
+                               <KeyedSuffix*>(scratch + tid * stride))
+            free(scratch)
+            free(ends)
             for tid in range(n_teams):
                 cands.insert(cands.end(), found[tid].begin(), found[tid].end())
                 found[tid].clear()
@@ -395,27 +406,62 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     finally:
         free_packed(&packed)
         free(sa)
-    return [(cands[i].offset, cands[i].length, cands[i].freq) for i in range(<int64_t>cands.size())]
+    # Arrays, not a tuple per candidate: a million small objects would outlive their use
+    # as holes among the seeds' strings.
+    offsets = array("q", bytes(8 * cands.size()))
+    lengths = array("i", bytes(4 * cands.size()))
+    freqs = array("q", bytes(8 * cands.size()))
+    cdef int64_t[::1] o = offsets, f = freqs
+    cdef int32_t[::1] l = lengths
+    for i in range(<int64_t>cands.size()):
+        o[i] = cands[i].offset
+        l[i] = cands[i].length
+        f[i] = cands[i].freq
+    return offsets, lengths, freqs
 
 
-cdef bint _sort_and_mine(const uint32_t* t, const Packed* p, int32_t* sa, const int64_t* ends, int64_t b,
+def substrings(codes, list alphabet, offsets, lengths):
+    """``[codes[o:o + n] as text]`` for each offset and length (``alphabet[code]`` is a code point).
+
+    >>> codes, alphabet = encode_codes(["héllo"])
+    >>> substrings(codes, alphabet, array("q", [1, 0]), array("i", [3, 1]))
+    ['éll', 'h']
+    """
+    cdef const uint32_t[::1] c = codes
+    cdef const int64_t[::1] o = offsets
+    cdef const int32_t[::1] l = lengths
+    cdef Py_ssize_t i, k, n = len(o)
+    cdef vector[Py_UCS4] buf
+    cdef list out = []
+    cdef Py_UCS4* chars = NULL
+    table = array("I", alphabet)
+    cdef const uint32_t[::1] cp = table
+    if len(l) != n:
+        raise ValueError("offsets and lengths differ in length")
+    for i in range(n):
+        if o[i] < 0 or l[i] < 0 or o[i] + l[i] > c.shape[0]:
+            raise ValueError(f"substring {i} ({o[i]}, {l[i]}) is outside the codes")
+        buf.resize(l[i] + 1)
+        for k in range(l[i]):
+            buf[k] = cp[c[o[i] + k]]
+        out.append(PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf.data(), l[i]))
+    return out
+
+
+cdef void _sort_and_mine(const uint32_t* t, const Packed* p, int32_t* sa, const int64_t* ends, int64_t b,
                          int32_t first, int32_t depth, const PieceRules* r, vector[Cand]* cands,
-                         size_t seed_size) noexcept nogil:
-    """Sort bucket ``b`` and add its candidates to ``cands``; False when out of memory."""
+                         size_t seed_size, KeyedSuffix* scratch) noexcept nogil:
+    """Sort bucket ``b`` and add its candidates to ``cands``.
+
+    ``scratch``: room for the largest bucket's keyed suffixes, then its LCP array.
+    """
     cdef int64_t lo = ends[b - 1] if b > 0 else 0
     cdef int64_t m = ends[b] - lo
-    cdef int32_t* lcp
-    cdef bint ok
+    cdef int32_t* lcp = <int32_t*>(scratch + m)
     if m < 2:
-        return True
-    lcp = <int32_t*>malloc(m * sizeof(int32_t))
-    if lcp == NULL:
-        return False
-    ok = sort_bucket(p, sa, ends, b, first, depth, lcp)
-    if ok:
-        _mine_bucket(t, p.n, sa + lo, lcp, m, depth, r, cands, seed_size)
-    free(lcp)
-    return ok
+        return
+    sort_bucket(p, sa, ends, b, first, depth, lcp, scratch)
+    _mine_bucket(t, p.n, sa + lo, lcp, m, depth, r, cands, seed_size)
 
 
 cdef void _mine_bucket(const uint32_t* t, int64_t n, const int32_t* sa, const int32_t* lcp, int64_t m,
@@ -622,6 +668,18 @@ cdef int32_t viterbi(Work* w, int32_t nc) noexcept nogil:
 
 
 # -- EM ------------------------------------------------------------------------------
+cdef Py_ssize_t _utf8_size(str text) except -1:
+    """How many bytes ``text`` takes in UTF-8 (a lone surrogate counts 3; encoding it fails later)."""
+    cdef Py_ssize_t i, size = 0, n = len(text)
+    cdef uint32_t c
+    if PyUnicode_IS_ASCII(text):
+        return n
+    for i in range(n):
+        c = <uint32_t>(<Py_UCS4>text[i])
+        size += 1 if c < 0x80 else (2 if c < 0x800 else (3 if c < 0x10000 else 4))
+    return size
+
+
 cdef class UnigramEM:
     """The words (with counts) and the current vocabulary; E/M steps and pruning in C.
 
@@ -636,7 +694,8 @@ cdef class UnigramEM:
     cdef int n_threads
     cdef DoubleArray trie
     cdef list _pieces
-    cdef list _piece_bytes
+    cdef bytes _piece_data              # the pieces' UTF-8, one after another
+    cdef vector[int64_t] _piece_off     # piece i is _piece_data[_piece_off[i]:_piece_off[i + 1]]
     cdef vector[double] scores
     cdef vector[uint8_t] alive
     cdef vector[double] expected
@@ -660,7 +719,8 @@ cdef class UnigramEM:
         self.offsets[n] = pos
         self.n_threads = max(1, n_threads)
         self._pieces = []
-        self._piece_bytes = []
+        self._piece_data = b""
+        self._piece_off.assign(1, 0)
         self.n_alive = 0
 
     @property
@@ -670,9 +730,25 @@ cdef class UnigramEM:
     def set_pieces(self, list pieces, list scores):
         """A new vocabulary (all alive): ids are list positions."""
         cdef Py_ssize_t i, n = len(pieces)
+        cdef vector[KeyRef] refs
+        cdef const uint8_t* data
+        if len(scores) != n:
+            raise ValueError("pieces and scores differ in length")
         self._pieces = list(pieces)
-        self._piece_bytes = [PyUnicode_AsUTF8String(p) for p in pieces]
-        self.trie = DoubleArray(self._piece_bytes, list(range(n)))
+        # One bytes object for all (not one per piece: a million pieces would be a million objects).
+        self._piece_data = PyUnicode_AsUTF8String("".join(self._pieces))
+        self._piece_off.resize(n + 1)
+        self._piece_off[0] = 0
+        for i in range(n):
+            self._piece_off[i + 1] = self._piece_off[i] + _utf8_size(self._pieces[i])
+        data = <const uint8_t*>PyBytes_AS_STRING(self._piece_data)
+        refs.resize(n)
+        for i in range(n):
+            refs[i].key = data + self._piece_off[i]
+            refs[i].size = self._piece_off[i + 1] - self._piece_off[i]
+            refs[i].value = <int32_t>i
+        self.trie = DoubleArray.__new__(DoubleArray)
+        self.trie.build(refs)
         self.scores.resize(n)
         self.alive.assign(n, 1)
         for i in range(n):
@@ -825,7 +901,7 @@ cdef class UnigramEM:
         cdef list candidates = []
         cdef list kept = []
         cdef long long pruned_size
-        cdef list piece_bytes = self._piece_bytes
+        cdef const uint8_t* data = <const uint8_t*>PyBytes_AS_STRING(self._piece_data)
         cdef vector[const uint8_t*] pp
         cdef vector[int32_t] pl
         keep_always.assign(n, 1)
@@ -834,8 +910,8 @@ cdef class UnigramEM:
         pp.resize(n)
         pl.resize(n)
         for i in range(n):
-            pp[i] = <const uint8_t*>PyBytes_AS_STRING(piece_bytes[i])
-            pl[i] = <int32_t>PyBytes_GET_SIZE(piece_bytes[i])
+            pp[i] = data + self._piece_off[i]
+            pl[i] = <int32_t>(self._piece_off[i + 1] - self._piece_off[i])
         # 1. How each piece would be segmented without itself.
         with nogil:
             for pi in prange(<Py_ssize_t>n, num_threads=self.n_threads, schedule="dynamic", chunksize=256):

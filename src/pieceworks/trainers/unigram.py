@@ -71,43 +71,47 @@ def _f32(x: float) -> float:
 
 
 def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, n_threads: int,
-                excluded_chars: str = "") -> list[tuple[str, float]]:
+                excluded_chars: str = "") -> tuple[list[str], list[float]]:
     """Every char (by count) then the best repeated substrings, scored by log share: the EM's start.
 
-    ``rules`` = (max_piece_length, split_by_whitespace, treat_whitespace_as_suffix,
-    allow_whitespace_only_pieces, split_by_unicode_script, split_by_number, split_digits).
+    Returns ``(pieces, scores)``, two lists (a million pairs would be a
+    million more objects). ``rules`` = (max_piece_length, split_by_whitespace,
+    treat_whitespace_as_suffix, allow_whitespace_only_pieces,
+    split_by_unicode_script, split_by_number, split_digits).
     """
-    from .._kernels.unigram_train import encode_codes, mine_seeds
+    from .._kernels.unigram_train import encode_codes, mine_seeds, substrings
     from .spm import char_counts, char_tables
 
-    texts = [t for t, _ in sentences]
-    codes, alphabet = encode_codes(texts)
+    codes, alphabet = encode_codes([t for t, _ in sentences])
     kinds, scripts, digits = char_tables(alphabet)
     counts = char_counts(sentences)
     for ch in excluded_chars:
         counts.pop(ch, None)
     (max_len, split_ws, suffix, ws_only, split_script, split_number, split_digits) = rules
     with _MINING:
-        mined = mine_seeds(codes, kinds, scripts, digits, max_len, seed_size, split_ws, suffix, ws_only,
-                           split_script, split_number, split_digits, n_threads)
-    seeds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    for offset, length, freq in mined:
-        piece = "".join(chr(alphabet[c]) for c in codes[offset:offset + length])
-        if piece in counts:
-            continue
-        seeds.append((piece, freq * length))
-    total = sum(v for _, v in seeds)
-    logsum = math.log(total)
-    return [(p, math.log(v) - logsum) for p, v in seeds]
+        offsets, lengths, freqs = mine_seeds(codes, kinds, scripts, digits, max_len, seed_size, split_ws, suffix,
+                                             ws_only, split_script, split_number, split_digits, n_threads)
+    mined = substrings(codes, alphabet, offsets, lengths)
+    del codes, offsets
+    chars = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    pieces = [ch for ch, _ in chars]
+    values = [n for _, n in chars]
+    for piece, length, freq in zip(mined, lengths, freqs):
+        if piece not in counts:
+            pieces.append(piece)
+            values.append(freq * length)
+    logsum = math.log(sum(values))
+    return pieces, [math.log(v) - logsum for v in values]
 
 
-def em_train(words: Mapping[str, int], seeds: list[tuple[str, float]], vocab_size: int, shrinking_factor: float,
-             n_sub_iterations: int, n_threads: int, progress=None):
-    """EM and pruning until at most 1.1 × ``vocab_size`` pieces remain; returns the kernel's model."""
+def em_train(words: Mapping[str, int], pieces: list[str], scores: list[float], vocab_size: int,
+             shrinking_factor: float, n_sub_iterations: int, n_threads: int, progress=None):
+    """EM and pruning from the seeds until at most 1.1 × ``vocab_size`` pieces remain; returns the kernel's model."""
     from .._kernels.unigram_train import UnigramEM
 
     em = UnigramEM(list(words), list(words.values()), n_threads)
-    em.set_pieces([p for p, _ in seeds], [s for _, s in seeds])
+    em.set_pieces(pieces, scores)
+    del pieces, scores
     desired = int(vocab_size * 1.1)
     while True:
         for _ in range(n_sub_iterations):
@@ -162,10 +166,11 @@ def train_spm_unigram(loaded, spec, n_threads: int = _DEFAULT_THREADS, progress=
         loaded.sentences = sentences
     else:
         seed_input = sentences
-    seeds = seed_pieces(seed_input, _rules(spec), spec.seed_sentencepiece_size, n_threads, UNK_CHAR)
+    pieces, scores = seed_pieces(seed_input, _rules(spec), spec.seed_sentencepiece_size, n_threads, UNK_CHAR)
     words = count_words(loaded, spec)
-    em = em_train(words, seeds, spec.vocab_size, spec.shrinking_factor, spec.num_sub_iterations, n_threads,
-                  progress)
+    em = em_train(words, pieces, scores, spec.vocab_size, spec.shrinking_factor, spec.num_sub_iterations,
+                  n_threads, progress)
+    del pieces, scores
     size = spec.vocab_size - len(loaded.meta)
     return finalize(em.pieces(), loaded.required_sorted(), size)
 
@@ -228,18 +233,21 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
         pieces: list[tuple[str, float]] = []
         if sentences:
             rules = (self.max_piece_length, False, False, False, False, True, False)
-            seeds = seed_pieces(sentences, rules, self.seed_size, self.n_threads)
-            known = {p for p, _ in seeds}
-            low = min(s for _, s in seeds)
-            seeds += [(c, low - 10.0) for c in self._initial_alphabet if c not in known]
+            seeds, scores = seed_pieces(sentences, rules, self.seed_size, self.n_threads)
+            known = set(seeds)
+            low = min(scores)
+            for c in self._initial_alphabet:
+                if c not in known:
+                    seeds.append(c)
+                    scores.append(low - 10.0)
             with progress_bar(None, "EM training", unit="rounds", enabled=self.show_progress) as bar:
-                em = em_train(words, seeds, room, self.shrinking_factor, self.n_sub_iterations, self.n_threads,
-                              lambda n: bar.update(1))
-            char_counts: dict[str, int] = {c: 0 for c in self._initial_alphabet}
-            for w, n in words.items():
-                for c in w:
-                    char_counts[c] = char_counts.get(c, 0) + n
-            chars = sorted(char_counts, key=lambda c: (-char_counts[c], c))
+                em = em_train(words, seeds, scores, room, self.shrinking_factor, self.n_sub_iterations,
+                              self.n_threads, lambda n: bar.update(1))
+            from .spm import char_counts
+
+            counted = {c: 0 for c in self._initial_alphabet}
+            counted.update(char_counts(sentences))
+            chars = sorted(counted, key=lambda c: (-counted[c], c))
             pieces = finalize(em.pieces(), [(c, 0) for c in chars], room)
             pieces = [(p, s) for p, s in pieces if p not in specials]
         vocab = [(t, 0.0) for t in specials] + pieces

@@ -71,11 +71,12 @@ def _f32(x: float) -> float:
 
 
 def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, n_threads: int,
-                excluded_chars: str = "") -> tuple[list[str], list[float]]:
+                excluded_chars: str = "") -> list[list]:
     """Every char (by count) then the best repeated substrings, scored by log share: the EM's start.
 
-    Returns ``(pieces, scores)``, two lists (a million pairs would be a
-    million more objects). ``rules`` = (max_piece_length, split_by_whitespace,
+    Returns ``[pieces, scores]``, two lists (a million pairs would be a
+    million more objects) in a list that :func:`em_train` empties once the
+    model holds them. ``rules`` = (max_piece_length, split_by_whitespace,
     treat_whitespace_as_suffix, allow_whitespace_only_pieces,
     split_by_unicode_script, split_by_number, split_digits).
     """
@@ -101,17 +102,22 @@ def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, 
             pieces.append(piece)
             values.append(freq * length)
     logsum = math.log(sum(values))
-    return pieces, [math.log(v) - logsum for v in values]
+    return [pieces, [math.log(v) - logsum for v in values]]
 
 
-def em_train(words: Mapping[str, int], pieces: list[str], scores: list[float], vocab_size: int,
-             shrinking_factor: float, n_sub_iterations: int, n_threads: int, progress=None):
-    """EM and pruning from the seeds until at most 1.1 × ``vocab_size`` pieces remain; returns the kernel's model."""
+def em_train(words: Mapping[str, int], seeds: list[list], vocab_size: int, shrinking_factor: float,
+             n_sub_iterations: int, n_threads: int, progress=None):
+    """EM and pruning from ``seeds`` until at most 1.1 × ``vocab_size`` pieces remain; returns the kernel's model.
+
+    ``seeds`` (:func:`seed_pieces`' ``[pieces, scores]``) is emptied once the
+    model holds them: they can be the largest thing alive, and need not
+    outlive the first step.
+    """
     from .._kernels.unigram_train import UnigramEM
 
     em = UnigramEM(list(words), list(words.values()), n_threads)
-    em.set_pieces(pieces, scores)
-    del pieces, scores
+    em.set_pieces(*seeds)
+    seeds.clear()
     desired = int(vocab_size * 1.1)
     while True:
         for _ in range(n_sub_iterations):
@@ -166,11 +172,10 @@ def train_spm_unigram(loaded, spec, n_threads: int = _DEFAULT_THREADS, progress=
         loaded.sentences = sentences
     else:
         seed_input = sentences
-    pieces, scores = seed_pieces(seed_input, _rules(spec), spec.seed_sentencepiece_size, n_threads, UNK_CHAR)
+    seeds = seed_pieces(seed_input, _rules(spec), spec.seed_sentencepiece_size, n_threads, UNK_CHAR)
     words = count_words(loaded, spec)
-    em = em_train(words, pieces, scores, spec.vocab_size, spec.shrinking_factor, spec.num_sub_iterations,
-                  n_threads, progress)
-    del pieces, scores
+    em = em_train(words, seeds, spec.vocab_size, spec.shrinking_factor, spec.num_sub_iterations, n_threads,
+                  progress)
     size = spec.vocab_size - len(loaded.meta)
     return finalize(em.pieces(), loaded.required_sorted(), size)
 
@@ -233,16 +238,17 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
         pieces: list[tuple[str, float]] = []
         if sentences:
             rules = (self.max_piece_length, False, False, False, False, True, False)
-            seeds, scores = seed_pieces(sentences, rules, self.seed_size, self.n_threads)
-            known = set(seeds)
-            low = min(scores)
+            seeds = seed_pieces(sentences, rules, self.seed_size, self.n_threads)
+            known = set(seeds[0])
+            low = min(seeds[1])
             for c in self._initial_alphabet:
                 if c not in known:
-                    seeds.append(c)
-                    scores.append(low - 10.0)
+                    seeds[0].append(c)
+                    seeds[1].append(low - 10.0)
+            del known
             with progress_bar(None, "EM training", unit="rounds", enabled=self.show_progress) as bar:
-                em = em_train(words, seeds, scores, room, self.shrinking_factor, self.n_sub_iterations,
-                              self.n_threads, lambda n: bar.update(1))
+                em = em_train(words, seeds, room, self.shrinking_factor, self.n_sub_iterations, self.n_threads,
+                              lambda n: bar.update(1))
             from .spm import char_counts
 
             counted = {c: 0 for c in self._initial_alphabet}

@@ -8,9 +8,11 @@ own scores) and bytes per token.
 
     python benchmarks/bench_unigram_train.py                  # 20 MB, vocab 16k, 2 threads
     python benchmarks/bench_unigram_train.py --mb 2 --vocab 4000
+    python benchmarks/bench_unigram_train.py --corpus multilingual/th_wisesight_social_media.txt --vocab 8000
 
 The corpus is the start of the Linux documentation in ../shared/data (21 MB
-of English technical prose); the last 1 MB of it is held out.
+of English technical prose), or ``--corpus`` (a path under
+../shared/data/corpora); its last tenth (at most 1 MB) is held out.
 """
 
 from __future__ import annotations
@@ -69,11 +71,13 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=20.0)
     ap.add_argument("--vocab", type=int, default=16000)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--corpus", default="english/linux-6.1_docs_rst.txt",
+                    help="a text file under ../shared/data/corpora")
     args = ap.parse_args()
-    source = SHARED_DATA / "corpora" / "english" / "linux-6.1_docs_rst.txt"
-    data = source.read_bytes()
-    held_out = data[-1_000_000:].decode("utf-8", "replace").splitlines()[:5000]
-    train = data[:min(int(args.mb * 1_000_000), len(data) - 1_000_000)]
+    data = (SHARED_DATA / "corpora" / args.corpus).read_bytes()
+    held = min(1_000_000, len(data) // 10)
+    held_out = data[-held:].decode("utf-8", "replace").splitlines()[1:5001]    # (the first may be cut)
+    train = data[:min(int(args.mb * 1_000_000), len(data) - held)]
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "corpus.txt"
         corpus.write_bytes(train)
@@ -82,7 +86,7 @@ def main() -> None:
             rows[which] = run_child(which, corpus, Path(tmp) / which, args.vocab, args.threads)
             rows[which]["ll_per_byte"], rows[which]["bytes_per_token"] = quality(Path(tmp) / f"{which}.model",
                                                                                  held_out)
-    print(f"Unigram training: {len(train) / 1e6:.1f} MB, vocab {args.vocab}, {args.threads} threads")
+    print(f"Unigram training: {args.corpus}, {len(train) / 1e6:.1f} MB, vocab {args.vocab}, {args.threads} threads")
     print(f"{'':15} {'seconds':>9} {'peak MB':>9} {'LL/byte':>9} {'bytes/tok':>9}")
     for which, r in rows.items():
         print(f"{which:15} {r['seconds']:9.2f} {r['peak_mb']:9.0f} {r['ll_per_byte']:9.4f} "

@@ -75,7 +75,8 @@ def test_seed_mining_best_first_and_bounded():
     best = sorted(((n * len(s), s) for s, n in brute.items()), reverse=True)[:3]
     assert [f * n for n, f in zip(lengths, freqs)] == [score for score, _ in best]
     # Ties: the smaller substring first (a tie of 12 here: "abc" × 4 and "bcab" × 3).
-    assert substrings(codes, alphabet, offsets, lengths) == \
+    data, ends = substrings(codes, alphabet, offsets, lengths)
+    assert [data[a:b].decode() for a, b in zip([0, *ends], ends)] == \
         [s for _, s in sorted((-n * len(s), s) for s, n in brute.items())[:3]]
 
 

@@ -55,7 +55,7 @@ cdef class DoubleArray:
     cdef int32_t exact(self, const uint8_t* key, Py_ssize_t n) noexcept nogil
     cdef void _grow(self, vector[int32_t]& skip, Py_ssize_t need)
     cdef int32_t _first_free(self, vector[int32_t]& skip, int32_t i)
-    cdef void _build(self, vector[const uint8_t*]& kp, vector[Py_ssize_t]& kl, vector[int32_t]& kv)
+    cdef void _build(self, const KeyRef* keys, Py_ssize_t n, vector[int32_t]& skip)
     cdef void _trim(self)
     cdef int build(self, vector[KeyRef]& refs) except -1
 

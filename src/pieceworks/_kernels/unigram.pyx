@@ -317,22 +317,25 @@ cdef class DoubleArray:
 
         A key given twice is an error; empty keys are left out (they never match).
         """
-        cdef vector[const uint8_t*] kp
-        cdef vector[Py_ssize_t] kl
-        cdef vector[int32_t] kv
-        cdef Py_ssize_t i, n = refs.size()
+        cdef Py_ssize_t i, n = refs.size(), shared, nodes = 1, empty = 0
+        cdef vector[int32_t] skip
         sort(refs.begin(), refs.end())
         for i in range(n):
-            if i and refs[i].size == refs[i - 1].size and \
-                    memcmp(refs[i].key, refs[i - 1].key, refs[i].size) == 0:
-                raise KernelError(f"duplicate key {PyBytes_FromStringAndSize(<const char*>refs[i].key, refs[i].size)!r}")
+            shared = 0
+            if i:
+                while shared < refs[i].size and shared < refs[i - 1].size and \
+                        refs[i].key[shared] == refs[i - 1].key[shared]:
+                    shared += 1
+                if shared == refs[i].size == refs[i - 1].size:
+                    raise KernelError("duplicate key "
+                                      f"{PyBytes_FromStringAndSize(<const char*>refs[i].key, refs[i].size)!r}")
+            nodes += refs[i].size - shared      # the trie's nodes: each key's bytes past the one before
             if refs[i].size == 0:
-                continue  # an empty key never matches anything
-            kp.push_back(refs[i].key)
-            kl.push_back(refs[i].size)
-            kv.push_back(refs[i].value)
-        self.n_keys = <int>kp.size()
-        self._build(kp, kl, kv)
+                empty += 1      # an empty key never matches anything (it sorts first)
+        self.n_keys = <int>(n - empty)
+        # Room for every node at once (the cells fill densely), so the arrays are not copied as they grow.
+        self._grow(skip, nodes + nodes // 16 + 256)
+        self._build(refs.data() + empty, n - empty, skip)
         self._trim()
         return 0
 
@@ -370,8 +373,8 @@ cdef class DoubleArray:
             self._grow(skip, i)
         return i
 
-    cdef void _build(self, vector[const uint8_t*]& kp, vector[Py_ssize_t]& kl, vector[int32_t]& kv):
-        cdef vector[int32_t] skip
+    cdef void _build(self, const KeyRef* keys, Py_ssize_t n, vector[int32_t]& skip):
+        """The cells of ``keys[:n]`` (sorted, distinct, none empty)."""
         cdef vector[int32_t] st_node, st_lo, st_hi, st_depth
         cdef vector[int32_t] labels, starts
         cdef int32_t node, lo, hi, depth, j, b, p, q, c, prev
@@ -380,22 +383,22 @@ cdef class DoubleArray:
         self._grow(skip, 256)
         self.check[0] = -2  # the root
         skip[0] = 1
-        if kp.size() == 0:
+        if n == 0:
             return
-        st_node.push_back(0); st_lo.push_back(0); st_hi.push_back(<int32_t>kp.size()); st_depth.push_back(0)
+        st_node.push_back(0); st_lo.push_back(0); st_hi.push_back(<int32_t>n); st_depth.push_back(0)
         while st_node.size():
             node = st_node.back(); st_node.pop_back()
             lo = st_lo.back(); st_lo.pop_back()
             hi = st_hi.back(); st_hi.pop_back()
             depth = st_depth.back(); st_depth.pop_back()
-            if kl[lo] == depth:  # sorted: the key that ends here comes first
-                self.value[node] = kv[lo]
+            if keys[lo].size == depth:  # sorted: the key that ends here comes first
+                self.value[node] = keys[lo].value
                 lo += 1
             labels.clear()
             starts.clear()
             prev = -1
             for j in range(lo, hi):
-                c = kp[j][depth]
+                c = keys[j].key[depth]
                 if c != prev:
                     labels.push_back(c)
                     starts.push_back(j)

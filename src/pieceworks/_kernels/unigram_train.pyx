@@ -43,8 +43,8 @@ removed, and the trie is rebuilt only when most of it is dead.
 True
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.unicode cimport PyUnicode_4BYTE_KIND, PyUnicode_AsUTF8String, PyUnicode_FromKindAndData
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, log, INFINITY
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
@@ -338,8 +338,8 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     >>> kinds = b"\\x02" + bytes(len(alphabet) - 1)   # code 0 (the boundary) never in a piece
     >>> offsets, lengths, freqs = mine_seeds(codes, kinds, array("h", [0] * len(alphabet)), bytes(len(alphabet)),
     ...                                      16, 10, True, False, False, True, True, False)
-    >>> list(offsets), list(lengths), list(freqs), substrings(codes, alphabet, offsets, lengths)
-    ([7], [2], [4], ['ab'])
+    >>> list(offsets), list(lengths), list(freqs), substrings(codes, alphabet, offsets, lengths)[0]
+    ([7], [2], [4], b'ab')
     """
     cdef const uint32_t* t
     cdef int64_t n = len(codes), b, n_buckets = 0, i
@@ -421,31 +421,46 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
 
 
 def substrings(codes, list alphabet, offsets, lengths):
-    """``[codes[o:o + n] as text]`` for each offset and length (``alphabet[code]`` is a code point).
+    """``codes[o:o + n]`` for each offset and length, as UTF-8 one after another: ``(data, ends)``.
+
+    ``alphabet[code]`` is a code point; substring ``i`` is
+    ``data[ends[i - 1]:ends[i]]`` (``ends[-1]`` read as 0). One bytes object
+    and one array, however many substrings (the seeds can be a million).
 
     >>> codes, alphabet = encode_codes(["héllo"])
-    >>> substrings(codes, alphabet, array("q", [1, 0]), array("i", [3, 1]))
-    ['éll', 'h']
+    >>> data, ends = substrings(codes, alphabet, array("q", [1, 0]), array("i", [3, 1]))
+    >>> data.decode(), list(ends)
+    ('éllh', [4, 5])
     """
     cdef const uint32_t[::1] c = codes
     cdef const int64_t[::1] o = offsets
     cdef const int32_t[::1] l = lengths
-    cdef Py_ssize_t i, k, n = len(o)
-    cdef vector[Py_UCS4] buf
-    cdef list out = []
-    cdef Py_UCS4* chars = NULL
+    cdef Py_ssize_t i, k, n = len(o), size = 0
+    cdef vector[uint8_t] out
+    cdef uint32_t cp
     table = array("I", alphabet)
-    cdef const uint32_t[::1] cp = table
+    cdef const uint32_t[::1] points = table
+    ends = array("q", bytes(8 * n))
+    cdef int64_t[::1] e = ends
     if len(l) != n:
         raise ValueError("offsets and lengths differ in length")
     for i in range(n):
         if o[i] < 0 or l[i] < 0 or o[i] + l[i] > c.shape[0]:
             raise ValueError(f"substring {i} ({o[i]}, {l[i]}) is outside the codes")
-        buf.resize(l[i] + 1)
         for k in range(l[i]):
-            buf[k] = cp[c[o[i] + k]]
-        out.append(PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, buf.data(), l[i]))
-    return out
+            cp = points[c[o[i] + k]]
+            if cp < 0x80:
+                out.push_back(<uint8_t>cp)
+            elif cp < 0x800:
+                out.push_back(<uint8_t>(0xC0 | (cp >> 6))); out.push_back(<uint8_t>(0x80 | (cp & 0x3F)))
+            elif cp < 0x10000:
+                out.push_back(<uint8_t>(0xE0 | (cp >> 12))); out.push_back(<uint8_t>(0x80 | ((cp >> 6) & 0x3F)))
+                out.push_back(<uint8_t>(0x80 | (cp & 0x3F)))
+            else:
+                out.push_back(<uint8_t>(0xF0 | (cp >> 18))); out.push_back(<uint8_t>(0x80 | ((cp >> 12) & 0x3F)))
+                out.push_back(<uint8_t>(0x80 | ((cp >> 6) & 0x3F))); out.push_back(<uint8_t>(0x80 | (cp & 0x3F)))
+        e[i] = <int64_t>out.size()
+    return PyBytes_FromStringAndSize(<const char*>out.data(), out.size()), ends
 
 
 cdef void _sort_and_mine(const uint32_t* t, const Packed* p, int32_t* sa, const int64_t* ends, int64_t b,
@@ -693,7 +708,6 @@ cdef class UnigramEM:
     cdef readonly long long total_freq
     cdef int n_threads
     cdef DoubleArray trie
-    cdef list _pieces
     cdef bytes _piece_data              # the pieces' UTF-8, one after another
     cdef vector[int64_t] _piece_off     # piece i is _piece_data[_piece_off[i]:_piece_off[i + 1]]
     cdef vector[double] scores
@@ -718,33 +732,51 @@ cdef class UnigramEM:
             self.total_freq += freqs[i]
         self.offsets[n] = pos
         self.n_threads = max(1, n_threads)
-        self._pieces = []
         self._piece_data = b""
         self._piece_off.assign(1, 0)
         self.n_alive = 0
 
     @property
     def n_pieces(self):
-        return len(self._pieces)
+        return self._piece_off.size() - 1
 
     def set_pieces(self, list pieces, list scores):
         """A new vocabulary (all alive): ids are list positions."""
         cdef Py_ssize_t i, n = len(pieces)
-        cdef vector[KeyRef] refs
-        cdef const uint8_t* data
         if len(scores) != n:
             raise ValueError("pieces and scores differ in length")
-        self._pieces = list(pieces)
-        # One bytes object for all (not one per piece: a million pieces would be a million objects).
-        self._piece_data = PyUnicode_AsUTF8String("".join(self._pieces))
+        ends = array("q", bytes(8 * n))
+        cdef int64_t[::1] e = ends
+        cdef int64_t end = 0
+        for i in range(n):
+            end += _utf8_size(pieces[i])
+            e[i] = end
+        self.set_pieces_utf8(PyUnicode_AsUTF8String("".join(pieces)), ends, array("d", scores))
+
+    def set_pieces_utf8(self, bytes data, ends, scores):
+        """:meth:`set_pieces` from the pieces' UTF-8 one after another (piece ``i`` ends at ``ends[i]``).
+
+        One bytes object and two arrays instead of a str and a float per
+        piece (:func:`substrings` makes them for the seeds).
+        """
+        cdef const int64_t[::1] e = ends
+        cdef const double[::1] sc = scores
+        cdef Py_ssize_t i, n = len(e)
+        cdef vector[KeyRef] refs
+        cdef const uint8_t* base = <const uint8_t*>PyBytes_AS_STRING(data)
+        if len(sc) != n:
+            raise ValueError("ends and scores differ in length")
+        for i in range(n):
+            if e[i] < (e[i - 1] if i else 0) or e[i] > PyBytes_GET_SIZE(data):
+                raise ValueError(f"piece {i} ends at {e[i]}, outside its data")
+        self._piece_data = data
         self._piece_off.resize(n + 1)
         self._piece_off[0] = 0
         for i in range(n):
-            self._piece_off[i + 1] = self._piece_off[i] + _utf8_size(self._pieces[i])
-        data = <const uint8_t*>PyBytes_AS_STRING(self._piece_data)
+            self._piece_off[i + 1] = e[i]
         refs.resize(n)
         for i in range(n):
-            refs[i].key = data + self._piece_off[i]
+            refs[i].key = base + self._piece_off[i]
             refs[i].size = self._piece_off[i + 1] - self._piece_off[i]
             refs[i].value = <int32_t>i
         self.trie = DoubleArray.__new__(DoubleArray)
@@ -752,7 +784,7 @@ cdef class UnigramEM:
         self.scores.resize(n)
         self.alive.assign(n, 1)
         for i in range(n):
-            self.scores[i] = scores[i]
+            self.scores[i] = sc[i]
         self.n_alive = n
 
     cdef Trie _trie(self):
@@ -966,7 +998,9 @@ cdef class UnigramEM:
     def pieces(self):
         """The live pieces with their scores, in id order."""
         cdef size_t i
-        return [(self._pieces[i], self.scores[i]) for i in range(self.scores.size()) if self.alive[i]]
+        cdef const char* data = PyBytes_AS_STRING(self._piece_data)
+        return [(PyUnicode_DecodeUTF8(data + self._piece_off[i], self._piece_off[i + 1] - self._piece_off[i], NULL),
+                 self.scores[i]) for i in range(self.scores.size()) if self.alive[i]]
 
 
 # -- piece validity from Python ----------------------------------------------------------

@@ -44,6 +44,8 @@ from __future__ import annotations
 import math
 import os
 import threading
+from array import array
+from itertools import accumulate
 from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
@@ -71,14 +73,22 @@ def _f32(x: float) -> float:
 
 
 def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, n_threads: int,
-                excluded_chars: str = "") -> list[list]:
+                excluded_chars: str = "", extra_chars: Iterable[str] = ()) -> list:
     """Every char (by count) then the best repeated substrings, scored by log share: the EM's start.
 
-    Returns ``[pieces, scores]``, two lists (a million pairs would be a
-    million more objects) in a list that :func:`em_train` empties once the
-    model holds them. ``rules`` = (max_piece_length, split_by_whitespace,
-    treat_whitespace_as_suffix, allow_whitespace_only_pieces,
-    split_by_unicode_script, split_by_number, split_digits).
+    Returns ``[data, ends, scores]``: the pieces' UTF-8 one after another,
+    where each ends, and their scores (a million seeds as str and float
+    objects would take several times the memory), in a list that
+    :func:`em_train` empties once the model holds them. ``extra_chars`` not
+    in the text come last, 10 below the lowest score. ``rules`` =
+    (max_piece_length, split_by_whitespace, treat_whitespace_as_suffix,
+    allow_whitespace_only_pieces, split_by_unicode_script, split_by_number,
+    split_digits).
+
+    >>> data, ends, scores = seed_pieces([("abab", 1), ("ab", 1)], (16, False, False, False, False, True, False), 10, 1)
+    >>> # a, b (by count), then "ab", the one repeat that is a suffix tree node
+    >>> data.decode(), list(ends)
+    ('abab', [1, 2, 4])
     """
     from .._kernels.unigram_train import encode_codes, mine_seeds, substrings
     from .spm import char_counts, char_tables
@@ -92,31 +102,37 @@ def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, 
     with _MINING:
         offsets, lengths, freqs = mine_seeds(codes, kinds, scripts, digits, max_len, seed_size, split_ws, suffix,
                                              ws_only, split_script, split_number, split_digits, n_threads)
-    mined = substrings(codes, alphabet, offsets, lengths)
+    # Mined substrings are two chars or more: none repeats a char seed.
+    mined, mined_ends = substrings(codes, alphabet, offsets, lengths)
     del codes, offsets
     chars = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    pieces = [ch for ch, _ in chars]
-    values = [n for _, n in chars]
-    for piece, length, freq in zip(mined, lengths, freqs):
-        if piece not in counts:
-            pieces.append(piece)
-            values.append(freq * length)
-    logsum = math.log(sum(values))
-    return [pieces, [math.log(v) - logsum for v in values]]
+    head = "".join(ch for ch, _ in chars).encode("utf-8")
+    ends = array("q", accumulate(len(ch.encode("utf-8")) for ch, _ in chars))
+    ends.extend(end + len(head) for end in mined_ends)
+    logsum = math.log(sum(n for _, n in chars) + sum(f * n for f, n in zip(freqs, lengths)))
+    scores = array("d", (math.log(n) - logsum for _, n in chars))
+    scores.extend(math.log(f * n) - logsum for f, n in zip(freqs, lengths))
+    extra = [ch for ch in dict.fromkeys(extra_chars) if ch not in counts]
+    if extra:
+        low = min(scores) - 10.0
+        for ch in extra:
+            ends.append(ends[-1] + len(ch.encode("utf-8")))
+            scores.append(low)
+    return [head + mined + "".join(extra).encode("utf-8"), ends, scores]
 
 
-def em_train(words: Mapping[str, int], seeds: list[list], vocab_size: int, shrinking_factor: float,
+def em_train(words: Mapping[str, int], seeds: list, vocab_size: int, shrinking_factor: float,
              n_sub_iterations: int, n_threads: int, progress=None):
     """EM and pruning from ``seeds`` until at most 1.1 × ``vocab_size`` pieces remain; returns the kernel's model.
 
-    ``seeds`` (:func:`seed_pieces`' ``[pieces, scores]``) is emptied once the
-    model holds them: they can be the largest thing alive, and need not
+    ``seeds`` (:func:`seed_pieces`' ``[data, ends, scores]``) is emptied once
+    the model holds them: they can be the largest thing alive, and need not
     outlive the first step.
     """
     from .._kernels.unigram_train import UnigramEM
 
     em = UnigramEM(list(words), list(words.values()), n_threads)
-    em.set_pieces(*seeds)
+    em.set_pieces_utf8(*seeds)
     seeds.clear()
     desired = int(vocab_size * 1.1)
     while True:
@@ -238,14 +254,8 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
         pieces: list[tuple[str, float]] = []
         if sentences:
             rules = (self.max_piece_length, False, False, False, False, True, False)
-            seeds = seed_pieces(sentences, rules, self.seed_size, self.n_threads)
-            known = set(seeds[0])
-            low = min(seeds[1])
-            for c in self._initial_alphabet:
-                if c not in known:
-                    seeds[0].append(c)
-                    seeds[1].append(low - 10.0)
-            del known
+            seeds = seed_pieces(sentences, rules, self.seed_size, self.n_threads,
+                                extra_chars=self._initial_alphabet)
             with progress_bar(None, "EM training", unit="rounds", enabled=self.show_progress) as bar:
                 em = em_train(words, seeds, room, self.shrinking_factor, self.n_sub_iterations, self.n_threads,
                               lambda n: bar.update(1))

@@ -14,7 +14,7 @@ with instrumented():
 
 def test_one_input(data: bytes) -> None:
     inp = Input(data)
-    kind = inp.int_in(3)
+    kind = inp.int_in(4)
     vocab_size = inp.int_in(300)
     min_frequency = inp.int_in(4)
     specials = ["[UNK]", "<s>"][:inp.int_in(3)]
@@ -31,6 +31,11 @@ def test_one_input(data: bytes) -> None:
         model = pw.models.WordPiece(unk_token="[UNK]")
         trainer = clean(pw.trainers.WordPieceTrainer, vocab_size=vocab_size, min_frequency=min_frequency,
                         special_tokens=specials, show_progress=False)
+    elif kind == 3:
+        model = pw.models.Unigram()
+        trainer = clean(pw.trainers.UnigramTrainer, vocab_size=vocab_size, special_tokens=specials,
+                        show_progress=False, unk_token="[UNK]" if specials else None,
+                        max_piece_length=1 + inp.int_in(16), initial_alphabet=list(inp.text(3)))
     else:
         model = pw.models.WordLevel(unk_token="[UNK]")
         trainer = clean(pw.trainers.WordLevelTrainer, vocab_size=vocab_size, min_frequency=min_frequency,

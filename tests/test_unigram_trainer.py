@@ -10,6 +10,7 @@ compression against Hugging Face's UnigramTrainer on real prose.
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -218,3 +219,34 @@ def test_doctests():
 
     for module in (suffix_array, unigram_train, pieceworks.trainers.spm, pieceworks.trainers.unigram):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_a_lone_surrogate_is_a_clear_error_in_unigram_training_and_models():
+    # Python text may hold one; a Unigram model's pieces are UTF-8, which cannot.
+    tok = pw.Tokenizer(Unigram())
+    with pytest.raises(TrainingError, match="lone surrogate"):
+        tok.train_from_counts({"ab\udfff": 3, "cd": 2}, UnigramTrainer(vocab_size=20, show_progress=False))
+    with pytest.raises(ConfigError, match="lone surrogate"):
+        UnigramTrainer(initial_alphabet=["a", "\udfff"])
+    with pytest.raises(pw.errors.InputTypeError, match=r"vocab\[1\].*lone surrogate"):
+        Unigram([("a", -1.0), ("\udfff", -2.0)])
+    import pieceworks.sentencepiece as pw_spm
+
+    with pytest.raises(TrainingError, match="lone surrogate"):
+        pw_spm.SentencePieceTrainer.train(sentence_iterator=iter(["fine", "not \ud800 fine"]),
+                                          model_writer=io.BytesIO(), vocab_size=20)
+
+
+def test_a_vocabulary_smaller_than_the_alphabet_is_refused_as_huggingface_refuses_it():
+    # Found by fuzz_train_counts: pruning could not go below the single chars (each has no
+    # alternative), so the EM loop never reached the size and never ended.
+    hf = pytest.importorskip("tokenizers")
+    texts = ["abcdefghij"] * 5 + ["klmnop"] * 3
+    theirs = hf.Tokenizer(hf.models.Unigram())
+    with pytest.raises(Exception, match="not large enough to contain all chars"):
+        theirs.train_from_iterator(texts, hf.trainers.UnigramTrainer(vocab_size=6, show_progress=False))
+    tok = pw.Tokenizer(Unigram())
+    with pytest.raises(TrainingError, match="not large enough to contain all chars"):
+        tok.train_from_iterator(texts, UnigramTrainer(vocab_size=6, show_progress=False))
+    tok.train_from_iterator(texts, UnigramTrainer(vocab_size=16, show_progress=False))
+    assert tok.get_vocab_size() == 16

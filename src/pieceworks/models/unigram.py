@@ -281,7 +281,30 @@ def _check_vocab(vocab) -> list[tuple[str, float]]:
             raise InputTypeError(f"vocab[{i}] score {score!r} is not a number",
                                  fix="scores are log-probabilities (floats)")
         out.append((piece, float(score)))
+    bad = first_with_surrogate([p for p, _ in out])
+    if bad is not None:
+        raise InputTypeError(f"vocab[{bad}] piece {out[bad][0]!r} holds a lone surrogate, which UTF-8 (and so "
+                             "a Unigram model) cannot hold", fix="remove the piece, or decode the text it came "
+                                                                 "from with errors='replace'")
     return out
+
+
+def first_with_surrogate(texts: list[str]) -> int | None:
+    """The index of the first text holding a lone surrogate (U+D800..U+DFFF), or None.
+
+    >>> first_with_surrogate(["ok", "a\\udc80", "b"]), first_with_surrogate(["ok"])
+    (1, None)
+    """
+    try:
+        "".join(texts).encode("utf-8")     # one pass for the usual case: none
+        return None
+    except UnicodeEncodeError:
+        for i, text in enumerate(texts):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return i
+    return None
 
 
 def _check_alpha(alpha):

@@ -324,8 +324,13 @@ def load_sentences(spec: TrainerSpec, norm: NormalizerSpec, lines: Iterable[str]
                                norm.remove_extra_whitespaces, norm.escape_whitespaces,
                                spec.treat_whitespace_as_suffix)
     meta_re = re.compile("|".join(re.escape(p) for p, _ in sorted(meta.values(), key=lambda x: -len(x[0]))))
+    try:
+        normalized_texts = normalizer.normalize_texts([text for text, _ in selected])
+    except UnicodeEncodeError as exc:
+        raise TrainingError(f"the sentence {exc.object[:60]!r} holds a lone surrogate, which UTF-8 cannot hold",
+                            fix="decode the training text with errors='replace'") from None
     sentences = []
-    for normalized, (_, freq) in zip(normalizer.normalize_texts([text for text, _ in selected]), selected):
+    for normalized, (_, freq) in zip(normalized_texts, selected):
         normalized = meta_re.sub(_TAB, normalized)
         if " " in normalized and norm.escape_whitespaces:
             raise TrainingError("a normalized sentence contains a space", fix="keep --escape_whitespaces=true")

@@ -50,6 +50,7 @@ from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError, TrainingError
+from ..models.unigram import first_with_surrogate
 from ._base import SpecialTokensOption, Trainer
 from .counts import check_training_counts
 
@@ -142,7 +143,10 @@ def em_train(words: Mapping[str, int], seeds: list, vocab_size: int, shrinking_f
             progress(em.n_alive)
         if em.n_alive <= desired:
             break
+        before = em.n_alive
         em.prune(desired, shrinking_factor)
+        if em.n_alive >= before:
+            break       # every piece left has no alternative (more chars than room): finalize cuts
         if em.n_alive * 4 < em.n_pieces:
             # Most of the trie is dead: rebuild it from the live pieces.
             live = em.pieces()
@@ -233,6 +237,9 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
         for c in chars or ():
             if not isinstance(c, str) or not c:
                 raise InputTypeError(f"initial_alphabet entries must be non-empty str, got {c!r}")
+            if "\ud800" <= c[0] <= "\udfff":
+                raise ConfigError(f"initial_alphabet entry {c!r} starts with a lone surrogate, which a Unigram "
+                                  "model (UTF-8 pieces) cannot hold", fix="leave it out")
             if c[0] not in out:
                 out.append(c[0])  # Hugging Face keeps the first char of each entry
         self._initial_alphabet = out
@@ -243,6 +250,10 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
 
         check_training_counts(counts, "UnigramTrainer")
         words = {w: n for w, n in counts.items() if w and n > 0}
+        bad = first_with_surrogate(list(words))
+        if bad is not None:
+            raise TrainingError(f"the word {list(words)[bad]!r} holds a lone surrogate, which a Unigram model "
+                                "(UTF-8 pieces) cannot hold", fix="decode the training text with errors='replace'")
         specials = [t.content for t in self._special_tokens]
         if self.unk_token is not None and self.unk_token not in specials:
             specials.append(self.unk_token)
@@ -253,16 +264,21 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
         sentences = list(words.items())
         pieces: list[tuple[str, float]] = []
         if sentences:
+            from .spm import char_counts
+
+            counted = {c: 0 for c in self._initial_alphabet}
+            counted.update(char_counts(sentences))
+            if len(counted) > self.vocab_size:
+                # Every char is kept (nothing else can spell it), as in Hugging Face's trainer.
+                raise TrainingError(f"the vocabulary is not large enough to contain all chars: {len(counted)} "
+                                    f"chars, vocab_size {self.vocab_size}",
+                                    fix=f"use vocab_size >= {len(counted) + len(specials)}")
             rules = (self.max_piece_length, False, False, False, False, True, False)
             seeds = seed_pieces(sentences, rules, self.seed_size, self.n_threads,
                                 extra_chars=self._initial_alphabet)
             with progress_bar(None, "EM training", unit="rounds", enabled=self.show_progress) as bar:
                 em = em_train(words, seeds, room, self.shrinking_factor, self.n_sub_iterations, self.n_threads,
                               lambda n: bar.update(1))
-            from .spm import char_counts
-
-            counted = {c: 0 for c in self._initial_alphabet}
-            counted.update(char_counts(sentences))
             chars = sorted(counted, key=lambda c: (-counted[c], c))
             pieces = finalize(em.pieces(), [(c, 0) for c in chars], room)
             pieces = [(p, s) for p, s in pieces if p not in specials]

@@ -241,3 +241,16 @@ def test_normalize_texts_equals_normalizing_each_text(texts, dummy_prefix, suffi
     assert normalizer.normalize_texts(texts) == expected
     with pytest.raises(UnicodeEncodeError):
         normalizer.normalize_texts(texts + ["a\udc80"])
+
+
+@pytest.mark.parametrize("count", ["0", "-5", "x", str(2**63)])
+def test_a_tsv_count_sentencepiece_refuses_is_a_file_format_error(tmp_path, count):
+    # sentencepiece: CHECK freq >= 1, and int64 parsing; the math of a bad count used to fail
+    # deep inside training (a bare ValueError, or an OverflowError's message).
+    from pieceworks.errors import FileFormatError
+
+    corpus = tmp_path / "c.tsv"
+    corpus.write_text(f"abc\t{count}\nabd\t5\n", encoding="utf-8")
+    with pytest.raises(FileFormatError, match="not a positive integer below 2\\*\\*63"):
+        pw_spm.SentencePieceTrainer.train(f"--input={corpus} --model_prefix={tmp_path / 'm'} --vocab_size=10 "
+                                          "--input_format=tsv")

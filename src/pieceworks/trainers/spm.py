@@ -292,7 +292,7 @@ def _select(lines: Iterable[str], spec: TrainerSpec) -> list[tuple[str, int]]:
             if len(parts) != 2:
                 raise FileFormatError(None, f"tsv input line {line[:40]!r} is not 'text<TAB>count'",
                                       fix="use one 'sentence<TAB>count' per line, or --input_format=text")
-            line, freq = parts[0], int(parts[1])
+            line, freq = parts[0], _tsv_count(parts[1], line)
         if not line or UNK_CHAR in line or (
                 4 * len(line) > max_bytes and len(line.encode("utf-8")) > max_bytes):
             continue
@@ -309,6 +309,18 @@ def _select(lines: Iterable[str], spec: TrainerSpec) -> list[tuple[str, int]]:
         if limit > 0 and len(out) >= limit:
             break
     return out
+
+
+def _tsv_count(field: str, line: str) -> int:
+    """The count of a tsv input line: a positive integer below 2**63 (SentencePiece's int64)."""
+    try:
+        count = int(field)
+    except ValueError:
+        count = 0
+    if not 0 < count < 2**63:
+        raise FileFormatError(None, f"tsv input line {line[:40]!r}: the count {field[:20]!r} is not a positive "
+                                    "integer below 2**63", fix="give each sentence a count of 1 or more")
+    return count
 
 
 def load_sentences(spec: TrainerSpec, norm: NormalizerSpec, lines: Iterable[str]) -> Loaded:

@@ -30,9 +30,10 @@ their keys (leading zero bits of the XOR), so the bucket's LCP array comes
 with the sort.
 
 Memory: the text, its packed copy, one ``int32`` per suffix, and 16 bytes
-a suffix of the buckets being sorted (a full suffix array by SA-IS or
-doubling was the first plan; at depth 16 the bounded sort is faster and
-needs half the memory).
+a suffix of the bucket being sorted, per thread (the Unigram miner gives
+each thread one block, room for the largest bucket and its LCP array). A
+full suffix array by SA-IS or doubling was the first plan; at depth 16 the
+bounded sort is faster and needs half the memory.
 
 >>> suffix_array([2, 1, 2, 1, 0])
 [4, 3, 1, 2, 0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+from array import array
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,9 @@ def _mine(sentences, max_len):
     # No split rules: every substring without the boundary is a valid piece.
     offsets, lengths, freqs = mine_seeds(codes, kinds, scripts, digits, max_len, 10**6, False, False, True, False,
                                          True, False)
+    # encode_codes gives the narrowest array (B, H); the 4-byte form mines the same.
+    wide = mine_seeds(array("I", codes), kinds, scripts, digits, max_len, 10**6, False, False, True, False, True, False)
+    assert [list(a) for a in wide] == [list(offsets), list(lengths), list(freqs)]
     return {"".join(chr(alphabet[c]) for c in codes[o:o + n]): f for o, n, f in zip(offsets, lengths, freqs)}
 
 

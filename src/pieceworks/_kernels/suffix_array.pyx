@@ -58,19 +58,26 @@ cdef extern from *:
 
 cdef bint pack_text(const uint32_t* text, int64_t n, Packed* p) noexcept nogil:
     """Fill ``p`` with ``text`` at the narrowest width; False when out of memory (free with free_packed)."""
+    return pack_codes(text, 4, n, p)
+
+
+cdef bint pack_codes(const void* codes, int size, int64_t n, Packed* p) noexcept nogil:
+    """:func:`pack_text` from codes of ``size`` bytes each (1, 2 or 4: an array's ``B``, ``H`` or ``I``)."""
     cdef int64_t i
-    cdef uint32_t sigma = 0
+    cdef uint32_t sigma = 0, c
     cdef uint16_t probe = 1
     cdef uint8_t* d8
     cdef uint16_t* d16
     cdef uint32_t* d32
     for i in range(n):
-        if text[i] + 1 > sigma:
-            sigma = text[i] + 1
+        c = code_in(codes, size, i)
+        if c + 1 > sigma:
+            sigma = c + 1
     # Codes shift up by one: 0 is "past the end", which sorts before the boundary code.
     p.width = 1 if sigma <= 0xFF else (2 if sigma <= 0xFFFF else 4)
     p.per_key = 8 // p.width
     p.n = n
+    p.sigma = sigma
     p.little = (<uint8_t*>&probe)[0] == 1
     p.data = <uint8_t*>calloc(n * p.width + 8, 1)    # 8 zero bytes: a key may read past the last code
     if p.data == NULL:
@@ -78,15 +85,15 @@ cdef bint pack_text(const uint32_t* text, int64_t n, Packed* p) noexcept nogil:
     if p.width == 1:
         d8 = p.data
         for i in range(n):
-            d8[i] = <uint8_t>(text[i] + 1)
+            d8[i] = <uint8_t>(code_in(codes, size, i) + 1)
     elif p.width == 2:
         d16 = <uint16_t*>p.data
         for i in range(n):
-            d16[i] = <uint16_t>(text[i] + 1)
+            d16[i] = <uint16_t>(code_in(codes, size, i) + 1)
     else:
         d32 = <uint32_t*>p.data
         for i in range(n):
-            d32[i] = text[i] + 1
+            d32[i] = code_in(codes, size, i) + 1
     return True
 
 
@@ -201,7 +208,7 @@ cdef bint sort_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t*
         return True
     if not pack_text(text, n, &p):
         return False
-    ends = bucket_suffixes(text, n, depth, sa, &n_buckets, &first)
+    ends = bucket_suffixes(&p, depth, sa, &n_buckets, &first)
     if ends == NULL:
         free_packed(&p)
         return False
@@ -213,8 +220,8 @@ cdef bint sort_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t*
     return ok
 
 
-cdef int64_t* bucket_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t* sa,
-                              int64_t* n_buckets, int32_t* first) noexcept nogil:
+cdef int64_t* bucket_suffixes(const Packed* p, int32_t depth, int32_t* sa, int64_t* n_buckets,
+                              int32_t* first) noexcept nogil:
     """Counting sort of the suffixes by their first code (two codes for a small alphabet) into ``sa``.
 
     Returns the end of each bucket in ``sa`` (bucket ``b`` is
@@ -223,22 +230,19 @@ cdef int64_t* bucket_suffixes(const uint32_t* text, int64_t n, int32_t depth, in
     :func:`sort_bucket` goes on from there. Suffixes with a common prefix
     of at least ``first`` codes are in one bucket.
     """
-    cdef int64_t sigma = 0, i, b, width, key
+    cdef int64_t sigma = p.sigma, i, b, width, key
     cdef int64_t* start
-    for i in range(n):
-        if text[i] + 1 > sigma:
-            sigma = text[i] + 1
     width = 2 if sigma <= PAIR_BUCKETS_MAX_SIGMA and depth >= 2 else 1
     n_buckets[0] = (sigma + 1) * (sigma + 1) if width == 2 else sigma + 1
     start = <int64_t*>calloc(n_buckets[0] + 1, sizeof(int64_t))
     if start == NULL:
         return NULL
-    for i in range(n):
-        start[_bucket(text, n, i, width, sigma) + 1] += 1
+    for i in range(p.n):
+        start[_bucket(p, i, width, sigma) + 1] += 1
     for b in range(n_buckets[0]):
         start[b + 1] += start[b]
-    for i in range(n):
-        key = _bucket(text, n, i, width, sigma)
+    for i in range(p.n):
+        key = _bucket(p, i, width, sigma)
         sa[start[key]] = <int32_t>i
         start[key] += 1
     # start[b] is now the end of bucket b.
@@ -246,11 +250,11 @@ cdef int64_t* bucket_suffixes(const uint32_t* text, int64_t n, int32_t depth, in
     return start
 
 
-cdef inline int64_t _bucket(const uint32_t* text, int64_t n, int64_t i, int64_t width, int64_t sigma) noexcept nogil:
-    # Codes shift up by one so that "past the end" (for the last suffix) is bucket 0.
+cdef inline int64_t _bucket(const Packed* p, int64_t i, int64_t width, int64_t sigma) noexcept nogil:
+    # Units are codes plus one, so "past the end" (after the last suffix's first code) is 0.
     if width == 1:
-        return text[i] + 1
-    return (text[i] + 1) * (sigma + 1) + (text[i + 1] + 1 if i + 1 < n else 0)
+        return unit_at(p, i)
+    return unit_at(p, i) * (sigma + 1) + unit_at(p, i + 1)
 
 
 cdef bint sort_bucket(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b, int32_t first,

@@ -47,7 +47,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.unicode cimport PyUnicode_AsUTF8String, PyUnicode_DecodeUTF8
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, log, INFINITY
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 from libcpp.algorithm cimport sort
 from libcpp.unordered_map cimport unordered_map
@@ -56,7 +56,8 @@ from cython.operator cimport dereference as deref
 
 from array import array
 
-from .suffix_array cimport KeyedSuffix, Packed, bucket_suffixes, free_packed, largest_bucket, pack_text, sort_bucket
+from .suffix_array cimport (KeyedSuffix, Packed, bucket_suffixes, code_in, free_packed, largest_bucket, pack_codes,
+                            sort_bucket, unit_at)
 from .unigram cimport DoubleArray, KeyRef
 
 cdef extern from "Python.h":
@@ -120,7 +121,8 @@ cdef inline int one_char_len(uint8_t c) noexcept nogil:
 def encode_codes(list sentences):
     """Sentences → one array of small codes: each char's rank in the alphabet (from 1), 0 after each sentence.
 
-    Returns ``(codes, alphabet)`` where ``alphabet[code]`` is the code point (``alphabet[0]`` = 0).
+    Returns ``(codes, alphabet)`` where ``alphabet[code]`` is the code point (``alphabet[0]`` = 0);
+    ``codes`` is an array of the narrowest type that holds them (``B``, ``H`` or ``I``).
 
     >>> codes, alphabet = encode_codes(["bab", "a"])
     >>> list(codes), alphabet
@@ -166,9 +168,31 @@ def encode_codes(list sentences):
         for i in range(total):
             out[i] = <uint32_t>remap[out[i]]
         free(remap)
-        return codes, [0] + [alphabet[k] for k in order]
+        return _narrowest(codes, len(alphabet)), [0] + [alphabet[k] for k in order]
     finally:
         free(table)
+
+
+cdef object _narrowest(codes, Py_ssize_t n_codes):
+    """``codes`` (an ``I`` array of codes below ``n_codes``) as a ``B`` or ``H`` array when they fit.
+
+    Mining packs the codes again; a 4-byte array beside it would be most of the memory.
+    """
+    cdef const uint32_t* src
+    cdef Py_ssize_t i, n = len(codes)
+    if n_codes > 0x10000 or n == 0:
+        return codes
+    src = <const uint32_t*>_array_ptr(codes)
+    narrow = array("B" if n_codes <= 0x100 else "H", bytes((1 if n_codes <= 0x100 else 2) * n))
+    cdef uint8_t* d8 = <uint8_t*>_array_ptr(narrow)
+    cdef uint16_t* d16 = <uint16_t*>d8
+    if n_codes <= 0x100:
+        for i in range(n):
+            d8[i] = <uint8_t>src[i]
+    else:
+        for i in range(n):
+            d16[i] = <uint16_t>src[i]
+    return narrow
 
 
 cdef extern from *:
@@ -228,19 +252,22 @@ ctypedef struct Cand:
     int64_t freq
 
 
-# The codes the candidates point into (set while mining; the comparator reads it).
-cdef const uint32_t* _cand_text = NULL
+# The packed codes the candidates point into (set while mining; the comparator reads it).
+cdef const Packed* _cand_text = NULL
 
 
 cdef bint _cand_better(const Cand& a, const Cand& b) noexcept nogil:
     """Higher score first; ties: the smaller substring (by code, i.e. code point order), then shorter."""
     cdef int32_t i, n
+    cdef uint32_t x, y
     if a.score != b.score:
         return a.score > b.score
     n = a.length if a.length < b.length else b.length
     for i in range(n):
-        if _cand_text[a.offset + i] != _cand_text[b.offset + i]:
-            return _cand_text[a.offset + i] < _cand_text[b.offset + i]
+        x = unit_at(_cand_text, a.offset + i)
+        y = unit_at(_cand_text, b.offset + i)
+        if x != y:
+            return x < y
     return a.length < b.length
 
 
@@ -304,18 +331,37 @@ cdef void _keep_best(vector[Cand]& cands, size_t k) noexcept nogil:
         cands.resize(k)
 
 
-cdef bint _right_maximal(const uint32_t* t, int64_t n, const int32_t* sa, int64_t lb, int64_t rb,
-                         int32_t depth) noexcept nogil:
+cdef bint _right_maximal(const Packed* p, const int32_t* sa, int64_t lb, int64_t rb, int32_t depth) noexcept nogil:
     """Do the suffixes sa[lb..rb] (equal on ``depth`` codes) continue differently? (a suffix tree node)"""
     cdef int64_t j, first, k
     first = sa[lb] + depth
-    if first >= n:
+    if first >= p.n:
         return True
     for j in range(lb + 1, rb + 1):
         k = sa[j] + depth
-        if k >= n or t[k] != t[first]:
+        if k >= p.n or unit_at(p, k) != unit_at(p, first):
             return True
     return False
+
+
+cdef bint _valid_at(const Packed* p, int64_t start, int32_t length, const PieceRules* r) noexcept nogil:
+    """:func:`valid_piece` of the ``length`` codes at ``start`` (a piece is short: copied out first)."""
+    cdef uint32_t piece[256]
+    cdef int32_t k
+    if length > 256:
+        return False if length > r.max_len else _valid_long(p, start, length, r)
+    for k in range(length):
+        piece[k] = unit_at(p, start + k) - 1
+    return valid_piece(piece, length, r)
+
+
+cdef bint _valid_long(const Packed* p, int64_t start, int32_t length, const PieceRules* r) noexcept nogil:
+    cdef vector[uint32_t] piece
+    cdef int32_t k
+    piece.resize(length)
+    for k in range(length):
+        piece[k] = unit_at(p, start + k) - 1
+    return valid_piece(piece.data(), length, r)
 
 
 def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, long long seed_size,
@@ -329,7 +375,8 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     a valid piece under the split rules; its score is ``freq × length``.
     Ties: the smaller substring first (by code, so codes should follow code
     point order, as :func:`encode_codes` makes them): the result does not
-    depend on the order of the sentences.
+    depend on the order of the sentences. ``codes``: an array of type
+    ``B``, ``H`` or ``I``.
 
     Here "ab" is followed by "a" and by the boundary, a node; "abab" is
     seen twice but always followed by the boundary, so it is not:
@@ -341,7 +388,7 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     >>> list(offsets), list(lengths), list(freqs), substrings(codes, alphabet, offsets, lengths)[0]
     ([7], [2], [4], b'ab')
     """
-    cdef const uint32_t* t
+    cdef const void* t
     cdef int64_t n = len(codes), b, n_buckets = 0, i
     cdef int32_t depth = max_piece_length, first = 0, tid
     cdef int32_t* sa
@@ -356,9 +403,9 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     cdef const int16_t[::1] script_view = scripts
     if n == 0 or seed_size <= 0:
         return array("q"), array("i"), array("q")
-    t = <const uint32_t*>_array_ptr(codes)
-    global _cand_text
-    _cand_text = t
+    t = <const void*>_array_ptr(codes)
+    if codes.itemsize not in (1, 2, 4):
+        raise ValueError(f"codes must be an array of 1, 2 or 4 byte items, got {codes.itemsize}")
     r.kinds = <const uint8_t*>PyBytes_AS_STRING(kinds)
     r.scripts = &script_view[0]
     r.digits = <const uint8_t*>PyBytes_AS_STRING(digits)
@@ -372,13 +419,15 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
     sa = <int32_t*>malloc(n * sizeof(int32_t))
     if sa == NULL:
         raise MemoryError()
-    if not pack_text(t, n, &packed):
+    if not pack_codes(t, codes.itemsize, n, &packed):
         free(sa)
         raise MemoryError()
+    global _cand_text
+    _cand_text = &packed
     found.resize(n_teams)
     try:
         with nogil:
-            ends = bucket_suffixes(t, n, depth, sa, &n_buckets, &first)
+            ends = bucket_suffixes(&packed, depth, sa, &n_buckets, &first)
             if ends == NULL:
                 with gil:
                     raise MemoryError()
@@ -394,7 +443,7 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
                     raise MemoryError()
             for b in prange(n_buckets, num_threads=n_teams, schedule="dynamic"):
                 tid = threadid()
-                _sort_and_mine(t, &packed, sa, ends, b, first, depth, &r, &found[tid], <size_t>seed_size,
+                _sort_and_mine(&packed, sa, ends, b, first, depth, &r, &found[tid], <size_t>seed_size,
                                <KeyedSuffix*>(scratch + tid * stride))
             free(scratch)
             free(ends)
@@ -432,7 +481,9 @@ def substrings(codes, list alphabet, offsets, lengths):
     >>> data.decode(), list(ends)
     ('éllh', [4, 5])
     """
-    cdef const uint32_t[::1] c = codes
+    cdef const void* c = <const void*>_array_ptr(codes) if len(codes) else NULL
+    cdef int item = codes.itemsize
+    cdef Py_ssize_t n_codes = len(codes)
     cdef const int64_t[::1] o = offsets
     cdef const int32_t[::1] l = lengths
     cdef Py_ssize_t i, k, n = len(o), size = 0
@@ -445,10 +496,10 @@ def substrings(codes, list alphabet, offsets, lengths):
     if len(l) != n:
         raise ValueError("offsets and lengths differ in length")
     for i in range(n):
-        if o[i] < 0 or l[i] < 0 or o[i] + l[i] > c.shape[0]:
+        if o[i] < 0 or l[i] < 0 or o[i] + l[i] > n_codes:
             raise ValueError(f"substring {i} ({o[i]}, {l[i]}) is outside the codes")
         for k in range(l[i]):
-            cp = points[c[o[i] + k]]
+            cp = points[code_in(c, item, o[i] + k)]
             if cp < 0x80:
                 out.push_back(<uint8_t>cp)
             elif cp < 0x800:
@@ -463,7 +514,7 @@ def substrings(codes, list alphabet, offsets, lengths):
     return PyBytes_FromStringAndSize(<const char*>out.data(), out.size()), ends
 
 
-cdef void _sort_and_mine(const uint32_t* t, const Packed* p, int32_t* sa, const int64_t* ends, int64_t b,
+cdef void _sort_and_mine(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b,
                          int32_t first, int32_t depth, const PieceRules* r, vector[Cand]* cands,
                          size_t seed_size, KeyedSuffix* scratch) noexcept nogil:
     """Sort bucket ``b`` and add its candidates to ``cands``.
@@ -476,10 +527,10 @@ cdef void _sort_and_mine(const uint32_t* t, const Packed* p, int32_t* sa, const 
     if m < 2:
         return
     sort_bucket(p, sa, ends, b, first, depth, lcp, scratch)
-    _mine_bucket(t, p.n, sa + lo, lcp, m, depth, r, cands, seed_size)
+    _mine_bucket(p, sa + lo, lcp, m, depth, r, cands, seed_size)
 
 
-cdef void _mine_bucket(const uint32_t* t, int64_t n, const int32_t* sa, const int32_t* lcp, int64_t m,
+cdef void _mine_bucket(const Packed* p, const int32_t* sa, const int32_t* lcp, int64_t m,
                        int32_t depth, const PieceRules* r, vector[Cand]* cands, size_t seed_size) noexcept nogil:
     """The candidates among the sorted suffixes ``sa[0:m]``: a bottom-up walk of their LCP intervals.
 
@@ -502,8 +553,8 @@ cdef void _mine_bucket(const uint32_t* t, int64_t n, const int32_t* sa, const in
             st_lb.pop_back()
             rb = i - 1
             size = rb - lb + 1
-            if top_lcp >= 2 and (top_lcp < depth or _right_maximal(t, n, sa, lb, rb, depth)) and \
-                    valid_piece(t + sa[lb], top_lcp, r):
+            if top_lcp >= 2 and (top_lcp < depth or _right_maximal(p, sa, lb, rb, depth)) and \
+                    _valid_at(p, sa[lb], top_lcp, r):
                 c.score = size * top_lcp
                 c.offset = sa[lb]
                 c.length = top_lcp

@@ -77,3 +77,20 @@ cdef class Charsmap:
     cdef bint second_chars(self, uint64_t* bits) noexcept nogil
     cdef bint _mark_from(self, uint32_t unit, Py_ssize_t pos, uint8_t* path, int depth,
                          uint64_t* bits) noexcept nogil
+
+
+cdef inline Py_ssize_t put_utf8(uint32_t cp, uint8_t* o) noexcept nogil:
+    """Write ``cp`` as UTF-8 at ``o`` (room for 4 bytes); the number of bytes."""
+    if cp < 0x80:
+        o[0] = <uint8_t>cp
+        return 1
+    if cp < 0x800:
+        o[0] = <uint8_t>(0xC0 | (cp >> 6)); o[1] = <uint8_t>(0x80 | (cp & 0x3F))
+        return 2
+    if cp < 0x10000:
+        o[0] = <uint8_t>(0xE0 | (cp >> 12)); o[1] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F))
+        o[2] = <uint8_t>(0x80 | (cp & 0x3F))
+        return 3
+    o[0] = <uint8_t>(0xF0 | (cp >> 18)); o[1] = <uint8_t>(0x80 | ((cp >> 12) & 0x3F))
+    o[2] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F)); o[3] = <uint8_t>(0x80 | (cp & 0x3F))
+    return 4

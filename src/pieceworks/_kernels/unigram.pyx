@@ -736,7 +736,7 @@ cdef class SpmNormalizer:
                     user_first[c] = 1
         self.follow.assign(0x10000, 0)
         for cp in range(0x10000):
-            length = _put_utf8(cp, buf)
+            length = put_utf8(cp, buf)
             if (0xD800 <= cp < 0xE000) or user_first[buf[0]]:
                 self.follow[cp] = NO_SHORTCUT
             elif self.charsmap is not None:
@@ -1018,34 +1018,20 @@ cdef class SpmNormalizer:
         cdef vector[int32_t] unused
         cdef list result = []
         cdef str text
-        cdef Py_ssize_t n, i, k
-        cdef uint32_t c     # a code point (Cython would treat Py_UCS4 arithmetic as str)
-        cdef uint8_t* b
+        cdef Source src
+        cdef const uint8_t* s
+        cdef Py_ssize_t n
         for text in texts:
-            n = len(text)
-            if <Py_ssize_t>utf8.size() < 4 * n + 1:
-                utf8.resize(4 * n + 1)
-            b = utf8.data()
-            k = 0
-            for i in range(n):
-                c = <uint32_t>(<Py_UCS4>text[i])
-                if c < 0x80:
-                    b[k] = <uint8_t>c
-                    k += 1
-                elif c < 0x800:
-                    b[k] = <uint8_t>(0xC0 | (c >> 6)); b[k + 1] = <uint8_t>(0x80 | (c & 0x3F))
-                    k += 2
-                elif c < 0x10000:
-                    if 0xD800 <= c < 0xE000:
-                        text.encode("utf-8")      # raises the usual UnicodeEncodeError
-                    b[k] = <uint8_t>(0xE0 | (c >> 12)); b[k + 1] = <uint8_t>(0x80 | ((c >> 6) & 0x3F))
-                    b[k + 2] = <uint8_t>(0x80 | (c & 0x3F))
-                    k += 3
-                else:
-                    b[k] = <uint8_t>(0xF0 | (c >> 18)); b[k + 1] = <uint8_t>(0x80 | ((c >> 12) & 0x3F))
-                    b[k + 2] = <uint8_t>(0x80 | ((c >> 6) & 0x3F)); b[k + 3] = <uint8_t>(0x80 | (c & 0x3F))
-                    k += 4
-            self.run(b, k, out, unused, False)
+            _source_of(text, &src)
+            if src.kind == 0:           # ASCII: the str's own bytes are its UTF-8
+                s = <const uint8_t*>src.data
+                n = src.length
+            else:
+                n = _str_to_utf8(&src, utf8)
+                if n < 0:
+                    text.encode("utf-8")      # a lone surrogate: raises the usual UnicodeEncodeError
+                s = utf8.data()
+            self.run(s, n, out, unused, False)
             result.append(PyUnicode_DecodeUTF8(<const char*>out.data(), out.size(), "replace"))
         return result
 
@@ -1086,23 +1072,6 @@ cdef inline uint32_t _decode_utf8(const uint8_t* s, Py_ssize_t length) noexcept 
     if length == 3:
         return ((s[0] & 0x0F) << 12) | ((s[1] & 0x3F) << 6) | (s[2] & 0x3F)
     return ((s[0] & 0x07) << 18) | ((s[1] & 0x3F) << 12) | ((s[2] & 0x3F) << 6) | (s[3] & 0x3F)
-
-
-cdef inline Py_ssize_t _put_utf8(uint32_t cp, uint8_t* o) noexcept nogil:
-    # Write ``cp`` as UTF-8 at ``o``; the number of bytes.
-    if cp < 0x80:
-        o[0] = <uint8_t>cp
-        return 1
-    if cp < 0x800:
-        o[0] = <uint8_t>(0xC0 | (cp >> 6)); o[1] = <uint8_t>(0x80 | (cp & 0x3F))
-        return 2
-    if cp < 0x10000:
-        o[0] = <uint8_t>(0xE0 | (cp >> 12)); o[1] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F))
-        o[2] = <uint8_t>(0x80 | (cp & 0x3F))
-        return 3
-    o[0] = <uint8_t>(0xF0 | (cp >> 18)); o[1] = <uint8_t>(0x80 | ((cp >> 12) & 0x3F))
-    o[2] = <uint8_t>(0x80 | ((cp >> 6) & 0x3F)); o[3] = <uint8_t>(0x80 | (cp & 0x3F))
-    return 4
 
 
 # -- the Viterbi's packed trie ---------------------------------------------------
@@ -1251,7 +1220,7 @@ cdef void _root_jumps(vector[VCell]& cells, vector[uint32_t]& jump):
     for cp in range(0x80, 0x10000):
         if 0xD800 <= cp < 0xE000:
             continue
-        length = _put_utf8(cp, buf)
+        length = put_utf8(cp, buf)
         word = cells[0].word
         t = 0
         for i in range(length):
@@ -3044,7 +3013,7 @@ cdef Py_ssize_t _str_to_utf8(Source* src, vector[uint8_t]& buf) noexcept nogil:
     o = buf.data()
     if src.kind == 1:
         for i in range(n):
-            m += _put_utf8((<const uint8_t*>src.data)[i], o + m)
+            m += put_utf8((<const uint8_t*>src.data)[i], o + m)
         return m
     for i in range(n):
         cp = (<const uint16_t*>src.data)[i] if src.kind == 2 else (<const uint32_t*>src.data)[i]
@@ -3054,7 +3023,7 @@ cdef Py_ssize_t _str_to_utf8(Source* src, vector[uint8_t]& buf) noexcept nogil:
         elif 0xD800 <= cp < 0xE000:
             return -1
         else:
-            m += _put_utf8(cp, o + m)
+            m += put_utf8(cp, o + m)
     return m
 
 

@@ -58,7 +58,7 @@ from array import array
 
 from .suffix_array cimport (KeyedSuffix, Packed, bucket_suffixes, code_in, free_packed, largest_bucket, pack_codes,
                             sort_bucket, unit_at)
-from .unigram cimport DoubleArray, KeyRef
+from .unigram cimport DoubleArray, KeyRef, put_utf8
 
 cdef extern from "Python.h":
     int PyUnicode_IS_ASCII(object)
@@ -488,7 +488,6 @@ def substrings(codes, list alphabet, offsets, lengths):
     cdef const int32_t[::1] l = lengths
     cdef Py_ssize_t i, k, n = len(o), size = 0
     cdef vector[uint8_t] out
-    cdef uint32_t cp
     table = array("I", alphabet)
     cdef const uint32_t[::1] points = table
     ends = array("q", bytes(8 * n))
@@ -498,20 +497,11 @@ def substrings(codes, list alphabet, offsets, lengths):
     for i in range(n):
         if o[i] < 0 or l[i] < 0 or o[i] + l[i] > n_codes:
             raise ValueError(f"substring {i} ({o[i]}, {l[i]}) is outside the codes")
+        out.resize(size + 4 * l[i])
         for k in range(l[i]):
-            cp = points[code_in(c, item, o[i] + k)]
-            if cp < 0x80:
-                out.push_back(<uint8_t>cp)
-            elif cp < 0x800:
-                out.push_back(<uint8_t>(0xC0 | (cp >> 6))); out.push_back(<uint8_t>(0x80 | (cp & 0x3F)))
-            elif cp < 0x10000:
-                out.push_back(<uint8_t>(0xE0 | (cp >> 12))); out.push_back(<uint8_t>(0x80 | ((cp >> 6) & 0x3F)))
-                out.push_back(<uint8_t>(0x80 | (cp & 0x3F)))
-            else:
-                out.push_back(<uint8_t>(0xF0 | (cp >> 18))); out.push_back(<uint8_t>(0x80 | ((cp >> 12) & 0x3F)))
-                out.push_back(<uint8_t>(0x80 | ((cp >> 6) & 0x3F))); out.push_back(<uint8_t>(0x80 | (cp & 0x3F)))
-        e[i] = <int64_t>out.size()
-    return PyBytes_FromStringAndSize(<const char*>out.data(), out.size()), ends
+            size += put_utf8(points[code_in(c, item, o[i] + k)], out.data() + size)
+        e[i] = size
+    return PyBytes_FromStringAndSize(<const char*>out.data(), size), ends
 
 
 cdef void _sort_and_mine(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b,

@@ -165,33 +165,37 @@ def encode_codes(list sentences):
         remap[0] = 0
         for i in range(len(order)):
             remap[order[i]] = <int32_t>(i + 1)
-        for i in range(total):
-            out[i] = <uint32_t>remap[out[i]]
-        free(remap)
-        return _narrowest(codes, len(alphabet)), [0] + [alphabet[k] for k in order]
+        try:
+            return _renumbered(codes, remap, len(alphabet)), [0] + [alphabet[k] for k in order]
+        finally:
+            free(remap)
     finally:
         free(table)
 
 
-cdef object _narrowest(codes, Py_ssize_t n_codes):
-    """``codes`` (an ``I`` array of codes below ``n_codes``) as a ``B`` or ``H`` array when they fit.
+cdef object _renumbered(codes, const int32_t* remap, Py_ssize_t n_codes):
+    """``remap[c]`` for each code of ``codes`` (an ``I`` array), in the narrowest array that holds
+    ``n_codes`` codes (``B``, ``H``, or ``codes`` itself, renumbered in place).
 
     Mining packs the codes again; a 4-byte array beside it would be most of the memory.
     """
-    cdef const uint32_t* src
+    cdef uint32_t* src = <uint32_t*>_array_ptr(codes)
     cdef Py_ssize_t i, n = len(codes)
-    if n_codes > 0x10000 or n == 0:
+    cdef uint8_t* d8
+    cdef uint16_t* d16
+    if n_codes > 0x10000:
+        for i in range(n):
+            src[i] = <uint32_t>remap[src[i]]
         return codes
-    src = <const uint32_t*>_array_ptr(codes)
     narrow = array("B" if n_codes <= 0x100 else "H", bytes((1 if n_codes <= 0x100 else 2) * n))
-    cdef uint8_t* d8 = <uint8_t*>_array_ptr(narrow)
-    cdef uint16_t* d16 = <uint16_t*>d8
+    d8 = <uint8_t*>_array_ptr(narrow)
+    d16 = <uint16_t*>d8
     if n_codes <= 0x100:
         for i in range(n):
-            d8[i] = <uint8_t>src[i]
+            d8[i] = <uint8_t>remap[src[i]]
     else:
         for i in range(n):
-            d16[i] = <uint16_t>src[i]
+            d16[i] = <uint16_t>remap[src[i]]
     return narrow
 
 

@@ -68,7 +68,7 @@ cdef bint sort_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t*
 cdef int64_t* bucket_suffixes(const Packed* p, int32_t depth, int32_t* sa, int64_t* n_buckets,
                               int32_t* first) noexcept nogil
 
-cdef bint sort_bucket(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b, int32_t first,
+cdef void sort_bucket(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b, int32_t first,
                       int32_t depth, int32_t* lcp, KeyedSuffix* scratch) noexcept nogil
 
-cdef int64_t largest_bucket(const int64_t* ends, int64_t n_buckets) noexcept nogil
+cdef char* bucket_scratch(const int64_t* ends, int64_t n_buckets, int teams, int64_t* stride) noexcept nogil

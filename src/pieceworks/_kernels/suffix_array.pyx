@@ -29,9 +29,9 @@ on by their next key. The common prefix of two neighbours falls out of
 their keys (leading zero bits of the XOR), so the bucket's LCP array comes
 with the sort.
 
-Memory: the text, its packed copy, one ``int32`` per suffix, and 16 bytes
-a suffix of the bucket being sorted, per thread (the Unigram miner gives
-each thread one block, room for the largest bucket and its LCP array). A
+Memory: the text, its packed copy, one ``int32`` per suffix, and 20 bytes
+a suffix of the largest bucket, per thread (:func:`bucket_scratch`: its
+keyed suffixes and its LCP array). A
 full suffix array by SA-IS or doubling was the first plan; at depth 16 the
 bounded sort is faster and needs half the memory.
 
@@ -41,7 +41,7 @@ bounded sort is faster and needs half the memory.
 [0, 0, 1, 0, 2]
 """
 
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
@@ -199,25 +199,37 @@ cdef bint sort_suffixes(const uint32_t* text, int64_t n, int32_t depth, int32_t*
 
     Returns False when out of memory.
     """
-    cdef int64_t n_buckets, b
+    cdef int64_t n_buckets, b, stride
     cdef int32_t first
     cdef int64_t* ends
+    cdef char* scratch
     cdef Packed p
-    cdef bint ok = True
+    cdef int teams = n_threads if n_threads > 0 else 1
     if n <= 0:
         return True
     if not pack_text(text, n, &p):
         return False
     ends = bucket_suffixes(&p, depth, sa, &n_buckets, &first)
-    if ends == NULL:
-        free_packed(&p)
-        return False
-    for b in prange(n_buckets, nogil=True, num_threads=n_threads if n_threads > 0 else 1, schedule="dynamic"):
-        if not sort_bucket(&p, sa, ends, b, first, depth, NULL, NULL):
-            ok = False
+    scratch = bucket_scratch(ends, n_buckets, teams, &stride) if ends != NULL else NULL
+    if scratch != NULL:
+        for b in prange(n_buckets, nogil=True, num_threads=teams, schedule="dynamic"):
+            sort_bucket(&p, sa, ends, b, first, depth, NULL, <KeyedSuffix*>(scratch + threadid() * stride))
+    free(scratch)
     free(ends)
     free_packed(&p)
-    return ok
+    return scratch != NULL
+
+
+cdef char* bucket_scratch(const int64_t* ends, int64_t n_buckets, int teams, int64_t* stride) noexcept nogil:
+    """One block of scratch for :func:`sort_bucket` on ``teams`` threads (free it); NULL when out of memory.
+
+    Thread ``t``'s part starts at ``t * stride``: room for the largest
+    bucket's keyed suffixes, then its LCP array. One block allocated here,
+    not one per bucket in the threads: those would stay in the threads'
+    malloc arenas after the sort.
+    """
+    stride[0] = (largest_bucket(ends, n_buckets) * (sizeof(KeyedSuffix) + sizeof(int32_t)) + 15) // 16 * 16
+    return <char*>malloc(teams * stride[0] + 1)
 
 
 cdef int64_t* bucket_suffixes(const Packed* p, int32_t depth, int32_t* sa, int64_t* n_buckets,
@@ -257,37 +269,27 @@ cdef inline int64_t _bucket(const Packed* p, int64_t i, int64_t width, int64_t s
     return unit_at(p, i) * (sigma + 1) + unit_at(p, i + 1)
 
 
-cdef bint sort_bucket(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b, int32_t first,
+cdef void sort_bucket(const Packed* p, int32_t* sa, const int64_t* ends, int64_t b, int32_t first,
                       int32_t depth, int32_t* lcp, KeyedSuffix* scratch) noexcept nogil:
-    """Sort bucket ``b`` of :func:`bucket_suffixes` to ``depth`` codes; False when out of memory.
+    """Sort bucket ``b`` of :func:`bucket_suffixes` to ``depth`` codes, in ``scratch`` (:func:`bucket_scratch`).
 
     With ``lcp`` (room for the bucket's size), ``lcp[i]`` is the common
     prefix of the bucket's suffixes ``i - 1`` and ``i`` (``lcp[0] = 0``).
-    ``scratch``: room for the bucket's size (:func:`largest_bucket`), or
-    NULL to allocate it here.
     """
     cdef int64_t lo = ends[b - 1] if b > 0 else 0
     cdef int64_t m = ends[b] - lo, i
-    cdef KeyedSuffix* a = scratch
     if lcp != NULL and m > 0:
         lcp[0] = 0
     if m > 1 and first < depth:
-        if scratch == NULL:
-            a = <KeyedSuffix*>malloc(m * sizeof(KeyedSuffix))
-            if a == NULL:
-                return False
         for i in range(m):
-            a[i].pos = sa[lo + i]
-        sort_keyed(p, a, m, first, depth, lcp)
+            scratch[i].pos = sa[lo + i]
+        sort_keyed(p, scratch, m, first, depth, lcp)
         for i in range(m):
-            sa[lo + i] = a[i].pos
-        if scratch == NULL:
-            free(a)
+            sa[lo + i] = scratch[i].pos
     elif lcp != NULL:
         # Not sorted further: the bucket's suffixes share ``first`` codes.
         for i in range(1, m):
             lcp[i] = first
-    return True
 
 
 cdef int64_t largest_bucket(const int64_t* ends, int64_t n_buckets) noexcept nogil:

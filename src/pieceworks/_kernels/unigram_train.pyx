@@ -56,7 +56,7 @@ from cython.operator cimport dereference as deref
 
 from array import array
 
-from .suffix_array cimport (KeyedSuffix, Packed, bucket_suffixes, code_in, free_packed, largest_bucket, pack_codes,
+from .suffix_array cimport (KeyedSuffix, Packed, bucket_scratch, bucket_suffixes, code_in, free_packed, pack_codes,
                             sort_bucket, unit_at)
 from .unigram cimport DoubleArray, KeyRef, put_utf8
 
@@ -437,10 +437,7 @@ def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, 
                     raise MemoryError()
             # A repeat of two or more codes lies inside one bucket, so each bucket is
             # sorted and mined at once, while its suffixes are still in cache.
-            # Each thread's scratch, one block for all, allocated (and freed) here: per-bucket
-            # allocations in the pool's threads would stay in their malloc arenas, held after mining.
-            stride = (largest_bucket(ends, n_buckets) * (sizeof(KeyedSuffix) + sizeof(int32_t)) + 15) // 16 * 16
-            scratch = <char*>malloc(n_teams * stride + 1)
+            scratch = bucket_scratch(ends, n_buckets, n_teams, &stride)
             if scratch == NULL:
                 free(ends)
                 with gil:

@@ -346,7 +346,7 @@ def test_added_vocabulary_batch_prefilter_never_misses():
 @given(st.text(alphabet="<|ab", max_size=120), st.text(alphabet="<|ab", max_size=4))
 def test_holds_is_substring_search(text, needle):
     # The prefilter's scan: many false starts (text full of '<') included.
-    from pieceworks.added_vocabulary import holds
+    from pieceworks._kernels.single_text import holds
 
     assert holds(text, needle) == (needle in text)
 

@@ -92,7 +92,7 @@ cdef class SingleText:
         elif split is not False:
             return None
         if self.lead_prefix:
-            if _holds(text, self.lead_prefix):  # one scan rules most texts out; then ask each lead
+            if holds(text, self.lead_prefix):  # one scan rules most texts out; then ask each lead
                 for lead in self.leads:
                     if lead in text:
                         return None
@@ -115,11 +115,18 @@ cdef class SingleText:
         return encoding
 
 
-cdef bint _holds(str text, str part) except -1:
+cpdef bint holds(str text, str part) except -1:
     """``part in text``, found by its first char (a memchr-speed scan; ``str.__contains__`` is
-    several times slower for a needle of 2-4 chars, and most texts hold no such char)."""
+    several times slower for a needle of 2-4 chars, and most texts hold no such char).
+
+    >>> holds("a < b <| c", "<|"), holds("a < b", "<|"), holds("abc", "")
+    (True, False, True)
+    """
     cdef Py_ssize_t n = len(text), pos
-    cdef Py_UCS4 first = part[0]
+    cdef Py_UCS4 first
+    if not part:
+        return True
+    first = part[0]
     pos = PyUnicode_FindChar(text, first, 0, n, 1)
     while pos >= 0:
         if PyUnicode_Tailmatch(text, part, pos, n, -1):

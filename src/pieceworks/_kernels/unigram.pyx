@@ -340,8 +340,8 @@ cdef class DoubleArray:
         return 0
 
     cdef void _trim(self):
-        # The arrays grew by doubling; cells past the last used one are never read
-        # (every lookup checks the size), so they go: up to half the memory.
+        # The arrays were sized ahead (and grow by half): cells past the last used one are
+        # never read (every lookup checks the size), so they go.
         cdef Py_ssize_t used = self.check.size()
         while used > 1 and self.check[used - 1] == -1:
             used -= 1
@@ -374,13 +374,12 @@ cdef class DoubleArray:
         return i
 
     cdef void _build(self, const KeyRef* keys, Py_ssize_t n, vector[int32_t]& skip):
-        """The cells of ``keys[:n]`` (sorted, distinct, none empty)."""
+        """The cells of ``keys[:n]`` (sorted, distinct, none empty), in arrays :meth:`build` sized."""
         cdef vector[int32_t] st_node, st_lo, st_hi, st_depth
         cdef vector[int32_t] labels, starts
         cdef int32_t node, lo, hi, depth, j, b, p, q, c, prev
         cdef Py_ssize_t k
         cdef bint ok
-        self._grow(skip, 256)
         self.check[0] = -2  # the root
         skip[0] = 1
         if n == 0:

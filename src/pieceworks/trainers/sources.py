@@ -196,22 +196,31 @@ def _stream_units(source: Source, unit_bytes: int) -> Iterator[Unit]:
     """Blocks of whole lines of a (possibly compressed) text or .jsonl file."""
     line = 1
     with _open_binary(source) as fh:
-        rest = b""
-        while True:
-            block = fh.read(unit_bytes)
-            if not block:
-                break
-            block = rest + block
-            cut = block.rfind(b"\n") + 1
-            if cut == 0:
-                rest = block
-                continue
-            rest = block[cut:]
-            data = block[:cut]
+        for data in blocks_of_lines(fh, unit_bytes):
             yield Unit(0, source, payload=data, first_line=line, size=_disk_share(source, len(data)))
             line += data.count(b"\n")
-        if rest:
-            yield Unit(0, source, payload=rest, first_line=line, size=_disk_share(source, len(rest)))
+
+
+def blocks_of_lines(fh, size: int) -> Iterator[bytes]:
+    """The bytes of ``fh`` in blocks of whole lines, about ``size`` bytes each.
+
+    Each block ends with a line feed, but for the last if the file does not.
+    A line longer than a block is joined once, when its end comes (not
+    copied again with every block read).
+
+    >>> list(blocks_of_lines(io.BytesIO(b"ab\\ncd\\nefgh\\nij"), 4))
+    [b'ab\\n', b'cd\\n', b'efgh\\n', b'ij']
+    """
+    pending: list[bytes] = []
+    while block := fh.read(size):
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            pending.append(block)
+            continue
+        yield b"".join(pending + [block[:cut]]) if pending else block[:cut]
+        pending = [block[cut:]] if cut < len(block) else []
+    if pending:
+        yield b"".join(pending)
 
 
 def _disk_share(source: Source, n: int) -> int:

@@ -38,6 +38,7 @@ from typing import Iterable, Iterator
 
 from ..errors import ConfigError, FileFormatError, InputTypeError, TrainingError
 from ..formats._sentencepiece_proto import MODEL_TYPES, PIECE_TYPES, ModelProto, NormalizerSpec, TrainerSpec
+from .sources import blocks_of_lines
 
 __all__ = ["parse_flags", "train_model_proto", "load_sentences", "split_into_words", "meta_pieces",
            "is_valid_piece", "train_spm_bpe", "UNK_CHAR", "SPACE", "Loaded"]
@@ -261,18 +262,11 @@ def read_lines(paths: Iterable[str]) -> Iterator[str]:
             raise FileFormatError(path, f"cannot read the training input: {exc.strerror}",
                                   fix="check the --input path") from exc
         with fh:
-            pending: list[bytes] = []
-            while block := fh.read(_READ_BLOCK):
-                cut = block.rfind(b"\n") + 1
-                if not cut:
-                    pending.append(block)    # a line longer than a block: joined once its end comes
-                    continue
-                head = b"".join(pending + [block[:cut - 1]]) if pending else block[:cut - 1]
-                pending = [block[cut:]]
-                yield from head.decode("utf-8", "replace").split("\n")
-            tail = b"".join(pending)
-            if tail:
-                yield tail.decode("utf-8", "replace")
+            for data in blocks_of_lines(fh, _READ_BLOCK):
+                lines = data.decode("utf-8", "replace").split("\n")
+                if data.endswith(b"\n"):
+                    lines.pop()     # the empty "line" after the last line feed
+                yield from lines
 
 
 def _select(lines: Iterable[str], spec: TrainerSpec) -> list[tuple[str, int]]:

@@ -263,10 +263,8 @@ def read_lines(paths: Iterable[str]) -> Iterator[str]:
                                   fix="check the --input path") from exc
         with fh:
             for data in blocks_of_lines(fh, _READ_BLOCK):
-                lines = data.decode("utf-8", "replace").split("\n")
-                if data.endswith(b"\n"):
-                    lines.pop()     # the empty "line" after the last line feed
-                yield from lines
+                end = len(data) - 1 if data.endswith(b"\n") else len(data)
+                yield from str(memoryview(data)[:end], "utf-8", "replace").split("\n")
 
 
 def _select(lines: Iterable[str], spec: TrainerSpec) -> list[tuple[str, int]]:

@@ -2,8 +2,9 @@
 
 ``Tokenizer.encode`` of one str hands over the ids alone and keeps the text
 (``raw_encoding.SpanSource``, ``bytebpe.ByteSpans``): the spans are worked
-out when first read. ``encode_batch``'s kernel job works them out on the
-pool's threads. Each test holds what an encoding reads to what the kernel
+out when first read. ``encode_batch``'s kernel job keeps each chunk's ids
+and piece ends (``bytebpe.ChunkSpans``), shared by the chunk's encodings,
+which hold their ids list alone until another list is read. Each test holds what an encoding reads to what the kernel
 gives with its spans made at once (``ByteBPE.encode_raw``), and to the
 general pipeline, field by field.
 """
@@ -63,13 +64,37 @@ def test_worked_out_spans_equal_the_kernels_and_the_general_path(name, text):
 
 
 @pytest.mark.parametrize("name", sorted(TOKENIZERS))
-def test_batch_jobs_work_out_the_same_spans_on_their_threads(name):
-    # The batch job works out the spans on the pool's threads (spans_of_ids from the piece ends).
+def test_batch_jobs_work_out_the_same_spans_from_their_chunks(name):
     tok = TOKENIZERS[name]
     texts = [c * k for k, c in enumerate(CHARS)] + CORPUS[:6] + ["", " ", "a" * 5000]
     batch = tok.encode_batch(texts)
+    if name == "plain":     # (a prefix space to add keeps a batch off the kernel job)
+        assert all(enc._raw is None and enc._spans_from is not None for enc in batch), "the job's way"
     for text, enc in zip(texts, batch):
         assert_same_encoding(enc, tok._encode_general(text), repr(text[:30]))
+    assert all(enc._spans_from is None and enc._source is None for enc in batch), "each let its chunk go"
+
+
+def test_a_batch_encodings_lists_do_not_follow_changes_to_its_ids():
+    # Padding replaces the ids list; the tokens, offsets and words still come from the chunk.
+    tok = TOKENIZERS["plain"]
+    texts = ["héllo wörld", "the cat", "中文 😀 emoji, x = f(y) + 1;"]
+    batch = tok.encode_batch(texts)
+    for text, enc in zip(texts, batch):
+        enc.pad(40, pad_id=0, pad_token="<pad>")
+        want = tok._encode_general(text)
+        want.pad(40, pad_id=0, pad_token="<pad>")
+        assert_same_encoding(enc, want, repr(text))
+
+
+def test_batch_spans_on_a_thread_pool(monkeypatch):
+    # Many chunks on two threads: each encoding must read its own chunk's piece ends.
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    tok = TOKENIZERS["plain"]
+    texts = [CORPUS[k % len(CORPUS)] + " " + str(k) for k in range(6000)]
+    batch = tok.encode_batch(texts)
+    for k in list(range(0, 6000, 97)) + [5999]:
+        assert_same_encoding(batch[k], tok._encode_general(texts[k]), repr(texts[k]))
 
 
 def test_spans_are_worked_out_once_and_the_text_let_go():
@@ -128,6 +153,22 @@ def test_real_tokenizer_json_spans(shared_data, name):
     lines = text.splitlines()[:300]
     for x, y in zip(ours.encode_batch(lines), theirs.encode_batch(lines)):
         assert (x.ids, x.offsets, x.word_ids) == (y.ids, y.offsets, y.word_ids)
+
+
+def test_a_chunk_refuses_what_is_not_its_own():
+    from pieceworks._kernels.bytebpe import ChunkSpans
+    from pieceworks.encoding import Encoding
+
+    empty = ChunkSpans()      # (a chunk no job filled: it holds no text)
+    for source, k, n, error, match in [("x", 0, 1, ValueError, "no text 0"), (None, 0, 0, TypeError, "must be the str")]:
+        enc = raw_encoding.make_with_ids(Encoding, [5] * n, n, None, None, empty, source, k)
+        with pytest.raises(error, match=match):
+            enc.offsets
+    tok = TOKENIZERS["plain"]
+    enc = tok.encode_batch(["hello world"])[0]
+    wrong = raw_encoding.make_with_ids(Encoding, [5], 1, None, None, enc._spans_from, "hello world", 0)
+    with pytest.raises(ValueError, match=r"has \d+ tokens, not 1"):
+        wrong.tokens
 
 
 def test_a_hand_made_ids_only_encoding_gets_an_error_not_a_bad_read():

@@ -27,7 +27,7 @@ from ._component import _EPOCH, epoch
 from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _raw_join,
                                     none_positions as _none_positions, pack as _raw_pack,
                                     pad_never_read as _pad_never_read)
-from ._kernels.single_text import SingleText, tokenizer_encode
+from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
 from .pretokenized import PreTokenizedString
@@ -242,7 +242,7 @@ class Tokenizer:
         from .fast._pool import num_threads
 
         added = self._added
-        if (type(items) is not list or set(map(type, items)) != {str}
+        if (type(items) is not list or not items or not only_str(items)
                 or self._normalizer is not None and added.has_normalized_tokens()):
             return None
         ask = added.texts_to_ask(items) if added.by_content else []
@@ -468,8 +468,7 @@ class Tokenizer:
         plain, where = [], []
         out: list = [None] * (stop - start)
         chunk = items[start:stop]
-        if not normalized_added and set(map(type, chunk)) == {str} and not (check_added and
-                                                                            added.may_occur_in_any(chunk)):
+        if not normalized_added and only_str(chunk) and not (check_added and added.may_occur_in_any(chunk)):
             plain, where = chunk, range(len(chunk))   # every text plain, found without a loop per text
         else:
             for i in range(start, stop):

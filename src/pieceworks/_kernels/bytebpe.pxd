@@ -76,7 +76,7 @@ cdef cppclass State:
     vector[uint32_t] ids          # output: token ids
     vector[int32_t] piece_ends    # output: each text's token count after each piece (when asked)
     vector[Py_ssize_t] item_end   # output of batches: where each text's ids end
-    vector[int32_t] spans         # raw batch jobs: each text's starts, ends and words
+    vector[Py_ssize_t] item_pieces  # raw batch jobs: where each text's piece ends end (in piece_ends)
     vector[uint8_t] buf           # the current piece in UTF-8
     vector[uint32_t] syms         # merge scratch
     vector[uint32_t] cand

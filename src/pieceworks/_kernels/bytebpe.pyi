@@ -47,6 +47,9 @@ class ByteBPE:
     def token_id(self, value: bytes) -> int | None: ...
     def clear_cache(self) -> None: ...
 
+class ChunkSpans:
+    """One batch chunk's ids and piece ends, shared by its encodings (filled by a raw BatchJob)."""
+
 class OneText:
     def __init__(self, kernel: ByteBPE, prefix_space: bool, nfc: bool, max_chars: int,
                  not_nfc: "Callable[[str], tuple[bytes, int, int]] | None" = None) -> None: ...

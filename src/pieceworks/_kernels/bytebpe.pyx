@@ -73,10 +73,11 @@ Performance notes (what the merge loop waits for is memory, not arithmetic):
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New
+from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from pieceworks._kernels.board cimport pw_board
-from pieceworks._kernels.raw_encoding cimport (EncodingBase, SpanSource, encoding_of, ids_raw, int_ref, share_ints_below,
-                                               shared_int_table)
+from pieceworks._kernels.raw_encoding cimport (EncodingBase, SpanSource, encoding_of, framed_ids, ids_raw, int_ref,
+                                               make_with_ids, share_ints_below, shared_int_table)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
@@ -1092,6 +1093,40 @@ cdef class ByteSpans(SpanSource):
         return fill_spans(self.bpe, <str>source, self.prefix_space, ids, n, extra, n_extra, starts, ends, words)
 
 
+cdef class ChunkSpans(SpanSource):
+    """What the encodings of one chunk of a raw :class:`BatchJob`'s texts share: its ids and
+    piece ends, from which an encoding that holds its ids list alone (``make_with_ids``) works
+    out its offsets and words when first read, as :class:`ByteSpans` does for one text.
+
+    ``full(text, k, n)``: the raw encoding of the chunk's text ``k`` (of
+    ``n`` tokens). Until every encoding of the chunk has read them (or
+    died), the chunk stays: about 5 bytes a token.
+    """
+
+    cdef ByteBPE bpe
+    cdef vector[uint32_t] ids
+    cdef vector[Py_ssize_t] ends         # where text k's ids end
+    cdef vector[int32_t] piece_ends
+    cdef vector[Py_ssize_t] pieces       # where text k's piece ends end
+
+    cdef bytes full(self, object source, Py_ssize_t k, Py_ssize_t n):
+        cdef Py_ssize_t first, first_piece
+        if type(source) is not str:
+            raise TypeError(f"ChunkSpans: the source must be the str the ids came from, got {type(source).__name__}")
+        if not 0 <= k < <Py_ssize_t>self.ends.size():
+            raise ValueError(f"ChunkSpans: no text {k} in a chunk of {self.ends.size()}")
+        first = 0 if k == 0 else self.ends[k - 1]
+        first_piece = 0 if k == 0 else self.pieces[k - 1]
+        if self.ends[k] - first != n:
+            raise ValueError(f"ChunkSpans: text {k} has {self.ends[k] - first} tokens, not {n}")
+        cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+        cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
+        memcpy(out, self.ids.data() + first, 4 * n)
+        fill_spans(self.bpe, <str>source, False, out, n, self.piece_ends.data() + first_piece,
+                   self.pieces[k] - first_piece, out + n, out + 2 * n, out + 3 * n)
+        return raw
+
+
 # -- the class table -----------------------------------------------------------------------
 
 cdef object _classes_bytes = None
@@ -1559,8 +1594,8 @@ cdef class ByteBPE:
                       list skip=None, bint eager_ids=False, Py_ssize_t chunk_chars=CHUNK_CHARS):
         """A :class:`BatchJob` whose result is a lazy ``cls`` encoding of each text (``Tokenizer.encode_batch``).
 
-        Each is :func:`raw_encoding.encoding_of` of the text's raw encoding
-        (``strings``, ``frame``, ``truncation``), or None for the long way:
+        Each is a lazy encoding of the text's tokens (``strings``, ``frame``,
+        cut as ``truncation`` says), or None for the long way:
         the texts whose indices ``skip`` lists, a text of ``max_chars`` or
         more, with ``nfc`` one that NFC would change, or one truncation may
         not cut here. No prefix space is added. ``eager_ids``: each
@@ -1815,7 +1850,8 @@ cdef class ByteBPE:
 cdef struct ChunkIds:
     vector[uint32_t] ids          # the chunk's texts' ids, one after another
     vector[Py_ssize_t] ends       # where each text's ids end
-    vector[int32_t] spans         # raw jobs: each text's starts, ends and words (3 * its tokens), one after another
+    vector[int32_t] piece_ends    # raw jobs: each text's piece ends (see scan_and_encode), one after another
+    vector[Py_ssize_t] pieces     # raw jobs: where each text's piece ends end
 
 
 cdef class OneText:
@@ -1905,60 +1941,65 @@ cdef class BatchJob:
         cdef ChunkIds* out
         if i >= <Py_ssize_t>self.results.size():
             return -1
-        cdef Py_ssize_t count, first, n
         st.ids.clear()
         st.item_end.clear()
-        st.spans.clear()
+        st.piece_ends.clear()
+        st.item_pieces.clear()
         for k in range(self.bounds[i], self.bounds[i + 1]):
             if not self.raw_mode or not self.skip[k]:
-                st.piece_ends.clear()
-                first = st.ids.size()
-                count = encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
-                                   self.texts.asciis[k], st, self.raw_mode, False)
-                if self.raw_mode:
-                    # The spans too, here on the pool's threads: the calling thread has the most to do.
-                    n = st.ids.size() - first
-                    st.spans.resize(3 * st.ids.size())
-                    spans_of_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
-                                 self.texts.asciis[k], <const int32_t*>st.ids.data() + first, n,
-                                 st.piece_ends.data(), count, st.spans.data() + 3 * first,
-                                 st.spans.data() + 3 * first + n, st.spans.data() + 3 * first + 2 * n)
+                # Raw jobs keep each text's piece ends: its offsets follow from them, if read (ChunkSpans).
+                encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
+                           self.texts.asciis[k], st, self.raw_mode, False)
             st.item_end.push_back(<Py_ssize_t>st.ids.size())
+            st.item_pieces.push_back(<Py_ssize_t>st.piece_ends.size())
         # Into the shared results only once per chunk: neighbouring chunks' results share cache
         # lines, and a write per text would bounce them between the cores.
         out = &self.results[i]
         out.ids.assign(st.ids.begin(), st.ids.end())
         out.ends.assign(st.item_end.begin(), st.item_end.end())
         if self.raw_mode:
-            out.spans.assign(st.spans.begin(), st.spans.end())
+            out.piece_ends.assign(st.piece_ends.begin(), st.piece_ends.end())
+            out.pieces.assign(st.item_pieces.begin(), st.item_pieces.end())
         self.board.finish(i, 0)
         return i
 
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
-        """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; free the chunk."""
+        """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; free the chunk.
+
+        With ``eager_ids`` and no cut to make, an encoding holds its ids list
+        alone, made here from the chunk's ids as the tiktoken face makes its
+        lists, and the chunk's :class:`ChunkSpans`: no buffer of its own.
+        Otherwise each gets its raw encoding, offsets and all.
+        """
         cdef ChunkIds* chunk = &self.results[i]
         cdef Py_ssize_t k, first = 0, n, item
-        # With no special tokens around and no cut, an encoding's ids are this chunk's, as they are:
-        # the list is made from them here, as the tiktoken face makes its lists.
-        cdef bint plain_ids = self.eager_ids and self.truncation is None and (self.frame is None
-                                                                             or self.frame.size == 0)
-        for k in range(<Py_ssize_t>chunk.ends.size()):
+        cdef Py_ssize_t max_length = PY_SSIZE_T_MAX if self.truncation is None else <Py_ssize_t>self.truncation[0]
+        cdef list before = None if self.frame is None else self.frame.ids_before
+        cdef list after = None if self.frame is None else self.frame.ids_after
+        cdef ChunkSpans shared = ChunkSpans.__new__(ChunkSpans)
+        shared.bpe = self.bpe
+        shared.ids.swap(chunk.ids)
+        shared.ends.swap(chunk.ends)
+        shared.piece_ends.swap(chunk.piece_ends)
+        shared.pieces.swap(chunk.pieces)
+        for k in range(<Py_ssize_t>shared.ends.size()):
             item = self.bounds[i] + k
-            n = chunk.ends[k] - first
+            n = shared.ends[k] - first
+            text = self.keep[item]
             if self.skip[item]:
                 encoding = None
+            elif self.eager_ids and n <= max_length:
+                encoding = make_with_ids(self.cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before,
+                                                              after),
+                                         n, self.strings, self.frame, shared, text, k)
             else:
-                encoding = encoding_of(self.cls, ids_raw(chunk.ids.data() + first, n, chunk.spans.data() + 3 * first,
-                                                         3 * n), n, self.strings, self.frame, self.truncation)
-                if plain_ids:
-                    (<EncodingBase>encoding)._ids = id_list_of(self.bpe, chunk.ids.data() + first, n)
-                elif self.eager_ids and encoding is not None:
+                encoding = encoding_of(self.cls, shared.full(text, k, n), n, self.strings, self.frame,
+                                       self.truncation)
+                if self.eager_ids and encoding is not None:
                     encoding.ids        # built now, while the other threads still encode
             Py_INCREF_p(<PyObject*>encoding)
             PyList_SET_ITEM_p(out, item, <PyObject*>encoding)
-            first = chunk.ends[k]
-        vector[uint32_t]().swap(chunk.ids)
-        vector[int32_t]().swap(chunk.spans)
+            first = shared.ends[k]
         return 0
 
     def run(self):

@@ -20,6 +20,7 @@ cdef inline PyObject* int_ref(PyObject** table, Py_ssize_t count, Py_ssize_t val
 cdef class SpanSource:
     cdef int fill(self, object source, const int32_t* ids, Py_ssize_t n, const int32_t* extra, Py_ssize_t n_extra,
                   int32_t* starts, int32_t* ends, int32_t* words) except -1
+    cdef bytes full(self, object source, Py_ssize_t at, Py_ssize_t n)
 
 
 cdef class EncodingBase:
@@ -28,6 +29,7 @@ cdef class EncodingBase:
     cdef public object _raw, _strings, _word_index, _frame
     cdef public object _spans_from, _source
     cdef public Py_ssize_t _n
+    cdef Py_ssize_t _at               # make_with_ids: where its tokens begin in its SpanSource
 
     cdef bint never_read(self)
     cdef int spans_ready(self) except -1
@@ -37,6 +39,9 @@ cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, o
                             SpanSource spans_from=*, object source=*)
 cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation,
                          SpanSource spans_from=*, object source=*)
+cpdef EncodingBase make_with_ids(type cls, list ids, Py_ssize_t n, object strings, object frame,
+                                 SpanSource spans_from, object source, Py_ssize_t at)
+cdef list framed_ids(const int32_t* ids, Py_ssize_t n, list before, list after)
 cdef bytes ids_raw(const void* ids, Py_ssize_t n, const void* extra, Py_ssize_t n_extra)
 cdef object int_object(Py_ssize_t value)
 cdef PyObject** shared_int_table(Py_ssize_t* count)

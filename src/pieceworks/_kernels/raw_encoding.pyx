@@ -16,7 +16,10 @@ A kernel may also hand over the ids alone (:func:`ids_raw`: the ``n`` ids,
 then whatever else its :class:`SpanSource` needs, such as where each word
 ends) with the SpanSource and the text: the offsets and word indices are
 then worked out only when first read (most callers read only the ids), and
-the encoding then holds the full form.
+the encoding then holds the full form. Or an encoding may hold no raw at
+all, only its built ids list (:func:`make_with_ids`, a batch job's): its
+SpanSource (the job's chunk) then makes the full form when another list is
+first read.
 
 >>> raw = pack([5, 7], [0, 3], [2, 8], [0, 1])
 >>> id_list(raw, 2), offset_list(raw, 2, 0), word_list(raw, 2, -1), token_list(raw, 2, {5: "hi", 7: "there"})
@@ -169,6 +172,11 @@ cdef class SpanSource:
                   int32_t* starts, int32_t* ends, int32_t* words) except -1:
         raise NotImplementedError("SpanSource.fill")
 
+    cdef bytes full(self, object source, Py_ssize_t at, Py_ssize_t n):
+        """The four-block raw encoding of the ``n`` tokens at ``at`` of what the kernel made from
+        ``source``, for an encoding that holds no raw (see :func:`make_with_ids`)."""
+        raise NotImplementedError("SpanSource.full")
+
 
 cdef bytes full_raw(SpanSource spans_from, object source, bytes ids_only, Py_ssize_t n):
     """The four-block raw encoding of an ids-only one: the ids, then what ``spans_from`` works out."""
@@ -199,7 +207,12 @@ def id_list(bytes raw not None, Py_ssize_t n, list before=None, list after=None)
 
 
 cdef list _id_list(bytes raw, Py_ssize_t n, list before, list after):
-    cdef const int32_t* ids = block(raw, n, 0)
+    return framed_ids(block(raw, n, 0), n, before, after)
+
+
+cdef list framed_ids(const int32_t* ids, Py_ssize_t n, list before, list after):
+    """The list of ``before``, the ``n`` ids, then ``after`` (the ints from the shared table),
+    untracked by the collector: it holds ints only."""
     cdef Py_ssize_t nb = 0 if before is None else len(before), na = 0 if after is None else len(after)
     cdef list out = PyList_New(nb + n + na)
     cdef Py_ssize_t i
@@ -214,6 +227,7 @@ cdef list _id_list(bytes raw, Py_ssize_t n, list before, list after):
         obj = after[i]
         Py_INCREF(obj)
         PyList_SET_ITEM(out, nb + n + i, obj)
+    PyObject_GC_UnTrack(<void*>out)
     return out
 
 
@@ -326,8 +340,8 @@ cdef class EncodingBase:
     ([5], ['hi'], [(0, 2)], [0], [5])
     """
 
-    def __cinit__(self):
-        self._n = 0
+    # (No __cinit__: the allocation zeroes _n, and a __cinit__ would cost each of the
+    # millions of encodings a batch makes an argument check.)
 
     def __len__(self):
         if self._ids is None:       # lazy: no need to build the ids to count them
@@ -361,7 +375,10 @@ cdef class EncodingBase:
         """Work out the offsets and words of an ids-only raw encoding, once (see the module doc)."""
         if self._spans_from is None:
             return 0
-        self._raw = full_raw(<SpanSource>self._spans_from, self._source, self._raw, self._n)
+        if self._raw is None:       # (see make_with_ids)
+            self._raw = (<SpanSource>self._spans_from).full(self._source, self._at, self._n)
+        else:
+            self._raw = full_raw(<SpanSource>self._spans_from, self._source, self._raw, self._n)
         self._spans_from = None
         self._source = None
         return 0
@@ -375,6 +392,8 @@ cdef class EncodingBase:
         """The token ids."""
         cdef object frame
         if self._ids is None:
+            if self._raw is None:
+                self.spans_ready()
             frame = self._frame
             self._ids = (_id_list(self._raw, self._n, None, None) if frame is None
                          else _id_list(self._raw, self._n, frame.ids_before, frame.ids_after))
@@ -390,6 +409,8 @@ cdef class EncodingBase:
         """The token strings."""
         cdef object frame
         if self._tokens is None:
+            if self._raw is None:
+                self.spans_ready()      # (an encoding that holds its ids list alone: its tokens come from the text)
             frame = self._frame
             self._tokens = (_token_list(self._raw, self._n, self._strings, None, None) if frame is None else
                             _token_list(self._raw, self._n, self._strings, frame.tokens_before, frame.tokens_after))
@@ -481,6 +502,29 @@ cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, o
     if spans_from is not None:
         self._spans_from = spans_from
         self._source = source
+    PyObject_GC_UnTrack(<void*>self)
+    return self
+
+
+cpdef EncodingBase make_with_ids(type cls, list ids, Py_ssize_t n, object strings, object frame,
+                                 SpanSource spans_from, object source, Py_ssize_t at):
+    """A lazy encoding of ``n`` tokens that holds its built ``ids`` list (the frame's ids around
+    them) and no raw: ``spans_from.full(source, at, n)`` makes the raw when another list is first
+    read (a batch job's chunk, shared by its texts' encodings: ``at`` is where this one's begin).
+
+    Its other lists never derive from ``ids``, so a caller that changes that
+    list (padding does) does not change them. Untracked, as :func:`make_raw`.
+    """
+    if n < 0 or spans_from is None:
+        raise ValueError(f"make_with_ids: need n >= 0 and a SpanSource, got n {n}, spans_from {spans_from!r}")
+    cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
+    self._ids = ids
+    self._n = n
+    self._strings = strings
+    self._frame = frame
+    self._spans_from = spans_from
+    self._source = source
+    self._at = at
     PyObject_GC_UnTrack(<void*>self)
     return self
 

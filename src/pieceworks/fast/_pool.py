@@ -21,6 +21,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from .._kernels.single_text import only_str
 from ..errors import ConfigError
 
 __all__ = ["run_in_ranges", "run_job", "num_threads"]
@@ -100,7 +101,7 @@ def _short_strs(items: list) -> bool:
     >>> _short_strs(["ab", "cd"]), _short_strs(["ab", ("cd", "ef")]), _short_strs(["x" * 1000])
     (True, False, False)
     """
-    return set(map(type, items)) == {str} and sum(map(len, items)) < RAW_MIN_AVERAGE_CHARS * len(items)
+    return only_str(items) and sum(map(len, items)) < RAW_MIN_AVERAGE_CHARS * len(items)
 
 
 def _gil_free_work(items: list, plan, whole_range: bool = False) -> list[int] | None:

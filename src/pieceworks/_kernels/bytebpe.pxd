@@ -42,7 +42,26 @@ cdef struct CharEntry:
     uint32_t ids[4]
 
 
-# Everything the loop reads; built once, read-only afterwards (shared by threads).
+# The piece cache every thread shares (see bytebpe.pyx): slots are claimed with a
+# compare-and-swap and published by their hash; the arenas are claimed by atomic adds.
+cdef struct PieceCache:
+    BytesSlot* slots              # hash: generation << 48 | the key's hash (odd), or | CACHE_BUSY
+    size_t mask
+    uint64_t gen                  # slots of another generation are free (emptying is one add)
+    uint64_t epoch                # how many times it was emptied (gen wraps; this does not)
+    uint8_t* keys                 # piece bytes
+    uint32_t* ids                 # their token ids
+    size_t key_cap
+    size_t id_cap
+    char _apart[64]               # the counters below change; the fields above are read on every look-up
+    size_t keys_used              # (atomic) may pass key_cap: a claim that did not fit
+    size_t ids_used               # (atomic)
+    size_t slots_used             # (atomic)
+    char _after[64]
+
+
+# Everything the loop reads; built once, read-only afterwards (shared by threads), but
+# for the piece cache it points to.
 cdef struct Model:
     const uint64_t* pairs         # left << 43 | right << 22 | rank, open addressing; all ones: free
     size_t pair_mask
@@ -58,6 +77,7 @@ cdef struct Model:
     int64_t byte_id[256]
     bint whole_piece              # a piece that is a token is that token (tiktoken, ignore_merges)
     int pattern
+    PieceCache* cache
     const uint8_t* classes        # per code point: K_* bits
     const uint8_t* rebuilds       # bit t: plain BPE of token t's bytes gives t
     const TokenMerge* token_merge # per token: its last merge
@@ -93,12 +113,12 @@ cdef cppclass State:
     vector[uint32_t] piece_pos    # ... and the byte where each starts
     vector[uint32_t] region       # long pieces: a re-encoded stretch
     vector[uint32_t] char_ids     # one char's tokens (char_tokens)
-    vector[BytesSlot] cache
-    size_t cache_used
     uint32_t last_merge[2]
+    uint64_t block_epoch          # the piece cache's epoch when this thread claimed the blocks below
+    size_t key_at, key_end        # this thread's claimed part of the cache's key arena
+    size_t id_at, id_end          # ... and of its id arena
+    size_t slots_left             # ... and how many more slots it may fill
     size_t stats[8]        # the pair of the last merge done
-    vector[uint8_t] cache_keys
-    vector[uint32_t] cache_ids
 
 
 cdef class ByteBPE:
@@ -116,6 +136,9 @@ cdef class ByteBPE:
     cdef PyObject** _int_table         # raw_encoding's shared ints, _n_ints of them (at least n_ids)
     cdef Py_ssize_t _n_ints
     cdef list _pool
+    cdef Py_ssize_t _busy                 # workspaces checked out (changed holding the GIL)
+    cdef bint _clear_when_idle
+    cdef PieceCache _cache                # its slots and arenas: calloc'd, freed with the model
     cdef readonly int pattern
     cdef readonly bint whole_piece
     cdef readonly bint complete_bytes

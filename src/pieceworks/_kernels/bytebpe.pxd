@@ -149,7 +149,7 @@ cdef class ByteBPE:
     cdef tuple _encode_raw(self, str text, bint prefix_space)
     cdef tuple _encode_ids_only(self, str text, SpanSource spans)
     cdef bint _fill_job(self, object job_object, list texts, bint refuse_surrogates,
-                        Py_ssize_t chunk_chars) except -1
+                        Py_ssize_t chunk_chars, bint split) except -1
     cdef list _id_list(self, State* st, size_t start, size_t end)
     cdef bint _bytes_known(self, uint32_t tid)
     cdef Py_ssize_t _run(self, State* st, str text, bint piece_ends, bint one_piece) except -1

@@ -78,6 +78,7 @@ from cpython.list cimport PyList_New
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from pieceworks._kernels.board cimport pw_board
+from pieceworks._kernels.scan cimport code_point
 from pieceworks._kernels.raw_encoding cimport (EncodingBase, SpanSource, encoding_of, framed_ids, ids_raw, int_ref,
                                                make_with_ids, share_ints_below, shared_int_table)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
@@ -1006,6 +1007,31 @@ cdef inline Py_ssize_t next_piece(int pattern, const char_t* s, Py_ssize_t i, Py
     return n
 
 
+cdef Py_ssize_t safe_cut(const uint8_t* cls, int kind, const void* data, Py_ssize_t n, Py_ssize_t lo,
+                         Py_ssize_t hi) noexcept nogil:
+    r"""A place ``p`` in ``lo..hi`` (and ``2 <= p < n``) where every pattern the scanners know ends a
+    piece whatever follows, or -1: a letter after a line feed after a char that is not white space.
+
+    Cutting the text there and scanning the two parts alone gives the same
+    pieces as scanning it whole. The line feed is a piece of its own or ends
+    one (``\s*[\r\n]+``, ``\s+``, or punctuation with its line feeds), and
+    no pattern lets a piece take a letter after it (the letters' optional
+    lead char is never a line feed); with no white space before it, the
+    look-aheads (``\s+(?!\S)``, ``\s++$``) cannot tell the part's end from
+    the letter.
+    """
+    cdef Py_ssize_t p
+    if lo < 2:
+        lo = 2
+    if hi > n - 1:
+        hi = n - 1
+    for p in range(lo, hi + 1):
+        if (code_point(kind, data, p - 1) == 10 and (cls[code_point(kind, data, p)] & K_L)
+                and not (cls[code_point(kind, data, p - 2)] & K_WS)):
+            return p
+    return -1
+
+
 # -- text -> pieces -> ids -----------------------------------------------------------------
 
 
@@ -1720,7 +1746,7 @@ cdef class ByteBPE:
     def batch_job(self, list texts, bint refuse_surrogates=False, Py_ssize_t chunk_chars=CHUNK_CHARS):
         """A :class:`BatchJob` that encodes ``texts`` on several threads (None as :meth:`encode_batch`)."""
         cdef BatchJob job = BatchJob.__new__(BatchJob)
-        return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars) else None
+        return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
 
     def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
                       list skip=None, bint eager_ids=False, Py_ssize_t chunk_chars=CHUNK_CHARS):
@@ -1738,7 +1764,7 @@ cdef class ByteBPE:
 
         cdef BatchJob job = BatchJob.__new__(BatchJob)
         cdef Py_ssize_t k
-        self._fill_job(job, texts, False, chunk_chars)
+        self._fill_job(job, texts, False, chunk_chars, False)
         job.raw_mode = True
         job.eager_ids = eager_ids
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
@@ -1752,23 +1778,43 @@ cdef class ByteBPE:
         return job
 
     cdef bint _fill_job(self, object job_object, list texts, bint refuse_surrogates,
-                        Py_ssize_t chunk_chars) except -1:
-        """Point ``job`` at ``texts`` and cut them into chunks; False if a text held a refused surrogate."""
+                        Py_ssize_t chunk_chars, bint split) except -1:
+        """Point ``job`` at ``texts`` and cut them into chunks; False if a text held a refused surrogate.
+
+        A chunk is about ``chunk_chars`` chars of whole texts; with ``split``
+        a longer text is cut into segments (at :func:`safe_cut`), so that
+        threads share its work too.
+        """
         cdef BatchJob job = <BatchJob>job_object
-        cdef Py_ssize_t count, i, acc = 0
+        cdef Py_ssize_t count, i, acc = 0, start, cut, length
         job.bpe = self
         job.keep = tuple(texts)   # holds the texts even if the list changes meanwhile
         count = len(job.keep)
         if self._read_texts(job.keep, refuse_surrogates, &job.texts):
             return False
+        split = split and self.m.pattern != PAT_PIECES      # (cut pieces: the caller's, not the scanner's)
         job.bounds.push_back(0)
         for i in range(count):
-            acc += job.texts.lengths[i] + 16   # + 16: a text's own cost
+            start = 0
+            length = job.texts.lengths[i]
+            while split and length - start > chunk_chars + chunk_chars // 2:
+                cut = safe_cut(self.m.classes, job.texts.kinds[i], job.texts.datas[i], length,
+                               start + chunk_chars // 2, start + chunk_chars)
+                if cut < 0:
+                    break
+                if acc:
+                    job.bounds.push_back(<Py_ssize_t>job.segments.size())
+                    acc = 0
+                job.segments.push_back(Segment(i, start, cut))
+                job.bounds.push_back(<Py_ssize_t>job.segments.size())
+                start = cut
+            job.segments.push_back(Segment(i, start, length))
+            acc += length - start + 16   # + 16: a text's own cost
             if acc >= chunk_chars:
-                job.bounds.push_back(i + 1)
+                job.bounds.push_back(<Py_ssize_t>job.segments.size())
                 acc = 0
-        if job.bounds.back() != count:
-            job.bounds.push_back(count)
+        if job.bounds.back() != <Py_ssize_t>job.segments.size():
+            job.bounds.push_back(<Py_ssize_t>job.segments.size())
         job.results.resize(job.bounds.size() - 1)
         job.board = new pw_board(<Py_ssize_t>job.results.size())
         return True
@@ -1979,6 +2025,12 @@ cdef class ByteBPE:
 # -- lists of texts on several threads ------------------------------------------------------
 
 
+cdef struct Segment:
+    Py_ssize_t text               # which text, and its chars start:end
+    Py_ssize_t start
+    Py_ssize_t end
+
+
 cdef struct ChunkIds:
     vector[uint32_t] ids          # the chunk's texts' ids, one after another
     vector[Py_ssize_t] ends       # where each text's ids end
@@ -2029,8 +2081,10 @@ cdef class BatchJob:
     which encodes chunks too and, between them, makes the lists of the
     chunks already done, in order (the lists need the GIL, the encoding
     does not: so they overlap). A thread slowed down takes fewer chunks, and
-    the caller, which also makes every list, fewer still. Each thread keeps
-    one workspace, so its piece cache stays warm for the whole list.
+    the caller, which also makes every list, fewer still. A text much longer
+    than a chunk is cut into segments that scan alone as they scan in the
+    text (:func:`safe_cut`), spread over chunks, and its list is made from
+    them all. Each thread keeps one workspace for the whole list.
 
     >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
     >>> job = bpe.batch_job(["hi", "a b", "!"], chunk_chars=1)
@@ -2041,7 +2095,8 @@ cdef class BatchJob:
     cdef ByteBPE bpe
     cdef tuple keep                    # the texts (the pointers below point into them)
     cdef TextRefs texts                # where each text keeps its chars
-    cdef vector[Py_ssize_t] bounds     # chunk k is texts bounds[k]:bounds[k + 1]
+    cdef vector[Segment] segments      # the texts, or parts of the long ones, in order
+    cdef vector[Py_ssize_t] bounds     # chunk k is segments bounds[k]:bounds[k + 1]
     cdef vector[ChunkIds] results
     cdef pw_board* board
     # Raw jobs (ByteBPE.raw_batch_job): lazy encodings instead of id lists.
@@ -2077,11 +2132,15 @@ cdef class BatchJob:
         st.item_end.clear()
         st.piece_ends.clear()
         st.item_pieces.clear()
+        cdef Segment g
+        cdef int kind
         for k in range(self.bounds[i], self.bounds[i + 1]):
-            if not self.raw_mode or not self.skip[k]:
+            g = self.segments[k]
+            if not self.raw_mode or not self.skip[g.text]:
                 # Raw jobs keep each text's piece ends: its offsets follow from them, if read (ChunkSpans).
-                encode_str(&self.bpe.m, self.texts.kinds[k], self.texts.datas[k], self.texts.lengths[k],
-                           self.texts.asciis[k], st, self.raw_mode, False)
+                kind = self.texts.kinds[g.text]
+                encode_str(&self.bpe.m, kind, <const char*>self.texts.datas[g.text] + kind * g.start,
+                           g.end - g.start, self.texts.asciis[g.text], st, self.raw_mode, False)
             st.item_end.push_back(<Py_ssize_t>st.ids.size())
             st.item_pieces.push_back(<Py_ssize_t>st.piece_ends.size())
         # Into the shared results only once per chunk: neighbouring chunks' results share cache
@@ -2115,7 +2174,7 @@ cdef class BatchJob:
         shared.piece_ends.swap(chunk.piece_ends)
         shared.pieces.swap(chunk.pieces)
         for k in range(<Py_ssize_t>shared.ends.size()):
-            item = self.bounds[i] + k
+            item = self.segments[self.bounds[i] + k].text     # (raw jobs cut no text: one segment each)
             n = shared.ends[k] - first
             text = self.keep[item]
             if self.skip[item]:
@@ -2134,12 +2193,34 @@ cdef class BatchJob:
             first = shared.ends[k]
         return 0
 
+    cdef list _joined_ids(self, Py_ssize_t c0, Py_ssize_t at0, Py_ssize_t c1, Py_ssize_t end1):
+        """The ids list of a text that begins at ``at0`` in chunk ``c0`` and ends at ``end1`` in
+        chunk ``c1`` (its middle parts fill the chunks between: a long text cut in segments)."""
+        cdef Py_ssize_t total, c, k = 0, start, stop, i
+        cdef list out
+        if c0 == c1:
+            return id_list_of(self.bpe, self.results[c0].ids.data() + at0, end1 - at0)
+        total = <Py_ssize_t>self.results[c0].ids.size() - at0 + end1
+        for c in range(c0 + 1, c1):
+            total += self.results[c].ids.size()
+        out = PyList_New(total)
+        for c in range(c0, c1 + 1):
+            start = at0 if c == c0 else 0
+            stop = end1 if c == c1 else <Py_ssize_t>self.results[c].ids.size()
+            for i in range(start, stop):
+                PyList_SET_ITEM_p(out, k, int_ref(self.bpe._int_table, self.bpe._n_ints, self.results[c].ids[i]))
+                k += 1
+        PyObject_GC_UnTrack(<void*>out)
+        return out
+
     def run(self):
         """Encode chunks and make the lists of the finished ones, in order: the result."""
-        cdef Py_ssize_t listed = 0, n = self.results.size(), k, first
+        cdef Py_ssize_t listed = 0, n = self.results.size(), k, first, c
+        cdef Py_ssize_t open_chunk = -1, open_at = 0     # where the text being listed began
         cdef list out = PyList_New(len(self.keep))
         cdef list ids
         cdef ChunkIds* chunk
+        cdef Segment g
         cdef Workspace ws = <Workspace>self.bpe._checkout()
         try:
             while listed < n:
@@ -2155,11 +2236,19 @@ cdef class BatchJob:
                     continue
                 first = 0
                 for k in range(<Py_ssize_t>chunk.ends.size()):
-                    ids = id_list_of(self.bpe, chunk.ids.data() + first, chunk.ends[k] - first)
+                    g = self.segments[self.bounds[listed] + k]
+                    if g.start == 0:
+                        open_chunk, open_at = listed, first
+                    if g.end == self.texts.lengths[g.text]:     # the text's last segment: list it
+                        ids = self._joined_ids(open_chunk, open_at, listed, chunk.ends[k])
+                        Py_INCREF_p(<PyObject*>ids)
+                        PyList_SET_ITEM_p(out, g.text, <PyObject*>ids)
+                        for c in range(open_chunk, listed):     # chunks kept for this text's first parts
+                            vector[uint32_t]().swap(self.results[c].ids)
+                        open_chunk = -1
                     first = chunk.ends[k]
-                    Py_INCREF_p(<PyObject*>ids)
-                    PyList_SET_ITEM_p(out, self.bounds[listed] + k, <PyObject*>ids)
-                vector[uint32_t]().swap(chunk.ids)
+                if open_chunk < 0:
+                    vector[uint32_t]().swap(chunk.ids)
                 listed += 1
         finally:
             self.bpe._checkin(ws)

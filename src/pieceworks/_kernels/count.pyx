@@ -38,7 +38,7 @@ from libc.string cimport memcmp, memcpy
 from libcpp.algorithm cimport sort
 from libcpp.utility cimport pair
 
-from pieceworks._kernels.scan cimport (SpanBuf, flags_table, scan_class_runs, scan_gpt2, scan_scripts,
+from pieceworks._kernels.scan cimport (SpanBuf, code_point, flags_table, scan_class_runs, scan_gpt2, scan_scripts,
                                        scripts_table, spanbuf_free, spanbuf_init)
 
 cdef extern from "Python.h":
@@ -105,14 +105,6 @@ cdef inline void put_utf8(vector[uint8_t]& out, uint32_t cp) noexcept nogil:
         out.push_back(<uint8_t>(0x80 | ((cp >> 12) & 0x3F)))
         out.push_back(<uint8_t>(0x80 | ((cp >> 6) & 0x3F)))
         out.push_back(<uint8_t>(0x80 | (cp & 0x3F)))
-
-
-cdef inline uint32_t code_point(int kind, const void* data, Py_ssize_t i) noexcept nogil:
-    if kind == 1:
-        return (<const uint8_t*> data)[i]
-    if kind == 2:
-        return (<const uint16_t*> data)[i]
-    return (<const uint32_t*> data)[i]
 
 
 # -- the table --------------------------------------------------------------

@@ -7,7 +7,16 @@ objects, so it runs without the GIL. Character classes come from one flat
 table of flags per code point (``pieceworks._unicode_tables``).
 """
 
-from libc.stdint cimport uint8_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t
+
+
+cdef inline uint32_t code_point(int kind, const void* data, Py_ssize_t i) noexcept nogil:
+    """Code point ``i`` of a str's PEP 393 storage (``kind``: 1, 2 or 4 bytes a char)."""
+    if kind == 1:
+        return (<const uint8_t*> data)[i]
+    if kind == 2:
+        return (<const uint16_t*> data)[i]
+    return (<const uint32_t*> data)[i]
 
 # Bits of the flags table; keep in step with pieceworks._unicode_tables.
 cpdef enum CharFlag:

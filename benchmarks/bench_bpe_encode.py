@@ -201,22 +201,25 @@ def run_row(title: str, contenders: dict, arg, size_bytes: int, repeat: int,
             resets: dict | None = None) -> dict[str, float | None]:
     """Time each contender (median of ``repeat`` after a warm-up), check outputs, print the row.
 
-    ``resets[name]()`` runs before each run of that contender, untimed.
+    ``resets[name]()`` runs before each run of that contender, untimed. The
+    contenders take turns, one run each per round, so a change in the
+    machine's load (or a peer's threads still spinning from the row before)
+    falls on all of them alike.
     """
     seconds: dict[str, float | None] = {}
     outputs = {}
-    resets = resets or {}
+    resets = {name: (resets or {}).get(name) or (lambda: None) for name in contenders}
     for name, fn in contenders.items():
-        reset = resets.get(name) or (lambda: None)
-        reset()
+        resets[name]()
         outputs[name] = _flat(fn(arg))
-        times = []
-        for _ in range(repeat):
-            reset()
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            resets[name]()
             start = time.perf_counter()
             fn(arg)
-            times.append(time.perf_counter() - start)
-        seconds[name] = statistics.median(times)
+            times[name].append(time.perf_counter() - start)
+    seconds = {name: statistics.median(t) for name, t in times.items()}
     reference = outputs["pieceworks"]
     for name, out in outputs.items():
         if out != reference:

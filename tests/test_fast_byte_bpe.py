@@ -228,3 +228,43 @@ def test_a_vocabulary_missing_bytes_falls_back():
     tok.normalizer = NFC()
     assert tok._current_plan() is None
     assert tok.encode("abab").ids == [2, 2]
+
+
+def _renumbered(reverse: bool, ignore_merges: bool):
+    """A trained byte-level BPE whose merged tokens' ids run backwards (``reverse``), so the merges
+    make ever smaller ids, or as trained (ever larger: the kernel then ranks pairs by the new id)."""
+    from pieceworks.trainers import BpeTrainer
+
+    corpus = ["the cat sat on the mat, the hat", "naïve café über straße 中文 文本", "x = f(y) + 1; y += 22"] * 30
+
+    def build(tokenizer_model):
+        tok = Tokenizer(tokenizer_model)
+        tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+        return tok
+
+    trained = build(BPE())
+    trained.train_from_iterator(corpus, BpeTrainer(vocab_size=420, initial_alphabet=ByteLevel.alphabet(),
+                                                   show_progress=False))
+    vocab, merges = trained.model.get_vocab(), trained.model.get_merges()
+    if reverse:
+        base = 256
+        merged = sorted((i, t) for t, i in vocab.items() if i >= base)
+        top = max(i for i, _ in merged)
+        vocab = {t: (i if i < base else base + top - i) for t, i in vocab.items()}
+    make = lambda: build(BPE(vocab, merges, ignore_merges=ignore_merges))  # noqa: E731
+    return make(), general_path(make)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("ignore_merges", [False, True])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.sampled_from(list("the cat sat,mxy=+1 2éüß中文")), max_size=60))
+def test_merges_in_any_id_order(reverse, ignore_merges, text):
+    if (reverse, ignore_merges) not in _RENUMBERED:
+        _RENUMBERED[reverse, ignore_merges] = _renumbered(reverse, ignore_merges)
+    fast, general = _RENUMBERED[reverse, ignore_merges]
+    assert fast._current_plan()._current_kernel().ranks_by_id == (not reverse)
+    same(fast.encode(text), general.encode(text), text)
+
+
+_RENUMBERED: dict = {}

@@ -143,6 +143,7 @@ cdef class ByteBPE:
     cdef readonly bint whole_piece
     cdef readonly bint complete_bytes
     cdef readonly Py_ssize_t n_merges
+    cdef readonly bint ranks_by_id     # a pair's rank is the id it makes (tiktoken; merges making ever larger ids)
 
     cdef object _checkout(self)
     cdef void _checkin(self, object ws)

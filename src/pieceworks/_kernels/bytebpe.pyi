@@ -25,6 +25,7 @@ class ByteBPE:
     whole_piece: bool
     complete_bytes: bool
     n_merges: int
+    ranks_by_id: bool
     n_ids: int
     max_token_len: int
 

@@ -1554,6 +1554,7 @@ cdef class ByteBPE:
         self.n_merges = count
         self._install_pairs(count)
         self.m.merge_new = NULL
+        self.ranks_by_id = True
 
     def _fill_pairs_from_merges(self, merges):
         cdef const uint32_t[::1] flat = merges
@@ -1566,14 +1567,28 @@ cdef class ByteBPE:
             raise ConfigError(f"{n} merges over {self.m.n_ids} ids: the kernel handles at most "
                               f"{MAX_RANK} merges and {MAX_PAIR_ID} ids")
         self._pairs.assign(capacity, EMPTY_PAIR)
-        self._merge_new.resize(n + 1)
+        # When each merge makes a larger id than the one before (Qwen's: tiktoken ranks written
+        # as merges), the new id orders the merges as the rank does, with no ties: the pair table
+        # then holds it in the rank's place, and the loop looks up no merge_new (a cache miss).
+        cdef bint ids_as_ranks = n == 0 or flat[3 * n - 1] <= MAX_RANK
+        for rank in range(1, n):
+            if flat[3 * rank + 2] <= flat[3 * rank - 1]:
+                ids_as_ranks = False
+                break
+        if not ids_as_ranks:
+            self._merge_new.resize(n + 1)
         for rank in range(n):
             # The lower rank wins if a pair repeats (the caller normally resolved that).
-            pair_put(self._pairs, flat[3 * rank], flat[3 * rank + 1], <uint32_t>rank, True)
-            self._merge_new[rank] = flat[3 * rank + 2]
+            pair_put(self._pairs, flat[3 * rank], flat[3 * rank + 1],
+                     flat[3 * rank + 2] if ids_as_ranks else <uint32_t>rank, True)
+            if not ids_as_ranks:
+                self._merge_new[rank] = flat[3 * rank + 2]
         self.n_merges = n
         self._install_pairs(n)
-        self.m.merge_new = self._merge_new.data()
+        self.m.merge_new = NULL
+        if not ids_as_ranks:
+            self.m.merge_new = self._merge_new.data()
+        self.ranks_by_id = ids_as_ranks
 
     def _install_pairs(self, size_t count):
         fill_bloom(self._bloom, self._pairs, count)

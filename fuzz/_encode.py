@@ -4,7 +4,8 @@ Each target names some tokenizers; for every input the harness picks one,
 reads a text and some ids from the fuzzer bytes, and checks:
 
 * ``encode`` refuses cleanly or gives a well-formed Encoding (offsets inside
-  the text), with and without ``split_special_tokens``;
+  the text), with and without ``split_special_tokens``; ``encode_batch``
+  gives the same encodings;
 * the same ids and offsets as Hugging Face ``tokenizers`` (when installed and
   the text has no lone surrogates, which it refuses);
 * a lossless model gives the text back (``decode(encode(text))``);
@@ -48,6 +49,7 @@ def check_target(target: Target, data: bytes) -> None:
     if enc is None:
         return
     check_encoding(text, enc)
+    check_batch(ours, text, enc, add_special_tokens=add_special, split_special_tokens=split)
     if theirs is not None and not has_surrogates(text) and hf_comparable(text):
         theirs.encode_special_tokens = split
         expected = theirs.encode(text, add_special_tokens=add_special)
@@ -83,6 +85,19 @@ def check_target(target: Target, data: bytes) -> None:
         assert "\ufffd" in decoded, f"{target.name}: strict decode refused ids whose text is clean"
     else:
         assert strict == decoded
+
+
+def check_batch(ours, text: str, enc, **options) -> None:
+    """``encode_batch`` (the kernels' batch jobs, whose encodings share their chunk) gives each
+    text's ``encode``, offsets and all."""
+    texts = [text, text + "\n" + text, ""]
+    batch = clean(ours.encode_batch, texts, **options)
+    if batch is None:
+        return
+    for one, got in zip(texts, batch):
+        want = enc if one is text else ours.encode(one, **options)
+        assert (got.ids, got.tokens, got.offsets, got.word_ids) == (want.ids, want.tokens, want.offsets,
+                                                                     want.word_ids), f"encode_batch of {one!r}"
 
 
 def pick(targets: list[Target], data: bytes) -> tuple[Target, bytes]:

@@ -22,8 +22,10 @@ KERNELS = Path("src/pieceworks/_kernels")
 # objects, or atomic state). Not yet, and why:
 #   bert_fast, bytebpe  (scratch pools now pop-or-create, bert_fast's int table is
 #                       built at import) bytebpe's _classes_bytes is still built lazily
-#                       into a module global, and clear_cache wipes pooled workspaces
-#                       that another thread may be checking out;
+#                       into a module global, and its count of workspaces in use (the
+#                       shared piece cache is emptied only at zero) is a plain int kept
+#                       right by the GIL; clear_cache marks pooled workspaces that another
+#                       thread may be checking out;
 #   scan                the lazily built flag/script tables (same pattern, narrower);
 #   wordpiece_encode    WordPieceMatcher.match() expands pops on a member vector
 #                       (self.stack) shared by every caller;

@@ -202,9 +202,11 @@ def run_row(title: str, contenders: dict, arg, size_bytes: int, repeat: int,
     """Time each contender (median of ``repeat`` after a warm-up), check outputs, print the row.
 
     ``resets[name]()`` runs before each run of that contender, untimed. The
-    contenders take turns, one run each per round, so a change in the
-    machine's load (or a peer's threads still spinning from the row before)
-    falls on all of them alike.
+    contenders take turns, two runs each per round, the first untimed, so a
+    change in the machine's load falls on all of them alike, and each timed
+    run finds the CPU caches and memory as its own last run left them (the
+    first run after another library's took up to twice as long, for every
+    contender, which favoured the slower ones).
     """
     seconds: dict[str, float | None] = {}
     outputs = {}
@@ -215,6 +217,7 @@ def run_row(title: str, contenders: dict, arg, size_bytes: int, repeat: int,
     times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(repeat):
         for name, fn in contenders.items():
+            fn(arg)         # untimed: the caches of the CPU (and the allocator's memory) are its own again
             resets[name]()
             start = time.perf_counter()
             fn(arg)
@@ -326,24 +329,25 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list) -> N
         for corpus, text in texts.items():
             size = len(text.encode("utf-8"))
             lines = text.splitlines(keepends=True)
-            contenders = {
-                "pieceworks": lambda t: ours.encode(t, add_special_tokens=False).ids,
-                "tokenizers": lambda t: theirs.encode(t, add_special_tokens=False).ids,
+            rows = {
+                "one string, 1 thread": (text, lambda t: ours.encode(t, add_special_tokens=False).ids,
+                                         lambda t: theirs.encode(t, add_special_tokens=False).ids,
+                                         None if face is None else face.encode_ordinary, "1T"),
+                f"batch of lines, {THREADS} threads": (
+                    lines, lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
+                    lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)],
+                    None if face is None else lambda ts: face.encode_ordinary_batch(ts, num_threads=THREADS),
+                    f"lines {THREADS}T"),
             }
-            if face is not None:
-                contenders["tiktoken face"] = face.encode_ordinary
-            result = run_row(f"tokenizer.json {name}, {corpus}, one string, 1 thread", contenders, text, size,
-                             repeat, resets)
-            summary.append((f"{name}.json {corpus} 1T", result))
-            contenders = {
-                "pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
-                "tokenizers": lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)],
-            }
-            if face is not None:
-                contenders["tiktoken face"] = lambda ts: face.encode_ordinary_batch(ts, num_threads=THREADS)
-            result = run_row(f"tokenizer.json {name}, {corpus}, batch of lines, {THREADS} threads", contenders,
-                             lines, size, repeat, resets)
-            summary.append((f"{name}.json {corpus} lines {THREADS}T", result))
+            for mode, (arg, mine, hf, face_fn, tag) in rows.items():
+                result = run_row(f"tokenizer.json {name}, {corpus}, {mode}", {"pieceworks": mine, "tokenizers": hf},
+                                 arg, size, repeat, resets)
+                summary.append((f"{name}.json {corpus} {tag}", result))
+                if face_fn is not None:
+                    # Apart from Hugging Face: its thread pool, still busy after its batch, slowed
+                    # whichever ran next on the two cores.
+                    run_row(f"tokenizer.json {name}, {corpus}, {mode}: against the tiktoken face",
+                            {"pieceworks": mine, "tiktoken face": face_fn}, arg, size, repeat, resets)
 
 
 def tiktoken_face_for(tok, name: str):

@@ -129,7 +129,8 @@ def test_real_texts_cut_in_segments(shared_data, name):
     from pieceworks import tiktoken as pw_tiktoken
 
     pw_tiktoken.set_data_dir(shared_data / "tokenizers/tiktoken")
-    kernel = pw_tiktoken.get_encoding(name)._core
+    encoding = pw_tiktoken.get_encoding(name)
+    kernel = encoding._core
     corpora = shared_data / "corpora"
     texts = [(corpora / path).read_text(encoding="utf-8", errors="replace")[:150_000]
              for path in ("english/botchan.txt", "code/llama.cpp_ggml_c_cpp.txt", "english/linux-6.1_docs_rst.txt",
@@ -138,3 +139,5 @@ def test_real_texts_cut_in_segments(shared_data, name):
     job = kernel.batch_job(texts, False, 512)
     assert job.n_chunks > 100, "the texts were cut (whole, they would make 4 chunks)"
     assert run_job(kernel, texts, 512, 1) == want
+    # One long text alone is cut too, and the face then runs it on threads.
+    assert encoding.encode_ordinary_batch(["\n\n".join(texts)], num_threads=2) == [kernel.encode("\n\n".join(texts))]

@@ -396,8 +396,9 @@ def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool =
     """
     from .fast._pool import THREAD_MIN_CHARS, num_threads as pool_threads, run_job
 
-    threads = min(pool_threads(), max(num_threads or 1, 1), len(texts))
-    if threads <= 1 or sum(map(len, texts)) < THREAD_MIN_CHARS:
+    # (Not capped by the number of texts: the job cuts a long text into parts that threads share.)
+    threads = min(pool_threads(), max(num_threads or 1, 1))
+    if threads <= 1 or not texts or sum(map(len, texts)) < THREAD_MIN_CHARS:
         return core.encode_batch(texts, refuse_surrogates)
     job = core.batch_job(texts, refuse_surrogates)
     return None if job is None else run_job(job, threads)

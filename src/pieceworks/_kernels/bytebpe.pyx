@@ -1008,17 +1008,20 @@ cdef inline Py_ssize_t next_piece(int pattern, const char_t* s, Py_ssize_t i, Py
 
 
 cdef Py_ssize_t safe_cut(const uint8_t* cls, int kind, const void* data, Py_ssize_t n, Py_ssize_t lo,
-                         Py_ssize_t hi) noexcept nogil:
-    r"""A place ``p`` in ``lo..hi`` (and ``2 <= p < n``) where every pattern the scanners know ends a
-    piece whatever follows, or -1: a letter after a line feed after a char that is not white space.
+                         Py_ssize_t hi, bint gpt2) noexcept nogil:
+    r"""The first place ``p`` in ``lo..hi`` (and ``2 <= p < n``) where the scanner's pieces end
+    whatever follows, or -1: a letter after a line feed (under GPT-2's pattern, a line feed
+    after a char that is not white space).
 
     Cutting the text there and scanning the two parts alone gives the same
-    pieces as scanning it whole. The line feed is a piece of its own or ends
-    one (``\s*[\r\n]+``, ``\s+``, or punctuation with its line feeds), and
-    no pattern lets a piece take a letter after it (the letters' optional
-    lead char is never a line feed); with no white space before it, the
-    look-aheads (``\s+(?!\S)``, ``\s++$``) cannot tell the part's end from
-    the letter.
+    pieces as scanning it whole. No pattern lets a piece take a letter after
+    a line feed (the letters' optional lead char is never one). The white
+    space before the letter ends in the line feed, so cl100k's, o200k's and
+    Qwen's ``\s*[\r\n]+`` (tiktoken's ``\s*[\r\n]``, or ``\s++$`` at the
+    part's end) takes all of it from wherever a piece starts in it, in the
+    part as in the whole text. GPT-2's ``\s+(?!\S)`` would take two blanks
+    at the part's end where the whole text gives two pieces: there the line
+    feed must be the only blank.
     """
     cdef Py_ssize_t p
     if lo < 2:
@@ -1027,7 +1030,7 @@ cdef Py_ssize_t safe_cut(const uint8_t* cls, int kind, const void* data, Py_ssiz
         hi = n - 1
     for p in range(lo, hi + 1):
         if (code_point(kind, data, p - 1) == 10 and (cls[code_point(kind, data, p)] & K_L)
-                and not (cls[code_point(kind, data, p - 2)] & K_WS)):
+                and not (gpt2 and (cls[code_point(kind, data, p - 2)] & K_WS))):
             return p
     return -1
 
@@ -1813,8 +1816,9 @@ cdef class ByteBPE:
             start = 0
             length = job.texts.lengths[i]
             while split and length - start > chunk_chars + chunk_chars // 2:
+                # The first place after half a chunk (the rest of the text, if need be: one scan).
                 cut = safe_cut(self.m.classes, job.texts.kinds[i], job.texts.datas[i], length,
-                               start + chunk_chars // 2, start + chunk_chars)
+                               start + chunk_chars // 2 + 1, length - chunk_chars // 2, self.m.pattern == PAT_GPT2)
                 if cut < 0:
                     break
                 if acc:

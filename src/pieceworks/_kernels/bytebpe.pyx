@@ -1232,12 +1232,8 @@ cdef class ChunkSpans(SpanSource):
         first_piece = 0 if k == 0 else self.pieces[k - 1]
         if self.ends[k] - first != n:
             raise ValueError(f"ChunkSpans: text {k} has {self.ends[k] - first} tokens, not {n}")
-        cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
-        cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
-        memcpy(out, self.ids.data() + first, 4 * n)
-        fill_spans(self.bpe, <str>source, False, out, n, self.piece_ends.data() + first_piece,
-                   self.pieces[k] - first_piece, out + n, out + 2 * n, out + 3 * n)
-        return raw
+        return raw_of(self.bpe, self.ids.data() + first, n, self.piece_ends.data() + first_piece,
+                      self.pieces[k] - first_piece, <str>source, False)
 
 
 # -- the class table -----------------------------------------------------------------------
@@ -1315,16 +1311,14 @@ NOT_IN_UTF8 = frozenset([0xC0, 0xC1] + list(range(0xF5, 0x100)))
 
 
 
-cdef bytes raw_of(ByteBPE bpe, State* st, size_t first, size_t end, size_t first_piece, size_t end_piece,
+cdef bytes raw_of(ByteBPE bpe, const uint32_t* ids, Py_ssize_t n, const int32_t* piece_ends, Py_ssize_t n_pieces,
                   str text, bint prefix_space):
-    """The raw encoding (see raw_encoding.pyx) of ``text``: its tokens ``first:end`` of ``st``,
-    its piece ends ``first_piece:end_piece`` (``prefix_space``: see :func:`fill_spans`)."""
-    cdef Py_ssize_t n = end - first
+    """The raw encoding (see raw_encoding.pyx) of ``text``: its ``n`` tokens ``ids``, with the
+    ``n_pieces`` piece ends the kernel recorded (``prefix_space``: see :func:`fill_spans`)."""
     cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
     cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
-    memcpy(out, st.ids.data() + first, 4 * n)
-    fill_spans(bpe, text, prefix_space, out, n, st.piece_ends.data() + first_piece, end_piece - first_piece,
-               out + n, out + 2 * n, out + 3 * n)
+    memcpy(out, ids, 4 * n)
+    fill_spans(bpe, text, prefix_space, out, n, piece_ends, n_pieces, out + n, out + 2 * n, out + 3 * n)
     return raw
 
 
@@ -1850,7 +1844,8 @@ cdef class ByteBPE:
             self._encode_all(st, texts, True, False, &pieces)
             out = PyList_New(0)
             for k in range(len(texts)):
-                out.append((raw_of(self, st, start, st.item_end[k], first_piece, first_piece + pieces[k], texts[k],
+                out.append((raw_of(self, st.ids.data() + start, st.item_end[k] - start, st.piece_ends.data() + first_piece,
+                                   pieces[k], texts[k],
                                    prefix_space), st.item_end[k] - start, pieces[k]))
                 start = st.item_end[k]
                 first_piece += pieces[k]
@@ -1923,7 +1918,8 @@ cdef class ByteBPE:
         cdef Py_ssize_t pieces
         try:
             pieces = self._run(st, text, True, False)
-            return raw_of(self, st, 0, st.ids.size(), 0, pieces, text, prefix_space), st.ids.size(), pieces
+            return (raw_of(self, st.ids.data(), st.ids.size(), st.piece_ends.data(), pieces, text, prefix_space),
+                    st.ids.size(), pieces)
         finally:
             self._checkin(ws)
 
@@ -2174,7 +2170,8 @@ cdef class BatchJob:
         return i
 
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
-        """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; free the chunk.
+        """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; the chunk's
+        ids and piece ends move into a :class:`ChunkSpans`, which lives as long as an encoding needs it.
 
         With ``eager_ids`` and no cut to make, an encoding holds its ids list
         alone, made here from the chunk's ids as the tiktoken face makes its

@@ -493,11 +493,18 @@ cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, o
     if n < 0:
         raise ValueError(f"a raw encoding cannot hold {n} tokens")
     block(raw, n, 0 if spans_from is not None else 3)        # (raises unless raw holds n tokens)
-    cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
+    cdef EncodingBase self = _new_lazy(cls, n, strings, frame, spans_from, source)
     self._raw = raw
+    self._word_index = word_index
+    return self
+
+
+cdef inline EncodingBase _new_lazy(type cls, Py_ssize_t n, object strings, object frame, SpanSource spans_from,
+                                   object source):
+    """A ``cls`` encoding of ``n`` tokens with what every lazy one holds, untracked (see :func:`untrack`)."""
+    cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
     self._n = n
     self._strings = strings
-    self._word_index = word_index
     self._frame = frame
     if spans_from is not None:
         self._spans_from = spans_from
@@ -517,15 +524,9 @@ cpdef EncodingBase make_with_ids(type cls, list ids, Py_ssize_t n, object string
     """
     if n < 0 or spans_from is None:
         raise ValueError(f"make_with_ids: need n >= 0 and a SpanSource, got n {n}, spans_from {spans_from!r}")
-    cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
+    cdef EncodingBase self = _new_lazy(cls, n, strings, frame, spans_from, source)
     self._ids = ids
-    self._n = n
-    self._strings = strings
-    self._frame = frame
-    self._spans_from = spans_from
-    self._source = source
     self._at = at
-    PyObject_GC_UnTrack(<void*>self)
     return self
 
 

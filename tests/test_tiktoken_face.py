@@ -21,7 +21,8 @@ tiktoken = pytest.importorskip("tiktoken")
 from tiktoken.load import load_tiktoken_bpe as tiktoken_load  # noqa: E402
 
 from pieceworks import tiktoken as pw  # noqa: E402
-from pieceworks.errors import ConfigError, DecodeError, FileFormatError, SpecialTokenError  # noqa: E402
+from pieceworks.errors import (  # noqa: E402
+    ConfigError, DecodeError, FileFormatError, SpecialTokenError, UnknownModelError)
 from pieceworks.formats.gpt2_files import read_gpt2_ranks  # noqa: E402
 from pieceworks.formats.tiktoken import dump_tiktoken_bpe, parse_tiktoken_bpe  # noqa: E402
 
@@ -300,6 +301,38 @@ def test_get_encoding_says_how_to_configure(monkeypatch, tmp_path):
     with pytest.raises(ConfigError, match="unknown encoding"):
         pw.get_encoding("nonsense")
     pw.set_data_dir(None)
+
+
+def _model_names() -> list[str]:
+    """Every model name tiktoken maps, dated and fine-tuned spellings of them, and names it refuses."""
+    from tiktoken.model import MODEL_PREFIX_TO_ENCODING, MODEL_TO_ENCODING
+
+    names = list(MODEL_TO_ENCODING) + [p + "2025-01-01" for p in MODEL_PREFIX_TO_ENCODING]
+    names += [m + "-0613" for m in MODEL_TO_ENCODING] + [m[:-1] for m in MODEL_TO_ENCODING]
+    names += ["ft:gpt-4o-mini:org::id", "ft:gpt-4-0613:org::id", "gpt-4o", "gpt-4", "", "llama-3", "GPT-4", " gpt-4"]
+    return names
+
+
+def test_encoding_name_for_model_is_tiktokens():
+    """Same encoding as tiktoken for every name it knows (whole or by prefix), KeyError for the rest."""
+    for model in _model_names():
+        try:
+            expected = tiktoken.encoding_name_for_model(model)
+        except KeyError:
+            with pytest.raises(KeyError):
+                pw.encoding_name_for_model(model)
+            continue
+        assert pw.encoding_name_for_model(model) == expected, model
+    assert pw.encoding_name_for_model("ft:gpt-4o-2024-08-06:org::x") == "o200k_base"    # (not cl100k's ft:gpt-4)
+
+
+def test_encoding_for_model(official):
+    assert pw.encoding_for_model("gpt-4o-2024-08-06") is pw.get_encoding("o200k_base")
+    assert pw.encoding_for_model("gpt-3.5-turbo").encode("hello world") == official["cl100k_base"][1].encode(
+        "hello world")
+    with pytest.raises(UnknownModelError, match="get_encoding") as info:
+        pw.encoding_for_model("llama-3-8b")
+    assert isinstance(info.value, KeyError) and "llama-3-8b" in str(info.value)
 
 
 def test_bad_constructor_arguments(ranks):

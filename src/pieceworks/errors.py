@@ -26,6 +26,7 @@ __all__ = [
     "UnknownComponentError",
     "UnknownIdError",
     "UnknownTokenError",
+    "UnknownModelError",
     "TrainingError",
     "DecodeError",
     "SpecialTokenError",
@@ -85,6 +86,13 @@ class UnknownIdError(PieceworksError, IndexError):
 
 class UnknownTokenError(PieceworksError, KeyError):
     """A token that the vocabulary lacks, where one is required."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.args[0]
+
+
+class UnknownModelError(PieceworksError, KeyError):
+    """A model name that no known encoding belongs to (``tiktoken.encoding_for_model``)."""
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return self.args[0]

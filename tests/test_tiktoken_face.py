@@ -303,6 +303,58 @@ def test_get_encoding_says_how_to_configure(monkeypatch, tmp_path):
     pw.set_data_dir(None)
 
 
+# Prompts whose last tokens more text could change: cut words, blanks that a pattern joins to what
+# follows, cut UTF-8 chars, White_Space at the end, special tokens at and before the end.
+UNSTABLE_CASES = ["hello fanta", "hello world ", "x = 12", "café", "the quick brow", "🙂", "a\n", "  ", "don'",
+                  "<|endoftext|>x", "x<|endoftext|>", "", " ", "\n\n", "foo\n \n", "abc\t", "日本語のテキ",
+                  "    def f(self", "I'", "hello\u00a0", "a\u3000", "12345", "naïve cafés", "tab\t\t", "🙂🙂 \n",
+                  "x  !", "ab\r\n", "HELLOworld"]
+
+
+def _same_unstable(ours, ref, text, **special):
+    stable, completions = ours.encode_with_unstable(text, **special)
+    ref_stable, ref_completions = ref.encode_with_unstable(text, **special)
+    assert stable == ref_stable, repr(text)
+    # tiktoken's completions come from a hash set, in no fixed order; ours are sorted.
+    assert completions == sorted(completions)
+    assert {tuple(c) for c in completions} == {tuple(c) for c in ref_completions}, repr(text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_encode_with_unstable_is_tiktokens(name, pairs):
+    ours, ref = pairs[name]
+    for text in UNSTABLE_CASES:
+        _same_unstable(ours, ref, text, allowed_special="all")
+        _same_unstable(ours, ref, text, disallowed_special=())
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(st.sampled_from(list("ab fn'S\n\t 1é中🙂\u00a0!")), max_size=12))
+def test_encode_with_unstable_any_text(name, text, pairs):
+    ours, ref = pairs[name]
+    _same_unstable(ours, ref, text, disallowed_special=())
+
+
+def test_encode_with_unstable_special_rules(pairs):
+    ours, _ = pairs["cl100k_base"]
+    with pytest.raises(SpecialTokenError):
+        ours.encode_with_unstable("a <|endoftext|>")
+    stable, completions = ours.encode_with_unstable("a <|endoftext|>", allowed_special="all")
+    assert stable == ours.encode("a <|endoftext|>", allowed_special="all") and completions == []
+
+
+def test_unstable_and_kernel_doctests():
+    import doctest
+
+    from pieceworks import tiktoken_unstable
+    from pieceworks._kernels import bytebpe
+
+    for module in (pw, tiktoken_unstable, bytebpe):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
 def _model_names() -> list[str]:
     """Every model name tiktoken maps, dated and fine-tuned spellings of them, and names it refuses."""
     from tiktoken.model import MODEL_PREFIX_TO_ENCODING, MODEL_TO_ENCODING
@@ -326,13 +378,17 @@ def test_encoding_name_for_model_is_tiktokens():
     assert pw.encoding_name_for_model("ft:gpt-4o-2024-08-06:org::x") == "o200k_base"    # (not cl100k's ft:gpt-4)
 
 
-def test_encoding_for_model(official):
-    assert pw.encoding_for_model("gpt-4o-2024-08-06") is pw.get_encoding("o200k_base")
-    assert pw.encoding_for_model("gpt-3.5-turbo").encode("hello world") == official["cl100k_base"][1].encode(
-        "hello world")
-    with pytest.raises(UnknownModelError, match="get_encoding") as info:
-        pw.encoding_for_model("llama-3-8b")
-    assert isinstance(info.value, KeyError) and "llama-3-8b" in str(info.value)
+def test_encoding_for_model(official, shared_data):
+    pw.set_data_dir(shared_data / "tokenizers/tiktoken")     # (another test may have unset it)
+    try:
+        assert pw.encoding_for_model("gpt-4o-2024-08-06") is pw.get_encoding("o200k_base")
+        assert pw.encoding_for_model("gpt-3.5-turbo").encode("hello world") == official["cl100k_base"][1].encode(
+            "hello world")
+        with pytest.raises(UnknownModelError, match="get_encoding") as info:
+            pw.encoding_for_model("llama-3-8b")
+        assert isinstance(info.value, KeyError) and "llama-3-8b" in str(info.value)
+    finally:
+        pw.set_data_dir(None)
 
 
 def test_bad_constructor_arguments(ranks):

@@ -84,6 +84,7 @@ class Encoding:
         self._special_token_values = set(special_tokens.values())
         self._core = _build_core(name, pat_str, mergeable_ranks, special_tokens)
         self._split_regex = None if self._core.pattern != Pattern.PAT_PIECES else _compile(pat_str)
+        self._sorted_token_bytes: list[bytes] | None = None     # (encode_with_unstable, made on first use)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -156,10 +157,20 @@ class Encoding:
                                              for t in chunk], texts, num_threads)
         return _run_job(self._core, [_fix_surrogates(self._core, t) for t in texts], num_threads)
 
-    def encode_with_unstable(self, text: str, **_kwargs):
-        """Not provided: tiktoken's own docs call this API unstable."""
-        raise NotImplementedError("pieceworks.tiktoken does not provide encode_with_unstable; "
-                                  "use encode() and treat the last tokens as provisional")
+    def encode_with_unstable(self, text: str, *,
+                             allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+                             disallowed_special: Literal["all"] | Collection[str] = _ALL,
+                             ) -> tuple[list[int], list[list[int]]]:
+        """``(stable tokens, completions)``: the tokens more text cannot change, and each way the
+        rest may be tokenized once text follows (tiktoken's sets; sorted here, see
+        :mod:`pieceworks.tiktoken_unstable`). Special tokens as :meth:`encode`.
+        """
+        from .tiktoken_unstable import encode_with_unstable
+
+        text = _check_text(text)
+        allowed = self._allowed(allowed_special)
+        self._refuse_disallowed(text, allowed, disallowed_special)
+        return encode_with_unstable(self, _fix_surrogates(self._core, text), allowed)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of text that is exactly one token (special tokens included); KeyError otherwise."""

@@ -152,6 +152,7 @@ cdef class ByteBPE:
     cdef bint _fill_job(self, object job_object, list texts, bint refuse_surrogates,
                         Py_ssize_t chunk_chars, bint split) except -1
     cdef list _id_list(self, State* st, size_t start, size_t end)
+    cdef list _bytes_piece(self, bytes piece, bint whole)
     cdef bint _bytes_known(self, uint32_t tid)
     cdef Py_ssize_t _run(self, State* st, str text, bint piece_ends, bint one_piece) except -1
     cdef Py_ssize_t _run_more(self, State* st, str text, bint piece_ends=*, bint one_piece=*) except -1

@@ -1706,6 +1706,19 @@ cdef class ByteBPE:
 
     def encode_bytes_piece(self, bytes piece):
         """Ids of raw bytes as one piece (they need not be UTF-8)."""
+        return self._bytes_piece(piece, True)
+
+    def encode_bytes_plain(self, bytes piece):
+        """Ids of raw bytes by merges alone, no whole-piece look-up (tiktoken's ``byte_pair_encode``).
+
+        >>> bpe = ByteBPE([bytes([i]) for i in range(256)] + [b"ab", b"bc", b"abcd"], None, pattern=Pattern.PAT_CL100K,
+        ...               whole_piece=True)
+        >>> bpe.encode_bytes_piece(b"abcd"), bpe.encode_bytes_plain(b"abcd")
+        ([258], [256, 99, 100])
+        """
+        return self._bytes_piece(piece, False)
+
+    cdef list _bytes_piece(self, bytes piece, bint whole):
         cdef Workspace ws
         cdef State* st
         if not self.complete_bytes:
@@ -1716,8 +1729,10 @@ cdef class ByteBPE:
         st = ws.st
         try:
             st.ids.clear()
-            if PyBytes_GET_SIZE(piece):
+            if PyBytes_GET_SIZE(piece) and whole:
                 encode_piece(&self.m, <const uint8_t*>PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece), st.ids, st)
+            elif PyBytes_GET_SIZE(piece):
+                bpe_plain(&self.m, <const uint8_t*>PyBytes_AS_STRING(piece), PyBytes_GET_SIZE(piece), st.ids, st)
             return self._id_list(st, 0, st.ids.size())
         finally:
             self._checkin(ws)

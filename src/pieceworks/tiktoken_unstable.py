@@ -1,0 +1,169 @@
+"""tiktoken's ``encode_with_unstable``: a prompt's tokens that more text cannot change, and how its end may go on.
+
+A text's last tokens are provisional: text typed after them can merge
+with them (``"hello fan"`` + ``"ta"`` is not ``"hello fan"``'s tokens plus
+``"ta"``'s). :func:`encode_with_unstable` returns the *stable* tokens, the
+ones no continuation changes, and every way the rest can begin once more
+text comes: each completion is a list of tokens that covers at least the
+unstable bytes. It follows tiktoken 0.14 rule for rule, so the results are
+the same sets (tiktoken's order is a hash set's; here it is sorted):
+
+1. The unstable part is the last piece the pattern cut (none if the text
+   ends with an allowed special token), grown backwards over tokens made
+   only of spaces, tabs and newlines (a pattern like ``\\s*[\\r\\n]+`` can
+   join them to what follows).
+2. Completions: every token that begins with the unstable bytes; for each
+   other place a token could start inside them, every token that begins
+   with the bytes after it, re-encoded with the bytes before it and cut
+   once the unstable bytes are covered; and, if the unstable bytes end in
+   a White_Space char, those bytes and that char encoded apart.
+
+>>> from pieceworks.tiktoken import Encoding, GPT2_PATTERN
+>>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257, b" a": 258}
+>>> enc = Encoding("toy", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
+>>> encode_with_unstable(enc, "x ab", frozenset())
+([120], [[32, 256], [32, 257]])
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tiktoken import Encoding
+
+__all__ = ["encode_with_unstable"]
+
+# Token bytes that a pattern may split off or join to what comes next.
+_BLANK_BYTES = frozenset(b" \n\t")
+
+
+def encode_with_unstable(enc: Encoding, text: str, allowed: frozenset[str]) -> tuple[list[int], list[list[int]]]:
+    """``(stable tokens, completions)`` of ``text`` (special tokens checked by the caller)."""
+    tokens = enc._encode_allowing(text, allowed)
+    n_last = _last_piece_token_count(enc, text, allowed)
+    if n_last == 0:
+        return tokens, []
+    n_last = _grow_over_blank_tokens(enc, tokens, n_last)
+    unstable = enc.decode_bytes(tokens[len(tokens) - n_last:])
+    stable = tokens[:len(tokens) - n_last]
+    if not unstable:
+        return stable, []
+    completions = _tokens_starting_with(enc, unstable) | _straddling_completions(enc, unstable)
+    split = _split_at_last_blank(enc, unstable)
+    if split is not None:
+        completions.add(split)
+    return stable, sorted(list(c) for c in completions)
+
+
+def _last_piece_token_count(enc: Encoding, text: str, allowed: frozenset[str]) -> int:
+    """Tokens of the last piece the pattern cut, 0 if the text ends with a special token (or is empty)."""
+    tail = text
+    if allowed and any(token in text for token in allowed):
+        from .tiktoken import _special_token_regex
+
+        last = None
+        for last in _special_token_regex(allowed).finditer(text):
+            pass
+        if last is not None:
+            tail = text[last.end():]
+    if not tail:
+        return 0
+    if enc._split_regex is not None:
+        start = None
+        for match in enc._split_regex.finditer(tail):
+            start = match.start()
+        if start is None:
+            return 0
+    else:
+        from ._kernels.bytebpe import piece_spans
+
+        start = piece_spans(enc._core.pattern, tail)[-1][0]
+    return len(enc._encode_single_piece(tail[start:]))
+
+
+def _grow_over_blank_tokens(enc: Encoding, tokens: list[int], n_last: int) -> int:
+    """``n_last``, grown over the blank tokens before the last piece when it starts with one."""
+    def blank(token: int) -> bool:
+        return token not in enc._special_token_values and set(enc._core.token_bytes(token)) <= _BLANK_BYTES
+
+    if blank(tokens[-n_last]):
+        while n_last < len(tokens) and blank(tokens[-n_last - 1]):
+            n_last += 1
+    return n_last
+
+
+def _sorted_tokens(enc: Encoding) -> list[bytes]:
+    if enc._sorted_token_bytes is None:
+        enc._sorted_token_bytes = sorted(enc._mergeable_ranks)
+    return enc._sorted_token_bytes
+
+
+def _starting_with(sorted_tokens: list[bytes], prefix: bytes):
+    """The tokens (bytes, in order) that begin with ``prefix``."""
+    at = bisect_left(sorted_tokens, prefix)
+    while at < len(sorted_tokens) and sorted_tokens[at].startswith(prefix):
+        yield sorted_tokens[at]
+        at += 1
+
+
+def _tokens_starting_with(enc: Encoding, unstable: bytes) -> set[tuple[int, ...]]:
+    ranks = enc._mergeable_ranks
+    return {(ranks[token],) for token in _starting_with(_sorted_tokens(enc), unstable)}
+
+
+def _straddling_completions(enc: Encoding, unstable: bytes) -> set[tuple[int, ...]]:
+    """For each later start of a token inside ``unstable``: the bytes before it plus each token
+    that begins with the bytes after it, re-encoded and cut once ``unstable`` is covered."""
+    out = set()
+    tokens = _sorted_tokens(enc)
+    # A token that begins with the bytes after i is at least that long: earlier starts find none.
+    longest = enc._core.max_token_len
+    for i in range(max(1, len(unstable) - longest), len(unstable)):
+        prefix, suffix = unstable[:i], unstable[i:]
+        for token in _starting_with(tokens, suffix):
+            possibility = prefix + token
+            try:
+                encoded = enc.encode_ordinary(possibility.decode("utf-8"))
+            except UnicodeDecodeError:
+                encoded = enc._core.encode_bytes_plain(possibility)
+            out.add(_covering(enc, encoded, len(unstable)))
+    return out
+
+
+def _covering(enc: Encoding, encoded: list[int], length: int) -> tuple[int, ...]:
+    """The first tokens of ``encoded`` whose bytes reach ``length``."""
+    covered = 0
+    for k, token in enumerate(encoded):
+        covered += len(enc._core.token_bytes(token))
+        if covered >= length:
+            return tuple(encoded[:k + 1])
+    return tuple(encoded)
+
+
+def _split_at_last_blank(enc: Encoding, unstable: bytes) -> tuple[int, ...] | None:
+    """``unstable`` less its last char, then that char, each by merges alone, if that char is
+    White_Space (a pattern's ``\\s+(?!\\S)`` can split it off once more text follows)."""
+    if len(unstable) < 2:
+        return None
+    size = _last_char_size(unstable)
+    if size is None or size == len(unstable):
+        return None
+    import regex
+
+    if not regex.match(r"\p{White_Space}", unstable[-size:].decode("utf-8")):
+        return None
+    plain = enc._core.encode_bytes_plain
+    return tuple(plain(unstable[:-size]) + plain(unstable[-size:]))
+
+
+def _last_char_size(data: bytes) -> int | None:
+    """Bytes of the valid UTF-8 char that ends ``data``, or None if it does not end with one."""
+    for size in range(1, min(4, len(data)) + 1):
+        try:
+            data[-size:].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return size
+    return None

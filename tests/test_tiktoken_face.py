@@ -344,6 +344,24 @@ def test_encode_with_unstable_special_rules(pairs):
     assert stable == ours.encode("a <|endoftext|>", allowed_special="all") and completions == []
 
 
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(st.sampled_from(list("ab é中🙂\n\t'1".encode()) + [0xFF, 0x80, 0xC3, 0xE4]), max_size=14).map(bytes))
+def test_encode_bytes_is_tiktokens(name, data, pairs):
+    """tiktoken's private _encode_bytes (libraries call it on bytes that may not be UTF-8)."""
+    ours, ref = pairs[name]
+    assert ours._encode_bytes(data) == ref._encode_bytes(data)
+
+
+def test_encode_bytes_cases(pairs):
+    ours, ref = pairs["cl100k_base"]
+    for data in [b"\xff", b"hello \xff", b"hello\xffworld", b"", "café".encode()[:-1], b"a\n\n \xfe",
+                 "日本".encode()[:-2], b"<|endoftext|>\xff"]:
+        assert ours._encode_bytes(data) == ref._encode_bytes(data), data
+    with pytest.raises(TypeError):
+        ours._encode_bytes("text")
+
+
 def test_unstable_and_kernel_doctests():
     import doctest
 

@@ -259,6 +259,14 @@ class Encoding:
             text_or_bytes = text_or_bytes.encode("utf-8")
         return self._core.encode_bytes_piece(bytes(text_or_bytes))
 
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """Tokens of bytes that need not be UTF-8, as tiktoken's (see :mod:`pieceworks.tiktoken_unstable`)."""
+        from .tiktoken_unstable import encode_bytes
+
+        if not isinstance(text, (bytes, bytearray, memoryview)):
+            raise InputTypeError(f"expected bytes, got {type(text).__name__}", fix="pass text.encode('utf-8')")
+        return encode_bytes(self, bytes(text))
+
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         import regex
 

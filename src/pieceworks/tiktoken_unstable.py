@@ -1,4 +1,4 @@
-"""tiktoken's ``encode_with_unstable``: a prompt's tokens that more text cannot change, and how its end may go on.
+"""tiktoken's ``encode_with_unstable`` (and ``_encode_bytes``): the end of a text that more text can change.
 
 A text's last tokens are provisional: text typed after them can merge
 with them (``"hello fan"`` + ``"ta"`` is not ``"hello fan"``'s tokens plus
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .tiktoken import Encoding
 
-__all__ = ["encode_with_unstable"]
+__all__ = ["encode_with_unstable", "encode_bytes"]
 
 # Token bytes that a pattern may split off or join to what comes next.
 _BLANK_BYTES = frozenset(b" \n\t")
@@ -55,6 +55,37 @@ def encode_with_unstable(enc: Encoding, text: str, allowed: frozenset[str]) -> t
     if split is not None:
         completions.add(split)
     return stable, sorted(list(c) for c in completions)
+
+
+def encode_bytes(enc: Encoding, data: bytes) -> list[int]:
+    """tiktoken's ``_encode_bytes``: tokens of bytes that may not be UTF-8 (no special tokens).
+
+    The valid UTF-8 before the first bad byte is encoded as text; its
+    unstable end (as in :func:`encode_with_unstable`) and all the bytes from
+    the bad one on are then one piece: a token if they are one, else merges.
+
+    >>> from pieceworks.tiktoken import Encoding, GPT2_PATTERN
+    >>> enc = Encoding("toy", pat_str=GPT2_PATTERN, mergeable_ranks={bytes([b]): b for b in range(256)} | {b"ab": 256},
+    ...                special_tokens={})
+    >>> encode_bytes(enc, b"x a\\xffab"), encode_bytes(enc, b"ab")
+    ([120, 32, 97, 255, 256], [256])
+    """
+    try:
+        return enc.encode_ordinary(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        valid = exc.start
+    text = data[:valid].decode("utf-8")
+    tokens = enc._encode_plain(text)
+    n_last = _last_piece_token_count(enc, text, frozenset())
+    if tokens and n_last > 0:
+        n_last = _grow_over_blank_tokens(enc, tokens, n_last)
+        rest = enc.decode_bytes(tokens[len(tokens) - n_last:]) + data[valid:]
+        del tokens[len(tokens) - n_last:]
+    else:
+        rest = data[valid:]
+    whole = enc._mergeable_ranks.get(rest)
+    tokens += [whole] if whole is not None else enc._core.encode_bytes_plain(rest)
+    return tokens
 
 
 def _last_piece_token_count(enc: Encoding, text: str, allowed: frozenset[str]) -> int:

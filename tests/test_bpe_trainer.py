@@ -333,6 +333,64 @@ def test_progress_bar_runs(capsys):
     assert model.get_merges()[0] == ("b", "c")
 
 
+def _json_progress(err: str) -> list[dict]:
+    return [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("show_progress", [True, False])
+def test_progress_format_json_lines_as_huggingface(capfd, show_progress):
+    """JSON lines on stderr, whatever show_progress says, in Hugging Face's form and key order."""
+    from pieceworks import Tokenizer as PwTokenizer
+    from pieceworks import models as pw_models
+    from pieceworks import pre_tokenizers as pw_pre
+
+    texts = ["hello world hello there " * 50, "a b c d"]
+    ours = PwTokenizer(pw_models.BPE())
+    ours.pre_tokenizer = pw_pre.Whitespace()
+    ours.train_from_iterator(texts, trainer=BpeTrainer(vocab_size=300, progress_format="json",
+                                                      show_progress=show_progress))
+    mine = _json_progress(capfd.readouterr().err)
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.Whitespace()
+    hf.train_from_iterator(texts, trainer=trainers.BpeTrainer(vocab_size=300, progress_format="json",
+                                                              show_progress=show_progress))
+    hf_lines = _json_progress(capfd.readouterr().err)
+    assert all(list(line) == ["stage", "current", "total"] for line in mine + hf_lines)
+    merges = [line for line in mine if line["stage"] == "Compute merges"]
+    hf_merges = [line for line in hf_lines if line["stage"] == "Compute merges"]
+    # The first line says what is to do, the last what was done: Hugging Face's, for the merge stage.
+    assert merges[0] == hf_merges[0] and merges[-1] == hf_merges[-1]
+    assert [line["current"] for line in merges] == sorted(line["current"] for line in merges)
+    assert mine[0] == {"stage": "Reading texts", "current": 0, "total": None}
+
+
+def test_progress_format_silent_and_bad(capfd):
+    model = BPE()
+    BpeTrainer(vocab_size=12, progress_format="silent").train(model, {"abcd": 2, "bcd": 1})
+    assert capfd.readouterr().err == "" and model.get_merges()[0] == ("b", "c")
+    assert BpeTrainer().progress_format == trainers.BpeTrainer().progress_format == "indicatif"
+    with pytest.raises(ConfigError, match="progress_format"):
+        BpeTrainer(progress_format="JsonLines")
+
+
+def test_get_word_count_as_huggingface():
+    from pieceworks import Tokenizer as PwTokenizer
+    from pieceworks import models as pw_models
+    from pieceworks import pre_tokenizers as pw_pre
+
+    texts = ["hello world hello there " * 5, "a b c d é", "hello"]
+    ours_trainer, hf_trainer = BpeTrainer(vocab_size=100, show_progress=False), trainers.BpeTrainer(
+        vocab_size=100, show_progress=False)
+    assert ours_trainer.get_word_count() == hf_trainer.get_word_count() == 0
+    ours = PwTokenizer(pw_models.BPE())
+    ours.pre_tokenizer = pw_pre.Whitespace()
+    ours.train_from_iterator(texts, trainer=ours_trainer)
+    hf = Tokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.Whitespace()
+    hf.train_from_iterator(texts, trainer=hf_trainer)
+    assert ours_trainer.get_word_count() == hf_trainer.get_word_count() == 8
+
+
 # -- the kernel's memory layout changes nothing ------------------------------------
 # The merge loop keeps words in one flat array, lists of words in a compacted
 # arena, small-count heap entries aside, and counts past 32 bits in side maps

@@ -645,7 +645,7 @@ class Tokenizer:
         # As Hugging Face: every file is text, one text per line, and a line
         # that is not UTF-8 is an error.
         counts = count_files(paths, self._normalizer, self.pre_tokenizer, format="text", errors="strict",
-                             memory_limit=getattr(trainer, "memory_limit", None), progress=trainer.show_progress)
+                             memory_limit=getattr(trainer, "memory_limit", None), progress=_progress_of(trainer))
         self.train_from_counts(counts, trainer)
 
     def train_from_iterator(self, iterator: Iterable, trainer=None, length: int | None = None) -> None:
@@ -657,7 +657,7 @@ class Tokenizer:
 
         trainer = trainer if trainer is not None else self._model.get_trainer()
         _check_trainer(trainer, self._model)
-        with progress_bar(length, "Reading texts", unit="texts", enabled=trainer.show_progress) as bar:
+        with progress_bar(length, "Reading texts", unit="texts", enabled=_progress_of(trainer)) as bar:
             self._count_and_train(_flatten_texts(iterator, bar.update), trainer)
 
     def _count_and_train(self, texts: Iterable[str], trainer) -> None:
@@ -823,6 +823,12 @@ def _spells(strings, token_id: int, value: str) -> bool:
     if type(strings) is list:
         return 0 <= token_id < len(strings) and strings[token_id] == value
     return strings.get(token_id) == value
+
+
+def _progress_of(trainer) -> bool | str:
+    """The trainer's progress setting (a trainer from elsewhere: its ``show_progress``)."""
+    setting = getattr(trainer, "progress_setting", None)
+    return setting() if setting is not None else bool(getattr(trainer, "show_progress", True))
 
 
 def _as_list(value, name: str) -> list:

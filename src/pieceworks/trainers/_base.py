@@ -30,9 +30,19 @@ class Trainer:
     #: Bytes the counting step may hold before it spills to disk (None: no
     #: limit); set with ``memory_limit="2GB"`` (see trainers.counts).
     memory_limit: int | None = None
+    #: "indicatif" (bars, if show_progress), "json" or "silent" (see pieceworks.progress).
+    progress_format: str = "indicatif"
 
     def train(self, model, counts: Mapping[str, int]) -> list:
         raise NotImplementedError
+
+    def progress_setting(self) -> bool | str:
+        """What this trainer's progress bars show (``progress_bar``'s ``enabled``).
+
+        >>> Trainer().progress_setting(), Trainer().show_progress
+        (True, True)
+        """
+        return self.show_progress if self.progress_format == "indicatif" else self.progress_format
 
 
 def memory_limit_option(value) -> int | None:

@@ -49,7 +49,7 @@ from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
-from ..progress import progress_bar
+from ..progress import progress_bar, progress_format_option
 from ._base import InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, memory_limit_option
 from .counts import check_training_counts, word_batches
 
@@ -65,7 +65,7 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
                  special_tokens: Iterable = (), limit_alphabet: int | None = None,
                  initial_alphabet: Iterable[str] = (), continuing_subword_prefix: str | None = None,
                  end_of_word_suffix: str | None = None, max_token_length: int | None = None,
-                 tie_break: str = "huggingface", *, memory_limit=None):
+                 tie_break: str = "huggingface", *, memory_limit=None, progress_format: str = "indicatif"):
         self.vocab_size = _count_option("vocab_size", vocab_size)
         self.min_frequency = _count_option("min_frequency", min_frequency)
         self.show_progress = bool(show_progress)
@@ -81,6 +81,8 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
                               fix='use "huggingface" (as tokenizers) or "first_seen" (as the textbook)')
         self.tie_break = tie_break
         self.memory_limit = memory_limit_option(memory_limit)
+        self.progress_format = progress_format_option(progress_format)
+        self._word_count = 0
 
     @property
     def model_type(self):
@@ -96,6 +98,7 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
             raise InputTypeError(f"BpeTrainer trains BPE models, got {type(model).__name__}",
                                  fix="pass a pieceworks.models.BPE")
         check_training_counts(counts, "BpeTrainer")
+        self._word_count = len(counts)
         id_to_token, token_to_id = self._initial_vocab(counts)
         # The words stream into the kernel's flat arrays batch by batch: no
         # table of all words is built in Python, even from counts on disk.
@@ -104,8 +107,9 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
                                self.vocab_size)
         for batch in word_batches(counts):
             learner.add_words(batch)
-        with progress_bar(max(0, self.vocab_size - len(id_to_token)), "Compute merges", unit="merges",
-                          enabled=self.show_progress) as bar:
+        # (Hugging Face's JSON lines give vocab_size as this stage's total; the bar counts the merges to do.)
+        to_do = self.vocab_size if self.progress_format == "json" else max(0, self.vocab_size - len(id_to_token))
+        with progress_bar(to_do, "Compute merges", unit="merges", enabled=self.progress_setting()) as bar:
             raw = learner.learn(self.vocab_size, self.min_frequency, _Advance(bar))
         del learner   # its arrays go before the model's tables are built
         merges, merge_ids = _model_merges(raw, id_to_token)
@@ -122,6 +126,10 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
         for char in compute_alphabet(counts, self._initial_alphabet, self.limit_alphabet):
             _add_token(char, id_to_token, token_to_id)
         return id_to_token, token_to_id
+
+    def get_word_count(self) -> int:
+        """How many distinct words the last training counted (0 before any), as Hugging Face's."""
+        return self._word_count
 
     def __repr__(self) -> str:
         return (f"BpeTrainer(vocab_size={self.vocab_size}, min_frequency={self.min_frequency}, "

@@ -869,7 +869,7 @@ def _read_array(code: str, data: bytes, pos: int, n: int) -> array:
 
 # -- counting sources ------------------------------------------------------------------------
 def count_texts(texts: Iterable, normalizer=None, pre_tokenizer=None, *, workers: int | None = None,
-                memory_limit=None, progress: bool = False, unit_bytes: int | None = None,
+                memory_limit=None, progress: bool | str = False, unit_bytes: int | None = None,
                 tmp_dir=None) -> Counts:
     """Count the pieces of texts from an iterable (each item a str, or a list of str).
 
@@ -883,7 +883,7 @@ def count_texts(texts: Iterable, normalizer=None, pre_tokenizer=None, *, workers
 
 
 def count_files(files, normalizer=None, pre_tokenizer=None, *, field: str = "text", format: str | None = None,
-                errors: str = "skip", workers: int | None = None, memory_limit=None, progress: bool = True,
+                errors: str = "skip", workers: int | None = None, memory_limit=None, progress: bool | str = True,
                 unit_bytes: int | None = None, tmp_dir=None) -> Counts:
     """Count the pieces of files: text (one text per line, ``\\n`` kept), .jsonl (``field`` of each
     record), Parquet / Arrow (column ``field``), plain or ``.gz`` / ``.zst``.
@@ -906,7 +906,7 @@ def _describe(sources) -> str:
 
 
 def count_sources(sources, normalizer=None, pre_tokenizer=None, *, workers: int | None = None,
-                  memory_limit=None, progress: bool = False, unit_bytes: int | None = None,
+                  memory_limit=None, progress: bool | str = False, unit_bytes: int | None = None,
                   errors: str = "skip", tmp_dir=None, description: str = "input") -> Counts:
     """Count every unit of ``sources`` (see :mod:`.sources`) with ``workers`` processes.
 

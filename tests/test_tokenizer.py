@@ -222,3 +222,36 @@ def test_tokenizer_pickles_and_copies():
     clone = pickle.loads(pickle.dumps(ours))
     assert clone.to_str() == ours.to_str()
     assert copy.deepcopy(ours).encode("[CLS] my name").ids == ours.encode("[CLS] my name").ids
+
+
+def test_async_api_gives_what_the_sync_calls_give():
+    """Hugging Face's async_* methods: awaited in an event loop, the sync results (and errors)."""
+    import asyncio
+
+    ours, theirs = make_pair(special=SPECIAL)
+    texts = ["hello world", "my name is a", "[CLS] b [SEP]"]
+
+    async def both(tok):
+        one = await tok.async_encode("hello world", "a b")
+        many = await tok.async_encode_batch(texts)
+        fast = await tok.async_encode_batch_fast(texts, False, False)
+        decoded = await tok.async_decode_batch([e.ids for e in many], skip_special_tokens=False)
+        return one, many, fast, decoded
+
+    one, many, fast, decoded = asyncio.run(both(ours))
+    h_one, h_many, h_fast, h_decoded = asyncio.run(both(theirs))
+    assert_same_encoding(one, h_one)
+    for mine, hfs in zip(many, h_many):
+        assert_same_encoding(mine, hfs)
+    # (Hugging Face's fast batch leaves tokens and offsets empty; ours are whole, so compare ids.)
+    assert [e.ids for e in fast] == [e.ids for e in h_fast] == [e.ids for e in ours.encode_batch(texts, False, False)]
+    assert decoded == h_decoded == [ours.decode(e.ids, skip_special_tokens=False) for e in many]
+    with pytest.raises(InputTypeError):
+        asyncio.run(ours.async_encode_batch("not a list"))
+
+
+def test_encode_batch_fast_takes_is_pretokenized_positionally():
+    ours, theirs = make_pair()
+    words = [["hello", "world"], ["a", "b"]]
+    assert ([e.ids for e in ours.encode_batch_fast(words, True, False)]
+            == [e.ids for e in theirs.encode_batch_fast(words, True, False)] == [[1, 2], [3, 4]])

@@ -258,9 +258,26 @@ class Tokenizer:
             out[k] = self._encode_range_raw(items, k, k + 1, plan, frame, split, add_special_tokens)[0]
         return out
 
-    def encode_batch_fast(self, input: list, add_special_tokens: bool = True) -> list[Encoding]:
+    def encode_batch_fast(self, input: list, is_pretokenized: bool = False,
+                          add_special_tokens: bool = True) -> list[Encoding]:
         """Same as :meth:`encode_batch` (Hugging Face's name for the offsets-light path)."""
-        return self.encode_batch(input, add_special_tokens=add_special_tokens)
+        return self.encode_batch(input, is_pretokenized, add_special_tokens)
+
+    # -- Hugging Face's async API: the same work on a thread, so an event loop keeps running ---------
+    async def async_encode(self, sequence, pair=None, is_pretokenized: bool = False,
+                           add_special_tokens: bool = True) -> Encoding:
+        """``await``-able :meth:`encode`, run on a worker thread (the kernels drop the GIL)."""
+        return await _on_thread(self.encode, sequence, pair, is_pretokenized, add_special_tokens)
+
+    async def async_encode_batch(self, input: list, is_pretokenized: bool = False,
+                                 add_special_tokens: bool = True) -> list[Encoding]:
+        """``await``-able :meth:`encode_batch`, run on a worker thread."""
+        return await _on_thread(self.encode_batch, input, is_pretokenized, add_special_tokens)
+
+    async def async_encode_batch_fast(self, input: list, is_pretokenized: bool = False,
+                                      add_special_tokens: bool = True) -> list[Encoding]:
+        """``await``-able :meth:`encode_batch_fast`, run on a worker thread."""
+        return await _on_thread(self.encode_batch_fast, input, is_pretokenized, add_special_tokens)
 
     def _encode_ids_batch(self, texts: list[str], add_special_tokens: bool = True) -> list:
         """``[array('i', e.ids) for e in encode_batch(texts)]``, without building Python ids when it can.
@@ -629,6 +646,11 @@ class Tokenizer:
                      errors: str = "replace") -> list[str]:
         return [self.decode(ids, skip_special_tokens, errors) for ids in _as_list(sequences, "sequences")]
 
+    async def async_decode_batch(self, sequences: list[list[int]], skip_special_tokens: bool = True,
+                                 errors: str = "replace") -> list[str]:
+        """``await``-able :meth:`decode_batch`, run on a worker thread."""
+        return await _on_thread(self.decode_batch, sequences, skip_special_tokens, errors)
+
     # -- training ----------------------------------------------------------
     def train(self, files: list[str], trainer=None) -> None:
         """Train the model on text files (read line by line, UTF-8), with a progress bar.
@@ -823,6 +845,13 @@ def _spells(strings, token_id: int, value: str) -> bool:
     if type(strings) is list:
         return 0 <= token_id < len(strings) and strings[token_id] == value
     return strings.get(token_id) == value
+
+
+async def _on_thread(fn, *args):
+    """``fn(*args)`` on the event loop's worker threads (asyncio is imported only here: it is slow to import)."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
 
 
 def _progress_of(trainer) -> bool | str:

@@ -362,13 +362,28 @@ def test_encode_bytes_cases(pairs):
         ours._encode_bytes("text")
 
 
-def test_unstable_and_kernel_doctests():
+def test_tiktoken_import_paths():
+    """Code written for tiktoken imports from its submodules (``from tiktoken.load import load_tiktoken_bpe``)."""
+    import importlib
+
+    wanted = {"core": ["Encoding"], "registry": ["get_encoding", "list_encoding_names"],
+              "model": ["encoding_for_model", "encoding_name_for_model"],
+              "load": ["load_tiktoken_bpe", "dump_tiktoken_bpe", "data_gym_to_mergeable_bpe_ranks"]}
+    for sub, names in wanted.items():
+        ours = importlib.import_module(f"pieceworks.tiktoken.{sub}")
+        theirs = importlib.import_module(f"tiktoken.{sub}")
+        for name in names:
+            assert hasattr(theirs, name), (sub, name)     # (tiktoken still has it there)
+            assert getattr(ours, name) is getattr(pw, name), (sub, name)
+
+
+def test_tiktoken_and_kernel_doctests():
     import doctest
 
-    from pieceworks import tiktoken_unstable
     from pieceworks._kernels import bytebpe
+    from pieceworks.tiktoken import _unstable
 
-    for module in (pw, tiktoken_unstable, bytebpe):
+    for module in (pw, pw.core, pw.registry, pw.model, pw.load, _unstable, bytebpe):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

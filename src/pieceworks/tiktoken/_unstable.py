@@ -31,7 +31,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .tiktoken import Encoding
+    from .core import Encoding
 
 __all__ = ["encode_with_unstable", "encode_bytes"]
 
@@ -92,7 +92,7 @@ def _last_piece_token_count(enc: Encoding, text: str, allowed: frozenset[str]) -
     """Tokens of the last piece the pattern cut, 0 if the text ends with a special token (or is empty)."""
     tail = text
     if allowed and any(token in text for token in allowed):
-        from .tiktoken import _special_token_regex
+        from .core import _special_token_regex
 
         last = None
         for last in _special_token_regex(allowed).finditer(text):
@@ -108,7 +108,7 @@ def _last_piece_token_count(enc: Encoding, text: str, allowed: frozenset[str]) -
         if start is None:
             return 0
     else:
-        from ._kernels.bytebpe import piece_spans
+        from .._kernels.bytebpe import piece_spans
 
         start = piece_spans(enc._core.pattern, tail)[-1][0]
     return len(enc._encode_single_piece(tail[start:]))

@@ -1,63 +1,29 @@
-"""tiktoken's module API on pieceworks' engine: a drop-in for ``import tiktoken``.
+"""tiktoken's ``Encoding`` (``tiktoken.core``) on pieceworks' byte-level BPE kernel.
 
 ``Encoding(name, pat_str=, mergeable_ranks=, special_tokens=, explicit_n_vocab=)``
-takes tiktoken's arguments and has its methods; :func:`load_tiktoken_bpe`
-reads ``.tiktoken`` rank files; :func:`get_encoding` builds r50k_base,
-p50k_base, p50k_edit, cl100k_base, o200k_base and o200k_harmony (and gpt2)
-from rank files in a folder you choose (pieceworks downloads nothing): set
-``PIECEWORKS_TIKTOKEN_DIR`` or call :func:`set_data_dir`;
-:func:`encoding_for_model` picks one by OpenAI model name, as tiktoken does.
+takes tiktoken's arguments and has its methods. The work is done by the
+kernel (``_kernels/bytebpe.pyx``): the patterns of the public encodings are
+scanned by hand there; any other ``pat_str`` is split with the ``regex``
+module (same result, slower). The batch methods run on pieceworks' shared
+thread pool (``PIECEWORKS_NUM_THREADS``); ``num_threads`` caps how many
+threads a call uses.
 
->>> import os, tempfile
->>> ranks = {bytes([b]): b for b in range(256)}
->>> ranks[b"he"] = 256; ranks[b"ll"] = 257; ranks[b"hell"] = 258; ranks[b"hello"] = 259
->>> enc = Encoding("toy", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={"<|endoftext|>": 260})
->>> enc.encode("hello hell")
+>>> ranks = {bytes([b]): b for b in range(256)} | {b"he": 256, b"ll": 257, b"hell": 258, b"hello": 259}
+>>> Encoding("toy", pat_str=GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={}).encode("hello hell")
 [259, 32, 258]
->>> enc.decode([259, 32, 258])
-'hello hell'
->>> enc.encode("<|endoftext|>", allowed_special={"<|endoftext|>"})
-[260]
->>> enc.encode("<|endoftext|>")
-Traceback (most recent call last):
-  ...
-pieceworks.errors.SpecialTokenError: Encountered text corresponding to disallowed special token '<|endoftext|>'. Fix: ...
-
-Special tokens are refused unless allowed, exactly as tiktoken does:
-``encode`` raises :class:`~pieceworks.errors.SpecialTokenError` (a
-``ValueError``, like tiktoken's) on special-token text that is not in
-``allowed_special``, and the message says how to allow it or encode it as
-plain text. ``encode_ordinary`` never produces a special token.
-
-The work is done by the byte-level BPE kernel (``_kernels/bytebpe.pyx``):
-the patterns of the public encodings are scanned by hand there; any other
-``pat_str`` is split with the ``regex`` module (same result, slower). The
-batch methods run on pieceworks' shared thread pool
-(``PIECEWORKS_NUM_THREADS``); ``num_threads`` caps how many threads a call uses.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from bisect import bisect_left
-from pathlib import Path
 from typing import AbstractSet, Collection, Literal, Sequence
 
-from ._kernels.bytebpe import ByteBPE, Pattern
-from .errors import ConfigError, DecodeError, InputTypeError, SpecialTokenError, UnknownModelError
-from .fast.byte_bpe import GPT2_PATTERN, O200K_PATTERN, TIKTOKEN_CL100K_PATTERN, TIKTOKEN_PATTERNS, \
-    TIKTOKEN_R50K_PATTERN
-from .formats.gpt2_files import read_gpt2_ranks
-from .formats.tiktoken import dump_tiktoken_bpe, load_tiktoken_bpe
+from .._kernels.bytebpe import ByteBPE, Pattern
+from ..errors import ConfigError, DecodeError, InputTypeError, SpecialTokenError
+from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS
 
-__all__ = ["Encoding", "get_encoding", "list_encoding_names", "encoding_for_model", "encoding_name_for_model",
-           "load_tiktoken_bpe", "dump_tiktoken_bpe",
-           "data_gym_to_mergeable_bpe_ranks", "set_data_dir", "get_data_dir", "GPT2_PATTERN",
-           "DATA_DIR_ENV"]
-
-#: The environment variable naming the folder of ``.tiktoken`` files for :func:`get_encoding`.
-DATA_DIR_ENV = "PIECEWORKS_TIKTOKEN_DIR"
+__all__ = ["Encoding"]
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
@@ -165,7 +131,7 @@ class Encoding:
         rest may be tokenized once text follows (tiktoken's sets; sorted here, see
         :mod:`pieceworks.tiktoken_unstable`). Special tokens as :meth:`encode`.
         """
-        from .tiktoken_unstable import encode_with_unstable
+        from ._unstable import encode_with_unstable
 
         text = _check_text(text)
         allowed = self._allowed(allowed_special)
@@ -260,8 +226,8 @@ class Encoding:
         return self._core.encode_bytes_piece(bytes(text_or_bytes))
 
     def _encode_bytes(self, text: bytes) -> list[int]:
-        """Tokens of bytes that need not be UTF-8, as tiktoken's (see :mod:`pieceworks.tiktoken_unstable`)."""
-        from .tiktoken_unstable import encode_bytes
+        """Tokens of bytes that need not be UTF-8, as tiktoken's (see :mod:`pieceworks.tiktoken._unstable`)."""
+        from ._unstable import encode_bytes
 
         if not isinstance(text, (bytes, bytearray, memoryview)):
             raise InputTypeError(f"expected bytes, got {type(text).__name__}", fix="pass text.encode('utf-8')")
@@ -278,6 +244,8 @@ class Encoding:
 
     def __setstate__(self, value) -> None:
         if isinstance(value, str):
+            from .registry import get_encoding
+
             self.__dict__ = get_encoding(value).__dict__
             return
         self.__init__(**value)
@@ -415,7 +383,7 @@ def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool =
     without the GIL, and the calling thread makes the lists of the chunks
     done, in order, between its own chunks (see ``bytebpe.BatchJob``).
     """
-    from .fast._pool import THREAD_MIN_CHARS, num_threads as pool_threads, run_job
+    from ..fast._pool import THREAD_MIN_CHARS, num_threads as pool_threads, run_job
 
     # (Not capped by the number of texts: the job cuts a long text into parts that threads share.)
     threads = min(pool_threads(), max(num_threads or 1, 1))
@@ -433,7 +401,7 @@ def _run_batch(encode_chunk, texts: list[str], num_threads: int) -> list[list[in
     """
     from itertools import accumulate
 
-    from .fast._pool import THREAD_MIN_CHARS, _get_pool, num_threads as pool_threads
+    from ..fast._pool import THREAD_MIN_CHARS, _get_pool, num_threads as pool_threads
 
     threads = min(pool_threads(), max(num_threads or 1, 1), len(texts))
     if threads <= 1:
@@ -450,146 +418,3 @@ def _run_batch(encode_chunk, texts: list[str], num_threads: int) -> list[list[in
     for future in futures:
         out += future.result()
     return out
-
-
-# -- the public encodings ---------------------------------------------------------------
-
-_data_dir: str | None = None
-
-
-def set_data_dir(path: "str | os.PathLike | None") -> None:
-    """Use the ``.tiktoken`` files in ``path`` for :func:`get_encoding` (None: back to the environment)."""
-    global _data_dir
-    _data_dir = None if path is None else os.fspath(path)
-    get_encoding.cache_clear()
-
-
-def get_data_dir() -> str | None:
-    """The folder :func:`get_encoding` reads: :func:`set_data_dir`'s, else ``$PIECEWORKS_TIKTOKEN_DIR``."""
-    return _data_dir if _data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
-
-
-def _ranks_file(name: str, file_name: str) -> Path:
-    folder = get_data_dir()
-    how = (f"put the rank files (r50k_base.tiktoken, cl100k_base.tiktoken, ...) in a folder and set "
-           f"{DATA_DIR_ENV}=/that/folder, or call pieceworks.tiktoken.set_data_dir(path); "
-           f"pieceworks downloads nothing")
-    if folder is None:
-        raise ConfigError(f"get_encoding({name!r}) needs {file_name}, and no folder of rank files is set", fix=how)
-    path = Path(folder) / file_name
-    if not path.is_file():
-        raise ConfigError(f"get_encoding({name!r}): {path} does not exist", fix=how)
-    return path
-
-
-def _r50k_like(name: str, n_vocab: int | None, special: dict[str, int], file_name: str = "r50k_base.tiktoken"):
-    return {"name": name, "pat_str": TIKTOKEN_R50K_PATTERN, "explicit_n_vocab": n_vocab,
-            "mergeable_ranks": load_tiktoken_bpe(_ranks_file(name, file_name)), "special_tokens": special}
-
-
-def _harmony_specials() -> dict[str, int]:
-    named = {"<|startoftext|>": 199998, ENDOFTEXT: 199999, "<|return|>": 200002, "<|constrain|>": 200003,
-             "<|channel|>": 200005, "<|start|>": 200006, "<|end|>": 200007, "<|message|>": 200008,
-             "<|call|>": 200012}
-    reserved = {f"<|reserved_{i}|>": i for i in (200000, 200001, 200004, 200009, 200010, 200011)}
-    reserved.update({f"<|reserved_{i}|>": i for i in range(200013, 201088)})
-    return {ENDOFPROMPT: 200018, **named, **reserved}
-
-
-_ENCODINGS = {
-    "gpt2": lambda: _r50k_like("gpt2", 50257, {ENDOFTEXT: 50256}),
-    "r50k_base": lambda: _r50k_like("r50k_base", 50257, {ENDOFTEXT: 50256}),
-    "p50k_base": lambda: _r50k_like("p50k_base", 50281, {ENDOFTEXT: 50256}, "p50k_base.tiktoken"),
-    "p50k_edit": lambda: _r50k_like("p50k_edit", None, {ENDOFTEXT: 50256, FIM_PREFIX: 50281, FIM_MIDDLE: 50282,
-                                                        FIM_SUFFIX: 50283}, "p50k_base.tiktoken"),
-    "cl100k_base": lambda: {
-        "name": "cl100k_base", "pat_str": TIKTOKEN_CL100K_PATTERN,
-        "mergeable_ranks": load_tiktoken_bpe(_ranks_file("cl100k_base", "cl100k_base.tiktoken")),
-        "special_tokens": {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260,
-                           ENDOFPROMPT: 100276}},
-    "o200k_base": lambda: {
-        "name": "o200k_base", "pat_str": O200K_PATTERN,
-        "mergeable_ranks": load_tiktoken_bpe(_ranks_file("o200k_base", "o200k_base.tiktoken")),
-        "special_tokens": {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}},
-    "o200k_harmony": lambda: {
-        "name": "o200k_harmony", "pat_str": O200K_PATTERN,
-        "mergeable_ranks": load_tiktoken_bpe(_ranks_file("o200k_harmony", "o200k_base.tiktoken")),
-        "special_tokens": _harmony_specials()},
-}
-
-
-def list_encoding_names() -> list[str]:
-    """The encodings :func:`get_encoding` knows."""
-    return list(_ENCODINGS)
-
-
-@functools.lru_cache(maxsize=None)
-def get_encoding(encoding_name: str) -> Encoding:
-    """One of OpenAI's public encodings, from the rank files in :func:`get_data_dir`.
-
-    The patterns and special tokens are tiktoken's (0.14); only the rank
-    files are read from disk (``gpt2`` uses r50k_base.tiktoken: the same ranks).
-    """
-    if encoding_name not in _ENCODINGS:
-        raise ConfigError(f"unknown encoding {encoding_name!r}",
-                          fix=f"use one of {', '.join(_ENCODINGS)}, or build Encoding(...) yourself")
-    return Encoding(**_ENCODINGS[encoding_name]())
-
-
-# Which encoding OpenAI's models use, as tiktoken 0.14 maps them: whole names first, then
-# name beginnings (so a dated or fine-tuned variant finds its family's encoding).
-_MODEL_ENCODINGS = {
-    "o200k_base": ("gpt-5", "gpt-4.1", "gpt-4o", "o1", "o3", "o4-mini"),
-    "cl100k_base": ("gpt-4", "gpt-3.5-turbo", "gpt-3.5", "gpt-35-turbo", "davinci-002", "babbage-002",
-                    "text-embedding-ada-002", "text-embedding-3-small", "text-embedding-3-large"),
-    "p50k_base": ("text-davinci-003", "text-davinci-002", "code-davinci-002", "code-davinci-001",
-                  "code-cushman-002", "code-cushman-001", "davinci-codex", "cushman-codex"),
-    "p50k_edit": ("text-davinci-edit-001", "code-davinci-edit-001"),
-    "r50k_base": ("text-davinci-001", "text-curie-001", "text-babbage-001", "text-ada-001", "davinci", "curie",
-                  "babbage", "ada", *(f"text-similarity-{m}-001" for m in ("davinci", "curie", "babbage", "ada")),
-                  *(f"text-search-{m}-doc-001" for m in ("davinci", "curie", "babbage", "ada")),
-                  "code-search-babbage-code-001", "code-search-ada-code-001"),
-    "gpt2": ("gpt2", "gpt-2"),
-}
-_MODEL_PREFIX_ENCODINGS = (
-    ("o200k_base", ("o1-", "o3-", "o4-mini-", "gpt-5", "gpt-4.5-", "gpt-4.1-", "chatgpt-4o-", "gpt-4o-",
-                    "ft:gpt-4o")),
-    ("cl100k_base", ("gpt-4-", "gpt-3.5-turbo-", "gpt-35-turbo-", "ft:gpt-4", "ft:gpt-3.5-turbo",
-                     "ft:davinci-002", "ft:babbage-002")),
-    ("o200k_harmony", ("gpt-oss-",)),
-)
-_MODEL_TO_ENCODING = {model: name for name, models in _MODEL_ENCODINGS.items() for model in models}
-
-
-def encoding_name_for_model(model_name: str) -> str:
-    """The name of the encoding an OpenAI model uses, as tiktoken says it.
-
-    >>> encoding_name_for_model("gpt-4o-2024-08-06"), encoding_name_for_model("text-davinci-003")
-    ('o200k_base', 'p50k_base')
-
-    An unknown name raises :class:`~pieceworks.errors.UnknownModelError` (a
-    ``KeyError``, like tiktoken's).
-    """
-    found = _MODEL_TO_ENCODING.get(model_name)
-    if found is not None:
-        return found
-    for name, prefixes in _MODEL_PREFIX_ENCODINGS:
-        if model_name.startswith(prefixes):
-            return name
-    raise UnknownModelError(f"no known encoding for the model {model_name!r}",
-                            fix="call get_encoding() with the encoding's name (one of "
-                                f"{', '.join(_ENCODINGS)})")
-
-
-def encoding_for_model(model_name: str) -> Encoding:
-    """``get_encoding(encoding_name_for_model(model_name))``: the encoding an OpenAI model uses."""
-    return get_encoding(encoding_name_for_model(model_name))
-
-
-def data_gym_to_mergeable_bpe_ranks(vocab_bpe_file: str, encoder_json_file: str,
-                                    vocab_bpe_hash: str | None = None, encoder_json_hash: str | None = None,
-                                    clobber_one_byte_tokens: bool = False) -> dict[bytes, int]:
-    """tiktoken ranks from GPT-2's ``vocab.bpe`` and ``encoder.json`` (local files; hashes are not checked)."""
-    if clobber_one_byte_tokens:
-        raise ConfigError("clobber_one_byte_tokens is not supported", fix="leave it False")
-    return read_gpt2_ranks(encoder_json_file, vocab_bpe_file)

@@ -151,7 +151,7 @@ class Component:
 
     # -- Python niceties -----------------------------------------------
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self._to_fields().items())
+        args = ", ".join(f"{k}={_field_repr(v, type(self))}" for k, v in self._to_fields().items())
         return f"{type(self).__name__}({args})"
 
     def __eq__(self, other) -> bool:
@@ -189,3 +189,19 @@ def stage_base(name: str):
         return cls
 
     return wrap
+
+
+def _field_repr(value, cls: type) -> str:
+    """A field in a repr: a component of ``cls``'s stage (a Sequence's parts) as its own repr, as
+    Hugging Face shows them, not as its JSON.
+
+    >>> from pieceworks.normalizers import Sequence, NFKC, Lowercase
+    >>> Sequence([NFKC(), Lowercase()])
+    Sequence(normalizers=[NFKC(), Lowercase()])
+    """
+    registry = getattr(cls, "_registry", {})
+    if isinstance(value, dict) and value.get("type") in registry:
+        return repr(registry[value["type"]].from_json(value))
+    if isinstance(value, list) and value and all(isinstance(v, dict) and v.get("type") in registry for v in value):
+        return "[" + ", ".join(_field_repr(v, cls) for v in value) + "]"
+    return repr(value)

@@ -34,7 +34,7 @@ from .errors import ConfigError, InputTypeError
 
 __all__ = [
     "Normalizer", "NFC", "NFD", "NFKC", "NFKD", "Lowercase", "StripAccents", "Strip", "Replace",
-    "Prepend", "BertNormalizer", "Sequence", "ByteLevel", "Nmt",
+    "Prepend", "BertNormalizer", "Sequence", "ByteLevel", "Nmt", "NORMALIZERS", "unicode_normalizer_from_str",
 ]
 
 
@@ -749,3 +749,19 @@ def _precompiled_replace(dest: list, old: str, new: str) -> None:
     elif diff < 0 and dest:
         ch, change = dest[-1]
         dest[-1] = (ch, change + diff)
+
+
+#: The Unicode normalizers by lower-case name (Hugging Face's table).
+NORMALIZERS = {"nfc": NFC, "nfd": NFD, "nfkc": NFKC, "nfkd": NFKD}
+
+
+def unicode_normalizer_from_str(normalizer: str) -> Normalizer:
+    """``NFC()`` for "nfc", and so on for "nfd", "nfkc" and "nfkd".
+
+    >>> unicode_normalizer_from_str("nfkc").normalize_str("ﬁ")
+    'fi'
+    """
+    if normalizer not in NORMALIZERS:
+        raise ConfigError(f"{normalizer!r} is not a known unicode normalizer",
+                          fix=f"use one of {', '.join(NORMALIZERS)}")
+    return NORMALIZERS[normalizer]()

@@ -85,9 +85,10 @@ class BPE(Model):
         if (vocab is None) != (merges is None):
             raise ConfigError("`vocab` and `merges` must be both specified",
                               fix="pass both, or neither for an empty model to train")
-        if isinstance(vocab, (str, os.PathLike)):
-            raise InputTypeError("vocab must be a dict of token -> id, got a path",
-                                 fix="use BPE.from_file(vocab_path, merges_path)")
+        from_files = isinstance(vocab, (str, os.PathLike))
+        if from_files != isinstance(merges, (str, os.PathLike)):
+            raise InputTypeError("vocab and merges must both be file paths, or a dict and a list of pairs",
+                                 fix="use BPE.from_file(vocab_path, merges_path) or BPE(vocab_dict, merges_list)")
         self._encoder = None      # (generation, BpeEncoder) once built
         self._generation = 0      # bumped by every change the encoder depends on
         self.cache_capacity = 10000 if cache_capacity is None else _int_option("cache_capacity", cache_capacity)
@@ -99,7 +100,12 @@ class BPE(Model):
         self.byte_fallback = byte_fallback
         self.ignore_merges = ignore_merges
         self.seed = seed
-        self._set_vocab_and_merges(dict(vocab or {}), list(merges or []))
+        if from_files:      # (Hugging Face's BPE takes the files' paths too: BPE.from_file)
+            pairs, lines = _read_merges_txt(merges)
+            self._set_vocab_and_merges(_read_vocab_json(vocab), pairs, _Source(path=os.fspath(merges), lines=lines,
+                                                                              check_vocab=False))
+        else:
+            self._set_vocab_and_merges(dict(vocab or {}), list(merges or []))
 
     # -- options: changing one rebuilds the encoder (and empties the cache) -----
     def __setattr__(self, name, value):

@@ -17,12 +17,14 @@ from .alignment import NormalizedString, SplitDelimiterBehavior
 from .encoding import Encoding
 from .pretokenized import PreTokenizedString, Token
 from .tokenizer import Tokenizer
-from .implementations import ByteLevelBPETokenizer, CharBPETokenizer, SentencePieceBPETokenizer
+from .implementations import (BertWordPieceTokenizer, ByteLevelBPETokenizer, CharBPETokenizer,
+                              SentencePieceBPETokenizer, SentencePieceUnigramTokenizer)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AddedToken", "Encoding", "NormalizedString", "PreTokenizedString", "Regex", "SplitDelimiterBehavior",
     "Token", "Tokenizer", "decoders", "models", "normalizers", "pre_tokenizers", "processors",
-    "trainers", "__version__", "ByteLevelBPETokenizer", "CharBPETokenizer", "SentencePieceBPETokenizer",
+    "trainers", "__version__", "BertWordPieceTokenizer", "ByteLevelBPETokenizer", "CharBPETokenizer",
+    "SentencePieceBPETokenizer", "SentencePieceUnigramTokenizer",
 ]

@@ -255,3 +255,28 @@ def test_encode_batch_fast_takes_is_pretokenized_positionally():
     words = [["hello", "world"], ["a", "b"]]
     assert ([e.ids for e in ours.encode_batch_fast(words, True, False)]
             == [e.ids for e in theirs.encode_batch_fast(words, True, False)] == [[1, 2], [3, 4]])
+
+
+def test_from_pretrained_fetches_tokenizer_json_through_huggingface_hub(monkeypatch, tmp_path):
+    """From the Hub via huggingface_hub (faked here: no network), or from a local folder."""
+    import sys
+    import types
+
+    ours, _ = make_pair(special=SPECIAL)
+    ours.save(str(tmp_path / "tokenizer.json"))
+    asked = []
+    fake = types.ModuleType("huggingface_hub")
+
+    def hf_hub_download(**kwargs):
+        asked.append(kwargs)
+        return str(tmp_path / "tokenizer.json")
+
+    fake.hf_hub_download = hf_hub_download
+    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
+    loaded = pw.Tokenizer.from_pretrained("org/model", revision="v1", token="secret")
+    assert asked == [{"repo_id": "org/model", "filename": "tokenizer.json", "revision": "v1", "token": "secret"}]
+    assert loaded.to_str() == ours.to_str()
+    assert pw.Tokenizer.from_pretrained(str(tmp_path)).to_str() == ours.to_str() and len(asked) == 1
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)     # (an import of it now fails)
+    with pytest.raises(ConfigError, match="pip install huggingface_hub"):
+        pw.Tokenizer.from_pretrained("org/model")

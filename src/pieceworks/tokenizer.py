@@ -738,6 +738,27 @@ class Tokenizer:
 
         return tokenizer_from_bytes(bytes(buffer))
 
+    @staticmethod
+    def from_pretrained(identifier: str, revision: str = "main", token: str | None = None) -> "Tokenizer":
+        """The tokenizer.json of a Hugging Face Hub repository, fetched (and cached) by ``huggingface_hub``.
+
+        ``huggingface_hub`` is not a dependency of pieceworks: install it to
+        fetch from the Hub. A local folder holding a tokenizer.json needs no
+        download (Hugging Face's takes Hub names only).
+        """
+        folder_file = os.path.join(identifier, "tokenizer.json")
+        if os.path.isdir(identifier) and os.path.isfile(folder_file):
+            return Tokenizer.from_file(folder_file)
+        try:
+            from huggingface_hub import hf_hub_download
+        except ImportError:
+            raise ConfigError(f"from_pretrained({identifier!r}) fetches from the Hugging Face Hub with "
+                              f"huggingface_hub, which is not installed",
+                              fix="pip install huggingface_hub, or download the repository's tokenizer.json "
+                                  "and use Tokenizer.from_file(path)") from None
+        return Tokenizer.from_file(hf_hub_download(repo_id=identifier, filename="tokenizer.json", revision=revision,
+                                                   token=token))
+
     def __getstate__(self):
         return self.to_str()
 

@@ -667,7 +667,7 @@ class Tokenizer:
         # As Hugging Face: every file is text, one text per line, and a line
         # that is not UTF-8 is an error.
         counts = count_files(paths, self._normalizer, self.pre_tokenizer, format="text", errors="strict",
-                             memory_limit=getattr(trainer, "memory_limit", None), progress=_progress_of(trainer))
+                             memory_limit=getattr(trainer, "memory_limit", None), progress=trainer.progress_setting())
         self.train_from_counts(counts, trainer)
 
     def train_from_iterator(self, iterator: Iterable, trainer=None, length: int | None = None) -> None:
@@ -679,7 +679,7 @@ class Tokenizer:
 
         trainer = trainer if trainer is not None else self._model.get_trainer()
         _check_trainer(trainer, self._model)
-        with progress_bar(length, "Reading texts", unit="texts", enabled=_progress_of(trainer)) as bar:
+        with progress_bar(length, "Reading texts", unit="texts", enabled=trainer.progress_setting()) as bar:
             self._count_and_train(_flatten_texts(iterator, bar.update), trainer)
 
     def _count_and_train(self, texts: Iterable[str], trainer) -> None:
@@ -873,12 +873,6 @@ async def _on_thread(fn, *args):
     import asyncio
 
     return await asyncio.to_thread(fn, *args)
-
-
-def _progress_of(trainer) -> bool | str:
-    """The trainer's progress setting (a trainer from elsewhere: its ``show_progress``)."""
-    setting = getattr(trainer, "progress_setting", None)
-    return setting() if setting is not None else bool(getattr(trainer, "show_progress", True))
 
 
 def _as_list(value, name: str) -> list:

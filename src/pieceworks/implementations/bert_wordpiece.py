@@ -38,8 +38,7 @@ class BertWordPieceTokenizer(BaseTokenizer):
                  strip_accents: bool | None = None, lowercase: bool = True, wordpieces_prefix: str = "##"):
         if isinstance(vocab, str):
             vocab = WordPiece.read_file(vocab)
-        model = WordPiece(vocab, unk_token=str(unk_token)) if vocab is not None else WordPiece(unk_token=str(unk_token))
-        tokenizer = Tokenizer(model)
+        tokenizer = Tokenizer(WordPiece(vocab, unk_token=str(unk_token)))
         for token in (unk_token, sep_token, cls_token, pad_token, mask_token):
             if tokenizer.token_to_id(str(token)) is not None:
                 tokenizer.add_special_tokens([str(token)])
@@ -67,7 +66,7 @@ class BertWordPieceTokenizer(BaseTokenizer):
         """Train on text files (a path or a list of them)."""
         trainer = _trainer(vocab_size, min_frequency, limit_alphabet, initial_alphabet, special_tokens,
                            show_progress, wordpieces_prefix)
-        self._tokenizer.train([files] if isinstance(files, str) else files, trainer=trainer)
+        self._tokenizer.train(files, trainer=trainer)
 
     def train_from_iterator(self, iterator: Iterable, vocab_size: int = 30000, min_frequency: int = 2,
                             limit_alphabet: int = 1000, initial_alphabet: list = (),

@@ -52,7 +52,7 @@ class ByteLevelBPETokenizer(BpeFiles, BaseTokenizer):
     def train(self, files, vocab_size: int = 30000, min_frequency: int = 2, show_progress: bool = True,
               special_tokens: list = ()) -> None:
         """Train on text files (a path or a list of them), starting from the 256 byte symbols."""
-        self._tokenizer.train([files] if isinstance(files, str) else files,
+        self._tokenizer.train(files,
                               trainer=_trainer(vocab_size, min_frequency, show_progress, special_tokens))
 
     def train_from_iterator(self, iterator: Iterable, vocab_size: int = 30000, min_frequency: int = 2,

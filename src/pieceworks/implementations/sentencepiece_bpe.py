@@ -44,7 +44,7 @@ class SentencePieceBPETokenizer(BpeFiles, BaseTokenizer):
         """Train on text files (a path or a list of them)."""
         trainer = _trainer(vocab_size, min_frequency, special_tokens, limit_alphabet, initial_alphabet,
                            show_progress)
-        self._tokenizer.train([files] if isinstance(files, str) else files, trainer=trainer)
+        self._tokenizer.train(files, trainer=trainer)
 
     def train_from_iterator(self, iterator: Iterable, vocab_size: int = 30000, min_frequency: int = 2,
                             special_tokens: list = ("<unk>",), limit_alphabet: int = 1000,

@@ -38,7 +38,7 @@ class SentencePieceUnigramTokenizer(BaseTokenizer):
               initial_alphabet: list | None = None, unk_token: str | None = None) -> None:
         """Train on text files (a path or a list of them)."""
         trainer = _trainer(vocab_size, show_progress, special_tokens, initial_alphabet, unk_token)
-        self._tokenizer.train([files] if isinstance(files, str) else files, trainer=trainer)
+        self._tokenizer.train(files, trainer=trainer)
 
     def train_from_iterator(self, iterator: Iterable, vocab_size: int = 8000, show_progress: bool = True,
                             special_tokens: list | None = None, initial_alphabet: list | None = None,

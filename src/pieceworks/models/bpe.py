@@ -101,9 +101,7 @@ class BPE(Model):
         self.ignore_merges = ignore_merges
         self.seed = seed
         if from_files:      # (Hugging Face's BPE takes the files' paths too: BPE.from_file)
-            pairs, lines = _read_merges_txt(merges)
-            self._set_vocab_and_merges(_read_vocab_json(vocab), pairs, _Source(path=os.fspath(merges), lines=lines,
-                                                                              check_vocab=False))
+            self._set_vocab_and_merges(*_read_files(vocab, merges))
         else:
             self._set_vocab_and_merges(dict(vocab or {}), list(merges or []))
 
@@ -292,11 +290,9 @@ class BPE(Model):
         Merges naming tokens the vocabulary lacks raise
         :class:`~pieceworks.errors.FileFormatError` with the merges file and line.
         """
-        vocab_dict = _read_vocab_json(vocab)
-        pairs, lines = _read_merges_txt(merges)
+        read = _read_files(vocab, merges)
         model = cls(**kwargs)
-        model._set_vocab_and_merges(vocab_dict, pairs, _Source(path=os.fspath(merges), lines=lines,
-                                                               check_vocab=False))
+        model._set_vocab_and_merges(*read)
         return model
 
     # -- tokenizer.json ----------------------------------------------------------
@@ -501,6 +497,13 @@ def _byte_table(vocab: dict[str, int]) -> list[int]:
 
 
 # -- reading files -----------------------------------------------------------------
+
+
+def _read_files(vocab, merges) -> "tuple[dict[str, int], list[tuple[str, str]], _Source]":
+    """vocab.json and merges.txt, and where the merges came from (for errors that name a line)."""
+    vocab_dict = _read_vocab_json(vocab)
+    pairs, lines = _read_merges_txt(merges)
+    return vocab_dict, pairs, _Source(path=os.fspath(merges), lines=lines, check_vocab=False)
 
 
 def _read_vocab_json(path) -> dict[str, int]:

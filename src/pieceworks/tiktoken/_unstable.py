@@ -125,12 +125,6 @@ def _grow_over_blank_tokens(enc: Encoding, tokens: list[int], n_last: int) -> in
     return n_last
 
 
-def _sorted_tokens(enc: Encoding) -> list[bytes]:
-    if enc._sorted_token_bytes is None:
-        enc._sorted_token_bytes = sorted(enc._mergeable_ranks)
-    return enc._sorted_token_bytes
-
-
 def _starting_with(sorted_tokens: list[bytes], prefix: bytes):
     """The tokens (bytes, in order) that begin with ``prefix``."""
     at = bisect_left(sorted_tokens, prefix)
@@ -141,14 +135,14 @@ def _starting_with(sorted_tokens: list[bytes], prefix: bytes):
 
 def _tokens_starting_with(enc: Encoding, unstable: bytes) -> set[tuple[int, ...]]:
     ranks = enc._mergeable_ranks
-    return {(ranks[token],) for token in _starting_with(_sorted_tokens(enc), unstable)}
+    return {(ranks[token],) for token in _starting_with(enc._sorted_token_bytes, unstable)}
 
 
 def _straddling_completions(enc: Encoding, unstable: bytes) -> set[tuple[int, ...]]:
     """For each later start of a token inside ``unstable``: the bytes before it plus each token
     that begins with the bytes after it, re-encoded and cut once ``unstable`` is covered."""
     out = set()
-    tokens = _sorted_tokens(enc)
+    tokens = enc._sorted_token_bytes
     # A token that begins with the bytes after i is at least that long: earlier starts find none.
     longest = enc._core.max_token_len
     for i in range(max(1, len(unstable) - longest), len(unstable)):

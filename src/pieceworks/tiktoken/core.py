@@ -50,7 +50,6 @@ class Encoding:
         self._special_token_values = set(special_tokens.values())
         self._core = _build_core(name, pat_str, mergeable_ranks, special_tokens)
         self._split_regex = None if self._core.pattern != Pattern.PAT_PIECES else _compile(pat_str)
-        self._sorted_token_bytes: list[bytes] | None = None     # (encode_with_unstable, made on first use)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -199,6 +198,11 @@ class Encoding:
     # -- vocabulary ---------------------------------------------------------------------
     def token_byte_values(self) -> list[bytes]:
         """The bytes of every mergeable token, sorted."""
+        return list(self._sorted_token_bytes)
+
+    @functools.cached_property
+    def _sorted_token_bytes(self) -> list[bytes]:
+        """:meth:`token_byte_values`, sorted once (encode_with_unstable searches it)."""
         return sorted(self._mergeable_ranks)
 
     @property

@@ -315,7 +315,7 @@ cdef class BpeEncoder:
         if seed is None:
             import os
             seed = int.from_bytes(os.urandom(8), "little")
-        self.rng_state = mix(<uint64_t>(seed & 0xFFFFFFFFFFFFFFFF) + 0x9E3779B97F4A7C15ULL) | 1
+        self.rng_state = mix(<uint64_t>(seed & 0xFFFFFFFFFFFFFFFFULL) + 0x9E3779B97F4A7C15ULL) | 1
         self.cache = {}
         self.cache_capacity = cache_capacity
         if token_cls is None:

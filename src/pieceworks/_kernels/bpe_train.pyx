@@ -682,13 +682,13 @@ cdef class MergeLearner:
         cdef vector[uint8_t] empty
         for i in range(self.step_pairs.size()):
             pair = self.step_pairs[i]
-            count = self.pair_get(<uint32_t>(pair >> 32), <uint32_t>(pair & 0xFFFFFFFF))
+            count = self.pair_get(<uint32_t>(pair >> 32), <uint32_t>(pair & 0xFFFFFFFFULL))
             if count > 0:
                 entry.count = <uint64_t>count
                 if self.first_seen:
                     entry.key2 = self.first_bound[pair]
                     entry.x = <uint32_t>(pair >> 32)
-                    entry.y = <uint32_t>(pair & 0xFFFFFFFF)
+                    entry.y = <uint32_t>(pair & 0xFFFFFFFFULL)
                     heap_push(&self.heap, entry)
                 elif self.step_nwords[i] == 1:
                     self._push_hf(entry.count, pair, LIST_INLINE | self.step_last[i])
@@ -867,7 +867,7 @@ cdef class MergeLearner:
         cursor.resize(self.step_pairs.size(), UINT64_MAX)
         for k in range(self.step_pairs.size()):
             pair = self.step_pairs[k]
-            if self.step_nwords[k] > 1 and self.pair_get(<uint32_t>(pair >> 32), <uint32_t>(pair & 0xFFFFFFFF)) > 0:
+            if self.step_nwords[k] > 1 and self.pair_get(<uint32_t>(pair >> 32), <uint32_t>(pair & 0xFFFFFFFFULL)) > 0:
                 cursor[k] = total
                 total += size[k]
         buf_reserve(&self.arena, total, 1)
@@ -892,7 +892,7 @@ cdef class MergeLearner:
         total = 0
         for k in range(self.step_pairs.size()):
             pair = self.step_pairs[k]
-            n = self.pair_get(<uint32_t>(pair >> 32), <uint32_t>(pair & 0xFFFFFFFF))
+            n = self.pair_get(<uint32_t>(pair >> 32), <uint32_t>(pair & 0xFFFFFFFFULL))
             if n <= 0:
                 continue
             if self.step_nwords[k] == 1:
@@ -1050,7 +1050,7 @@ cdef class MergeLearner:
         """The first countable occurrence of ``pair`` (word << 32 | char); prunes its word list."""
         cdef vector[int32_t]* ws = &self.pair_words[pair]
         cdef uint32_t a = <uint32_t>(pair >> 32)
-        cdef uint32_t b = <uint32_t>(pair & 0xFFFFFFFF)
+        cdef uint32_t b = <uint32_t>(pair & 0xFFFFFFFFULL)
         cdef uint64_t found = NO_OCCURRENCE
         cdef size_t k, i, s, e, kept = 0
         cdef int32_t w
@@ -1150,7 +1150,7 @@ cdef class MergeLearner:
                 words.clear()
             else:
                 a = <uint32_t>(top.key2 >> 32)
-                b = <uint32_t>(top.key2 & 0xFFFFFFFF)
+                b = <uint32_t>(top.key2 & 0xFFFFFFFFULL)
                 current = self.pair_get(a, b)
                 # As Hugging Face: compare as unsigned, so a negative count
                 # (possible with max_token_length) looks huge.

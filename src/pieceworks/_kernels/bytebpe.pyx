@@ -1984,7 +1984,7 @@ cdef class ByteBPE:
             return False
         s4 = <const uint32_t*>PyUnicode_DATA(text)
         for k in range(n):
-            if (s4[k] & 0xFFFFF800) == 0xD800:
+            if 0xD800 <= s4[k] <= 0xDFFF:
                 return True
         return False
 

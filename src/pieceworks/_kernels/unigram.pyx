@@ -259,7 +259,7 @@ def set_random_seed(seed):
     if seed is None:
         _seeded = False
     else:
-        _seed = <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFF)
+        _seed = <uint64_t>(int(seed) & 0xFFFFFFFFFFFFFFFFULL)
         _seeded = True
     _generation += 1
 

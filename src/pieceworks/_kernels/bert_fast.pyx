@@ -83,7 +83,7 @@ cdef class CharMap:
     docstring).
     """
 
-    def __init__(self, bytes actions, dict special, check=()):
+    def __init__(self, bytes actions not None, dict special, check=()):
         cdef Py_ssize_t cp
         cdef const uint8_t* act
         if len(actions) != N_CODE_POINTS:
@@ -351,7 +351,7 @@ cdef class TokenTable:
     caches are keyed by the table, so one table must stay with one matcher.
     """
 
-    def __init__(self, WordPieceMatcher matcher):
+    def __init__(self, WordPieceMatcher matcher not None):
         cdef dict values = matcher.values
         self.matcher = matcher
         self.values = values
@@ -381,8 +381,8 @@ cdef class TokenTable:
         return self.values[tid]
 
 
-def encode(str text, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int unk_id, str unk_token,
-           Py_ssize_t nogil_min=2048, bint order_checked=False):
+def encode(str text not None, CharMap cmap not None, TokenTable table not None, Py_ssize_t max_chars, int unk_id,
+           str unk_token, Py_ssize_t nogil_min=2048, bint order_checked=False):
     """``(ids, tokens, offsets, words, n_words)`` of ``text``, or an int status instead.
 
     ``table`` is ``TokenTable(matcher)`` of the model's current matcher.
@@ -441,7 +441,7 @@ cdef bytes raw_of(const Tok* toks, Py_ssize_t n):
     return raw
 
 
-def encode_raw(str text, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int unk_id,
+def encode_raw(str text not None, CharMap cmap not None, TokenTable table not None, Py_ssize_t max_chars, int unk_id,
                Py_ssize_t nogil_min=2048, bint order_checked=False):
     """``(raw, n_tokens, n_words)`` of ``text`` (a raw encoding: see raw_encoding.pyx), or a status int.
 
@@ -497,7 +497,7 @@ cdef class OneText:
         return _encode_raw(text, self.cmap, self.table, self.max_chars, self.unk_id, self.nogil_min, False)
 
 
-def encode_raw_batch(list texts, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int unk_id):
+def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not None, Py_ssize_t max_chars, int unk_id):
     """``[encode_raw(t, ...) for t in texts]``, the whole list scanned with the GIL released once.
 
     An item is ``(raw, n_tokens, n_words)`` or a status int (then call
@@ -591,7 +591,7 @@ cdef tuple build_result(Scratch sc, TokenTable table, str unk_token):
     return ids, tokens, offsets, words, sc.n_words
 
 
-def pieces(str text, CharMap cmap, bint order_checked=False):
+def pieces(str text not None, CharMap cmap not None, bint order_checked=False):
     """The pieces the encoder hands WordPiece: ``[(piece, [source index per char]), ...]``, or None.
 
     The same scan as :func:`encode`, stopped before matching; the tests hold

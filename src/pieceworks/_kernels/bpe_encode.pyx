@@ -568,7 +568,7 @@ cdef class BpeEncoder:
         return ex if ex.active else None
 
     # -- Python API ----------------------------------------------------------------
-    def tokenize(self, str piece, excluded_ids=None):
+    def tokenize(self, str piece not None, excluded_ids=None):
         """The piece's tokens (``Token(id, value, (start, end))``, char offsets).
 
         ``excluded_ids``: ids the text must not give (see the module doc); a
@@ -586,7 +586,7 @@ cdef class BpeEncoder:
         make = self.token_cls
         return [make(ids[k], id_to_token[ids[k]], (starts[k], ends[k])) for k in range(len(ids))]
 
-    def encode_ids(self, str piece, excluded_ids=None):
+    def encode_ids(self, str piece not None, excluded_ids=None):
         """Just the ids of the piece's tokens."""
         cdef Exclusion ex = self._exclusion(excluded_ids)
         if not piece:

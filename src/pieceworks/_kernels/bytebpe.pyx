@@ -1288,7 +1288,7 @@ cdef list spans_of(int pattern, const char_t* s, Py_ssize_t n, const uint8_t* cl
     return out
 
 
-def piece_spans(int pattern, str text):
+def piece_spans(int pattern, str text not None):
     """The ``(start, end)`` char spans of the pieces the scanner cuts ``text`` into.
 
     >>> piece_spans(Pattern.PAT_CL100K, "Hello world's 1234!")
@@ -1330,6 +1330,30 @@ cdef list id_list_of(ByteBPE bpe, const uint32_t* ids, size_t n):
         PyList_SET_ITEM_p(out, k, int_ref(bpe._int_table, bpe._n_ints, ids[k]))
     PyObject_GC_UnTrack(<void*>out)
     return out
+
+
+cdef bint has_lone_surrogate(str text) noexcept:
+    """Whether ``text`` holds a lone surrogate (U+D800..U+DFFF), which has no UTF-8 form.
+
+    A C function, not the method: batches ask it of every text.
+    """
+    cdef int kind = PyUnicode_KIND(text)
+    cdef Py_ssize_t k, n = PyUnicode_GET_LENGTH(text)
+    cdef const uint16_t* s2
+    cdef const uint32_t* s4
+    if kind == 1:
+        return False
+    if kind == 2:
+        s2 = <const uint16_t*>PyUnicode_DATA(text)
+        for k in range(n):
+            if (s2[k] & 0xF800) == 0xD800:
+                return True
+        return False
+    s4 = <const uint32_t*>PyUnicode_DATA(text)
+    for k in range(n):
+        if 0xD800 <= s4[k] <= 0xDFFF:
+            return True
+    return False
 
 
 cdef class Workspace:
@@ -1667,7 +1691,7 @@ cdef class ByteBPE:
         return id_list_of(self, st.ids.data() + start, end - start)
 
     # -- encoding --------------------------------------------------------------------------
-    def encode(self, str text, bint refuse_surrogates=False):
+    def encode(self, str text not None, bint refuse_surrogates=False):
         """Token ids of ``text`` (pre-tokenized by the pattern).
 
         With ``refuse_surrogates``, a text holding a lone surrogate gives None
@@ -1677,7 +1701,7 @@ cdef class ByteBPE:
         >>> bpe.encode("hi!")
         [104, 105, 33]
         """
-        if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
+        if refuse_surrogates and has_lone_surrogate(text):
             return None
         cdef Workspace ws = <Workspace>self._checkout()
         try:
@@ -1686,7 +1710,7 @@ cdef class ByteBPE:
         finally:
             self._checkin(ws)
 
-    def encode_to_bytes(self, str text):
+    def encode_to_bytes(self, str text not None):
         """Token ids of ``text`` as the bytes of a uint32 array (machine byte order)."""
         cdef Workspace ws = <Workspace>self._checkout()
         try:
@@ -1695,7 +1719,7 @@ cdef class ByteBPE:
         finally:
             self._checkin(ws)
 
-    def encode_single_piece(self, str piece):
+    def encode_single_piece(self, str piece not None):
         """Ids of ``piece`` as one piece (no pattern): whole-piece look-up, then merges."""
         cdef Workspace ws = <Workspace>self._checkout()
         try:
@@ -1704,11 +1728,11 @@ cdef class ByteBPE:
         finally:
             self._checkin(ws)
 
-    def encode_bytes_piece(self, bytes piece):
+    def encode_bytes_piece(self, bytes piece not None):
         """Ids of raw bytes as one piece (they need not be UTF-8)."""
         return self._bytes_piece(piece, True)
 
-    def encode_bytes_plain(self, bytes piece):
+    def encode_bytes_plain(self, bytes piece not None):
         """Ids of raw bytes by merges alone, no whole-piece look-up (tiktoken's ``byte_pair_encode``).
 
         >>> bpe = ByteBPE([bytes([i]) for i in range(256)] + [b"ab", b"bc", b"abcd"], None, pattern=Pattern.PAT_CL100K,
@@ -1874,7 +1898,7 @@ cdef class ByteBPE:
         for text in texts:
             if type(text) is not str:
                 raise TypeError(f"expected str, got {type(text).__name__}")
-            if refuse_surrogates and PyUnicode_KIND(text) != 1 and self.has_surrogates(text):
+            if refuse_surrogates and has_lone_surrogate(text):
                 return 1
             refs.datas.push_back(PyUnicode_DATA(text))
             refs.lengths.push_back(PyUnicode_GET_LENGTH(text))
@@ -1904,7 +1928,7 @@ cdef class ByteBPE:
                     pieces.push_back(count)
         return 0
 
-    def encode_with_offsets(self, str text, list token_strings, bint prefix_space=False):
+    def encode_with_offsets(self, str text not None, list token_strings, bint prefix_space=False):
         """``(ids, tokens, offsets, words, n_pieces)`` of ``text``, Hugging Face style.
 
         Offsets are char spans: a token covers every char one of whose UTF-8
@@ -1919,7 +1943,7 @@ cdef class ByteBPE:
         return (id_list(raw, n), token_list(raw, n, token_strings), offset_list(raw, n, 0), word_list(raw, n, -1),
                 result[2])
 
-    def encode_raw(self, str text, bint prefix_space=False):
+    def encode_raw(self, str text not None, bint prefix_space=False):
         """``(raw, n_tokens, n_pieces)``: :meth:`encode_with_offsets` as a raw encoding.
 
         (See raw_encoding.pyx: int32 ids, starts, ends, words in one bytes
@@ -1968,25 +1992,9 @@ cdef class ByteBPE:
             pieces = encode_str(&self.m, kind, data, n, ascii, st, piece_ends, one_piece)
         return pieces
 
-    def has_surrogates(self, str text):
+    def has_surrogates(self, str text not None):
         """Whether ``text`` holds a lone surrogate (U+D800..U+DFFF), which has no UTF-8 form."""
-        cdef int kind = PyUnicode_KIND(text)
-        cdef Py_ssize_t k, n = PyUnicode_GET_LENGTH(text)
-        cdef const uint16_t* s2
-        cdef const uint32_t* s4
-        if kind == 1:
-            return False
-        if kind == 2:
-            s2 = <const uint16_t*>PyUnicode_DATA(text)
-            for k in range(n):
-                if (s2[k] & 0xF800) == 0xD800:
-                    return True
-            return False
-        s4 = <const uint32_t*>PyUnicode_DATA(text)
-        for k in range(n):
-            if 0xD800 <= s4[k] <= 0xDFFF:
-                return True
-        return False
+        return has_lone_surrogate(text)
 
     # -- decoding and inspection -------------------------------------------------------------
     def decode_bytes(self, ids):
@@ -2022,7 +2030,7 @@ cdef class ByteBPE:
                 out.append((self.m.token_merge[tid].left, self.m.token_merge[tid].right))
         return out
 
-    def token_id(self, bytes value):
+    def token_id(self, bytes value not None):
         """The id of a token given its bytes, or None (decode-only ids are not looked up)."""
         cdef size_t n = PyBytes_GET_SIZE(value)
         cdef const uint8_t* p = <const uint8_t*>PyBytes_AS_STRING(value)

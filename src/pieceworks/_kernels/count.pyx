@@ -82,7 +82,7 @@ cdef inline uint64_t hash_bytes(const uint8_t* p, size_t n) noexcept nogil:
     return mix64(h)
 
 
-def piece_hash(bytes data):
+def piece_hash(bytes data not None):
     """The 64-bit hash the table files ``data`` under (spill partitions use it)."""
     return hash_bytes(<const uint8_t*> PyBytes_AS_STRING(data), len(data))
 
@@ -276,7 +276,7 @@ cdef class PieceTable:
         finally:
             spanbuf_free(&buf)
 
-    def count_lines(self, str chunk, int mode, const uint8_t[::1] actions, bint prefix_space,
+    def count_lines(self, str chunk not None, int mode, const uint8_t[::1] actions, bint prefix_space,
                     uint64_t key_base):
         """Count ``chunk`` as texts of one line each: cut after every ``\\n``, which stays in its line.
 

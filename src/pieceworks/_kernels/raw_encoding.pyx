@@ -625,7 +625,7 @@ cdef bytes _slice(bytes raw, Py_ssize_t n, Py_ssize_t start, Py_ssize_t stop):
     return out
 
 
-def pad_never_read(list encodings, Py_ssize_t length, str direction, pad_id, pad_type_id, pad_token) -> list:
+def pad_never_read(list encodings, Py_ssize_t length, str direction not None, pad_id, pad_type_id, pad_token) -> list:
     """Pad each lazy, never-read encoding to ``length`` tokens through its frame; return the others.
 
     The padding joins the frame (``Frame.padded``: made once per frame and

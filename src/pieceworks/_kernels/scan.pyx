@@ -321,7 +321,7 @@ def actions_for(rules, int default=2):
     return bytes(table)
 
 
-def class_runs(str text, const uint8_t[::1] actions):
+def class_runs(str text not None, const uint8_t[::1] actions):
     """Spans of ``text`` cut by each char's action (see :func:`actions_for`).
 
     >>> class_runs("a1b", actions_for([(FLAG_NUMERIC, ACTION_ISOLATE)]))
@@ -335,7 +335,7 @@ def class_runs(str text, const uint8_t[::1] actions):
 cdef dict _match_actions = {}   # mask -> action table, for char_matches
 
 
-def char_matches(str text, int mask):
+def char_matches(str text not None, int mask):
     """``find_matches`` for "a char with any flag in ``mask``": each such char is a match.
 
     >>> char_matches("a, b", FLAG_PUNCT)
@@ -358,7 +358,7 @@ def char_matches(str text, int mask):
     return out
 
 
-def gpt2_spans(str text):
+def gpt2_spans(str text not None):
     """Spans of GPT-2's pre-tokenization regex matches in ``text``.
 
     >>> gpt2_spans("a  b\\n")
@@ -369,7 +369,7 @@ def gpt2_spans(str text):
     return spans_to_list(&buf)
 
 
-def script_spans(str text):
+def script_spans(str text not None):
     """Spans of one Unicode script each, as Hugging Face's UnicodeScripts cuts them.
 
     >>> script_spans("abc Δx")
@@ -380,7 +380,7 @@ def script_spans(str text):
     return spans_to_list(&buf)
 
 
-def repeat_per_utf8_byte(str text, list per_char):
+def repeat_per_utf8_byte(str text not None, list per_char):
     """``per_char[i]`` repeated once per UTF-8 byte of ``text[i]`` (a lone surrogate counts 3).
 
     This is the alignment of byte-level spelling: each byte of a char maps

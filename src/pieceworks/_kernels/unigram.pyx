@@ -442,11 +442,11 @@ cdef class DoubleArray:
             s = t
         return self.value[s]
 
-    def exact_match(self, bytes key):
+    def exact_match(self, bytes key not None):
         """The value of ``key``, or -1."""
         return self.exact(<const uint8_t*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
 
-    def common_prefix_search(self, bytes key):
+    def common_prefix_search(self, bytes key not None):
         """``[(length, value)]`` for every key that is a prefix of ``key``, shortest first."""
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(key)
         cdef Py_ssize_t n = PyBytes_GET_SIZE(key), i
@@ -510,7 +510,7 @@ cdef class Charsmap:
     Layout: ``<u32 trie size in bytes><trie units, u32 LE each><normalized strings>``.
     """
 
-    def __init__(self, bytes blob):
+    def __init__(self, bytes blob not None):
         cdef Py_ssize_t n = PyBytes_GET_SIZE(blob)
         cdef uint32_t trie_size
         if n <= 4:
@@ -597,7 +597,7 @@ cdef class Charsmap:
             e += 1
         return e
 
-    def lookup(self, bytes key, bint longest=True):
+    def lookup(self, bytes key not None, bint longest=True):
         """``(match length, replacement bytes)`` for the rule matching a prefix of ``key``, or None.
 
         ``longest=True`` is SentencePiece's rule; ``False`` takes the first
@@ -986,7 +986,7 @@ cdef class SpmNormalizer:
             to_orig[m] = <int32_t>consumed
         return m
 
-    def normalize(self, bytes text, bint with_offsets=False):
+    def normalize(self, bytes text not None, bint with_offsets=False):
         """``(normalized bytes, norm_to_orig or None)``; ``norm_to_orig`` has one more entry than bytes."""
         cdef vector[uint8_t] out
         cdef vector[int32_t] to_orig
@@ -1450,11 +1450,11 @@ cdef class SpmCore:
     cdef int32_t _piece_to_id_bytes(self, bytes key):
         return self._piece_to_id(<const uint8_t*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
 
-    def piece_to_id(self, str piece):
+    def piece_to_id(self, str piece not None):
         """SentencePiece's PieceToId: reserved pieces first, then the trie, else the unknown id."""
         return self._piece_to_id_bytes(piece.encode("utf-8"))
 
-    def lookup(self, str piece):
+    def lookup(self, str piece not None):
         """The trie's id for ``piece`` (Hugging Face's token_to_id), or None."""
         cdef bytes key = piece.encode("utf-8")
         cdef int32_t v = self.trie.exact(<const uint8_t*>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
@@ -1716,7 +1716,7 @@ cdef class SpmCore:
                 out[i] = pieces[segs[i].id]
         return out
 
-    def segments_to_pieces(self, bytes normalized, list segments, list pieces, str unk_piece=None):
+    def segments_to_pieces(self, bytes normalized not None, list segments, list pieces, str unk_piece=None):
         """Pieces for ``[(id, start, end, flag)]`` segments (as the encoders return them)."""
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(normalized)
         cdef list out = []
@@ -1841,21 +1841,21 @@ cdef class SpmCore:
             raise KernelError("an unknown character needs the unknown piece, but the model has none")
         self._finish(s, raw, out)
 
-    def encode_ids(self, bytes normalized, double alpha=0.0):
+    def encode_ids(self, bytes normalized not None, double alpha=0.0):
         """Ids of the best segmentation (BPE: with dropout ``alpha``), SentencePiece's post-processing applied."""
         cdef vector[Seg] segs
         self._encode(<const uint8_t*>PyBytes_AS_STRING(normalized), <int32_t>PyBytes_GET_SIZE(normalized),
                      alpha, segs)
         return [segs[i].id for i in range(segs.size())]
 
-    def encode_pieces(self, bytes normalized, list pieces, str unk_piece=None, double alpha=0.0):
+    def encode_pieces(self, bytes normalized not None, list pieces, str unk_piece=None, double alpha=0.0):
         """Pieces of the best segmentation; an unknown run is its own text unless ``unk_piece`` is given."""
         cdef vector[Seg] segs
         self._encode(<const uint8_t*>PyBytes_AS_STRING(normalized), <int32_t>PyBytes_GET_SIZE(normalized),
                      alpha, segs)
         return self._seg_pieces(<const uint8_t*>PyBytes_AS_STRING(normalized), segs, pieces, unk_piece)
 
-    def encode_segments(self, bytes normalized, double alpha=0.0):
+    def encode_segments(self, bytes normalized not None, double alpha=0.0):
         """``[(id, byte start, byte end, flag)]`` of the best segmentation (flag: 0 plain, 1 unknown run, 2 byte)."""
         cdef vector[Seg] segs
         self._encode(<const uint8_t*>PyBytes_AS_STRING(normalized), <int32_t>PyBytes_GET_SIZE(normalized),
@@ -2002,7 +2002,7 @@ cdef class SpmCore:
         self._finish(s, raw, segs)
         return [(segs[i].id, segs[i].start, segs[i].end, segs[i].flag) for i in range(segs.size())]
 
-    def nbest(self, bytes normalized, int nbest_size):
+    def nbest(self, bytes normalized not None, int nbest_size):
         """Up to ``nbest_size`` best segmentations, best first: ``[(segments, score)]`` (A* over the lattice)."""
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(normalized)
         cdef int32_t n = <int32_t>PyBytes_GET_SIZE(normalized)
@@ -2063,7 +2063,7 @@ cdef class SpmCore:
             raise KernelError("an unknown character needs the unknown piece, but the model has none")
         return 0
 
-    def sample(self, bytes normalized, double theta):
+    def sample(self, bytes normalized not None, double theta):
         """One segmentation drawn with probability ∝ exp(theta · score) (forward filtering, backward sampling)."""
         cdef Lattice L
         cdef vector[double] alpha
@@ -2075,7 +2075,7 @@ cdef class SpmCore:
         self._draw(&L, f32(theta) if not self.hf else theta, alpha, thread_rng(), path)
         return self._path(<const uint8_t*>PyBytes_AS_STRING(normalized), &L, path)
 
-    def sample_and_score(self, bytes normalized, double theta, int num_samples, bint wor, bint include_best):
+    def sample_and_score(self, bytes normalized not None, double theta, int num_samples, bint wor, bint include_best):
         """``[(segments, score)]``, SentencePiece's SampleEncodeAndScore (Unigram).
 
         With replacement (``wor`` False): ``num_samples`` draws, each scored
@@ -2155,7 +2155,7 @@ cdef class SpmCore:
                 total = f32(total + f32(theta * L.nodes[path[i]].score))
         return total - marginal if self.hf else f32(total - marginal)
 
-    def log_partition(self, bytes normalized, double theta):
+    def log_partition(self, bytes normalized not None, double theta):
         """log Σ over all segmentations of exp(theta · score)."""
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(normalized)
         cdef int32_t n = <int32_t>PyBytes_GET_SIZE(normalized)
@@ -2168,7 +2168,7 @@ cdef class SpmCore:
         self._forward(&L, theta, alpha)
         return alpha[1]
 
-    def entropy(self, bytes normalized, double theta):
+    def entropy(self, bytes normalized not None, double theta):
         """The entropy of the segmentation distribution ∝ exp(theta · score) (Lattice::CalculateEntropy)."""
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(normalized)
         cdef int32_t n = <int32_t>PyBytes_GET_SIZE(normalized)
@@ -2191,7 +2191,7 @@ cdef class SpmCore:
                     H[r] += exp(p) * (H[l] + p)
         return -H[1]
 
-    def lattice_nodes(self, bytes normalized):
+    def lattice_nodes(self, bytes normalized not None):
         """Every lattice node as ``(char pos, char length, id, score)`` (for tests and teaching)."""
         cdef Lattice L
         cdef size_t i
@@ -2230,7 +2230,7 @@ cdef class SpmCore:
                               f"{self.n_pieces} pieces (make it with exclusion_mask())")
         return <const uint8_t*>PyBytes_AS_STRING(excluded)
 
-    def hf_tokenize(self, str text, list pieces, bytes excluded=None):
+    def hf_tokenize(self, str text not None, list pieces, bytes excluded=None):
         """``[(id, value, char start, char end)]`` as Hugging Face's Unigram tokenizes ``text``.
 
         Unknown runs are fused into one token whose value is their text; with
@@ -2251,7 +2251,7 @@ cdef class SpmCore:
             return None
         return self._hf_tokens(s, n, raw, pieces, excl)
 
-    def hf_sample(self, str text, list pieces, double theta, int nbest_size, bytes excluded=None):
+    def hf_sample(self, str text not None, list pieces, double theta, int nbest_size, bytes excluded=None):
         """A sampled tokenization (``nbest_size`` > 0: among the n best, else the whole lattice)."""
         cdef bytes data = text.encode("utf-8")
         cdef const uint8_t* s = <const uint8_t*>PyBytes_AS_STRING(data)
@@ -2627,7 +2627,7 @@ cdef class SpmEncoder:
     cdef Scratch scratch       # reused by one call at a time (``busy``), so most calls allocate nothing
     cdef bint busy
 
-    def __init__(self, SpmCore core, SpmNormalizer normalizer, list pieces, str unk_piece):
+    def __init__(self, SpmCore core not None, SpmNormalizer normalizer, list pieces, str unk_piece):
         self.core = core
         self.norm = normalizer
         self.pieces = list(pieces)
@@ -2913,7 +2913,7 @@ cdef class SpmDefaults:
     cdef readonly SpmEncoder encoder
     cdef bint pieces, emit
 
-    def __init__(self, SpmEncoder encoder, out_type, emit_unk_piece):
+    def __init__(self, SpmEncoder encoder not None, out_type, emit_unk_piece):
         self.encoder = encoder
         self.pieces = out_type is str
         self.emit = bool(emit_unk_piece)

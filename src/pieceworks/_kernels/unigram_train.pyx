@@ -368,7 +368,7 @@ cdef bint _valid_long(const Packed* p, int64_t start, int32_t length, const Piec
     return valid_piece(piece.data(), length, r)
 
 
-def mine_seeds(codes, bytes kinds, scripts, bytes digits, int max_piece_length, long long seed_size,
+def mine_seeds(codes, bytes kinds not None, scripts, bytes digits not None, int max_piece_length, long long seed_size,
                bint split_by_whitespace, bint treat_whitespace_as_suffix, bint allow_whitespace_only_pieces,
                bint split_by_unicode_script, bint split_by_number, bint split_digits, int n_threads=1):
     """The ``seed_size`` best repeated substrings, best first: ``(offsets, lengths, freqs)``, three arrays.
@@ -795,7 +795,7 @@ cdef class UnigramEM:
             e[i] = end
         self.set_pieces_utf8(PyUnicode_AsUTF8String("".join(pieces)), ends, array("d", scores))
 
-    def set_pieces_utf8(self, bytes data, ends, scores):
+    def set_pieces_utf8(self, bytes data not None, ends, scores):
         """:meth:`set_pieces` from the pieces' UTF-8 one after another (piece ``i`` ends at ``ends[i]``).
 
         One bytes object and two arrays instead of a str and a float per
@@ -1056,7 +1056,7 @@ cdef PieceRules _rules_from(bytes kinds, const int16_t[::1] scripts, bytes digit
     return r
 
 
-def valid_piece_codes(list codes, bytes kinds, scripts, bytes digits, tuple rules):
+def valid_piece_codes(list codes, bytes kinds not None, scripts, bytes digits not None, tuple rules):
     """IsValidSentencePiece for one piece given as codes (see :func:`mine_seeds` for the tables).
 
     ``rules`` = (max_piece_length, split_by_whitespace, treat_whitespace_as_suffix,
@@ -1243,7 +1243,7 @@ cdef inline int32_t _known_pair(unordered_map[uint64_t, int32_t]& pairs, int32_t
     return deref(it).second
 
 
-def bpe_merges(list words, list freqs, list alphabet, bytes kinds, scripts, bytes digits, tuple rules,
+def bpe_merges(list words, list freqs, list alphabet, bytes kinds not None, scripts, bytes digits not None, tuple rules,
                long long n_merges, long unk_char, progress=None):
     """SentencePiece's BPE merge loop over ``{word: count}``; returns the merged pieces in order.
 

@@ -295,7 +295,7 @@ cdef class WordPieceMatcher:
                 return False
         return True
 
-    def tokenize(self, str word):
+    def tokenize(self, str word not None):
         """``[(id, start, end), ...]`` in chars, or None when the word cannot be matched."""
         cdef vector[int32_t] nodes
         cdef Py_ssize_t i, start = 0, end
@@ -308,7 +308,7 @@ cdef class WordPieceMatcher:
             start = end
         return out
 
-    def tokens(self, str word):
+    def tokens(self, str word not None):
         """``token_cls(id, value, (start, end))`` per token, or None when the word cannot be matched."""
         cdef vector[int32_t] nodes
         cdef Py_ssize_t i, start = 0, end
@@ -324,7 +324,7 @@ cdef class WordPieceMatcher:
             start = end
         return out
 
-    def tokenize_ids(self, str word):
+    def tokenize_ids(self, str word not None):
         """The token ids of one word, or None when it cannot be matched."""
         cdef vector[int32_t] nodes
         cdef Py_ssize_t i

@@ -162,7 +162,7 @@ cdef class WordPieceLearner:
     (3, ['##gs', 'hu', 'hugs'])
     """
 
-    def __init__(self, InitialSplit split, list freqs, mapping, list tokens, str prefix, bint likelihood,
+    def __init__(self, InitialSplit split not None, list freqs, mapping, list tokens, str prefix, bint likelihood,
                  bint first_seen, min_frequency):
         cdef Py_ssize_t n_slots = split.symbols.size(), n_words = len(split)
         cdef Py_ssize_t w, s, start, end

@@ -151,6 +151,11 @@ def test_batches_with_surrogates_or_wrong_types(pairs):
         ours.encode_ordinary_batch(["fine", b"bytes"])
     with pytest.raises(InputTypeError):
         ours.encode_ordinary(b"bytes")
+    # Many short texts, fewer chars than one chunk: a job of one chunk, on this thread (no char count first).
+    few_chars = ["fine", "a\udfffb", "x"] * 300
+    assert ours.encode_ordinary_batch(few_chars, num_threads=2) == [ref.encode_ordinary(t) for t in few_chars]
+    with pytest.raises(InputTypeError):
+        ours.encode_ordinary_batch(["fine"] * 600 + [b"bytes"], num_threads=2)
 
 
 def test_pattern_without_a_scanner_uses_regex(ranks):

@@ -1844,6 +1844,7 @@ cdef class ByteBPE:
         if self._read_texts(job.keep, refuse_surrogates, &job.texts):
             return False
         split = split and self.m.pattern != PAT_PIECES      # (cut pieces: the caller's, not the scanner's)
+        job.segments.reserve(count)
         job.bounds.push_back(0)
         for i in range(count):
             start = 0
@@ -1895,6 +1896,11 @@ cdef class ByteBPE:
     cdef int _read_texts(self, texts, bint refuse_surrogates, TextRefs* refs) except -1:
         """Where each str of ``texts`` keeps its chars (for the kernel to read without the GIL);
         1, with ``refs`` unfinished, if one holds a lone surrogate and ``refuse_surrogates`` is set."""
+        cdef Py_ssize_t n = len(texts)
+        refs.datas.reserve(n)
+        refs.lengths.reserve(n)
+        refs.kinds.reserve(n)
+        refs.asciis.reserve(n)
         for text in texts:
             if type(text) is not str:
                 raise TypeError(f"expected str, got {type(text).__name__}")

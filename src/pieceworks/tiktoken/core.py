@@ -378,6 +378,10 @@ def _fix_surrogates(core: ByteBPE, text: str) -> str:
     return text
 
 
+# Below this many texts, a batch too small for threads is found by counting its chars (above, by the job).
+_FEW_TEXTS = 512
+
+
 def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool = False) -> list[list[int]] | None:
     """``core.encode_batch(texts)`` on up to ``num_threads`` threads (None: a text has a lone surrogate
     and ``refuse_surrogates`` is set).
@@ -391,7 +395,8 @@ def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool =
 
     # (Not capped by the number of texts: the job cuts a long text into parts that threads share.)
     threads = min(pool_threads(), max(num_threads or 1, 1))
-    if threads <= 1 or not texts or sum(map(len, texts)) < THREAD_MIN_CHARS:
+    # A long list needs no count of its chars first: a job of one chunk runs on this thread alone.
+    if threads <= 1 or not texts or len(texts) < _FEW_TEXTS and sum(map(len, texts)) < THREAD_MIN_CHARS:
         return core.encode_batch(texts, refuse_surrogates)
     job = core.batch_job(texts, refuse_surrogates)
     return None if job is None else run_job(job, threads)

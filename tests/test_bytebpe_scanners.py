@@ -16,7 +16,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pieceworks._kernels.bytebpe import Pattern, build_classes, piece_spans
+from pieceworks._kernels.bytebpe import Pattern, build_classes, last_piece_start, piece_spans
 from pieceworks._unicode_tables import UNICODE_17_WORD_CHARS
 from pieceworks.fast.byte_bpe import (CL100K_PATTERN, GPT2_PATTERN, HF_PATTERNS, O200K_PATTERN, QWEN2_PATTERN,
                                       TIKTOKEN_CL100K_PATTERN, TIKTOKEN_R50K_PATTERN)
@@ -60,6 +60,14 @@ def expected_spans(kind, text):
 @given(text=text_strategy())
 def test_scanner_matches_the_regex(kind, text):
     assert piece_spans(kind, text) == expected_spans(kind, text)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+@settings(max_examples=200, deadline=None)
+@given(text=text_strategy())
+def test_last_piece_start_is_the_regexs(kind, text):
+    spans = expected_spans(kind, text)
+    assert last_piece_start(kind, text) == (spans[-1][0] if spans else 0)
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)

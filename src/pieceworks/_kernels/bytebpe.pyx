@@ -1306,6 +1306,37 @@ def piece_spans(int pattern, str text not None):
     return spans_of(pattern, <const uint32_t*>PyUnicode_DATA(text), n, cls)
 
 
+cdef Py_ssize_t last_start_of(int pattern, const char_t* s, Py_ssize_t n, const uint8_t* cls) noexcept nogil:
+    cdef Py_ssize_t i = 0, start = 0
+    while i < n:
+        start = i
+        i = next_piece(pattern, s, i, n, cls)
+    return start
+
+
+def last_piece_start(int pattern, str text not None):
+    """Where the last of :func:`piece_spans` begins (0 for an empty text), with no list of them all.
+
+    >>> last_piece_start(Pattern.PAT_CL100K, "Hello world's 1234!"), last_piece_start(Pattern.PAT_CL100K, "")
+    (18, 0)
+    """
+    if not 0 <= pattern < Pattern.PAT_PIECES:
+        raise ValueError(f"no scanner for pattern {pattern}")
+    cdef const uint8_t* cls = <const uint8_t*>PyBytes_AS_STRING(build_classes())
+    cdef int kind = PyUnicode_KIND(text)
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t start
+    with nogil:
+        if kind == 1:
+            start = last_start_of(pattern, <const uint8_t*>data, n, cls)
+        elif kind == 2:
+            start = last_start_of(pattern, <const uint16_t*>data, n, cls)
+        else:
+            start = last_start_of(pattern, <const uint32_t*>data, n, cls)
+    return start
+
+
 #: Bytes that never occur in UTF-8 (nor in the "surrogatepass" form of lone surrogates).
 NOT_IN_UTF8 = frozenset([0xC0, 0xC1] + list(range(0xF5, 0x100)))
 

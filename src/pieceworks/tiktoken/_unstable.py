@@ -108,9 +108,9 @@ def _last_piece_token_count(enc: Encoding, text: str, allowed: frozenset[str]) -
         if start is None:
             return 0
     else:
-        from .._kernels.bytebpe import piece_spans
+        from .._kernels.bytebpe import last_piece_start
 
-        start = piece_spans(enc._core.pattern, tail)[-1][0]
+        start = last_piece_start(enc._core.pattern, tail)
     return len(enc._encode_single_piece(tail[start:]))
 
 

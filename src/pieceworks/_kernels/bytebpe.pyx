@@ -109,6 +109,7 @@ cdef extern from "Python.h":
     void Py_INCREF_p "Py_INCREF"(PyObject*)
     void PyList_SET_ITEM_p "PyList_SET_ITEM"(object, Py_ssize_t, PyObject*)
     void PyObject_GC_UnTrack(void* op)
+    void PyObject_GC_Track(void* op)
 
 ctypedef fused char_t:
     uint8_t
@@ -1874,6 +1875,9 @@ cdef class ByteBPE:
         count = len(job.keep)
         if self._read_texts(job.keep, refuse_surrogates, &job.texts):
             return False
+        # Strs only (checked above), so no cycle runs through it: the collector need not walk it
+        # (the lists a job makes trigger a collection every few hundred texts).
+        PyObject_GC_UnTrack(<void*>job.keep)
         split = split and self.m.pattern != PAT_PIECES      # (cut pieces: the caller's, not the scanner's)
         job.segments.reserve(count)
         job.bounds.push_back(0)
@@ -2297,6 +2301,9 @@ cdef class BatchJob:
         cdef list ids
         cdef ChunkIds* chunk
         cdef Segment g
+        # Out of the collector's sight while it fills (no other code sees it yet): each collection
+        # the new lists trigger would walk it again. Tracked again before it is returned.
+        PyObject_GC_UnTrack(<void*>out)
         cdef Workspace ws = <Workspace>self.bpe._checkout()
         try:
             while listed < n:
@@ -2328,4 +2335,5 @@ cdef class BatchJob:
                 listed += 1
         finally:
             self.bpe._checkin(ws)
+        PyObject_GC_Track(<void*>out)
         return out

@@ -81,6 +81,7 @@ cdef struct Model:
     const uint8_t* classes        # per code point: K_* bits
     const uint8_t* rebuilds       # bit t: plain BPE of token t's bytes gives t
     const TokenMerge* token_merge # per token: its last merge
+    const uint32_t* low_pairs     # rank of a b for ids a, b < 256 at [a << 8 | b] (UINT32_MAX: none)
 
 
 # Where the texts of a batch keep their chars (pointers into the str objects, which the caller holds).
@@ -126,6 +127,7 @@ cdef class ByteBPE:
     cdef vector[uint64_t] _pairs
     cdef vector[uint32_t] _merge_new
     cdef vector[uint64_t] _bloom
+    cdef vector[uint32_t] _low_pairs
     cdef vector[BytesSlot] _vocab
     cdef vector[uint8_t] _token_bytes
     cdef vector[uint32_t] _token_off

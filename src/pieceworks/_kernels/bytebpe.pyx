@@ -236,6 +236,8 @@ cdef inline uint32_t pair_rank_cached(const Model* m, uint64_t* recent, uint32_t
     syllables); this table stays in the L1/L2 cache where the full pair
     table and its filter do not.
     """
+    if (a | b) < 256:
+        return m.low_pairs[(a << 8) | b]
     cdef uint64_t key = ((<uint64_t>a) << 21) | b
     cdef uint64_t h = mix64(key)
     cdef uint64_t* slot = recent + (h & (RECENT_PAIRS - 1))
@@ -1644,11 +1646,19 @@ cdef class ByteBPE:
         self.ranks_by_id = ids_as_ranks
 
     def _install_pairs(self, size_t count):
+        cdef uint32_t a, b
         fill_bloom(self._bloom, self._pairs, count)
         self.m.bloom = self._bloom.data()
         self.m.bloom_mask = self._bloom.size() // 8 - 1
         self.m.pairs = self._pairs.data()
         self.m.pair_mask = self._pairs.size() - 1
+        # The pairs of the first 256 ids (the bytes, in tiktoken's ranks and most vocabularies) in a
+        # direct table: every merge loop starts from byte pairs, and this needs no hash.
+        self._low_pairs.resize(1 << 16)
+        for a in range(256):
+            for b in range(256):
+                self._low_pairs[(a << 8) | b] = pair_rank(&self.m, a, b)
+        self.m.low_pairs = self._low_pairs.data()
 
     def _grow_pairs(self):
         cdef vector[uint64_t] old = self._pairs

@@ -234,7 +234,8 @@ cdef inline uint32_t pair_rank_cached(const Model* m, uint64_t* recent, uint32_t
 
     Text reuses the same few thousand pairs (bytes inside a char, common
     syllables); this table stays in the L1/L2 cache where the full pair
-    table and its filter do not.
+    table and its filter do not. Pairs of two of the first 256 ids (the
+    bytes, in most vocabularies) are read from a direct table instead.
     """
     if (a | b) < 256:
         return m.low_pairs[(a << 8) | b]

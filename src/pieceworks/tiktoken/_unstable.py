@@ -83,8 +83,7 @@ def encode_bytes(enc: Encoding, data: bytes) -> list[int]:
         del tokens[len(tokens) - n_last:]
     else:
         rest = data[valid:]
-    whole = enc._mergeable_ranks.get(rest)
-    tokens += [whole] if whole is not None else enc._core.encode_bytes_plain(rest)
+    tokens += enc._core.encode_bytes_piece(rest)     # the token it is, else merges
     return tokens
 
 

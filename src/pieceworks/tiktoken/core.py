@@ -128,7 +128,7 @@ class Encoding:
                              ) -> tuple[list[int], list[list[int]]]:
         """``(stable tokens, completions)``: the tokens more text cannot change, and each way the
         rest may be tokenized once text follows (tiktoken's sets; sorted here, see
-        :mod:`pieceworks.tiktoken_unstable`). Special tokens as :meth:`encode`.
+        :mod:`pieceworks.tiktoken._unstable`). Special tokens as :meth:`encode`.
         """
         from ._unstable import encode_with_unstable
 

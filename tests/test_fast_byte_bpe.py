@@ -268,3 +268,67 @@ def test_merges_in_any_id_order(reverse, ignore_merges, text):
 
 
 _RENUMBERED: dict = {}
+
+
+def _every_split(seed: int):
+    """Byte-level BPE merges written as Llama 3's are (tiktoken ranks as merges): every split of
+    each token into two tokens, in the order of the token made, the splits of one token in an order
+    ``seed`` shuffles. Two letters, so most tokens are made several ways (up to 7), and most
+    texts make them."""
+    from pieceworks.trainers import BpeTrainer
+
+    words = random.Random(7)
+    corpus = [" ".join("".join(words.choice("ab") for _ in range(words.randint(1, 12))) for _ in range(50))
+              for _ in range(40)]
+    trained = Tokenizer(BPE())
+    trained.pre_tokenizer = ByteLevel(add_prefix_space=False)
+    trained.train_from_iterator(corpus, BpeTrainer(vocab_size=700, initial_alphabet=ByteLevel.alphabet(),
+                                                   show_progress=False))
+    vocab = trained.model.get_vocab()
+    rng = random.Random(seed)
+    merges = []
+    for token, _ in sorted(vocab.items(), key=lambda kv: kv[1]):
+        splits = [(token[:k], token[k:]) for k in range(1, len(token)) if token[:k] in vocab and token[k:] in vocab]
+        rng.shuffle(splits)
+        merges.extend(splits)
+
+    def make():
+        tok = Tokenizer(BPE(vocab, merges))
+        tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+        return tok
+    return make(), general_path(make), vocab, merges
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.sampled_from(list("ab ")), max_size=40))
+def test_merges_making_a_token_several_ways(seed, text):
+    # The kernel ranks each pair by the id it makes and its place among that id's ways
+    # (ByteBPE._tie_bits), and reads the id back off the rank: the merges' order, the merges' ids.
+    if seed not in _EVERY_SPLIT:
+        fast, general, vocab, merges = _every_split(seed)
+        hf = tokenizers.Tokenizer(tokenizers.models.BPE(vocab, merges))
+        hf.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+        kernel = fast._current_plan()._current_kernel()
+        assert kernel.ranks_by_id and len(merges) > len(vocab) - 256     # some token made several ways
+        _EVERY_SPLIT[seed] = fast, general, hf
+    fast, general, hf = _EVERY_SPLIT[seed]
+    ours = fast.encode(text)
+    same(ours, general.encode(text), text)
+    assert ours.ids == hf.encode(text).ids, text
+
+
+_EVERY_SPLIT: dict = {}
+
+
+def test_kernel_refuses_merges_naming_ids_it_lacks():
+    from array import array
+
+    from pieceworks._kernels.bytebpe import ByteBPE, Pattern
+    from pieceworks.errors import ConfigError
+
+    tokens = [bytes([i]) for i in range(256)] + [b"ab"]
+    ok = ByteBPE(tokens, array("I", [97, 98, 256]), pattern=Pattern.PAT_CL100K, whole_piece=False)
+    assert ok.encode("abab") == [256, 256]
+    with pytest.raises(ConfigError, match="merge 0 names id 257"):
+        ByteBPE(tokens, array("I", [97, 98, 257]), pattern=Pattern.PAT_CL100K, whole_piece=False)

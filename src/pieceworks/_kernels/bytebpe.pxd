@@ -63,9 +63,12 @@ cdef struct PieceCache:
 # Everything the loop reads; built once, read-only afterwards (shared by threads), but
 # for the piece cache it points to.
 cdef struct Model:
-    const uint64_t* pairs         # left << 43 | right << 22 | rank, open addressing; all ones: free
+    const uint64_t* pairs         # (left << id_bits | right) << rank_bits | rank, open addressing; all ones: free
     size_t pair_mask
-    const uint32_t* merge_new     # the token each merge (by rank) makes; NULL: the rank is the id
+    uint32_t id_bits              # bits of an id in a pair's key (ids stay below 2**id_bits - 1)
+    uint32_t rank_bits            # the rest, up to 32: bits of a rank (ranks below 2**rank_bits - 1)
+    const uint32_t* merge_new     # the token each merge (by rank) makes; NULL: it is rank >> rank_shift
+    uint32_t rank_shift
     const uint64_t* bloom         # a blocked Bloom filter of the pairs (8 words a block)
     size_t bloom_mask             # blocks - 1
     const BytesSlot* vocab
@@ -108,7 +111,7 @@ cdef cppclass State:
     vector[uint32_t] guess        # ... merged from those, then checked
     vector[uint32_t] guess_pos
     vector[CharEntry] chars
-    vector[uint64_t] recent       # recent pair look-ups: left << 43 | right << 22 | rank (0x3FFFFF: none)
+    vector[uint64_t] recent       # recent pair look-ups: a pair slot (see Model.pairs; rank all ones: none)
     vector[uint64_t] seams        # recent seam checks: (left << 21 | right) << 1 | valid
     vector[uint32_t] piece_ids    # long pieces: the piece's tokens so far
     vector[uint32_t] piece_pos    # ... and the byte where each starts
@@ -145,8 +148,9 @@ cdef class ByteBPE:
     cdef readonly bint whole_piece
     cdef readonly bint complete_bytes
     cdef readonly Py_ssize_t n_merges
-    cdef readonly bint ranks_by_id     # a pair's rank is the id it makes (tiktoken; merges making ever larger ids)
+    cdef readonly bint ranks_by_id     # a pair's rank gives the id it makes, as rank >> Model.rank_shift
 
+    cdef uint32_t _tie_bits(self, const uint32_t[::1] flat, Py_ssize_t n)
     cdef object _checkout(self)
     cdef void _checkin(self, object ws)
     cdef tuple _encode_raw(self, str text, bint prefix_space)

@@ -191,11 +191,23 @@ cdef inline uint64_t hash_bytes(const uint8_t* p, size_t n) noexcept nogil:
 # -- the pair map ----------------------------------------------------------------------
 
 
-# A slot packs ``left << 43 | right << 22 | rank`` in 64 bits: half the size of a
-# key/value pair, so twice as many of the pairs a text uses stay in cache (the
-# merge loop's cost is these look-ups). Ids stay below 2**21 - 1, ranks below 2**22.
+# A slot packs ``(left << id_bits | right) << rank_bits | rank`` in 64 bits: half
+# the size of a key/value pair, so twice as many of the pairs a text uses stay in
+# cache (the merge loop's cost is these look-ups). ``id_bits`` fits the model's
+# ids (at most 21: ids below 2**21 - 1), and the rest, up to 32 bits, holds the
+# rank (at least 22 bits: ranks below 2**22 - 1; ByteBPE._tie_bits says why a
+# smaller vocabulary's wider ranks help).
 cdef uint64_t MAX_PAIR_ID = (1 << 21) - 2
 cdef uint64_t MAX_RANK = (1 << 22) - 2
+
+
+cdef inline uint64_t rank_mask(const Model* m) noexcept nogil:
+    """All ones in a slot's rank bits: more than any rank (a free slot, or "no such pair")."""
+    return ((<uint64_t>1) << m.rank_bits) - 1
+
+
+cdef inline uint64_t pair_key(const Model* m, uint32_t a, uint32_t b) noexcept nogil:
+    return ((<uint64_t>a) << m.id_bits) | b
 
 
 cdef inline bint bloom_has(const uint64_t* block, uint64_t h) noexcept nogil:
@@ -212,7 +224,7 @@ cdef inline uint32_t pair_rank(const Model* m, uint32_t a, uint32_t b) noexcept 
     Chinese text); a blocked Bloom filter small enough for the L2 cache says
     so without touching the big table.
     """
-    cdef uint64_t key = ((<uint64_t>a) << 21) | b
+    cdef uint64_t key = pair_key(m, a, b)
     return pair_rank_h(m, key, mix64(key))
 
 
@@ -222,8 +234,8 @@ cdef inline uint32_t pair_rank_h(const Model* m, uint64_t key, uint64_t h) noexc
     cdef size_t i = h & m.pair_mask
     cdef uint64_t slot = m.pairs[i]
     while slot != EMPTY_PAIR:
-        if (slot >> 22) == key:
-            return <uint32_t>(slot & 0x3FFFFF)
+        if (slot >> m.rank_bits) == key:
+            return <uint32_t>(slot & rank_mask(m))
         i = (i + 1) & m.pair_mask
         slot = m.pairs[i]
     return UINT32_MAX
@@ -239,24 +251,26 @@ cdef inline uint32_t pair_rank_cached(const Model* m, uint64_t* recent, uint32_t
     """
     if (a | b) < 256:
         return m.low_pairs[(a << 8) | b]
-    cdef uint64_t key = ((<uint64_t>a) << 21) | b
+    cdef uint64_t key = pair_key(m, a, b)
     cdef uint64_t h = mix64(key)
     cdef uint64_t* slot = recent + (h & (RECENT_PAIRS - 1))
+    cdef uint64_t none = rank_mask(m)
     cdef uint32_t r
-    if (slot[0] >> 22) == key:
-        r = <uint32_t>(slot[0] & 0x3FFFFF)
-        return UINT32_MAX if r == 0x3FFFFF else r
+    if (slot[0] >> m.rank_bits) == key:
+        r = <uint32_t>(slot[0] & none)
+        return UINT32_MAX if r == none else r
     r = pair_rank_h(m, key, h)
-    slot[0] = (key << 22) | (0x3FFFFF if r == UINT32_MAX else r)
+    slot[0] = (key << m.rank_bits) | (none if r == UINT32_MAX else r)
     return r
 
 
 cdef inline uint32_t merged_id(const Model* m, uint32_t rank) noexcept nogil:
     """The token a merge of this rank makes (tiktoken: the rank itself)."""
-    return m.merge_new[rank] if m.merge_new != NULL else rank
+    return m.merge_new[rank] if m.merge_new != NULL else rank >> m.rank_shift
 
 
-cdef void fill_bloom(vector[uint64_t]& bloom, const vector[uint64_t]& slots, size_t count) noexcept:
+cdef void fill_bloom(vector[uint64_t]& bloom, const vector[uint64_t]& slots, size_t count,
+                     uint32_t rank_bits) noexcept:
     """One bit in each word of one 64-byte block per pair: about 16 bits a pair."""
     cdef size_t blocks = 1, i, mask, j
     cdef uint64_t h
@@ -268,21 +282,22 @@ cdef void fill_bloom(vector[uint64_t]& bloom, const vector[uint64_t]& slots, siz
     for i in range(slots.size()):
         if slots[i] == EMPTY_PAIR:
             continue
-        h = mix64(slots[i] >> 22)
+        h = mix64(slots[i] >> rank_bits)
         block = bloom.data() + 8 * ((h >> 48) & mask)
         for j in range(8):
             block[j] |= (<uint64_t>1) << ((h >> (6 * j)) & 63)
 
 
-cdef void pair_put(vector[uint64_t]& slots, uint32_t a, uint32_t b, uint32_t rank, bint keep_first) noexcept:
-    cdef uint64_t key = ((<uint64_t>a) << 21) | b
+cdef void pair_put(const Model* m, vector[uint64_t]& slots, uint32_t a, uint32_t b, uint32_t rank,
+                   bint keep_first) noexcept:
+    cdef uint64_t key = pair_key(m, a, b)
     cdef size_t mask = slots.size() - 1
     cdef size_t i = mix64(key) & mask
-    while slots[i] != EMPTY_PAIR and (slots[i] >> 22) != key:
+    while slots[i] != EMPTY_PAIR and (slots[i] >> m.rank_bits) != key:
         i = (i + 1) & mask
     if slots[i] != EMPTY_PAIR and keep_first:
         return
-    slots[i] = (key << 22) | rank
+    slots[i] = (key << m.rank_bits) | rank
 
 
 # -- the vocabulary and the cache (byte strings -> values) -----------------------------
@@ -1517,6 +1532,12 @@ cdef class ByteBPE:
         self.m.token_bytes = self._token_bytes.data()
         self.m.token_off = self._token_off.data()
         self.m.n_ids = <uint32_t>n_ids
+        # The pair table's keys: as few bits an id as the ids need (below 2**id_bits - 1, so a
+        # free slot, all ones, is no key), the rest for ranks (see _fill_pairs_from_merges).
+        self.m.id_bits = 9
+        while self.m.id_bits < 21 and (<Py_ssize_t>1 << self.m.id_bits) <= n_ids:
+            self.m.id_bits += 1
+        self.m.rank_bits = min(64 - 2 * self.m.id_bits, 32)     # (ranks are uint32_t)
 
     def _fill_vocab(self, list token_bytes):
         cdef size_t capacity = 16, i, mask
@@ -1605,16 +1626,17 @@ cdef class ByteBPE:
                     continue
                 if 2 * (count + 1) > <Py_ssize_t>self._pairs.size():
                     self._grow_pairs()
-                pair_put(self._pairs, left.value, right.value, <uint32_t>tid, False)
+                pair_put(&self.m, self._pairs, left.value, right.value, <uint32_t>tid, False)
                 count += 1
         self.n_merges = count
         self._install_pairs(count)
         self.m.merge_new = NULL
+        self.m.rank_shift = 0
         self.ranks_by_id = True
 
     def _fill_pairs_from_merges(self, merges):
         cdef const uint32_t[::1] flat = merges
-        cdef Py_ssize_t rank, n = flat.shape[0] // 3
+        cdef Py_ssize_t rank, n = flat.shape[0] // 3, k
         cdef size_t capacity = 16
         while capacity < 2 * <size_t>n + 16:
             capacity <<= 1
@@ -1622,21 +1644,22 @@ cdef class ByteBPE:
             from pieceworks.errors import ConfigError
             raise ConfigError(f"{n} merges over {self.m.n_ids} ids: the kernel handles at most "
                               f"{MAX_RANK} merges and {MAX_PAIR_ID} ids")
+        for k in range(3 * n):
+            if flat[k] >= self.m.n_ids:
+                from pieceworks.errors import ConfigError
+                raise ConfigError(f"merge {k // 3} names id {flat[k]}, but the model has {self.m.n_ids} ids")
         self._pairs.assign(capacity, EMPTY_PAIR)
-        # When each merge makes a larger id than the one before (Qwen's: tiktoken ranks written
-        # as merges), the new id orders the merges as the rank does, with no ties: the pair table
-        # then holds it in the rank's place, and the loop looks up no merge_new (a cache miss).
-        cdef bint ids_as_ranks = n == 0 or flat[3 * n - 1] <= MAX_RANK
-        for rank in range(1, n):
-            if flat[3 * rank + 2] <= flat[3 * rank - 1]:
-                ids_as_ranks = False
-                break
+        cdef uint32_t tie_bits = self._tie_bits(flat, n)
+        cdef bint ids_as_ranks = tie_bits != UINT32_MAX
+        cdef uint32_t place = 0
         if not ids_as_ranks:
             self._merge_new.resize(n + 1)
         for rank in range(n):
+            if ids_as_ranks:
+                place = place + 1 if rank > 0 and flat[3 * rank + 2] == flat[3 * rank - 1] else 0
             # The lower rank wins if a pair repeats (the caller normally resolved that).
-            pair_put(self._pairs, flat[3 * rank], flat[3 * rank + 1],
-                     flat[3 * rank + 2] if ids_as_ranks else <uint32_t>rank, True)
+            pair_put(&self.m, self._pairs, flat[3 * rank], flat[3 * rank + 1],
+                     (flat[3 * rank + 2] << tie_bits) | place if ids_as_ranks else <uint32_t>rank, True)
             if not ids_as_ranks:
                 self._merge_new[rank] = flat[3 * rank + 2]
         self.n_merges = n
@@ -1644,11 +1667,42 @@ cdef class ByteBPE:
         self.m.merge_new = NULL
         if not ids_as_ranks:
             self.m.merge_new = self._merge_new.data()
+        self.m.rank_shift = tie_bits if ids_as_ranks else 0
         self.ranks_by_id = ids_as_ranks
+
+    cdef uint32_t _tie_bits(self, const uint32_t[::1] flat, Py_ssize_t n):
+        """How a pair's rank can carry the id its merge makes: ``rank = id << bits | place``, or
+        UINT32_MAX when it cannot (the merges then go by number, and merge_new gives the id).
+
+        When the merges make ids in order (never a smaller one than the merge
+        before), the id orders them as their number does, up to the merges
+        that make one token: Qwen's make each token once (``bits`` 0: the rank
+        is the id); Llama 3's, tiktoken's ranks written as every split of each
+        token, make a token up to 80 ways, and ``place`` (which of them, in
+        order) keeps their order exactly. (Ties, as tiktoken has, gave the
+        same output in every search we ran, but nothing here proves they
+        always would.) The merge loop then reads the id off the rank instead
+        of looking it up in merge_new, a cache miss per merge.
+        """
+        cdef Py_ssize_t rank, group = 1, widest = 1
+        cdef uint32_t bits = 0
+        if n == 0:
+            return 0
+        for rank in range(1, n):
+            if flat[3 * rank + 2] < flat[3 * rank - 1]:
+                return UINT32_MAX
+            group = group + 1 if flat[3 * rank + 2] == flat[3 * rank - 1] else 1
+            if group > widest:
+                widest = group
+        while (<Py_ssize_t>1 << bits) < widest:
+            bits += 1
+        if ((<uint64_t>flat[3 * n - 1] << bits) | <uint64_t>(widest - 1)) >= rank_mask(&self.m):
+            return UINT32_MAX
+        return bits
 
     def _install_pairs(self, size_t count):
         cdef uint32_t a, b
-        fill_bloom(self._bloom, self._pairs, count)
+        fill_bloom(self._bloom, self._pairs, count, self.m.rank_bits)
         self.m.bloom = self._bloom.data()
         self.m.bloom_mask = self._bloom.size() // 8 - 1
         self.m.pairs = self._pairs.data()
@@ -1667,8 +1721,9 @@ cdef class ByteBPE:
         self._pairs.assign(2 * old.size(), EMPTY_PAIR)
         for i in range(old.size()):
             if old[i] != EMPTY_PAIR:
-                pair_put(self._pairs, <uint32_t>(old[i] >> 43), <uint32_t>((old[i] >> 22) & 0x1FFFFF),
-                         <uint32_t>(old[i] & 0x3FFFFF), False)
+                pair_put(&self.m, self._pairs, <uint32_t>(old[i] >> (self.m.rank_bits + self.m.id_bits)),
+                         <uint32_t>((old[i] >> self.m.rank_bits) & ((1 << self.m.id_bits) - 1)),
+                         <uint32_t>(old[i] & rank_mask(&self.m)), False)
 
     def _mark_rebuilds(self):
         # Whether plain BPE of a token's bytes gives the token: only those can

@@ -22,7 +22,7 @@ from tiktoken.load import load_tiktoken_bpe as tiktoken_load  # noqa: E402
 
 from pieceworks import tiktoken as pw  # noqa: E402
 from pieceworks.errors import (  # noqa: E402
-    ConfigError, DecodeError, FileFormatError, SpecialTokenError, UnknownModelError)
+    ConfigError, DecodeError, FileFormatError, InputTypeError, SpecialTokenError, UnknownModelError)
 from pieceworks.formats.gpt2_files import read_gpt2_ranks  # noqa: E402
 from pieceworks.formats.tiktoken import dump_tiktoken_bpe, parse_tiktoken_bpe  # noqa: E402
 
@@ -195,6 +195,54 @@ def test_special_token_text_is_refused_unless_allowed(pairs):
     with pytest.raises(SpecialTokenError):
         ours.encode("<|fim_prefix|>", allowed_special={"<|endoftext|>"})
     assert ours.encode(text, allowed_special={"<|endoftext|>"}) == ref.encode(text, allowed_special={"<|endoftext|>"})
+
+
+@pytest.fixture(scope="module")
+def many_specials(meta, ranks):
+    """cl100k's ranks with Llama 3's 256 special tokens (``<|...|>``) and two more that share no
+    prefix with them, both ways: ``(pieceworks Encoding, tiktoken Encoding)``."""
+    m = meta["cl100k_base"]
+    base = max(ranks["cl100k_base"].values()) + 1
+    names = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"]
+    names += [f"<|reserved_special_token_{i}|>" for i in range(256 - len(names))] + ["<think>", "[SEP]"]
+    args = dict(pat_str=m["pat_str"], mergeable_ranks=ranks["cl100k_base"],
+                special_tokens={t: base + i for i, t in enumerate(names)})
+    return pw.Encoding("many", **args), tiktoken.Encoding("many", **args)
+
+
+def test_many_special_tokens_as_tiktoken(many_specials, inputs):
+    ours, ref = many_specials
+    marked = ["a<|eot_id|>b", "<|reserved_special_token_12|><|reserved_special_token_1|>", "x <think> y",
+              "<|eot_id", "[SEP][SEP]", "<|begin_of_text|>\n\nhi<|end_header_id|>"]
+    texts = [line for text in inputs for line in text.split("\n")] + marked
+    for allowed in ("all", {"<|eot_id|>", "[SEP]"}):
+        expected = [ref.encode(t, allowed_special=allowed, disallowed_special=()) for t in texts]
+        assert ours.encode_batch(texts, allowed_special=allowed, disallowed_special=()) == expected
+        assert ours.encode_batch(texts, num_threads=1, allowed_special=allowed, disallowed_special=()) == expected
+        assert [ours.encode(t, allowed_special=allowed, disallowed_special=()) for t in texts] == expected
+    assert ours.encode_batch(texts, disallowed_special=()) == [ref.encode_ordinary(t) for t in texts]
+    for text in marked[:3] + marked[4:]:
+        with pytest.raises(SpecialTokenError):
+            ours.encode_batch(texts[:50] + [text])
+        with pytest.raises(ValueError):
+            ref.encode(text)
+    clean = [t for t in texts if not any(name in t for name in ours.special_tokens_set)]
+    assert len(clean) > 100 and ours.encode_batch(clean) == [ref.encode(t) for t in clean]
+    with pytest.raises(InputTypeError, match="got int"):
+        ours.encode_batch(["fine", 3], allowed_special="all")
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("<|ab>")), max_size=8), max_size=12))
+def test_special_scan_finds_the_texts_holding_a_token(texts):
+    from pieceworks.tiktoken._special import SpecialScan
+
+    # Tokens that start and end alike, so matches across two texts (false alarms) overlap real ones.
+    for tokens in ({"<|a|>", "<|ab|>", "<|b>"}, {"a|", "|a", "<", "b>"}):
+        scan = SpecialScan(frozenset(tokens))
+        assert scan.texts_holding(texts) == [k for k, t in enumerate(texts) if any(tok in t for tok in tokens)]
+        for t in texts:
+            assert (scan.search(t) is not None) == any(tok in t for tok in tokens)
 
 
 def test_safe_paths_never_yield_the_special_id(pairs):
@@ -388,9 +436,9 @@ def test_tiktoken_and_kernel_doctests():
     import doctest
 
     from pieceworks._kernels import bytebpe
-    from pieceworks.tiktoken import _unstable
+    from pieceworks.tiktoken import _special, _unstable
 
-    for module in (pw, pw.core, pw.registry, pw.model, pw.load, _unstable, bytebpe):
+    for module in (pw, pw.core, pw.registry, pw.model, pw.load, _unstable, _special, bytebpe):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

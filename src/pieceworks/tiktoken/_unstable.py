@@ -30,6 +30,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
+from ._special import special_scan
+
 if TYPE_CHECKING:
     from .core import Encoding
 
@@ -90,11 +92,9 @@ def encode_bytes(enc: Encoding, data: bytes) -> list[int]:
 def _last_piece_token_count(enc: Encoding, text: str, allowed: frozenset[str]) -> int:
     """Tokens of the last piece the pattern cut, 0 if the text ends with a special token (or is empty)."""
     tail = text
-    if allowed and any(token in text for token in allowed):
-        from .core import _special_token_regex
-
+    if allowed and special_scan(allowed).search(text) is not None:
         last = None
-        for last in _special_token_regex(allowed).finditer(text):
+        for last in special_scan(allowed).regex.finditer(text):
             pass
         if last is not None:
             tail = text[last.end():]

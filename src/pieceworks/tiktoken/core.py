@@ -22,6 +22,7 @@ from typing import AbstractSet, Collection, Literal, Sequence
 from .._kernels.bytebpe import ByteBPE, Pattern
 from ..errors import ConfigError, DecodeError, InputTypeError, SpecialTokenError
 from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS
+from ._special import special_scan
 
 __all__ = ["Encoding"]
 
@@ -48,6 +49,7 @@ class Encoding:
         if explicit_n_vocab:
             _check_n_vocab(name, mergeable_ranks, special_tokens, explicit_n_vocab, self.max_token_value)
         self._special_token_values = set(special_tokens.values())
+        self._all_special = frozenset(special_tokens)
         self._core = _build_core(name, pat_str, mergeable_ranks, special_tokens)
         self._split_regex = None if self._core.pattern != Pattern.PAT_PIECES else _compile(pat_str)
 
@@ -112,15 +114,36 @@ class Encoding:
     def encode_batch(self, text: list[str], *, num_threads: int = 8,
                      allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
                      disallowed_special: Literal["all"] | Collection[str] = _ALL) -> list[list[int]]:
-        """:meth:`encode` of each text, on threads."""
-        texts = [_check_text(t) for t in _check_list(text)]
+        """:meth:`encode` of each text, on threads.
+
+        The special tokens are looked for in one pass over all the texts
+        (:mod:`pieceworks.tiktoken._special`); the texts that hold none are
+        encoded as by :meth:`encode_ordinary_batch`, the others one by one.
+        """
+        texts = _check_list(text)
         allowed = self._allowed(allowed_special)
-        for t in texts:
-            self._refuse_disallowed(t, allowed, disallowed_special)
-        if allowed or self._split_regex is not None:
+        disallowed = self._disallowed(allowed, disallowed_special)
+        try:
+            refused = special_scan(disallowed).texts_holding(texts) if disallowed else []
+            holding = special_scan(allowed).texts_holding(texts) if allowed else []
+        except TypeError:       # an item is not a str: say which
+            for t in texts:
+                _check_text(t)
+            raise
+        for k in refused:
+            self._refuse_disallowed(texts[k], allowed, disallowed_special)
+        if self._split_regex is not None:
             return _run_batch(lambda chunk: [self._encode_allowing(_fix_surrogates(self._core, t), allowed)
                                              for t in chunk], texts, num_threads)
-        return _run_job(self._core, [_fix_surrogates(self._core, t) for t in texts], num_threads)
+        if not holding:
+            return self.encode_ordinary_batch(texts, num_threads=num_threads)
+        plain = list(texts)
+        for k in holding:
+            plain[k] = ""
+        out = self.encode_ordinary_batch(plain, num_threads=num_threads)
+        for k in holding:
+            out[k] = self._encode_allowing(_fix_surrogates(self._core, texts[k]), allowed)
+        return out
 
     def encode_with_unstable(self, text: str, *,
                              allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
@@ -262,11 +285,11 @@ class Encoding:
 
     def _encode_allowing(self, text: str, allowed: frozenset[str]) -> list[int]:
         """Allowed special tokens become their ids; the text between is encoded on its own."""
-        if not allowed or not any(token in text for token in allowed):
+        if not allowed or special_scan(allowed).search(text) is None:
             return self._encode_plain(text)
         out: list[int] = []
         start = 0
-        for match in _special_token_regex(allowed).finditer(text):
+        for match in special_scan(allowed).regex.finditer(text):
             out += self._encode_plain(text[start:match.start()])
             out.append(self._special_tokens[match.group()])
             start = match.end()
@@ -275,17 +298,17 @@ class Encoding:
 
     def _allowed(self, allowed_special) -> frozenset[str]:
         if allowed_special == _ALL:
-            return frozenset(self._special_tokens)
+            return self._all_special
         return frozenset(allowed_special)
 
-    def _refuse_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
+    def _disallowed(self, allowed: frozenset[str], disallowed_special) -> frozenset[str]:
         if disallowed_special == _ALL:
-            disallowed = frozenset(self._special_tokens) - allowed
-        else:
-            disallowed = frozenset(disallowed_special)
-        if not disallowed or not any(token in text for token in disallowed):
-            return
-        match = _special_token_regex(disallowed).search(text)
+            return self._all_special - allowed if allowed else self._all_special
+        return frozenset(disallowed_special)
+
+    def _refuse_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
+        disallowed = self._disallowed(allowed, disallowed_special)
+        match = special_scan(disallowed).search(text) if disallowed else None
         if match:
             token = match.group()
             raise SpecialTokenError(
@@ -346,14 +369,6 @@ def _compile(pat_str: str):
         return regex.compile(pat_str)
     except regex.error as exc:
         raise ConfigError(f"invalid pat_str {pat_str!r}: {exc}", fix="check the pattern's syntax") from None
-
-
-@functools.lru_cache(maxsize=128)
-def _special_token_regex(tokens: frozenset[str]):
-    import regex
-
-    # Longest first, so a special token that starts another never hides it.
-    return regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=len, reverse=True)))
 
 
 def _check_text(text) -> str:

@@ -1,0 +1,69 @@
+"""Finding a set of special tokens in text, in one pass however many tokens the set holds.
+
+Llama 3's encoding has 256 special tokens; asking ``token in text`` of each
+reads the text 256 times (a 2 MB text: 70 ms, a batch of 40 000 lines:
+10 million calls). A :class:`SpecialScan` reads it once: the tokens' common
+prefix first (``<|`` for tiktoken's, Llama 3's and Qwen's ids: one
+memchr-speed scan rules most texts out), then one regex of all the tokens,
+longest first, so a token that starts another never hides it.
+
+>>> scan = special_scan(frozenset({"<|endoftext|>", "<|fim_prefix|>"}))
+>>> scan.prefix, scan.search("a <|endoftext|> b").group(), scan.search("a < b | c") is None
+('<|', '<|endoftext|>', True)
+>>> scan.texts_holding(["plain", "x<|fim_prefix|>", "<|", "endoftext|>"])
+[1]
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from bisect import bisect_right
+from itertools import accumulate
+
+from .._kernels.single_text import holds
+
+__all__ = ["SpecialScan", "special_scan"]
+
+
+class SpecialScan:
+    """Where the special tokens ``tokens`` (a non-empty set of strs) occur in text."""
+
+    __slots__ = ("prefix", "regex")
+
+    def __init__(self, tokens: frozenset[str]):
+        import regex
+
+        self.prefix = os.path.commonprefix(list(tokens))
+        self.regex = regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=len, reverse=True)))
+
+    def search(self, text: str):
+        """The first special token in ``text`` (a regex match), or None."""
+        if self.prefix and not holds(text, self.prefix):
+            return None
+        return self.regex.search(text)
+
+    def texts_holding(self, texts: list[str]) -> list[int]:
+        """Indices, in order, of the texts that hold a special token: one pass over them all.
+
+        The pass reads the texts joined; a match across two texts is a false
+        alarm, and one may cover the start of a real token, so every text a
+        match touches is asked again on its own. Raises TypeError if an item
+        is not a str.
+        """
+        joined = "".join(texts)
+        if self.prefix and not holds(joined, self.prefix):
+            return []
+        ends = list(accumulate(map(len, texts)))
+        touched: set[int] = set()
+        for match in self.regex.finditer(joined):
+            first = bisect_right(ends, match.start())
+            last = bisect_right(ends, match.end() - 1)
+            touched.update(range(first, last + 1))
+        return sorted(k for k in touched if self.regex.search(texts[k]) is not None)
+
+
+@functools.lru_cache(maxsize=128)
+def special_scan(tokens: frozenset[str]) -> SpecialScan:
+    """The :class:`SpecialScan` of ``tokens``, built once per set."""
+    return SpecialScan(tokens)

@@ -21,8 +21,11 @@ Sections: single thread (one big string, line by line, 64 KB chunks) on
 English prose, code and multilingual text; two threads (batches of lines and
 of chunks), with pieceworks' own two-thread speed-up over one thread timed in
 alternating runs; tokenizer.json files of Llama 3 and Qwen3 (pieceworks.Tokenizer
-against tokenizers, and the tiktoken face on the same ranks); adversarial
-inputs (1 MB of one letter, of random letters, of digits) against 1 MB of prose.
+against tokenizers, and the tiktoken face on the same ranks, given the
+files' added tokens as special tokens); many special tokens (Llama 3's ranks
+and its 256 special tokens, all allowed: pieceworks.tiktoken against
+tiktoken); adversarial inputs (1 MB of one letter, of random letters, of
+digits) against 1 MB of prose.
 """
 
 from __future__ import annotations
@@ -329,14 +332,18 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list) -> N
         for corpus, text in texts.items():
             size = len(text.encode("utf-8"))
             lines = text.splitlines(keepends=True)
+            # The face is given the file's added tokens as special tokens, all allowed: the
+            # Tokenizer splits them out of the text (the code corpus holds some), so must it.
             rows = {
                 "one string, 1 thread": (text, lambda t: ours.encode(t, add_special_tokens=False).ids,
                                          lambda t: theirs.encode(t, add_special_tokens=False).ids,
-                                         None if face is None else face.encode_ordinary, "1T"),
+                                         None if face is None else lambda t: face.encode(t, allowed_special="all"),
+                                         "1T"),
                 f"batch of lines, {THREADS} threads": (
                     lines, lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
                     lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)],
-                    None if face is None else lambda ts: face.encode_ordinary_batch(ts, num_threads=THREADS),
+                    None if face is None else lambda ts: face.encode_batch(ts, num_threads=THREADS,
+                                                                           allowed_special="all"),
                     f"lines {THREADS}T"),
             }
             for mode, (arg, mine, hf, face_fn, tag) in rows.items():
@@ -351,7 +358,8 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list) -> N
 
 
 def tiktoken_face_for(tok, name: str):
-    """pieceworks.tiktoken on the ranks of a tokenizer.json whose merges follow its ids (Llama 3, Qwen)."""
+    """pieceworks.tiktoken on the ranks of a tokenizer.json whose merges follow its ids (Llama 3, Qwen),
+    its added tokens the special tokens."""
     from pieceworks.byte_level import byte_chars_to_bytes
 
     model = tok.model
@@ -360,7 +368,38 @@ def tiktoken_face_for(tok, name: str):
     except KeyError:
         return None
     split = tok.pre_tokenizer.pretokenizers[0]
-    return pw_tiktoken.Encoding(name, pat_str=split.pattern.pattern, mergeable_ranks=ranks, special_tokens={})
+    added = {t.content: i for i, t in tok.get_added_tokens_decoder().items()}
+    return pw_tiktoken.Encoding(name, pat_str=split.pattern.pattern, mergeable_ranks=ranks, special_tokens=added)
+
+
+def bench_special_tokens(texts: dict[str, str], repeat: int, summary: list) -> None:
+    """Llama 3's ranks with its 256 special tokens, all allowed: tiktoken's API as Meta's Llama 3
+    code uses it (``encode(text, allowed_special="all")``), one string and a batch of lines."""
+    try:
+        import tiktoken
+    except ImportError:
+        print("\n[special tokens] tiktoken: not installed, skipped")
+        return
+    from pieceworks import Tokenizer
+
+    path = SHARED_DATA / "tokenizers/hf_tokenizer_json/llama3/tokenizer.json"
+    face = tiktoken_face_for(Tokenizer.from_file(str(path)), "llama3")
+    ref = tiktoken.Encoding("llama3", pat_str=face._pat_str, mergeable_ranks=face._mergeable_ranks,
+                            special_tokens=face._special_tokens)
+    contenders = {"pieceworks": face, "tiktoken": ref}
+    resets = {"pieceworks": face._core.clear_cache}
+    for corpus, text in texts.items():
+        size = len(text.encode("utf-8"))
+        lines = text.splitlines(keepends=True)
+        one = {c: (lambda e: lambda t: e.encode(t, allowed_special="all"))(e) for c, e in contenders.items()}
+        many = {c: (lambda e: lambda ts: e.encode_batch(ts, num_threads=THREADS, allowed_special="all"))(e)
+                for c, e in contenders.items()}
+        result = run_row(f"256 special tokens allowed, {corpus}, one string, 1 thread", one, text, size, repeat,
+                         resets)
+        summary.append((f"special tokens {corpus} 1T", result))
+        result = run_row(f"256 special tokens allowed, {corpus}, batch of lines, {THREADS} threads", many, lines,
+                         size, repeat, resets)
+        summary.append((f"special tokens {corpus} lines {THREADS}T", result))
 
 
 def bench_adversarial(prose: str, repeat: int) -> None:
@@ -421,7 +460,8 @@ def main(argv=None) -> None:
     parser.add_argument("--size", type=float, default=2.0, help="MB of each corpus (default 2)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per row (median; default 3)")
     parser.add_argument("--quick", action="store_true", help="0.5 MB corpora, 2 runs")
-    parser.add_argument("--only", choices=["encodings", "tokenizer-json", "adversarial"], help="one section")
+    parser.add_argument("--only", choices=["encodings", "tokenizer-json", "special-tokens", "adversarial"],
+                        help="one section")
     args = parser.parse_args(argv)
     size = int((0.5 if args.quick else args.size) * 1_000_000)
     repeat = 2 if args.quick else args.repeat
@@ -434,6 +474,8 @@ def main(argv=None) -> None:
         bench_encodings(texts, repeat, summary, scaling)
     if args.only in (None, "tokenizer-json"):
         bench_tokenizer_json(texts, repeat, summary)
+    if args.only in (None, "special-tokens"):
+        bench_special_tokens(texts, repeat, summary)
     if args.only in (None, "adversarial"):
         bench_adversarial(corpora(1_000_000)["prose"], repeat)
     print_summary(summary)

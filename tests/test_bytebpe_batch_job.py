@@ -141,3 +141,23 @@ def test_real_texts_cut_in_segments(shared_data, name):
     assert run_job(kernel, texts, 512, 1) == want
     # One long text alone is cut too, and the face then runs it on threads.
     assert encoding.encode_ordinary_batch(["\n\n".join(texts)], num_threads=2) == [kernel.encode("\n\n".join(texts))]
+
+
+def test_batch_inputs_are_not_copied_into_the_collectors_sight():
+    # Each collection the new lists of a batch trigger (one per 700) walked a young copy of
+    # all its texts: the face reads a list as it is, the Tokenizer's snapshot is untracked.
+    import gc
+
+    from pieceworks import tiktoken as pw
+    from pieceworks.tiktoken.core import _check_list
+    from pieceworks.tokenizer import _as_list
+
+    texts = ["a b", "c"]
+    assert _check_list(texts) is texts
+    copied = _check_list(t for t in texts)
+    assert copied == texts and not gc.is_tracked(copied)
+    snapshot = _as_list(texts, "input")
+    assert snapshot == texts and snapshot is not texts and not gc.is_tracked(snapshot)
+    enc = pw.Encoding("toy", pat_str=pw.core.GPT2_PATTERN, mergeable_ranks={bytes([i]): i for i in range(256)},
+                      special_tokens={})
+    assert enc.encode_ordinary_batch(iter(texts)) == [[97, 32, 98], [99]]

@@ -26,7 +26,7 @@ from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
 from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _raw_join,
                                     none_positions as _none_positions, pack as _raw_pack,
-                                    pad_never_read as _pad_never_read)
+                                    pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
@@ -879,7 +879,12 @@ def _as_list(value, name: str) -> list:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise InputTypeError(f"{name} must be a list, got {type(value).__name__}",
                              fix=f"wrap a single value in a list: [{name}]")
-    return list(value)
+    # A snapshot, out of the collector's sight: every collection the new encodings and lists
+    # of a batch trigger would walk a young list of all its inputs (it is a fresh copy: no
+    # cycle can run through it).
+    out = list(value)
+    _untrack(out)
+    return out
 
 
 def _split_batch_item(item, is_pretokenized: bool, i: int):

@@ -20,6 +20,7 @@ from bisect import bisect_left
 from typing import AbstractSet, Collection, Literal, Sequence
 
 from .._kernels.bytebpe import ByteBPE, Pattern
+from .._kernels.raw_encoding import untrack
 from ..errors import ConfigError, DecodeError, InputTypeError, SpecialTokenError
 from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS
 from ._special import special_scan
@@ -382,7 +383,13 @@ def _check_list(texts) -> list:
     if isinstance(texts, (str, bytes)):
         raise InputTypeError("expected a list of str, got a single " + type(texts).__name__,
                              fix="wrap it in a list: [text]")
-    return list(texts)
+    if type(texts) is list:
+        return texts        # only read (a batch job reads a tuple of it)
+    # Out of the collector's sight: every collection the batch's new lists trigger would
+    # walk a young list of all the texts (a fresh copy: nothing can refer back to it).
+    texts = list(texts)
+    untrack(texts)
+    return texts
 
 
 def _fix_surrogates(core: ByteBPE, text: str) -> str:

@@ -43,13 +43,22 @@ def test_trained_like_huggingface(name, k, lines):
         kwargs["suffix"] = options.get("suffix", "</w>")
     ours.train_from_iterator(lines, **kwargs)
     theirs.train_from_iterator(lines, **kwargs)
+    if name == "CharBPETokenizer":
+        # Hugging Face breaks a tie in count by its ids, and numbers the word-final chars
+        # ("m@@") in its hash map's order, new each run: two tied merges with them come out in
+        # either order (seen: one run in three). Ours must be one of its outcomes.
+        for _ in range(12):
+            if _merges(ours) == _merges(theirs):
+                break
+            theirs = _pair(name, **options)[1]
+            theirs.train_from_iterator(lines, **kwargs)
     assert repr(ours) == repr(theirs)
     assert _stages(ours) == _stages(theirs)
     assert _merges(ours) == _merges(theirs)
     sample = lines[::7][:300]
     if name == "CharBPETokenizer":
         # Hugging Face numbers the word-final chars ("e</w>") in its hash map's order, which
-        # changes from run to run (its merges do not): compare tokens, offsets and texts.
+        # changes from run to run: compare tokens, offsets and texts.
         assert set(ours.get_vocab()) == set(theirs.get_vocab())
         for mine, hfs in zip(ours.encode_batch(sample), theirs.encode_batch(sample)):
             assert (mine.tokens, mine.offsets, mine.word_ids) == (hfs.tokens, hfs.offsets, hfs.word_ids)

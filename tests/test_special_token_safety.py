@@ -342,6 +342,16 @@ def test_added_vocabulary_batch_prefilter_never_misses():
     assert not any(added.may_occur_in(t) for t in ["ends with <", "|endoftext|> starts"])
 
 
+def test_batch_prefilter_asks_only_texts_a_token_touches():
+    # Qwen's added tokens share only "<": code is full of it, and every such line used to be
+    # asked one by one (off the batch job).
+    tok = pw.Tokenizer(pw.models.BPE())
+    tok.add_special_tokens(["<|endoftext|>", "<think>", "</think>", "<tool_call>"])
+    lines = ["if (a < b) {", "x <<= 2;", "<thin", "k> <think>", "a </think", "<|endoftext|>", "vector<int>"]
+    assert tok._added.texts_to_ask(lines) == [2, 3, 5]
+    assert [tok._added.may_occur_in(t) for t in lines] == [False, False, False, True, False, True, False]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="<|ab", max_size=120), st.text(alphabet="<|ab", max_size=4))
 def test_holds_is_substring_search(text, needle):

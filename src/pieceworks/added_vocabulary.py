@@ -13,12 +13,10 @@ the original.
 from __future__ import annotations
 
 import os
-from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate
 
 from ._component import _EPOCH
-from ._kernels.single_text import holds
+from ._kernels.single_text import holds, texts_touched
 from .errors import ConfigError, InputTypeError
 
 __all__ = ["AddedToken"]
@@ -151,33 +149,22 @@ class AddedVocabulary:
     def texts_to_ask(self, texts: list[str]) -> list[int]:
         """Indices of the texts for which :meth:`may_occur_in` could be True, found in one pass over them all.
 
-        A text not listed holds no lead of any token (so no token); a listed
-        one holds a lead (maybe a false alarm: ask it). Without a prefilter,
-        every text is listed. The leads' common prefix is searched first, so
-        texts with none cost one C scan; then each lead, jumping to the next
-        text after a hit (Python work per text listed, never per char).
+        The tokens' common prefix is searched first, so texts with none cost
+        one C scan; then the tokens' regex runs once over the texts joined. A
+        text no match touches holds no token; one a match touches may (a
+        match across two texts is a false alarm: ask it). The work is one
+        pass whatever the texts hold; asking each lead of each text cost a
+        scan of them all per lead (Llama 3's five: 9 ms on 2 MB of code), and
+        a lead as common as ``<`` (Qwen's) listed most lines of code.
 
-        >>> v = AddedVocabulary(); v._leads, v._lead_prefix = ("<|en", "<|st"), "<|"; v.by_content = {"<|x": 0}
-        >>> v.texts_to_ask(["a <|endo", "b < c", "<|start", "<|x"])
-        [0, 2]
+        >>> from pieceworks.models import BPE
+        >>> v = AddedVocabulary(); v.add([AddedToken("<|endoftext|>"), AddedToken("<|start|>")], BPE(), None)
+        2
+        >>> v.texts_to_ask(["a <|endo", "b < c", "<|start|>", "<|x", "<|end", "oftext|>"])
+        [2, 4, 5]
         """
-        leads = self._leads
-        if leads is None:
-            return list(range(len(texts)))
-        if not leads or not texts:
-            return []
-        joined = "".join(texts)
-        if not holds(joined, self._lead_prefix):
-            return []
-        ends = list(accumulate(map(len, texts)))
-        hits = []
-        for lead in leads:
-            pos = joined.find(lead)
-            while pos >= 0:
-                k = bisect_right(ends, pos)
-                hits.append(k)                      # (a lead across two texts marks the first: harmless)
-                pos = joined.find(lead, ends[k])    # the next text
-        return sorted(set(hits))
+        matchers = [m[0] for m in (self._raw_matcher, self._normalized_matcher) if m is not None]
+        return texts_touched(texts, self._lead_prefix, matchers) if matchers else []
 
     def is_special(self, content: str) -> bool:
         return content in self.special_set

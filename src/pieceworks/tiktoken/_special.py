@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import functools
 import os
-from bisect import bisect_right
-from itertools import accumulate
 
-from .._kernels.single_text import holds
+from .._kernels.single_text import holds, texts_touched
 
 __all__ = ["SpecialScan", "special_scan"]
 
@@ -46,21 +44,12 @@ class SpecialScan:
     def texts_holding(self, texts: list[str]) -> list[int]:
         """Indices, in order, of the texts that hold a special token: one pass over them all.
 
-        The pass reads the texts joined; a match across two texts is a false
-        alarm, and one may cover the start of a real token, so every text a
-        match touches is asked again on its own. Raises TypeError if an item
-        is not a str.
+        The pass reads the texts joined (``single_text.texts_touched``); a
+        match across two texts is a false alarm, and one may cover the start
+        of a real token, so every text a match touches is asked again on its
+        own. Raises TypeError if an item is not a str.
         """
-        joined = "".join(texts)
-        if self.prefix and not holds(joined, self.prefix):
-            return []
-        ends = list(accumulate(map(len, texts)))
-        touched: set[int] = set()
-        for match in self.regex.finditer(joined):
-            first = bisect_right(ends, match.start())
-            last = bisect_right(ends, match.end() - 1)
-            touched.update(range(first, last + 1))
-        return sorted(k for k in touched if self.regex.search(texts[k]) is not None)
+        return [k for k in texts_touched(texts, self.prefix, (self.regex,)) if self.regex.search(texts[k])]
 
 
 @functools.lru_cache(maxsize=128)

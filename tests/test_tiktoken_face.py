@@ -337,6 +337,25 @@ def test_rank_file_hash_and_missing_files(tmp_path, shared_data):
     assert parse_tiktoken_bpe(b"YQ== 0\n\nYg== 1") == {b"a": 0, b"b": 1}
 
 
+def test_load_module_file_helpers_as_tiktoken(tmp_path, shared_data):
+    import tiktoken.load as ref
+
+    from pieceworks.tiktoken import load as ours
+
+    path = str(shared_data / "tokenizers/tiktoken/r50k_base.tiktoken")
+    data = ref.read_file(path)
+    digest = hashlib.sha256(data).hexdigest()
+    assert ours.read_file(path) == data and ours.read_file_cached(path, digest) == data
+    assert ours.check_hash(data, digest) is ref.check_hash(data, digest) is True
+    assert ours.check_hash(data, "0" * 64) is ref.check_hash(data, "0" * 64) is False
+    with pytest.raises(FileFormatError, match="SHA-256"):
+        ours.read_file_cached(path, "0" * 64)
+    with pytest.raises(FileFormatError, match="not found"):
+        ours.read_file(tmp_path / "nope.tiktoken")
+    with pytest.raises(ConfigError, match="URL"):
+        ours.read_file_cached("https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken")
+
+
 def test_bad_gpt2_merges_name_the_line(tmp_path, shared_data):
     merges = tmp_path / "vocab.bpe"
     merges.write_text("#version: 0.2\nĠ t\nthree parts here\n", encoding="utf-8")

@@ -36,6 +36,12 @@ def load_tiktoken_bpe(path: "str | os.PathLike", expected_hash: str | None = Non
     Only local files are read (tiktoken also fetches URLs): download the file
     once and pass its path.
     """
+    return parse_tiktoken_bpe(read_local_file(path, expected_hash), os.fspath(path))
+
+
+def read_local_file(path: "str | os.PathLike", expected_hash: str | None = None) -> bytes:
+    """The bytes of a file on disk (a URL is refused, saying so), its SHA-256 (hex) checked
+    against ``expected_hash`` when given."""
     text = os.fspath(path)
     if "://" in text:
         raise ConfigError(f"{text} is a URL; pieceworks reads rank files from disk only",
@@ -43,15 +49,15 @@ def load_tiktoken_bpe(path: "str | os.PathLike", expected_hash: str | None = Non
     try:
         data = Path(text).read_bytes()
     except FileNotFoundError as exc:
-        raise FileFormatError(text, "file not found", fix="check the path of the .tiktoken file") from exc
+        raise FileFormatError(text, "file not found", fix="check the path") from exc
     except IsADirectoryError as exc:
-        raise FileFormatError(text, "is a folder, not a file", fix="pass the path of the .tiktoken file") from exc
+        raise FileFormatError(text, "is a folder, not a file", fix="pass the path of a file") from exc
     if expected_hash is not None:
         digest = hashlib.sha256(data).hexdigest()
         if digest != expected_hash.lower():
             raise FileFormatError(text, f"SHA-256 is {digest}, expected {expected_hash}",
                                   fix="the file is not the expected one or was damaged; download it again")
-    return parse_tiktoken_bpe(data, text)
+    return data
 
 
 def parse_tiktoken_bpe(data: bytes, path: str | None = None) -> dict[bytes, int]:

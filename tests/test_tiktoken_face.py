@@ -165,6 +165,10 @@ def test_pattern_without_a_scanner_uses_regex(ranks):
     for text in EDGE_CASES + ["Hello, world! 42 times<|endoftext|>"]:
         assert ours.encode_ordinary(text) == ref.encode_ordinary(text)
         assert ours.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+    texts = EDGE_CASES + ["Hello, world! 42 times<|endoftext|>"]
+    assert ours.encode_batch(texts, allowed_special="all") == ref.encode_batch(texts, allowed_special="all")
+    with pytest.raises(InputTypeError, match="got int"):
+        ours.encode_batch(["fine", 3], disallowed_special=())
 
 
 def test_batches_and_numpy(pairs, inputs):
@@ -506,3 +510,5 @@ def test_bad_constructor_arguments(ranks):
         pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={b"a": 0, b"b": 0}, special_tokens={})
     with pytest.raises(ConfigError, match="256 bytes"):
         pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={b"a": 0}, special_tokens={})
+    with pytest.raises(ConfigError, match="special token '' is not a non-empty str"):
+        pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks=ranks["r50k_base"], special_tokens={"": 50256})

@@ -134,11 +134,13 @@ class Encoding:
         for k in refused:
             self._refuse_disallowed(texts[k], allowed, disallowed_special)
         if self._split_regex is not None:
+            texts = [_check_text(t) for t in texts]
             return _run_batch(lambda chunk: [self._encode_allowing(_fix_surrogates(self._core, t), allowed)
                                              for t in chunk], texts, num_threads)
         if not holding:
             return self.encode_ordinary_batch(texts, num_threads=num_threads)
         plain = list(texts)
+        untrack(plain)      # (a fresh copy: see _check_list)
         for k in holding:
             plain[k] = ""
         out = self.encode_ordinary_batch(plain, num_threads=num_threads)
@@ -345,6 +347,10 @@ def _build_core(name: str, pat_str: str, ranks: dict[bytes, int], special_tokens
         token_bytes[rank] = bytes(token)
     decode_only = {}
     for text, tid in special_tokens.items():
+        if not isinstance(text, str) or not text:
+            raise ConfigError(f"encoding {name!r}: special token {text!r} is not a non-empty str "
+                              f"(an empty one would match between every two chars)",
+                              fix="give each special token its text, e.g. '<|endoftext|>'")
         if tid < size and token_bytes[tid] is not None:
             raise ConfigError(f"encoding {name!r}: special token {text!r} has id {tid}, which is also the rank "
                               f"of {token_bytes[tid]!r}", fix="give special tokens ids above the ranks")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ._component import _EPOCH
 from ._kernels.single_text import holds, texts_touched
+from ._regex import any_of
 from .errors import ConfigError, InputTypeError
 
 __all__ = ["AddedToken"]
@@ -334,11 +335,5 @@ def _leads(contents: list[str]) -> tuple[str, ...] | None:
 
 
 def _compile_matcher(table: dict[str, int]):
-    # Longest alternatives first make the regex engine's leftmost-first
-    # choice equal to Aho-Corasick's leftmost-longest (Hugging Face's rule).
-    if not table:
-        return None
-    alternatives = sorted(table, key=lambda s: (-len(s), s))
-    pattern = _regex.compile("|".join(_regex.escape(s) for s in alternatives))
-    return pattern, table
+    return (any_of(table), table) if table else None
 

@@ -20,6 +20,7 @@ import functools
 import os
 
 from .._kernels.single_text import holds, texts_touched
+from .._regex import any_of
 
 __all__ = ["SpecialScan", "special_scan"]
 
@@ -30,10 +31,8 @@ class SpecialScan:
     __slots__ = ("prefix", "regex")
 
     def __init__(self, tokens: frozenset[str]):
-        import regex
-
         self.prefix = os.path.commonprefix(list(tokens))
-        self.regex = regex.compile("|".join(regex.escape(t) for t in sorted(tokens, key=len, reverse=True)))
+        self.regex = any_of(tokens)
 
     def search(self, text: str):
         """The first special token in ``text`` (a regex match), or None."""

@@ -288,11 +288,12 @@ class Encoding:
 
     def _encode_allowing(self, text: str, allowed: frozenset[str]) -> list[int]:
         """Allowed special tokens become their ids; the text between is encoded on its own."""
-        if not allowed or special_scan(allowed).search(text) is None:
+        scan = special_scan(allowed) if allowed else None
+        if scan is None or scan.search(text) is None:
             return self._encode_plain(text)
         out: list[int] = []
         start = 0
-        for match in special_scan(allowed).regex.finditer(text):
+        for match in scan.regex.finditer(text):
             out += self._encode_plain(text[start:match.start()])
             out.append(self._special_tokens[match.group()])
             start = match.end()

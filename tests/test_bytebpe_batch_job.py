@@ -71,6 +71,41 @@ def test_surrogates_and_wrong_types(bpe):
         bpe.batch_job(["fine", b"bytes"], False)
 
 
+# Chars of every width (1, 2 and 4 bytes in a str), so texts of each kind are drawn; a surrogate
+# may land anywhere, on either side of the 64-char blocks the check reads at a time.
+WIDE = st.sampled_from(["a", " ", "\u00e9", "\u4e2d", "\uffff", "\U0001f600", "\ud7ff", "\ue000"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(WIDE, max_size=300), st.data())
+def test_a_lone_surrogate_is_found_wherever_it_is(bpe, chars, data):
+    if data.draw(st.booleans()):
+        at = data.draw(st.integers(0, len(chars)))
+        chars.insert(at, data.draw(st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"])))
+    text = "".join(chars)
+    holds = any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+    assert bpe.has_surrogates(text) == holds
+    job = bpe.batch_job(["fine", text, "also fine"], True)
+    assert (job is None) == holds
+    if job is not None:
+        assert job.run() == [bpe.encode("fine"), bpe.encode(text), bpe.encode("also fine")]
+
+
+def test_a_job_gives_back_every_reference_to_its_texts(bpe):
+    # The job holds each text while threads read it and lets go of it once its list is made:
+    # neither a reference too many (a leak) nor one too few (a text freed under the user).
+    import sys
+
+    texts = [f"text number {k} " * (k % 7 + 1) + "\u00e9" * (k % 3) for k in range(500)] + ["x" * 5000]
+    before = [sys.getrefcount(t) for t in texts]
+    assert run_job(bpe, texts, 64, 1) == [bpe.encode(t) for t in texts]
+    bpe.batch_job(texts, False, 64)                    # made and dropped without running
+    assert bpe.batch_job(texts + ["\udfff"], True) is None
+    with pytest.raises(TypeError):
+        bpe.batch_job(texts + [7], False)
+    assert [sys.getrefcount(t) for t in texts] == before
+
+
 def test_the_list_may_change_while_the_job_runs(bpe):
     texts = TEXTS * 10
     want = [bpe.encode(t) for t in texts]

@@ -1961,6 +1961,8 @@ cdef class ByteBPE:
         """
         cdef BatchJob job = <BatchJob>job_object
         cdef Py_ssize_t count, i, acc = 0, start, cut, length, total = 0, before = 0, tail, limit
+        cdef Py_ssize_t first = 0, first_start = 0
+        cdef const Py_ssize_t* lengths
         job.bpe = self
         count = len(texts)
         job.keep = PyTuple_New(count)   # holds the texts even if the list changes meanwhile
@@ -1970,14 +1972,13 @@ cdef class ByteBPE:
         # (the lists a job makes trigger a collection every few hundred texts).
         PyObject_GC_UnTrack(<void*>job.keep)
         split = split and self.m.pattern != PAT_PIECES      # (cut pieces: the caller's, not the scanner's)
+        lengths = job.texts.lengths.data()
         for i in range(count):
-            total += job.texts.lengths[i]
+            total += lengths[i]
         tail = total - total // 8 if total > chunk_chars else total     # (one chunk in all: no thread waits)
-        job.segments.reserve(count)
-        job.bounds.push_back(0)
         for i in range(count):
             start = 0
-            length = job.texts.lengths[i]
+            length = lengths[i]
             limit = chunk_chars if before < tail else max(chunk_chars // 4, 1)
             while split and length - start > limit + limit // 2:
                 # The first place after a chunk (or the rest of the text, if need be: one scan).
@@ -1985,22 +1986,22 @@ cdef class ByteBPE:
                                start + limit, length - limit // 2, self.m.pattern == PAT_GPT2)
                 if cut < 0:
                     break
-                if acc:
-                    job.bounds.push_back(<Py_ssize_t>job.segments.size())
+                if acc:     # the open chunk (whole texts before this one) ends here
+                    job.chunks.push_back(ChunkRange(first, first_start, i - 1, lengths[i - 1]))
                     acc = 0
-                job.segments.push_back(Segment(i, start, cut))
-                job.bounds.push_back(<Py_ssize_t>job.segments.size())
+                job.chunks.push_back(ChunkRange(i, start, i, cut))
                 start = cut
                 limit = chunk_chars if before + start < tail else max(chunk_chars // 4, 1)
-            job.segments.push_back(Segment(i, start, length))
+            if acc == 0:
+                first, first_start = i, start
             acc += length - start + 16   # + 16: a text's own cost
             if acc >= limit:
-                job.bounds.push_back(<Py_ssize_t>job.segments.size())
+                job.chunks.push_back(ChunkRange(first, first_start, i, length))
                 acc = 0
             before += length
-        if job.bounds.back() != <Py_ssize_t>job.segments.size():
-            job.bounds.push_back(<Py_ssize_t>job.segments.size())
-        job.results.resize(job.bounds.size() - 1)
+        if acc:
+            job.chunks.push_back(ChunkRange(first, first_start, count - 1, lengths[count - 1]))
+        job.results.resize(job.chunks.size())
         job.board = new pw_board(<Py_ssize_t>job.results.size())
         return True
 
@@ -2222,6 +2223,19 @@ cdef struct Segment:
     Py_ssize_t end
 
 
+cdef struct ChunkRange:
+    Py_ssize_t first              # a chunk: the texts first..last, from char start of the first
+    Py_ssize_t start              # to char end of the last (a text cut in parts spreads over
+    Py_ssize_t last               # several chunks; no memory per text, so a list of short
+    Py_ssize_t end                # lines costs the job no writes of its own)
+
+
+cdef inline Segment segment_at(const ChunkRange* c, const Py_ssize_t* lengths, Py_ssize_t k) noexcept nogil:
+    """The ``k``-th text (or part of one) of chunk ``c``."""
+    cdef Py_ssize_t text = c.first + k
+    return Segment(text, c.start if k == 0 else 0, c.end if text == c.last else lengths[text])
+
+
 cdef struct ChunkIds:
     vector[uint32_t] ids          # the chunk's texts' ids, one after another
     vector[Py_ssize_t] ends       # where each text's ids end
@@ -2287,8 +2301,7 @@ cdef class BatchJob:
     cdef tuple keep                    # the texts (the pointers below point into them; a plain job lets go
                                        # of each, leaving NULL, once its list is made: see _let_go)
     cdef TextRefs texts                # where each text keeps its chars
-    cdef vector[Segment] segments      # the texts, or parts of the long ones, in order
-    cdef vector[Py_ssize_t] bounds     # chunk k is segments bounds[k]:bounds[k + 1]
+    cdef vector[ChunkRange] chunks      # which texts (or parts of the long ones) each chunk is
     cdef vector[ChunkIds] results
     cdef pw_board* board
     # Raw jobs (ByteBPE.raw_batch_job): lazy encodings instead of id lists.
@@ -2326,8 +2339,9 @@ cdef class BatchJob:
         st.item_pieces.clear()
         cdef Segment g
         cdef int kind
-        for k in range(self.bounds[i], self.bounds[i + 1]):
-            g = self.segments[k]
+        cdef const ChunkRange* c = &self.chunks[i]
+        for k in range(c.last - c.first + 1):
+            g = segment_at(c, self.texts.lengths.data(), k)
             if not self.raw_mode or not self.skip[g.text]:
                 # Raw jobs keep each text's piece ends: its offsets follow from them, if read (ChunkSpans).
                 kind = self.texts.kinds[g.text]
@@ -2367,7 +2381,7 @@ cdef class BatchJob:
         shared.piece_ends.swap(chunk.piece_ends)
         shared.pieces.swap(chunk.pieces)
         for k in range(<Py_ssize_t>shared.ends.size()):
-            item = self.segments[self.bounds[i] + k].text     # (raw jobs cut no text: one segment each)
+            item = self.chunks[i].first + k     # (raw jobs cut no text: one segment each)
             n = shared.ends[k] - first
             text = self.keep[item]
             if self.skip[item]:
@@ -2439,7 +2453,7 @@ cdef class BatchJob:
                     continue
                 first = 0
                 for k in range(<Py_ssize_t>chunk.ends.size()):
-                    g = self.segments[self.bounds[listed] + k]
+                    g = segment_at(&self.chunks[listed], self.texts.lengths.data(), k)
                     if g.start == 0:
                         open_chunk, open_at = listed, first
                     if g.end == self.texts.lengths[g.text]:     # the text's last segment: list it

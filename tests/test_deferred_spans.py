@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parity import assert_same_encoding
-from pieceworks import Tokenizer
+from pieceworks import Encoding, Tokenizer
 from pieceworks._kernels import raw_encoding
 from pieceworks.models import BPE
 from pieceworks.pre_tokenizers import ByteLevel
@@ -128,6 +128,60 @@ def test_truncation_cuts_the_worked_out_spans():
     batch = tok.encode_batch([text, text[:3]])
     assert_same_encoding(batch[0], tok._encode_general(text))
     assert_same_encoding(batch[1], tok._encode_general(text[:3]))
+
+
+def with_added(prefix_space: bool) -> Tokenizer:
+    tok = trained(prefix_space)
+    tok.add_tokens(["wörld", "cat"])         # (added tokens the model also spells otherwise)
+    return tok
+
+
+WITH_ADDED = {"plain": with_added(False), "prefix space": with_added(True)}
+
+
+def huggingface_twin(tok: Tokenizer):
+    """The same tokenizer in Hugging Face ``tokenizers`` (its file read back there), or a skip."""
+    hf = pytest.importorskip("tokenizers")
+    return hf.Tokenizer.from_str(tok.to_str())
+ADDED_PIECES = CHARS + ["<|endoftext|>", "wörld", "cat", "ca", "<|endof"]
+
+
+@pytest.mark.parametrize("name", sorted(WITH_ADDED))
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(ADDED_PIECES), max_size=30).map("".join), offsets_first=st.booleans())
+def test_texts_cut_around_added_tokens_work_out_their_spans_joined(name, text, offsets_first):
+    # The segments between added tokens hand over their ids alone; the joined encoding works out
+    # every segment's offsets and words, shifted into the text, when one is first read.
+    tok = WITH_ADDED[name]
+    enc = tok.encode(text)
+    splits = tok._added.extract_and_normalize(None, text, False).splits
+    if any(s.tokens is not None for s in splits) and any(s.tokens is None and s.normalized.normalized for s in splits):
+        assert type(enc._spans_from).__name__ == "JoinedSpans", "the joined ids-only way"
+    if offsets_first:
+        enc.offsets
+    # (Against Hugging Face: the pipeline's _encode_general takes this same way for such texts.)
+    assert_same_encoding(enc, huggingface_twin(tok).encode(text), repr(text))
+
+
+def test_joined_spans_survive_copies_pickles_and_truncation():
+    text = "héllo <|endoftext|>wörld 中文 cat😀 x"
+    tok = with_added(True)
+    want = huggingface_twin(tok).encode(text)
+    for make in (lambda e: e.copy(), copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))):
+        enc = tok.encode(text)
+        assert type(enc._spans_from).__name__ == "JoinedSpans"
+        assert_same_encoding(make(enc), want)
+    tok.enable_truncation(max_length=6, stride=2)
+    assert_same_encoding(tok.encode(text), huggingface_twin(tok).encode(text))
+
+
+def test_joined_spans_refuse_parts_that_disagree_with_the_encoding():
+    part = (raw_encoding.pack([5], [0], [2], [0]), 1, 0, 0, None, None)
+    raw, n, spans, source = raw_encoding.join_lazily([part, part])
+    with pytest.raises(ValueError, match="hold 2 tokens, the encoding 3|more than"):
+        raw_encoding.make_raw(Encoding, raw + raw[:4], 3, {5: "a"}, None, None, spans, source).offsets
+    with pytest.raises(TypeError, match="tuple of parts"):
+        raw_encoding.make_raw(Encoding, raw, n, {5: "a"}, None, None, spans, "text").offsets
 
 
 def test_an_ids_only_raw_refuses_the_other_blocks():

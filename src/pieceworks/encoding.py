@@ -195,18 +195,20 @@ class Encoding(_raw.EncodingBase):
 
     @classmethod
     def from_raw(cls, raw: bytes, n: int, strings, word_index: int | None = None,
-                 frame: Frame = PLAIN_FRAME) -> "Encoding":
+                 frame: Frame = PLAIN_FRAME, spans_from=None, source=None) -> "Encoding":
         """A lazy encoding of ``n`` tokens held in ``raw`` (see :mod:`pieceworks._kernels.raw_encoding`).
 
         ``strings[id]`` is each id's token; ``word_index`` (pre-tokenized
         input) replaces every word index; ``frame`` adds special tokens.
+        ``spans_from`` (a SpanSource): ``raw`` holds the ids alone, and it
+        works out the offsets and words from ``source`` when first read.
 
         >>> from pieceworks._kernels.raw_encoding import pack
         >>> e = Encoding.from_raw(pack([5], [0], [2], [0]), 1, {5: "hi"}, frame=Frame([(1, "<s>", 0)], 0, [], True))
         >>> e.ids, e.tokens, e.offsets, e.word_ids, e.special_tokens_mask
         ([1, 5], ['<s>', 'hi'], [(0, 0), (0, 2)], [None, 0], [1, 0])
         """
-        return _make_raw(cls, raw, n, strings, word_index, frame)
+        return _make_raw(cls, raw, n, strings, word_index, frame, spans_from, source)
 
     def _ids_array(self) -> array:
         """The ids as an ``array('i')``, straight from the raw buffer when the list was never built.

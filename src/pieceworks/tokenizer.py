@@ -25,7 +25,8 @@ from typing import Iterable, Iterator
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
 from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _raw_join,
-                                    none_positions as _none_positions, pack as _raw_pack,
+                                    join_lazily as _raw_join_lazily, none_positions as _none_positions,
+                                    pack as _raw_pack,
                                     pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
@@ -420,21 +421,31 @@ class Tokenizer:
         if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
             return None
         pretok = self._added.extract_and_normalize(None, text, split_special)
-        parts, added, strings, word = [], [], None, 0
+        # The segments' offsets are worked out when first read, where the plan can defer them.
+        deferred = getattr(plan, "encode_raw_deferred", None)
+        parts, added, strings, word, lazy = [], [], None, 0, False
         for split in pretok.splits:
             base = split.normalized.original_shift
             if split.tokens is not None:
                 for tok in split.tokens:
                     start, end = tok.offsets
-                    parts.append((_raw_pack([tok.id], [start], [end], [0]), 1, base, word))
+                    parts.append((_raw_pack([tok.id], [start], [end], [0]), 1, base, word, None, None))
                     added.append(tok)
                 word += 1
                 continue
-            result = plan.encode_raw(split.normalized.normalized)
-            if result is None:
-                return None
-            raw, n, n_words, strings = result
-            parts.append((raw, n, base, word))
+            segment = split.normalized.normalized
+            if deferred is not None:
+                result = deferred(segment)
+                if result is None:
+                    return None
+                raw, n, n_words, strings, spans, source = result
+                lazy = lazy or spans is not None
+            else:
+                result = plan.encode_raw(segment)
+                if result is None:
+                    return None
+                (raw, n, n_words, strings), spans, source = result, None, None
+            parts.append((raw, n, base, word, spans, source))
             word += n_words
         if strings is None:
             return None
@@ -443,10 +454,13 @@ class Tokenizer:
             strings = self._strings_with_added(strings)
             if strings is None or not all(_spells(strings, tok.id, tok.value) for tok in added):
                 return None
-        raw, n = _raw_join(parts)
+        if lazy:
+            raw, n, spans, source = _raw_join_lazily(parts)
+        else:
+            (raw, n), spans, source = _raw_join(parts), None, None
         if limit is not None and n > limit:
             return None
-        return Encoding.from_raw(raw, n, strings, None, frame)
+        return Encoding.from_raw(raw, n, strings, None, frame, spans, source)
 
     def _strings_with_added(self, strings):
         """The plan's token table extended with the added tokens beyond it (made once); None if they clash."""

@@ -188,6 +188,69 @@ cdef bytes full_raw(SpanSource spans_from, object source, bytes ids_only, Py_ssi
     return raw
 
 
+cdef class JoinedSpans(SpanSource):
+    """The offsets and words of an ids-only encoding joined from parts (:func:`join_lazily`): each
+    part's own full form, shifted as :func:`join` shifts it. Its ``source`` is the tuple of parts."""
+
+    cdef int fill(self, object source, const int32_t* ids, Py_ssize_t n, const int32_t* extra, Py_ssize_t n_extra,
+                  int32_t* starts, int32_t* ends, int32_t* words) except -1:
+        cdef Py_ssize_t at = 0, k, i, offset_shift, word_shift
+        cdef const int32_t* src
+        if type(source) is not tuple:
+            raise TypeError(f"JoinedSpans: the source must be join_lazily's tuple of parts, got {type(source).__name__}")
+        for part in <tuple>source:
+            k = part[1]
+            offset_shift = part[2]
+            word_shift = part[3]
+            if at + k > n:
+                raise ValueError(f"JoinedSpans: the parts hold more than the encoding's {n} tokens")
+            raw = part[0] if part[4] is None else full_raw(<SpanSource>part[4], part[5], <bytes>part[0], k)
+            block(<bytes>raw, k, 3)      # (raises unless it holds all four blocks)
+            src = block(<bytes>raw, k, 0)
+            for i in range(k):
+                starts[at + i] = <int32_t>(src[k + i] + offset_shift)
+                ends[at + i] = <int32_t>(src[2 * k + i] + offset_shift)
+                words[at + i] = <int32_t>(src[3 * k + i] + word_shift)
+            at += k
+        if at != n:
+            raise ValueError(f"JoinedSpans: the parts hold {at} tokens, the encoding {n}")
+        return 0
+
+
+cdef JoinedSpans _JOINED = JoinedSpans()
+
+
+def join_lazily(list parts) -> tuple:
+    """:func:`join`, with the offsets and words worked out only when first read: ``(raw, n, spans, source)``
+    for :func:`make_raw`, the raw holding the ids alone.
+
+    Each part is ``(raw, n, offset_shift, word_shift, spans_from, source)``:
+    ``raw`` holds the ids alone and ``spans_from`` works out the rest from
+    ``source`` (an ids-only part, as a kernel hands it over), or
+    ``spans_from`` is None and ``raw`` holds all four blocks.
+
+    >>> raw, n, spans, source = join_lazily([(pack([1], [0], [2], [0]), 1, 0, 0, None, None),
+    ...                                      (pack([2], [0], [3], [0]), 1, 5, 1, None, None)])
+    >>> e = make_raw(EncodingBase, raw, n, {1: "a", 2: "b"}, None, None, spans, source)
+    >>> e.ids, e.offsets, e.words
+    ([1, 2], [(0, 2), (5, 8)], [0, 1])
+    """
+    cdef Py_ssize_t total = 0, k, at = 0
+    cdef tuple frozen = tuple(parts)
+    for part in frozen:
+        k = part[1]
+        if k < 0:
+            raise ValueError(f"join_lazily: a part of {k} tokens")
+        total += k
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 4 * total)
+    cdef char* dst = PyBytes_AS_STRING(out)
+    for part in frozen:
+        k = part[1]
+        memcpy(dst + 4 * at, block(<bytes>part[0], k, 0), 4 * k)
+        at += k
+    return out, total, _JOINED, frozen
+
+
 def pack(ids, starts, ends, words) -> bytes:
     """A raw encoding from four equal-length sequences of ints (for tests and pure-Python plans)."""
     cdef Py_ssize_t n = len(ids), i, k

@@ -118,6 +118,7 @@ class ByteBpePlan:
         self._built_for = None
         self._kernel: ByteBPE | None = None
         self._tokens: list | None = None
+        self._deferred: tuple | None = None     # (kernel, prefix_space, OneText) of encode_raw_deferred
 
     def supported(self) -> bool:
         """Whether the stages, as they are now, are ones the kernel reproduces."""
@@ -151,6 +152,29 @@ class ByteBpePlan:
         if prefix_space and text and text[0] != " ":
             return (*kernel.encode_raw(" " + text, True), self._tokens)
         return (*kernel.encode_raw(text, False), self._tokens)
+
+    def encode_raw_deferred(self, text: str):
+        """:meth:`encode_raw` with the offsets and words worked out only when first read:
+        ``(raw, n_tokens, n_words, strings, spans_from, source)``, ``raw`` holding the ids alone (see
+        raw_encoding's ``make_raw``), or ``spans_from`` None and ``raw`` all of it; or None.
+
+        For the segments between added tokens: most callers read only the ids.
+        """
+        ready = self._prepare()
+        if ready is None:
+            return None
+        kernel, prefix_space = ready
+        deferred = self._deferred
+        if deferred is None or deferred[0] is not kernel or deferred[1] != prefix_space:
+            one, _ = self.one_text()
+            deferred = self._deferred = (kernel, prefix_space, one)
+        result = deferred[2](text)
+        if result is None:
+            return None
+        if len(result) == 5:
+            raw, n, n_words, spans, source = result
+            return raw, n, n_words, self._tokens, spans, source
+        return (*result, self._tokens, None, None)
 
     def _encode_raw_nfc(self, kernel: ByteBPE, text: str) -> tuple[bytes, int, int]:
         """``kernel.encode_raw`` of NFC(``text``), its offsets mapped back into ``text``.

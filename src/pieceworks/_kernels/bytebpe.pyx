@@ -2301,7 +2301,7 @@ cdef class BatchJob:
     cdef tuple keep                    # the texts (the pointers below point into them; a plain job lets go
                                        # of each, leaving NULL, once its list is made: see _let_go)
     cdef TextRefs texts                # where each text keeps its chars
-    cdef vector[ChunkRange] chunks      # which texts (or parts of the long ones) each chunk is
+    cdef vector[ChunkRange] chunks     # which texts (or parts of the long ones) each chunk is
     cdef vector[ChunkIds] results
     cdef pw_board* board
     # Raw jobs (ByteBPE.raw_batch_job): lazy encodings instead of id lists.

@@ -204,8 +204,8 @@ cdef class JoinedSpans(SpanSource):
             word_shift = part[3]
             if at + k > n:
                 raise ValueError(f"JoinedSpans: the parts hold more than the encoding's {n} tokens")
-            raw = part[0] if part[4] is None else full_raw(<SpanSource>part[4], part[5], <bytes>part[0], k)
-            block(<bytes>raw, k, 3)      # (raises unless it holds all four blocks)
+            raw = part[0] if part[4] is None else full_raw(<SpanSource?>part[4], part[5], <bytes?>part[0], k)
+            block(<bytes?>raw, k, 3)      # (raises unless it holds all four blocks)
             src = block(<bytes>raw, k, 0)
             for i in range(k):
                 starts[at + i] = <int32_t>(src[k + i] + offset_shift)
@@ -246,7 +246,7 @@ def join_lazily(list parts) -> tuple:
     cdef char* dst = PyBytes_AS_STRING(out)
     for part in frozen:
         k = part[1]
-        memcpy(dst + 4 * at, block(<bytes>part[0], k, 0), 4 * k)
+        memcpy(dst + 4 * at, block(<bytes?>part[0], k, 0), 4 * k)
         at += k
     return out, total, _JOINED, frozen
 

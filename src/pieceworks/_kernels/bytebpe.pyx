@@ -1961,7 +1961,7 @@ cdef class ByteBPE:
         """
         cdef BatchJob job = <BatchJob>job_object
         cdef Py_ssize_t count, i, acc = 0, start, cut, length, total = 0, before = 0, tail, limit
-        cdef Py_ssize_t first = 0, first_start = 0
+        cdef Py_ssize_t first = 0, first_start = 0, quarter = max(chunk_chars // 4, 1)
         cdef const Py_ssize_t* lengths
         job.bpe = self
         count = len(texts)
@@ -1979,7 +1979,7 @@ cdef class ByteBPE:
         for i in range(count):
             start = 0
             length = lengths[i]
-            limit = chunk_chars if before < tail else max(chunk_chars // 4, 1)
+            limit = chunk_chars if before < tail else quarter
             while split and length - start > limit + limit // 2:
                 # The first place after a chunk (or the rest of the text, if need be: one scan).
                 cut = safe_cut(self.m.classes, job.texts.kinds[i], job.texts.datas[i], length,
@@ -1991,7 +1991,7 @@ cdef class ByteBPE:
                     acc = 0
                 job.chunks.push_back(ChunkRange(i, start, i, cut))
                 start = cut
-                limit = chunk_chars if before + start < tail else max(chunk_chars // 4, 1)
+                limit = chunk_chars if before + start < tail else quarter
             if acc == 0:
                 first, first_start = i, start
             acc += length - start + 16   # + 16: a text's own cost

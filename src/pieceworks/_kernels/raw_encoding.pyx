@@ -188,29 +188,33 @@ cdef bytes full_raw(SpanSource spans_from, object source, bytes ids_only, Py_ssi
     return raw
 
 
+cdef inline void shifted_spans(const int32_t* src, Py_ssize_t k, Py_ssize_t offset_shift, Py_ssize_t word_shift,
+                               int32_t* starts, int32_t* ends, int32_t* words) noexcept nogil:
+    """The starts, ends and words of the four-block raw ``src`` of ``k`` tokens, moved by
+    ``offset_shift`` chars and ``word_shift`` words (one part of :func:`join` or :class:`JoinedSpans`)."""
+    cdef Py_ssize_t i
+    for i in range(k):
+        starts[i] = <int32_t>(src[k + i] + offset_shift)
+        ends[i] = <int32_t>(src[2 * k + i] + offset_shift)
+        words[i] = <int32_t>(src[3 * k + i] + word_shift)
+
+
 cdef class JoinedSpans(SpanSource):
     """The offsets and words of an ids-only encoding joined from parts (:func:`join_lazily`): each
     part's own full form, shifted as :func:`join` shifts it. Its ``source`` is the tuple of parts."""
 
     cdef int fill(self, object source, const int32_t* ids, Py_ssize_t n, const int32_t* extra, Py_ssize_t n_extra,
                   int32_t* starts, int32_t* ends, int32_t* words) except -1:
-        cdef Py_ssize_t at = 0, k, i, offset_shift, word_shift
-        cdef const int32_t* src
+        cdef Py_ssize_t at = 0, k
         if type(source) is not tuple:
             raise TypeError(f"JoinedSpans: the source must be join_lazily's tuple of parts, got {type(source).__name__}")
         for part in <tuple>source:
             k = part[1]
-            offset_shift = part[2]
-            word_shift = part[3]
             if at + k > n:
                 raise ValueError(f"JoinedSpans: the parts hold more than the encoding's {n} tokens")
             raw = part[0] if part[4] is None else full_raw(<SpanSource?>part[4], part[5], <bytes?>part[0], k)
             block(<bytes?>raw, k, 3)      # (raises unless it holds all four blocks)
-            src = block(<bytes>raw, k, 0)
-            for i in range(k):
-                starts[at + i] = <int32_t>(src[k + i] + offset_shift)
-                ends[at + i] = <int32_t>(src[2 * k + i] + offset_shift)
-                words[at + i] = <int32_t>(src[3 * k + i] + word_shift)
+            shifted_spans(block(<bytes>raw, k, 0), k, part[2], part[3], starts + at, ends + at, words + at)
             at += k
         if at != n:
             raise ValueError(f"JoinedSpans: the parts hold {at} tokens, the encoding {n}")
@@ -813,7 +817,7 @@ def join(list parts) -> tuple:
     >>> n, offset_list(raw, n, 0), word_list(raw, n, -1)
     (2, [(0, 2), (5, 8)], [0, 1])
     """
-    cdef Py_ssize_t total = 0, n, at = 0, i, offset_shift, word_shift
+    cdef Py_ssize_t total = 0, n, at = 0
     cdef const int32_t* src
     for part in parts:
         total += <Py_ssize_t>part[1]
@@ -821,14 +825,9 @@ def join(list parts) -> tuple:
     cdef int32_t* dst = <int32_t*>PyBytes_AS_STRING(out)
     for part in parts:
         n = part[1]
-        offset_shift = part[2]
-        word_shift = part[3]
         block(<bytes>part[0], n, 3)      # (raises unless it holds all four blocks)
         src = block(<bytes>part[0], n, 0)
-        for i in range(n):
-            dst[at + i] = src[i]
-            dst[total + at + i] = <int32_t>(src[n + i] + offset_shift)
-            dst[2 * total + at + i] = <int32_t>(src[2 * n + i] + offset_shift)
-            dst[3 * total + at + i] = <int32_t>(src[3 * n + i] + word_shift)
+        memcpy(dst + at, src, 4 * n)
+        shifted_spans(src, n, part[2], part[3], dst + total + at, dst + 2 * total + at, dst + 3 * total + at)
         at += n
     return out, total

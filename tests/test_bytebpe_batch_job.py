@@ -196,3 +196,23 @@ def test_batch_inputs_are_not_copied_into_the_collectors_sight():
     enc = pw.Encoding("toy", pat_str=pw.core.GPT2_PATTERN, mergeable_ranks={bytes([i]): i for i in range(256)},
                       special_tokens={})
     assert enc.encode_ordinary_batch(iter(texts)) == [[97, 32, 98], [99]]
+
+
+@pytest.mark.parametrize("method", ["encode_batch", "encode_raw_batch"])
+def test_one_thread_batches_hold_their_texts_while_another_thread_changes_the_list(bpe, method):
+    # encode_batch and encode_raw_batch read the texts' chars with the GIL released. Another
+    # thread that replaces the list's items meanwhile frees the strs they read (texts of 2 MB
+    # go back to the system when freed). The batch must encode one whole generation of the
+    # texts, the one the list held when it was called.
+    from pieceworks._kernels.raw_encoding import id_list
+    from racing import list_changed_meanwhile
+
+    def make(generation):
+        return [f"the {generation:06d} and " * 80_000 + "\u00e9" * k for k in range(3)]
+
+    with list_changed_meanwhile([], make) as texts:
+        for _ in range(6):
+            out = getattr(bpe, method)(texts)
+            ids = out if method == "encode_batch" else [id_list(raw, n) for raw, n, _ in out]
+            generation = int(bpe.decode_bytes(ids[0][:8]).decode().split()[1])
+            assert ids == [bpe.encode(t) for t in make(generation)]

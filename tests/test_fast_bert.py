@@ -24,7 +24,7 @@ from tokenizers import Tokenizer as HfTokenizer
 
 from parity import assert_same_encoding
 from pieceworks import Tokenizer
-from pieceworks._kernels import bert_fast
+from pieceworks._kernels import bert_fast, raw_encoding
 from pieceworks.errors import ConfigError, InputTypeError, UnknownTokenError
 from pieceworks.fast import _pool, bert
 from pieceworks.models import WordPiece
@@ -433,6 +433,29 @@ def test_kernel_statuses():
     assert bert_fast.encode("b", cmap, table, 100, -1, "[UNK]") == bert_fast.NO_UNK_TOKEN
     assert bert_fast.encode("A a", cmap, table, 100, -1, "[UNK]") == (
         [0, 0], ["a", "a"], [(0, 1), (2, 3)], [0, 1], 2)
+
+
+def test_a_batch_holds_its_texts_while_another_thread_changes_the_list(minilm):
+    # encode_raw_batch reads the texts' chars with the GIL released; a thread replacing the
+    # list's items meanwhile frees them (2 MB texts go back to the system). The batch must
+    # encode the generation of texts the list held when it was called, whole.
+    from racing import list_changed_meanwhile
+
+    tok = minilm[0]
+    options, cmap, table, max_chars, unk_id = tok._current_plan()._setup()
+
+    def make(generation):
+        return [f"word {generation:06d} more " * 100_000 + "x" * k for k in range(3)]
+
+    def ids_of(result):
+        return raw_encoding.id_list(result[0], result[1])
+
+    with list_changed_meanwhile([], make) as texts:
+        for _ in range(6):
+            out = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id)
+            generation = int(tok.decode(ids_of(out[0])[:12]).split()[1])
+            want = bert_fast.encode_raw_batch(make(generation), cmap, table, max_chars, unk_id)
+            assert [ids_of(r) for r in out] == [ids_of(r) for r in want]
 
 
 def test_all_string_widths():

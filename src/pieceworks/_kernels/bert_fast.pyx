@@ -514,7 +514,10 @@ def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not Non
     cdef vector[Tok] all_toks
     cdef Scratch sc
     cdef list out
-    for text in texts:
+    # Holds the texts while the GIL is released: another thread may change the list meanwhile.
+    cdef tuple keep = tuple(texts)
+    count = len(keep)
+    for text in keep:
         if type(text) is not str:
             raise TypeError(f"expected str, got {type(text).__name__}")
         datas.push_back(PyUnicode_DATA(text))

@@ -164,4 +164,4 @@ cdef class ByteBPE:
     cdef Py_ssize_t _run_more(self, State* st, str text, bint piece_ends=*, bint one_piece=*) except -1
     cdef int _read_texts(self, texts, bint refuse_surrogates, TextRefs* refs, tuple keep=*) except -1
     cdef int _encode_all(self, State* st, list texts, bint piece_ends, bint refuse_surrogates,
-                         vector[Py_ssize_t]* pieces) except -1
+                         vector[Py_ssize_t]* pieces, tuple keep) except -1

@@ -1903,11 +1903,12 @@ cdef class ByteBPE:
         cdef Py_ssize_t k
         cdef size_t start = 0
         cdef list out
+        cdef tuple keep = PyTuple_New(len(texts))
         try:
-            if self._encode_all(st, texts, False, refuse_surrogates, NULL):
+            if self._encode_all(st, texts, False, refuse_surrogates, NULL, keep):
                 return None
             out = PyList_New(0)
-            for k in range(len(texts)):
+            for k in range(len(keep)):
                 out.append(self._id_list(st, start, st.item_end[k]))
                 start = st.item_end[k]
             return out
@@ -2013,12 +2014,13 @@ cdef class ByteBPE:
         cdef vector[Py_ssize_t] pieces
         cdef size_t start = 0, first_piece = 0
         cdef list out
+        cdef tuple keep = PyTuple_New(len(texts))
         try:
-            self._encode_all(st, texts, True, False, &pieces)
+            self._encode_all(st, texts, True, False, &pieces, keep)
             out = PyList_New(0)
-            for k in range(len(texts)):
+            for k in range(len(keep)):
                 out.append((raw_of(self, st.ids.data() + start, st.item_end[k] - start, st.piece_ends.data() + first_piece,
-                                   pieces[k], texts[k],
+                                   pieces[k], keep[k],
                                    prefix_space), st.item_end[k] - start, pieces[k]))
                 start = st.item_end[k]
                 first_piece += pieces[k]
@@ -2037,6 +2039,9 @@ cdef class ByteBPE:
         cdef Py_ssize_t n = len(texts), i
         cdef PyObject** items = PySequence_Fast_ITEMS(texts)
         cdef PyObject* text
+        if keep is not None and len(keep) != n:     # (a collection the tuple's allocation ran changed the list)
+            raise RuntimeError(f"the list of texts changed size while being read ({len(keep)} -> {n}); "
+                               "do not change a list another thread is encoding")
         refs.datas.resize(n)
         refs.lengths.resize(n)
         refs.kinds.resize(n)
@@ -2061,14 +2066,18 @@ cdef class ByteBPE:
         return 0
 
     cdef int _encode_all(self, State* st, list texts, bint piece_ends, bint refuse_surrogates,
-                         vector[Py_ssize_t]* pieces) except -1:
+                         vector[Py_ssize_t]* pieces, tuple keep) except -1:
         """Encode every text into ``st`` (``item_end[k]``: where text k's ids end) with the GIL
         released once; with ``pieces``, each text's piece count too (``piece_ends``: and its
         piece ends, see :func:`scan_and_encode`). 1: a text held a lone surrogate and
-        ``refuse_surrogates`` was set (nothing encoded)."""
+        ``refuse_surrogates`` was set (nothing encoded).
+
+        ``keep`` (a new tuple as long as ``texts``) takes a reference to each text: another
+        thread may change the list while the GIL is released, and the texts read must live on
+        (the caller reads them, and their count, from ``keep`` after)."""
         cdef Py_ssize_t n = len(texts), k, count
         cdef TextRefs refs
-        if self._read_texts(texts, refuse_surrogates, &refs):
+        if self._read_texts(texts, refuse_surrogates, &refs, keep):
             return 1
         st.ids.clear()
         st.item_end.clear()

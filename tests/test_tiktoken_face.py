@@ -241,7 +241,7 @@ def test_many_special_tokens_as_tiktoken(many_specials, inputs):
 def test_special_scan_finds_the_texts_holding_a_token(texts):
     from pieceworks.tiktoken._special import SpecialScan
 
-    # Tokens that start and end alike, so matches across two texts (false alarms) overlap real ones.
+    # Tokens that start and end alike, so a token cut between two texts overlaps real ones.
     for tokens in ({"<|a|>", "<|ab|>", "<|b>"}, {"a|", "|a", "<", "b>"}):
         scan = SpecialScan(frozenset(tokens))
         assert scan.texts_holding(texts) == [k for k, t in enumerate(texts) if any(tok in t for tok in tokens)]

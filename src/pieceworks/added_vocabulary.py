@@ -16,7 +16,8 @@ import os
 from dataclasses import dataclass
 
 from ._component import _EPOCH
-from ._kernels.single_text import holds, texts_touched
+from ._kernels.single_text import holds
+from ._kernels.token_finder import TokenFinder
 from ._regex import any_of
 from .errors import ConfigError, InputTypeError
 
@@ -102,6 +103,7 @@ class AddedVocabulary:
         self._normalized_matcher = None
         self._leads: tuple[str, ...] | None = ()  # see _leads()
         self._lead_prefix = ""                    # what every lead starts with
+        self._finder: TokenFinder | None = None   # finds the texts of a batch that hold a token
 
     def __len__(self) -> int:
         return len(self.by_content)
@@ -139,33 +141,25 @@ class AddedVocabulary:
                    for matcher in (self._raw_matcher, self._normalized_matcher))
 
     def may_occur_in_any(self, texts: list[str]) -> bool:
-        """False only if :meth:`may_occur_in` is False for every text, found in one pass over them all.
-
-        It asks only the first chars of the tokens (a token starting across
-        two texts is a false alarm, never a miss); without that prefilter, or
-        if some lead char is there, True: ask text by text.
-        """
+        """Whether :meth:`may_occur_in` is True for some text (see :meth:`texts_to_ask`)."""
         return bool(self.texts_to_ask(texts))
 
     def texts_to_ask(self, texts: list[str]) -> list[int]:
-        """Indices of the texts for which :meth:`may_occur_in` could be True, found in one pass over them all.
+        """Indices of the texts for which :meth:`may_occur_in` is True: those holding a token's content.
 
-        The tokens' common prefix is searched first, so texts with none cost
-        one C scan; then the tokens' regex runs once over the texts joined. A
-        text no match touches holds no token; one a match touches may (a
-        match across two texts is a false alarm: ask it). The work is one
-        pass whatever the texts hold; asking each lead of each text cost a
-        scan of them all per lead (Llama 3's five: 9 ms on 2 MB of code), and
-        a lead as common as ``<`` (Qwen's) listed most lines of code.
+        Each text is read once, whatever the number of tokens (a
+        :class:`~pieceworks._kernels.token_finder.TokenFinder`): the chars
+        the tokens start with are looked for, and only there are the next
+        chars compared. A lead as common as ``<`` (Qwen's) costs a look-up
+        per ``<``, not a regex search per line that holds one.
 
         >>> from pieceworks.models import BPE
         >>> v = AddedVocabulary(); v.add([AddedToken("<|endoftext|>"), AddedToken("<|start|>")], BPE(), None)
         2
-        >>> v.texts_to_ask(["a <|endo", "b < c", "<|start|>", "<|x", "<|end", "oftext|>"])
-        [2, 4, 5]
+        >>> v.texts_to_ask(["a <|endo", "b < c", "<|start|>", "<|x", "<|end", "oftext|>", "x<|endoftext|>"])
+        [2, 6]
         """
-        matchers = [m[0] for m in (self._raw_matcher, self._normalized_matcher) if m is not None]
-        return texts_touched(texts, self._lead_prefix, matchers) if matchers else []
+        return self._finder.texts_holding(texts) if self._finder is not None else []
 
     def is_special(self, content: str) -> bool:
         return content in self.special_set
@@ -219,6 +213,8 @@ class AddedVocabulary:
         self._normalized_matcher = _compile_matcher(normed)
         self._leads = _leads(list(raw) + list(normed))
         self._lead_prefix = os.path.commonprefix(self._leads) if self._leads else ""
+        contents = [c for c in list(raw) + list(normed) if c]
+        self._finder = TokenFinder(contents) if contents else None
         _EPOCH[0] += 1      # what a tokenizer's encode snapshot knows of these tokens is stale
 
     # -- matching ------------------------------------------------------

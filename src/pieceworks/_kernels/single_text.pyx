@@ -17,7 +17,6 @@ way, ``Tokenizer._encode_general``, which is the same code as before.
 """
 
 cimport cython
-from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 
 cdef extern from "Python.h":
     Py_ssize_t PyUnicode_FindChar(object text, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t end, int direction) except -2
@@ -134,60 +133,6 @@ cpdef bint holds(str text, str part) except -1:
             return True
         pos = PyUnicode_FindChar(text, first, pos + 1, n, 1)
     return False
-
-
-def texts_touched(list texts not None, str prefix not None, matchers) -> list:
-    """Indices, in order, of the texts a match of one of ``matchers`` (compiled regexes) touches in
-    the texts joined; none without a look if the joined texts do not hold ``prefix`` (what every
-    match starts with).
-
-    One pass over all the texts, however many: a batch's look for added or
-    special tokens. A match across two texts touches both (a false alarm),
-    and one that covers the start of a real match touches its text: so every
-    text holding a match is listed. TypeError if an item is not a str.
-
-    >>> import re
-    >>> texts_touched(["a <x>", "b", "<x", "> c", "<y>"], "<", [re.compile("<x>|<y>")])
-    [0, 2, 3, 4]
-    """
-    cdef str joined = "".join(texts)
-    cdef Py_ssize_t n = len(texts), k, at = 0, start, end, first, last
-    if not n or not holds(joined, prefix):
-        return []
-    cdef Py_ssize_t* ends = <Py_ssize_t*>PyMem_Malloc(n * sizeof(Py_ssize_t))
-    cdef char* marks = <char*>PyMem_Calloc(n, 1)
-    if ends == NULL or marks == NULL:
-        PyMem_Free(ends)
-        PyMem_Free(marks)
-        raise MemoryError("texts_touched: no memory for the texts' ends")
-    try:
-        for k in range(n):
-            at += len(<str>texts[k])
-            ends[k] = at
-        for matcher in matchers:
-            for match in matcher.finditer(joined):
-                start = match.start()
-                end = match.end() - 1 if match.end() > start else start
-                first = _text_at(ends, n, start)
-                last = _text_at(ends, n, end)
-                for k in range(first, last + 1):
-                    marks[k] = 1
-        return [k for k in range(n) if marks[k]]
-    finally:
-        PyMem_Free(ends)
-        PyMem_Free(marks)
-
-
-cdef inline Py_ssize_t _text_at(const Py_ssize_t* ends, Py_ssize_t n, Py_ssize_t pos) noexcept:
-    """The text holding char ``pos`` of the joined texts: the first whose end is past it."""
-    cdef Py_ssize_t lo = 0, hi = n, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if ends[mid] <= pos:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo if lo < n else n - 1
 
 
 cpdef bint only_str(items) except -1:

@@ -6,6 +6,8 @@ batch of its 40 000 lines: 10 million calls, 900 ms). A :class:`SpecialScan`
 reads it once: the tokens' common prefix first (``<|`` for tiktoken's and
 Llama 3's: one memchr-speed scan rules most texts out), then one regex of
 all the tokens, longest first, so a token that starts another never hides it.
+A batch's texts are sorted by a :class:`TokenFinder`, which reads each text
+once and makes no joined copy of them.
 
 >>> scan = special_scan(frozenset({"<|endoftext|>", "<|fim_prefix|>"}))
 >>> scan.prefix, scan.search("a <|endoftext|> b").group(), scan.search("a < b | c") is None
@@ -19,7 +21,8 @@ from __future__ import annotations
 import functools
 import os
 
-from .._kernels.single_text import holds, texts_touched
+from .._kernels.single_text import holds
+from .._kernels.token_finder import TokenFinder
 from .._regex import any_of
 
 __all__ = ["SpecialScan", "special_scan"]
@@ -28,11 +31,12 @@ __all__ = ["SpecialScan", "special_scan"]
 class SpecialScan:
     """Where the special tokens ``tokens`` (a non-empty set of strs) occur in text."""
 
-    __slots__ = ("prefix", "regex")
+    __slots__ = ("prefix", "regex", "finder")
 
     def __init__(self, tokens: frozenset[str]):
         self.prefix = os.path.commonprefix(list(tokens))
         self.regex = any_of(tokens)
+        self.finder = TokenFinder(tokens)
 
     def search(self, text: str):
         """The first special token in ``text`` (a regex match), or None."""
@@ -41,14 +45,9 @@ class SpecialScan:
         return self.regex.search(text)
 
     def texts_holding(self, texts: list[str]) -> list[int]:
-        """Indices, in order, of the texts that hold a special token: one pass over them all.
-
-        The pass reads the texts joined (``single_text.texts_touched``); a
-        match across two texts is a false alarm, and one may cover the start
-        of a real token, so every text a match touches is asked again on its
-        own. Raises TypeError if an item is not a str.
-        """
-        return [k for k in texts_touched(texts, self.prefix, (self.regex,)) if self.regex.search(texts[k])]
+        """Indices, in order, of the texts that hold a special token, each text read once
+        (:class:`~pieceworks._kernels.token_finder.TokenFinder`). TypeError if an item is not a str."""
+        return self.finder.texts_holding(texts)
 
 
 @functools.lru_cache(maxsize=128)

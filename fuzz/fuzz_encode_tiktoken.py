@@ -60,6 +60,12 @@ def test_one_input(data: bytes) -> None:
                 continue
             raise AssertionError(f"special-token text accepted without being allowed: {text!r}")
         assert ours.encode(text, allowed_special=allowed) == expected, text
+        # A batch finds the texts holding a special token on its own (token_finder): the text cut
+        # in two must come out as the two halves encoded alone, whatever the cut does to a token.
+        cut = inp.int_in(len(text) + 1)
+        halves = [text[:cut], text[cut:]]     # (parts of a text the policy accepts: so are they)
+        want = [expected] + [theirs.encode(half, allowed_special=allowed) for half in halves]
+        assert ours.encode_batch([text] + halves, allowed_special=allowed) == want, (text, cut)
     ids = [i % theirs.n_vocab for i in inp.ids(theirs.n_vocab)]
     assert _outcome(ours.decode_bytes, ids) == _outcome(theirs.decode_bytes, ids), ids
 

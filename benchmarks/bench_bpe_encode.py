@@ -205,11 +205,12 @@ def run_row(title: str, contenders: dict, arg, size_bytes: int, repeat: int,
     """Time each contender (median of ``repeat`` after a warm-up), check outputs, print the row.
 
     ``resets[name]()`` runs before each run of that contender, untimed. The
-    contenders take turns, two runs each per round, the first untimed, so a
-    change in the machine's load falls on all of them alike, and each timed
-    run finds the CPU caches and memory as its own last run left them (the
-    first run after another library's took up to twice as long, for every
-    contender, which favoured the slower ones).
+    contenders take turns (in the reverse order every other round), two runs
+    each per round, the first untimed, so a change in the machine's load
+    falls on all of them alike, and each timed run finds the CPU caches and
+    memory as its own last run left them (the first run after another
+    library's took up to twice as long, for every contender, which favoured
+    the slower ones).
     """
     seconds: dict[str, float | None] = {}
     outputs = {}
@@ -218,8 +219,11 @@ def run_row(title: str, contenders: dict, arg, size_bytes: int, repeat: int,
         resets[name]()
         outputs[name] = _flat(fn(arg))
     times: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(repeat):
-        for name, fn in contenders.items():
+    order = list(contenders.items())
+    for round_ in range(repeat):
+        # Every other round in the reverse order: whoever runs first in a round (after the
+        # previous round's last contender) has no standing advantage or handicap.
+        for name, fn in (order if round_ % 2 == 0 else order[::-1]):
             fn(arg)         # untimed: the caches of the CPU (and the allocator's memory) are its own again
             resets[name]()
             start = time.perf_counter()

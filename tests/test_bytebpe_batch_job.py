@@ -201,7 +201,7 @@ def test_batch_inputs_are_not_copied_into_the_collectors_sight():
 @pytest.mark.parametrize("method", ["encode_batch", "encode_raw_batch"])
 def test_one_thread_batches_hold_their_texts_while_another_thread_changes_the_list(bpe, method):
     # encode_batch and encode_raw_batch read the texts' chars with the GIL released. Another
-    # thread that replaces the list's items meanwhile frees the strs they read (texts of 2 MB
+    # thread that replaces the list's items meanwhile frees the strs they read (texts over 1 MB
     # go back to the system when freed). The batch must encode one whole generation of the
     # texts, the one the list held when it was called.
     from pieceworks._kernels.raw_encoding import id_list

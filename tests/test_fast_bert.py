@@ -437,7 +437,7 @@ def test_kernel_statuses():
 
 def test_a_batch_holds_its_texts_while_another_thread_changes_the_list(minilm):
     # encode_raw_batch reads the texts' chars with the GIL released; a thread replacing the
-    # list's items meanwhile frees them (2 MB texts go back to the system). The batch must
+    # list's items meanwhile frees them (texts over 1 MB go back to the system). The batch must
     # encode the generation of texts the list held when it was called, whole.
     from racing import list_changed_meanwhile
 

@@ -12,11 +12,9 @@ the original.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from ._component import _EPOCH
-from ._kernels.single_text import holds
 from ._kernels.token_finder import TokenFinder
 from ._regex import any_of
 from .errors import ConfigError, InputTypeError
@@ -102,7 +100,6 @@ class AddedVocabulary:
         self._raw_matcher = None               # (compiled regex, {content: id})
         self._normalized_matcher = None
         self._leads: tuple[str, ...] | None = ()  # see _leads()
-        self._lead_prefix = ""                    # what every lead starts with
         self._finder: TokenFinder | None = None   # finds the texts of a batch that hold a token
 
     def __len__(self) -> int:
@@ -127,18 +124,9 @@ class AddedVocabulary:
         normalizer finds nothing (whatever ``split_special``), so the caller
         can skip splitting. With a normalizer, tokens matched after
         normalization may still appear: see :meth:`has_normalized_tokens`.
+        The same search as :meth:`texts_to_ask`, for one text.
         """
-        leads = self._leads
-        if leads is not None:
-            if not holds(text, self._lead_prefix):   # one scan rules them all out (most texts)
-                return False
-            for ch in leads:
-                if ch in text:
-                    break
-            else:
-                return False
-        return any(matcher is not None and matcher[0].search(text) is not None
-                   for matcher in (self._raw_matcher, self._normalized_matcher))
+        return self._finder is not None and self._finder.holds(text)
 
     def may_occur_in_any(self, texts: list[str]) -> bool:
         """Whether :meth:`may_occur_in` is True for some text (see :meth:`texts_to_ask`)."""
@@ -212,7 +200,6 @@ class AddedVocabulary:
         self._raw_matcher = _compile_matcher(raw)
         self._normalized_matcher = _compile_matcher(normed)
         self._leads = _leads(list(raw) + list(normed))
-        self._lead_prefix = os.path.commonprefix(self._leads) if self._leads else ""
         contents = [c for c in list(raw) + list(normed) if c]
         self._finder = TokenFinder(contents) if contents else None
         _EPOCH[0] += 1      # what a tokenizer's encode snapshot knows of these tokens is stale
@@ -307,7 +294,7 @@ def _rightmost_space_at_start(text: str, start: int) -> int:
     return start
 
 
-# With up to this many distinct prefixes, may_occur_in looks for them before searching.
+# With up to this many distinct prefixes, one-text encode (SingleText) looks for them first.
 _MAX_LEADS = 8
 
 

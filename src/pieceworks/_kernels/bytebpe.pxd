@@ -18,9 +18,10 @@ cpdef enum Pattern:
 
 
 cdef struct BytesSlot:
-    uint64_t hash         # 0: free (hashes are made odd, never 0)
-    uint32_t key_off      # the key's bytes: a token's (vocabulary) or the cache's own arena
-    uint32_t key_len
+    uint64_t hash         # vocabulary: the key's hash; cache: see PieceCache.slots (0: free)
+    uint32_t key_off      # the key's bytes: a token's (vocabulary) or the cache's own arena (a key
+                          # of up to 8 bytes: the cache keeps the rest of its hash here instead)
+    uint32_t key_len      # vocabulary: 0 marks a free slot (no token is empty)
     uint32_t value        # vocabulary: token id; cache: offset of the ids in the cache's id arena
     uint32_t count        # cache: number of ids (vocabulary: unused)
 
@@ -45,7 +46,7 @@ cdef struct CharEntry:
 # The piece cache every thread shares (see bytebpe.pyx): slots are claimed with a
 # compare-and-swap and published by their hash; the arenas are claimed by atomic adds.
 cdef struct PieceCache:
-    BytesSlot* slots              # hash: generation << 48 | the key's hash (odd), or | CACHE_BUSY
+    BytesSlot* slots              # hash: generation << 48 | the low 48 bits of the key's hash made odd, or | CACHE_BUSY
     size_t mask
     uint64_t gen                  # slots of another generation are free (emptying is one add)
     uint64_t epoch                # how many times it was emptied (gen wraps; this does not)

@@ -107,6 +107,67 @@ def test_truncation_of_pairs_like_huggingface(strategy, direction, stride, max_l
     assert ours.truncation == theirs.truncation
 
 
+def byte_level_pair():
+    """A small trained byte-level BPE in both libraries, [CLS] and [SEP] its special tokens (a fast plan:
+    single texts take the raw path, which truncates on its own)."""
+    ours = pw.Tokenizer(pw.models.BPE())
+    ours.pre_tokenizer = pw.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    ours.train_from_iterator(["hello world, hello there. the world is big and the hello is loud"] * 20,
+                             pw.trainers.BpeTrainer(vocab_size=300, special_tokens=["[CLS]", "[SEP]"],
+                                                    initial_alphabet=pw.pre_tokenizers.ByteLevel.alphabet(),
+                                                    show_progress=False))
+    assert ours._current_plan() is not None
+    return ours, hf.Tokenizer.from_str(ours.to_str())
+
+
+@pytest.mark.parametrize("model", ["word-level", "byte-level BPE"])
+@pytest.mark.parametrize("max_length", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("stride", [0, 1, 3])
+def test_truncation_below_the_special_tokens_like_huggingface(model, max_length, stride):
+    # The template adds 2 tokens to a text and 3 to a pair. Hugging Face subtracts those from
+    # max_length in unsigned arithmetic: below them it wraps round, and nothing is cut.
+    if model == "word-level":
+        ours, theirs = make_pair(added=[dict(content=w) for w in ("hello", "world", "a", "b")],
+                                 special=["[CLS]", "[SEP]"])
+    else:
+        ours, theirs = byte_level_pair()
+    template = dict(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                    special_tokens=[("[CLS]", ours.token_to_id("[CLS]")), ("[SEP]", ours.token_to_id("[SEP]"))])
+    ours.post_processor = pw.processors.TemplateProcessing(**template)
+    theirs.post_processor = hf.processors.TemplateProcessing(**template)
+    try:
+        theirs.enable_truncation(max_length, stride=stride)
+    except Exception:
+        with pytest.raises(ConfigError):
+            ours.enable_truncation(max_length, stride=stride)
+        return
+    if max_length < 2:
+        with pytest.warns(UserWarning, match="not cut"):
+            ours.enable_truncation(max_length, stride=stride)
+    else:
+        ours.enable_truncation(max_length, stride=stride)
+    for args in (("hellohelloworld",), ("hellohelloworld", "abab")):
+        for add in (True, False):
+            where = f"{args} max_length {max_length} stride {stride} add_special_tokens {add}"
+            try:
+                expected = theirs.encode(*args, add_special_tokens=add)
+            except BaseException:  # HF raises, or panics (PanicException) on a stride too large
+                with pytest.raises(PieceworksError):
+                    ours.encode(*args, add_special_tokens=add)
+                continue
+            assert_same_encoding(ours.encode(*args, add_special_tokens=add), expected, where)
+    for add in (True, False):
+        batch = ["hellohelloworld", "hello" * 5, ("hellohelloworld", "abab")]
+        try:
+            expected = theirs.encode_batch(batch, add_special_tokens=add)
+        except BaseException:
+            with pytest.raises(PieceworksError):
+                ours.encode_batch(batch, add_special_tokens=add)
+            continue
+        for o, t in zip(ours.encode_batch(batch, add_special_tokens=add), expected, strict=True):
+            assert_same_encoding(o, t, f"batch, max_length {max_length} stride {stride} add_special_tokens {add}")
+
+
 @pytest.mark.parametrize("kwargs", [
     dict(), dict(direction="left"), dict(length=9), dict(length=2), dict(pad_to_multiple_of=4),
     dict(pad_id=3, pad_type_id=1, pad_token="<pad>"),

@@ -19,6 +19,7 @@ decode: ids → tokens → decoder → text.
 from __future__ import annotations
 
 import os
+import warnings
 from functools import partial
 from typing import Iterable, Iterator
 
@@ -125,7 +126,13 @@ class Tokenizer:
     # -- truncation and padding ------------------------------------------
     def enable_truncation(self, max_length: int, stride: int = 0, strategy: str = "longest_first",
                           direction: str = "right") -> None:
-        """Cut encodings to ``max_length`` tokens (special tokens included)."""
+        """Cut encodings to ``max_length`` tokens (special tokens included).
+
+        As in Hugging Face, a ``max_length`` below the number of special
+        tokens the post-processor adds leaves the encodings that get them
+        uncut (Hugging Face's unsigned subtraction wraps round); a warning
+        says so.
+        """
         _check_count(max_length, "max_length")
         _check_count(stride, "stride")
         if strategy not in _STRATEGIES:
@@ -133,7 +140,11 @@ class Tokenizer:
         if direction not in ("right", "left"):
             raise ConfigError(f"unknown truncation direction {direction!r}", fix="use 'right' or 'left'")
         n_added = self.num_special_tokens_to_add(False)
-        if max_length - n_added < stride:
+        if max_length < n_added:
+            warnings.warn(f"enable_truncation: max_length ({max_length}) is below the {n_added} special tokens the "
+                          f"post-processor adds, so an encoding with special tokens is not cut (as in Hugging "
+                          f"Face). Fix: raise max_length to at least {n_added}", UserWarning, stacklevel=2)
+        elif max_length - n_added < stride:
             raise ConfigError(
                 f"truncation stride ({stride}) must be smaller than max_length ({max_length}) minus the "
                 f"{n_added} special tokens the post-processor adds",
@@ -362,6 +373,8 @@ class Tokenizer:
         if truncation is None:
             return None
         n_added = self.num_special_tokens_to_add(False) if add_special_tokens else 0
+        if n_added > truncation["max_length"]:
+            return None     # as in Hugging Face: below the special tokens, nothing is cut (see enable_truncation)
         return max(truncation["max_length"] - max(n_added, 0), 0)
 
     def _raw_truncation(self, add_special_tokens: bool) -> tuple | None:
@@ -376,6 +389,8 @@ class Tokenizer:
         if truncation is None:
             return None
         limit = self._raw_limit(add_special_tokens, truncation)
+        if limit is None:
+            return None
         cut = (limit > 0 and truncation["strategy"] in ("longest_first", "only_first")
                and 0 <= truncation["stride"] < limit)
         return (limit, truncation["stride"], truncation["direction"] == "left", cut)
@@ -608,9 +623,12 @@ class Tokenizer:
         if truncation is not None:
             params = dict(truncation)
             n_added = self.num_special_tokens_to_add(pair is not None)
-            if add_special_tokens and n_added > 0:
-                params["max_length"] = max(params["max_length"] - n_added, 0)
-            encoding, pair = _truncate_pair(encoding, pair, params)
+            if add_special_tokens and n_added > params["max_length"]:
+                params = None   # as in Hugging Face: below the special tokens, nothing is cut (see enable_truncation)
+            elif add_special_tokens and n_added > 0:
+                params["max_length"] -= n_added
+            if params is not None:
+                encoding, pair = _truncate_pair(encoding, pair, params)
         if self.post_processor is not None:
             return self.post_processor.process(encoding, pair, add_special_tokens)
         if pair is None:

@@ -65,6 +65,49 @@ def test_added_tokens_match_huggingface_on_random_mixtures(text):
     assert_same_encoding(ours.encode(text), theirs.encode(text), repr(text))
 
 
+def test_add_special_tokens_makes_given_added_tokens_special_like_huggingface():
+    # add_special_tokens makes an AddedToken special, and unnormalized unless it says normalized;
+    # add_tokens keeps one as given. So decode skips them, and they match the text as it is.
+    ours, theirs = make_pair(normalizer="lowercase")
+    for lib, tok in ((pw, ours), (hf, theirs)):
+        tok.add_special_tokens([lib.AddedToken("RR"), lib.AddedToken("SS", normalized=True),
+                                lib.AddedToken("TT", special=False)])
+        tok.add_tokens([lib.AddedToken("UU", special=True), lib.AddedToken("VV")])
+    flags = [{i: (t.content, t.normalized, t.special) for i, t in tok.get_added_tokens_decoder().items()}
+             for tok in (ours, theirs)]
+    assert flags[0] == flags[1]
+    text = "aRRrrSSssTTUUVVvv"
+    assert_same_encoding(ours.encode(text), theirs.encode(text), text)
+    ids = ours.encode(text).ids
+    assert ours.decode(ids) == theirs.decode(ids) and ours.decode(ids, False) == theirs.decode(ids, False)
+
+
+@pytest.mark.parametrize("first", [dict(special=True), dict(), dict(special=True, normalized=True)])
+@pytest.mark.parametrize("again", [dict(normalized=True), dict(normalized=False), dict(normalized=True, special=True),
+                                   dict(lstrip=True, rstrip=True)])
+def test_a_token_added_again_with_other_options_like_huggingface(first, again):
+    # Adding a content again with other options replaces its token: the new options decide how it is
+    # matched. A normalized token is spelled (id_to_token, and so decode's special-token check) by its
+    # normalized content: "QQ" decodes as "qq", and is then no special token to skip.
+    ours, theirs = make_pair(normalizer="lowercase")
+    for lib, tok in ((pw, ours), (hf, theirs)):
+        for options in (first, again):
+            add = tok.add_special_tokens if options.get("special") else tok.add_tokens
+            add([lib.AddedToken("<S>", **{k: v for k, v in options.items() if k != "special"})])
+            if options is first:
+                tok.add_special_tokens([lib.AddedToken("QQ", normalized=True), lib.AddedToken("RR")])
+                tok.add_tokens([lib.AddedToken("ZZ", normalized=True)])
+    where = f"first {first}, again {again}"
+    for text in ("a<S>a<s> a <S> ZZqq zz QQRR", "<S>", " <s> "):
+        encoding = ours.encode(text)
+        assert_same_encoding(encoding, theirs.encode(text), f"{text!r}, {where}")
+        for skip in (True, False):
+            assert ours.decode(encoding.ids, skip) == theirs.decode(encoding.ids, skip), where
+    assert ours.get_vocab() == theirs.get_vocab()
+    assert [ours.id_to_token(i) for i in range(ours.get_vocab_size())] == \
+        [theirs.id_to_token(i) for i in range(theirs.get_vocab_size())], where
+
+
 def test_split_special_tokens_treats_special_text_as_plain_text():
     ours, theirs = make_pair(ADDED_OPTIONS, SPECIAL)
     text = "<|endoftext|> hello [CLS]"

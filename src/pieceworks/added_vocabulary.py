@@ -12,7 +12,7 @@ the original.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ._component import _EPOCH
 from ._kernels.token_finder import TokenFinder
@@ -38,12 +38,15 @@ class AddedToken:
     rstrip: bool = False
     normalized: bool | None = None
     special: bool = False
+    # Whether ``normalized`` was given: if not, a token made special (add_special_tokens) is not normalized.
+    _normalized_given: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.content, str):
             raise InputTypeError(f"AddedToken content must be a str, got {type(self.content).__name__}")
         if not self.content:
             raise ConfigError("AddedToken content must not be empty", fix="give the token's text")
+        self._normalized_given = self.normalized is not None
         if self.normalized is None:
             self.normalized = not self.special
 
@@ -72,9 +75,19 @@ class AddedToken:
 
 
 def as_added_token(token, special: bool) -> AddedToken:
-    """A str or AddedToken as an AddedToken (a str becomes one with default flags)."""
+    """A str or AddedToken as an AddedToken (a str becomes one with default flags).
+
+    As in Hugging Face, ``special=True`` (add_special_tokens) makes a given
+    AddedToken special, and not normalized unless it says ``normalized``;
+    ``special=False`` (add_tokens) keeps it as it is.
+
+    >>> as_added_token(AddedToken("<x>"), special=True)
+    AddedToken("<x>", rstrip=False, lstrip=False, single_word=False, normalized=False, special=True)
+    """
     if isinstance(token, AddedToken):
-        return token
+        if not special or token.special:
+            return token
+        return replace(token, special=True, normalized=token.normalized if token._normalized_given else False)
     if isinstance(token, str):
         return AddedToken(token, special=special)
     raise InputTypeError(f"expected a str or AddedToken, got {type(token).__name__}",
@@ -101,6 +114,7 @@ class AddedVocabulary:
         self._normalized_matcher = None
         self._leads: tuple[str, ...] | None = ()  # see _leads()
         self._finder: TokenFinder | None = None   # finds the texts of a batch that hold a token
+        self._spelled: dict[int, str] = {}     # id -> the normalized content of a normalized token
 
     def __len__(self) -> int:
         return len(self.by_content)
@@ -110,8 +124,12 @@ class AddedVocabulary:
         return tid if tid is not None else model.token_to_id(token)
 
     def id_to_token(self, id: int, model) -> str | None:
+        """The token of ``id``: an added token's content, normalized if the token is (as Hugging Face
+        spells it, so ``decode`` does not skip a special token the normalizer changes), else the model's."""
         tok = self.by_id.get(id)
-        return tok.content if tok is not None else model.id_to_token(id)
+        if tok is None:
+            return model.id_to_token(id)
+        return self._spelled.get(id, tok.content)
 
     def has_normalized_tokens(self) -> bool:
         """Whether some added token is matched in the normalized text."""
@@ -188,15 +206,24 @@ class AddedVocabulary:
         """Rebuild both matchers (after tokens or the normalizer changed)."""
         raw: dict[str, int] = {}
         normed: dict[str, int] = {}
-        for tok in self.special + self.added:
-            tid = self.token_to_id(tok.content, model)
+        spelled: dict[int, str] = {}
+        for listed in self.special + self.added:
+            tid = self.token_to_id(listed.content, model)
+            # The token as last added: adding a content again with other options replaces it (in
+            # by_id), and, as in Hugging Face, its new options decide which matcher finds it.
+            tok = self.by_id.get(tid, listed)
             if tok.normalized:
                 key = tok.content
                 if normalizer is not None:
                     key = normalizer.normalize_str(key)
-                normed.setdefault(key, tid) if key else None
+                if key:
+                    normed.setdefault(key, tid)
+                    spelled[tid] = key
             else:
                 raw.setdefault(tok.content, tid)
+        # Added to, never emptied: Hugging Face keeps spelling a token as normalized once it was, even
+        # after it is added again unnormalized.
+        self._spelled.update(spelled)
         self._raw_matcher = _compile_matcher(raw)
         self._normalized_matcher = _compile_matcher(normed)
         self._leads = _leads(list(raw) + list(normed))

@@ -140,11 +140,12 @@ class Tokenizer:
         if direction not in ("right", "left"):
             raise ConfigError(f"unknown truncation direction {direction!r}", fix="use 'right' or 'left'")
         n_added = self.num_special_tokens_to_add(False)
-        if max_length < n_added:
+        room = _room_for_content(max_length, n_added)
+        if room is None:
             warnings.warn(f"enable_truncation: max_length ({max_length}) is below the {n_added} special tokens the "
                           f"post-processor adds, so an encoding with special tokens is not cut (as in Hugging "
                           f"Face). Fix: raise max_length to at least {n_added}", UserWarning, stacklevel=2)
-        elif max_length - n_added < stride:
+        elif room < stride:
             raise ConfigError(
                 f"truncation stride ({stride}) must be smaller than max_length ({max_length}) minus the "
                 f"{n_added} special tokens the post-processor adds",
@@ -373,9 +374,7 @@ class Tokenizer:
         if truncation is None:
             return None
         n_added = self.num_special_tokens_to_add(False) if add_special_tokens else 0
-        if n_added > truncation["max_length"]:
-            return None     # as in Hugging Face: below the special tokens, nothing is cut (see enable_truncation)
-        return max(truncation["max_length"] - max(n_added, 0), 0)
+        return _room_for_content(truncation["max_length"], n_added)
 
     def _raw_truncation(self, add_special_tokens: bool) -> tuple | None:
         """What truncation does to one text's raw encoding: None (nothing), or ``(max_length, stride, left, cut)``.
@@ -623,11 +622,9 @@ class Tokenizer:
         if truncation is not None:
             params = dict(truncation)
             n_added = self.num_special_tokens_to_add(pair is not None)
-            if add_special_tokens and n_added > params["max_length"]:
-                params = None   # as in Hugging Face: below the special tokens, nothing is cut (see enable_truncation)
-            elif add_special_tokens and n_added > 0:
-                params["max_length"] -= n_added
-            if params is not None:
+            if add_special_tokens:
+                params["max_length"] = _room_for_content(params["max_length"], n_added)
+            if params["max_length"] is not None:
                 encoding, pair = _truncate_pair(encoding, pair, params)
         if self.post_processor is not None:
             return self.post_processor.process(encoding, pair, add_special_tokens)
@@ -824,6 +821,16 @@ def _pretokenized_to_encoding(pretok: PreTokenizedString, type_id: int, word_ind
             words.append(word)
     n = len(ids)
     return Encoding(ids, [type_id] * n, tokens, words, offsets, [0] * n, [1] * n, [], {})
+
+
+def _room_for_content(max_length: int, n_added: int) -> int | None:
+    """What ``max_length`` leaves for the text's own tokens beside ``n_added`` special tokens, or None
+    when they do not fit: then nothing is cut, as in Hugging Face (its unsigned subtraction wraps round).
+
+    >>> _room_for_content(5, 2), _room_for_content(2, 2), _room_for_content(1, 2)
+    (3, 0, None)
+    """
+    return None if n_added > max_length else max_length - n_added
 
 
 def _truncate_pair(encoding: Encoding, pair: Encoding | None, params: dict):

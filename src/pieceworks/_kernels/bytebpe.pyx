@@ -141,6 +141,10 @@ cdef enum:
     K_LO = 16      # [\p{Ll}\p{Lm}\p{Lo}\p{M}]: o200k's second class
     K_WLN = 7      # K_WS | K_L | K_N
 
+# Keys of up to this many bytes are known by their hash alone (hash_bytes is one-to-one on them).
+cdef enum:
+    HASH_KNOWS_KEY = 8
+
 cdef uint64_t EMPTY_PAIR = UINT64_MAX
 cdef uint32_t DEAD = UINT32_MAX
 
@@ -332,7 +336,7 @@ cdef inline const BytesSlot* vocab_find(const Model* m, const uint8_t* p, size_t
         if s.hash == h and s.key_len == n:
             # Up to 8 bytes, equal hashes mean equal bytes (hash_bytes): no second cache
             # miss on the token's bytes, the look-up's costliest part on prose.
-            if n <= 8 or memcmp(m.token_bytes + s.key_off, p, n) == 0:
+            if n <= HASH_KNOWS_KEY or memcmp(m.token_bytes + s.key_off, p, n) == 0:
                 return s
         elif s.key_len == 0:
             return NULL
@@ -362,7 +366,7 @@ cdef inline const BytesSlot* cache_find(PieceCache* c, const uint8_t* p, size_t 
         if (seen >> 48) != c.gen:
             return NULL
         if seen == want and s.key_len == n:
-            if n <= 8:
+            if n <= HASH_KNOWS_KEY:
                 if s.key_off == hash_rest(h):
                     return s
             elif memcmp(c.keys + s.key_off, p, n) == 0:
@@ -422,7 +426,7 @@ cdef void cache_put(PieceCache* c, State* st, const uint8_t* p, size_t n, uint64
     slots; a look-up finds either.
     """
     cdef size_t key_at, id_at, i
-    cdef size_t key_bytes = 0 if n <= 8 else n     # (a short key is known by its hash: see cache_find)
+    cdef size_t key_bytes = 0 if n <= HASH_KNOWS_KEY else n     # (a short key is known by its hash: see cache_find)
     cdef BytesSlot* s
     cdef uint64_t seen, tag = c.gen << 48
     if cache_full(c) or not claim_space(c, st, key_bytes, count):
@@ -440,7 +444,7 @@ cdef void cache_put(PieceCache* c, State* st, const uint8_t* p, size_t n, uint64
         if (seen >> 48) != c.gen and pw_claim(&s.hash, seen, tag | CACHE_BUSY):
             break
         i = (i + 1) & c.mask
-    s.key_off = hash_rest(h) if n <= 8 else <uint32_t>key_at
+    s.key_off = hash_rest(h) if n <= HASH_KNOWS_KEY else <uint32_t>key_at
     s.key_len = <uint32_t>n
     s.value = <uint32_t>id_at
     s.count = <uint32_t>count

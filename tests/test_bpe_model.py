@@ -24,20 +24,12 @@ GPT2 = "tokenizers/gpt2_openai"
 # -- helpers -----------------------------------------------------------------------
 
 
-def char_offsets(piece: str, byte_offsets):
-    """Hugging Face's model offsets are UTF-8 byte offsets; ours are chars."""
-    char_of = [i for i, ch in enumerate(piece) for _ in ch.encode("utf-8", "surrogatepass")]
-    char_of.append(len(piece))
-    return [(char_of[s], char_of[max(e - 1, s)] + 1) if e > s else (char_of[s], char_of[s]) for s, e in byte_offsets]
-
-
 def hf_tokens(model, piece: str, offsets: bool = True):
-    tokens = model.tokenize(piece)
-    spans = char_offsets(piece, [t.offsets for t in tokens]) if offsets else [None] * len(tokens)
-    return [(t.id, t.value, span) for t, span in zip(tokens, spans)]
+    return [(t.id, t.value, t.offsets if offsets else None) for t in model.tokenize(piece)]
 
 
 def our_tokens(model, piece: str, offsets: bool = True):
+    """Our ``tokenize``: UTF-8 byte offsets, as Hugging Face's (``tokenize_chars`` gives chars)."""
     return [(t.id, t.value, t.offsets if offsets else None) for t in model.tokenize(piece)]
 
 
@@ -170,7 +162,7 @@ def test_unknown_token_missing_from_vocab_raises():
 
 def test_byte_fallback_gives_every_byte_token_the_char_span():
     vocab = {"<unk>": 0, "a": 1, "<0xC3>": 2, "<0xA9>": 3}
-    tokens = BPE(vocab, [], unk_token="<unk>", byte_fallback=True).tokenize("aéx")
+    tokens = BPE(vocab, [], unk_token="<unk>", byte_fallback=True).tokenize_chars("aéx")
     assert [(t.value, t.offsets) for t in tokens] == [("a", (0, 1)), ("<0xC3>", (1, 2)), ("<0xA9>", (1, 2)),
                                                       ("<unk>", (2, 3))]
 

@@ -32,7 +32,7 @@ def minilm(shared_data):
 
 
 def ours(model: WordPiece, word: str):
-    return [(t.id, t.value, t.offsets) for t in model.tokenize(word)]
+    return [(t.id, t.value, t.offsets) for t in model.tokenize_chars(word)]
 
 
 def theirs_batch(hf: HfTokenizer, words: list[str]):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from .errors import TokenizerFileError, UnknownComponentError
+from .errors import InputTypeError, NotSerializableError, TokenizerFileError, UnknownComponentError
 
-__all__ = ["Component", "Fields", "MISSING"]
+__all__ = ["Component", "CustomComponent", "Fields", "MISSING"]
 
 MISSING = object()
 
@@ -178,6 +178,58 @@ class Component:
 
 def _rebuild(cls, state):
     return cls.from_json(state)
+
+
+class CustomComponent:
+    """A stage made of a Python object's method (Hugging Face's ``PreTokenizer.custom(obj)`` and its
+    kin): mixed in before the stage's base class, which gives ``custom`` a subclass naming ``method``.
+
+    Such a stage is Python code, so it has no tokenizer.json form (saving,
+    pickling or sending it to worker processes raises
+    :class:`~pieceworks.errors.NotSerializableError`, as Hugging Face
+    refuses to serialize it), and no fast plan takes it: a tokenizer holding
+    one runs the general path.
+
+    >>> from pieceworks.pre_tokenizers import PreTokenizer
+    >>> class Halves:
+    ...     def pre_tokenize(self, pretok):
+    ...         pretok.split(lambda i, s: [s[:len(str(s)) // 2], s[len(str(s)) // 2:]])
+    >>> PreTokenizer.custom(Halves()).pre_tokenize_str("abcd")
+    [('ab', (0, 2)), ('cd', (2, 4))]
+    """
+
+    method: ClassVar[str] = ""
+
+    def __init__(self, inner):
+        if not callable(getattr(inner, self.method, None)):
+            raise InputTypeError(f"{self._spelling()} needs an object with a {self.method}() method, "
+                                 f"got {type(inner).__name__}",
+                                 fix=f"pass an instance of a class that defines {self.method}()")
+        self.inner = inner
+
+    def _spelling(self) -> str:
+        stage_class = next(k for k in type(self).__mro__ if "_registry" in k.__dict__)    # (see stage_base)
+        return f"{stage_class.__name__}.custom"
+
+    def to_json(self) -> dict:
+        raise NotSerializableError(f"{self._spelling()}({type(self.inner).__name__}) is Python code: it has no "
+                                   f"tokenizer.json form and cannot be saved, pickled or sent to another process",
+                                   fix=f"put a built-in {self.stage.replace('_', '-')} in its place before saving "
+                                       f"(and attach the custom one again after loading)")
+
+    _to_fields = to_json
+
+    def __repr__(self) -> str:
+        return f"{self._spelling()}({self.inner!r})"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and self.inner is other.inner
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __reduce__(self):
+        self.to_json()      # (raises)
 
 
 def stage_base(name: str):

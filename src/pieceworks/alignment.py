@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-from .errors import ConfigError
+from ._unicode_forms import normalize_aligned
+from .errors import ConfigError, InputTypeError
 
 __all__ = ["NormalizedString", "SplitDelimiterBehavior", "find_matches", "split_ranges"]
 
@@ -265,14 +266,22 @@ class NormalizedString:
         return (self.original_shift, self.original_shift + len(self.original))
 
     # -- slicing and splitting ----------------------------------------
-    def slice(self, start: int, end: int) -> "NormalizedString":
+    def slice(self, start, end: int | None = None) -> "NormalizedString | None":
         """The part of this string whose normalized chars are ``[start, end)``.
+
+        With one argument, Hugging Face's ``slice(range)``: ``start`` is an
+        int, a ``(start, end)`` pair or a ``slice``, as :meth:`__getitem__`
+        takes it, and the answer may be None.
 
         >>> s = NormalizedString("hello world")
         >>> w = s.slice(6, 11)
         >>> w.normalized, w.offsets_original()
         ('world', (6, 11))
+        >>> s.slice((6, 100)).normalized, s.slice(slice(-5, None)).normalized
+        ('world', 'world')
         """
+        if end is None:
+            return self[start]
         if self._align is None:
             return NormalizedString(self.original[start:end], None, None, self.original_shift + start)
         span = self.original_span(start, end)
@@ -299,6 +308,118 @@ class NormalizedString:
     def split_spans(self, spans: Iterable[Span]) -> list["NormalizedString"]:
         """Slice at precomputed normalized spans (what the Cython scanners return)."""
         return [self.slice(s, e) for s, e in spans]
+
+    # -- Hugging Face's Python methods (what custom components call) -----
+    def __str__(self) -> str:
+        return self.normalized
+
+    def __getitem__(self, where) -> "NormalizedString | None":
+        """The part of the normalized text at ``where``, as Hugging Face's ``NormalizedString[...]``.
+
+        ``where`` is an int (negative counts from the end), a ``(start,
+        end)`` pair of non-negative ints, or a slice (its step is ignored).
+        As in Hugging Face, a start at or past the end gives None (except the
+        empty range at 0), and an end before the start or past the end
+        means the end of the text.
+
+        >>> s = NormalizedString("hello")
+        >>> s[1].normalized, s[-1].normalized, s[(3, 1)].normalized, s[1:3].normalized, s[5]
+        ('e', 'o', 'lo', 'el', None)
+        """
+        n = len(self.normalized)
+        if isinstance(where, slice):
+            start, end, _ = where.indices(n)
+        elif isinstance(where, int) and not isinstance(where, bool):
+            if where < -n:
+                raise ConfigError(f"index {where} is out of range for a string of {n} chars",
+                                  fix=f"use an index from {-n} to {n - 1}")
+            start = n + where if where < 0 else where
+            end = start + 1
+        elif (isinstance(where, tuple) and len(where) == 2
+              and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in where)):
+            start, end = where
+        else:
+            raise InputTypeError(f"a NormalizedString is indexed by an int, a (start, end) pair of "
+                                 f"non-negative ints or a slice, not {where!r}", fix="e.g. s[2], s[(0, 3)] or s[0:3]")
+        if (start, end) != (0, 0):
+            if start >= n:
+                return None
+            if end < start or end > n:
+                end = n
+        return self.slice(start, end)
+
+    def nfd(self) -> None:
+        """Canonical decomposition in place (the NFD normalizer)."""
+        normalize_aligned(self, "NFD")
+
+    def nfkd(self) -> None:
+        """Compatibility decomposition in place (the NFKD normalizer)."""
+        normalize_aligned(self, "NFKD")
+
+    def nfc(self) -> None:
+        """Canonical composition in place (the NFC normalizer)."""
+        normalize_aligned(self, "NFC")
+
+    def nfkc(self) -> None:
+        """Compatibility composition in place (the NFKC normalizer)."""
+        normalize_aligned(self, "NFKC")
+
+    def lowercase(self) -> None:
+        """Lowercase in place (the Lowercase normalizer: Rust's ``char::to_lowercase``)."""
+        from .normalizers import lowercase_aligned     # (normalizers imports this module)
+
+        lowercase_aligned(self)
+
+    def uppercase(self) -> None:
+        """Uppercase in place, each char on its own (Rust's ``char::to_uppercase``).
+
+        >>> s = NormalizedString("Straße"); s.uppercase(); s.normalized, s.original_span(4, 6)
+        ('STRASSE', (4, 5))
+        """
+        from .normalizers import uppercase_aligned
+
+        uppercase_aligned(self)
+
+    def lstrip(self) -> None:
+        """Remove leading whitespace."""
+        self.strip_whitespace(True, False)
+
+    def rstrip(self) -> None:
+        """Remove trailing whitespace."""
+        self.strip_whitespace(False, True)
+
+    def strip(self) -> None:
+        """Remove leading and trailing whitespace."""
+        self.strip_whitespace(True, True)
+
+    def clear(self) -> None:
+        """Remove every normalized char (the original stays).
+
+        >>> s = NormalizedString("abc"); s.clear(); s.normalized, s.alignments(), s.original
+        ('', [], 'abc')
+        """
+        n = len(self.normalized)
+        self.transform_range(0, n, [], n)
+
+    def map(self, func: Callable[[str], str]) -> None:
+        """Replace each char by the first char of ``func(char)``, as Hugging Face's ``map``.
+
+        >>> s = NormalizedString("abc"); s.map(str.upper); s.normalized
+        'ABC'
+        """
+        def first_char(ch: str) -> str:
+            out = func(ch)
+            if not isinstance(out, str) or not out:
+                raise InputTypeError(f"NormalizedString.map: the function gave {out!r} for {ch!r}, not a char",
+                                     fix="return a one-char str for each char (use filter() to remove chars)")
+            return out[0]
+
+        self.map_chars(first_char)
+
+    def for_each(self, func: Callable[[str], object]) -> None:
+        """Call ``func`` on each normalized char; nothing changes."""
+        for ch in self.normalized:
+            func(ch)
 
     # -- the one edit path --------------------------------------------
     def transform(self, dest: Iterable[tuple[str, int]], initial_offset: int = 0) -> None:

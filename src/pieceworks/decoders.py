@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 
-from ._component import Component, Fields, stage_base
+from ._component import Component, CustomComponent, Fields, stage_base
 from ._regex import Regex
 from .byte_level import CHAR_TO_BYTE
 from .errors import ConfigError, DecodeError, InputTypeError
@@ -47,6 +47,34 @@ class Decoder(Component):
         """
         with utf8_errors(errors):
             return "".join(self.decode_chain(_check_tokens(tokens)))
+
+    @staticmethod
+    def custom(decoder) -> "Decoder":
+        """A decoder that calls ``decoder.decode_chain(tokens)``, which returns the text of each
+        token as a list of str (joined to make the decoded text). Hugging Face's
+        ``Decoder.custom``; it cannot be saved (see
+        :class:`~pieceworks._component.CustomComponent`).
+
+        >>> class Dashes:
+        ...     def decode_chain(self, tokens):
+        ...         return [t + "-" for t in tokens]
+        >>> Decoder.custom(Dashes()).decode(["a", "b"])
+        'a-b-'
+        """
+        return CustomDecoder(decoder)
+
+
+class CustomDecoder(CustomComponent, Decoder):
+    """What :meth:`Decoder.custom` makes."""
+
+    method = "decode_chain"
+
+    def decode_chain(self, tokens: list[str]) -> list[str]:
+        chunks = self.inner.decode_chain(tokens)
+        if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
+            raise InputTypeError(f"{type(self.inner).__name__}.decode_chain returned {chunks!r:.60}, "
+                                 f"not a list of str", fix="return one str per token (or any list of str)")
+        return chunks
 
 
 # -- what to do with invalid UTF-8 ------------------------------------------

@@ -31,6 +31,7 @@ __all__ = [
     "DecodeError",
     "SpecialTokenError",
     "FileWriteError",
+    "NotSerializableError",
 ]
 
 
@@ -112,3 +113,7 @@ class SpecialTokenError(PieceworksError, ValueError):
 
 class FileWriteError(PieceworksError, OSError):
     """A file could not be written; the previous file, if any, is intact."""
+
+
+class NotSerializableError(PieceworksError, ValueError):
+    """A component that is Python code (``PreTokenizer.custom(...)``, ...) has no tokenizer.json form."""

@@ -24,7 +24,7 @@ import re
 import unicodedata
 from itertools import repeat
 
-from ._component import Component, Fields, stage_base
+from ._component import Component, CustomComponent, Fields, stage_base
 from ._regex import Regex
 from ._unicode_forms import char_set, normalize_aligned
 from ._unicode_tables import LOWERCASE_AFTER_UNICODE_14, bert_accent_marks, bert_controls, strip_accents_marks
@@ -50,6 +50,32 @@ class Normalizer(Component):
         ns = NormalizedString(sequence)
         self.normalize(ns)
         return ns.normalized
+
+    @staticmethod
+    def custom(normalizer) -> "Normalizer":
+        """A normalizer that calls ``normalizer.normalize(normalized)`` on each
+        :class:`~pieceworks.alignment.NormalizedString`, which it edits in place
+        with that class's methods (``nfkc()``, ``lowercase()``, ``replace()``,
+        ``filter()``, ...), so offsets stay exact. Hugging Face's
+        ``Normalizer.custom``; it cannot be saved (see
+        :class:`~pieceworks._component.CustomComponent`).
+
+        >>> class Shout:
+        ...     def normalize(self, normalized):
+        ...         normalized.uppercase()
+        >>> Normalizer.custom(Shout()).normalize_str("straße")
+        'STRASSE'
+        """
+        return CustomNormalizer(normalizer)
+
+
+class CustomNormalizer(CustomComponent, Normalizer):
+    """What :meth:`Normalizer.custom` makes."""
+
+    method = "normalize"
+
+    def normalize(self, normalized: NormalizedString) -> None:
+        self.inner.normalize(normalized)
 
 
 class _FieldlessNormalizer(Normalizer):
@@ -128,10 +154,10 @@ class Lowercase(_FieldlessNormalizer):
     type_name = "Lowercase"
 
     def normalize(self, normalized: NormalizedString) -> None:
-        _lowercase(normalized)
+        lowercase_aligned(normalized)
 
 
-def _lowercase(normalized: NormalizedString) -> None:
+def lowercase_aligned(normalized: NormalizedString) -> None:
     """Lowercase in place; a char that lowercases to several (``İ``) adds new chars."""
     text = normalized.normalized
     lowered = lower(text)
@@ -142,6 +168,19 @@ def _lowercase(normalized: NormalizedString) -> None:
         normalized.transform(zip(lowered, repeat(0)), 0)
     else:
         normalized.map_chars(lower)
+
+
+def uppercase_aligned(normalized: NormalizedString) -> None:
+    """Uppercase in place (``NormalizedString.uppercase``); a char that uppercases to several (``ß``)
+    adds new chars. ``str.upper`` has no context rule, so one char for one is a plain swap."""
+    text = normalized.normalized
+    raised = upper(text)
+    if raised == text:
+        return
+    if len(raised) == len(text):
+        normalized.transform(zip(raised, repeat(0)), 0)
+    else:
+        normalized.map_chars(upper)
 
 
 def lower(text: str) -> str:
@@ -156,9 +195,24 @@ def lower(text: str) -> str:
     return lowered.translate(_NEWER_LOWERCASE)
 
 
+def upper(text: str) -> str:
+    """``str.upper``, with the letters Python's Unicode tables do not uppercase yet and Rust's do
+    (the same pairs as :func:`lower`'s, the other way round).
+
+    >>> upper("ab\u1c8a")
+    'AB\u1c89'
+    """
+    raised = text.upper()
+    if _NEWER_LOWER_LETTERS.search(raised) is None:
+        return raised
+    return raised.translate(_NEWER_UPPERCASE_MAP)
+
+
 _NEWER_LOWERCASE = {cp: cp + shift for first, last, shift in LOWERCASE_AFTER_UNICODE_14
                     for cp in range(first, last + 1)}
 _NEWER_UPPERCASE = re.compile(char_set(sorted(_NEWER_LOWERCASE)))
+_NEWER_UPPERCASE_MAP = {lowered: cp for cp, lowered in _NEWER_LOWERCASE.items()}
+_NEWER_LOWER_LETTERS = re.compile(char_set(sorted(_NEWER_UPPERCASE_MAP)))
 
 
 class StripAccents(_FieldlessNormalizer):
@@ -380,7 +434,7 @@ class BertNormalizer(Normalizer):
             normalize_aligned(normalized, "NFD")
             _drop_and_map(normalized, _mark_runs(bert_accent_marks))
         if self.lowercase:
-            _lowercase(normalized)
+            lowercase_aligned(normalized)
 
     def _to_fields(self) -> dict:
         return {"clean_text": self.clean_text, "handle_chinese_chars": self.handle_chinese_chars,

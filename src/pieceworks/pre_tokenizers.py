@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import regex
 
-from ._component import MISSING, Component, Fields, stage_base
+from ._component import MISSING, Component, CustomComponent, Fields, stage_base
 from ._kernels import scan
 from ._regex import Regex
 from .alignment import BEHAVIORS, NormalizedString, SplitDelimiterBehavior, split_ranges
@@ -56,7 +56,33 @@ class PreTokenizer(Component):
                                  fix="decode bytes first, e.g. data.decode('utf-8')")
         pretok = PreTokenizedString(sequence)
         self.pre_tokenize(pretok)
-        return pretok.get_splits()
+        return [(text, offsets) for text, offsets, _ in pretok.get_splits()]
+
+    @staticmethod
+    def custom(pre_tokenizer) -> "PreTokenizer":
+        """A pre-tokenizer that calls ``pre_tokenizer.pre_tokenize(pretok)``, which cuts the
+        :class:`~pieceworks.pretokenized.PreTokenizedString` in place, usually with
+        ``pretok.split(fn)``: ``fn(index, normalized)`` returns the pieces of one
+        split as slices of it (``normalized[start:end]``), so offsets stay exact.
+        Hugging Face's ``PreTokenizer.custom`` (a word segmenter for Chinese,
+        say); it cannot be saved (see :class:`~pieceworks._component.CustomComponent`).
+
+        >>> class Pairs:
+        ...     def pre_tokenize(self, pretok):
+        ...         pretok.split(lambda i, s: [s[k:k + 2] for k in range(0, len(str(s)), 2)])
+        >>> PreTokenizer.custom(Pairs()).pre_tokenize_str("abcde")
+        [('ab', (0, 2)), ('cd', (2, 4)), ('e', (4, 5))]
+        """
+        return CustomPreTokenizer(pre_tokenizer)
+
+
+class CustomPreTokenizer(CustomComponent, PreTokenizer):
+    """What :meth:`PreTokenizer.custom` makes."""
+
+    method = "pre_tokenize"
+
+    def pre_tokenize(self, pretok: PreTokenizedString) -> None:
+        self.inner.pre_tokenize(pretok)
 
 
 # -- shared helpers ----------------------------------------------------------

@@ -32,7 +32,6 @@ from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, UnknownIdError
-from .pretokenized import PreTokenizedString
 
 __all__ = ["Tokenizer"]
 
@@ -333,9 +332,10 @@ class Tokenizer:
         pretok = self._added.extract_and_normalize(self._normalizer, text, split_special)
         if self.pre_tokenizer is not None:
             self.pre_tokenizer.pre_tokenize(pretok)
-        pretok.tokenize(self._model.tokenize if excluded is None else partial(self._model.tokenize,
-                                                                              excluded_ids=excluded))
-        return _pretokenized_to_encoding(pretok, type_id, word_index)
+        model = self._model
+        pretok.tokenize_chars(model.tokenize_chars if excluded is None
+                              else partial(model.tokenize_chars, excluded_ids=excluded))
+        return pretok.to_encoding(type_id, word_index)
 
     def _split_exclusion(self) -> frozenset | None:
         """The special tokens' ids, when the model could spell one from plain text; else None.
@@ -801,28 +801,6 @@ class Tokenizer:
 
 
 # -- helpers ---------------------------------------------------------------
-def _pretokenized_to_encoding(pretok: PreTokenizedString, type_id: int, word_index: int | None) -> Encoding:
-    """Flatten the tokens of every split, offsets mapped into the original text."""
-    ids, tokens, offsets, words = [], [], [], []
-    for idx, split in enumerate(pretok.splits):
-        ns = split.normalized
-        word = idx if word_index is None else word_index
-        shift = ns.original_shift
-        identity = ns.is_identity
-        for tok in split.tokens or ():
-            s, e = tok.offsets
-            if not identity:
-                span = ns.original_span(s, e)
-                if span is not None:
-                    s, e = span
-            ids.append(tok.id)
-            tokens.append(tok.value)
-            offsets.append((s + shift, e + shift))
-            words.append(word)
-    n = len(ids)
-    return Encoding(ids, [type_id] * n, tokens, words, offsets, [0] * n, [1] * n, [], {})
-
-
 def _room_for_content(max_length: int, n_added: int) -> int | None:
     """What ``max_length`` leaves for the text's own tokens beside ``n_added`` special tokens, or None
     when they do not fit: then nothing is cut, as in Hugging Face (its unsigned subtraction wraps round).
@@ -887,11 +865,11 @@ def _check_count(value, name: str) -> None:
 
 
 def _takes_excluded_ids(model) -> bool:
-    """Whether ``model.tokenize`` accepts ``excluded_ids`` (BPE and Unigram do)."""
+    """Whether ``model.tokenize_chars`` accepts ``excluded_ids`` (BPE and Unigram do)."""
     import inspect
 
     try:
-        return "excluded_ids" in inspect.signature(model.tokenize).parameters
+        return "excluded_ids" in inspect.signature(model.tokenize_chars).parameters
     except (TypeError, ValueError):
         return False
 

@@ -64,5 +64,7 @@ cdef class BpeEncoder:
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil
     cdef double _random(self) noexcept nogil
+    cdef int _symbols(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
+                      const uint8_t* banned) except -1
     cdef tuple _encode(self, str piece, Exclusion ex)
     cdef Exclusion _exclusion(self, object excluded_ids)

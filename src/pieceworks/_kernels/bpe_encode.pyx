@@ -522,13 +522,7 @@ cdef class BpeEncoder:
             hit = cache.get(piece)
             if hit is not None:
                 return <tuple>hit
-        self._split(piece, syms, char_at, banned)
-        if self.dropout > 0.0:
-            self._merge_heap(syms, self.dropout, banned)
-        elif <Py_ssize_t>syms.size() <= self.small_piece:
-            self._merge_small(syms, banned)
-        else:
-            self._merge_heap(syms, 0.0, banned)
+        self._symbols(piece, syms, char_at, banned)
         ids = [syms[i].id for i in range(syms.size())]
         starts = []
         ends = []
@@ -542,6 +536,18 @@ cdef class BpeEncoder:
         if use_cache and len(cache) < self.cache_capacity and PyUnicode_GET_LENGTH(piece) < 256:
             cache[piece] = result
         return result
+
+    cdef int _symbols(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
+                      const uint8_t* banned) except -1:
+        """The piece's symbols, split (:meth:`_split`) and merged."""
+        self._split(piece, syms, char_at, banned)
+        if self.dropout > 0.0:
+            self._merge_heap(syms, self.dropout, banned)
+        elif <Py_ssize_t>syms.size() <= self.small_piece:
+            self._merge_small(syms, banned)
+        else:
+            self._merge_heap(syms, 0.0, banned)
+        return 0
 
     # -- excluded ids ------------------------------------------------------------------
     cdef Exclusion _exclusion(self, object excluded_ids):
@@ -585,6 +591,36 @@ cdef class BpeEncoder:
         cdef list id_to_token = self.id_to_token
         make = self.token_cls
         return [make(ids[k], id_to_token[ids[k]], (starts[k], ends[k])) for k in range(len(ids))]
+
+    def tokenize_bytes(self, str piece not None, excluded_ids=None):
+        """:meth:`tokenize` with Hugging Face's UTF-8 byte offsets, exactly: a dropped unknown char
+        counts no bytes, a byte-fallback token one (char offsets cannot say either). Not cached.
+
+        >>> from array import array
+        >>> enc = BpeEncoder(array("I"), [(ord("é") << 2, 0)], [-1] * 256, ["é"], {"é": 0})
+        >>> [t.offsets for t in enc.tokenize_bytes("éé")], [t.offsets for t in enc.tokenize("éé")]
+        ([(0, 2), (2, 4)], [(0, 1), (1, 2)])
+        """
+        cdef Exclusion ex = self._exclusion(excluded_ids)
+        cdef vector[Symbol] syms
+        cdef vector[int32_t] char_at
+        cdef size_t i
+        cdef int64_t pos = 0
+        cdef const uint8_t* banned = NULL
+        if not piece:
+            return []
+        if self.ignore_merges:
+            tid = self.vocab.get(piece)
+            if tid is not None and (ex is None or not ex.banned_id(tid)):
+                return [self.token_cls(tid, piece, (0, len(piece.encode("utf-8", "surrogatepass"))))]
+        if ex is not None:
+            banned = ex.flags.data()
+        self._symbols(piece, syms, char_at, banned)
+        out = []
+        for i in range(syms.size()):
+            out.append(self.token_cls(syms[i].id, self.id_to_token[syms[i].id], (pos, pos + syms[i].nbytes)))
+            pos += syms[i].nbytes
+        return out
 
     def encode_ids(self, str piece not None, excluded_ids=None):
         """Just the ids of the piece's tokens."""

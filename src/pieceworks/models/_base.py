@@ -2,7 +2,8 @@
 
 A model sees one piece of normalized, pre-tokenized text at a time and
 returns :class:`~pieceworks.pretokenized.Token` objects whose offsets are
-char spans inside that piece. It owns the vocabulary (token ↔ id).
+char spans inside that piece (:meth:`Model.tokenize_chars`; ``tokenize``
+gives UTF-8 byte spans, as Hugging Face does). It owns the vocabulary (token ↔ id).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 from pathlib import Path
 
 from .._component import Component, Fields, stage_base
-from ..pretokenized import Token
+from ..pretokenized import Token, in_byte_offsets
 
 __all__ = ["Model", "Token"]
 
@@ -34,8 +35,23 @@ class Model(Component):
             data = {"type": _guess_model_type(data), **data}
         return super().from_json(data, where, path)
 
-    def tokenize(self, sequence: str) -> list[Token]:
-        """The tokens of one piece, offsets inside it."""
+    def tokenize(self, sequence: str, *args, **kwargs) -> list[Token]:
+        """The tokens of one piece, with UTF-8 *byte* offsets inside it, as Hugging Face's
+        ``Model.tokenize`` gives them (and ``PreTokenizedString.tokenize`` takes them).
+
+        The rest of the arguments go to :meth:`tokenize_chars`, which gives
+        char offsets (what the pipeline uses).
+
+        >>> from pieceworks.models import WordLevel
+        >>> m = WordLevel({"ü": 0, "x": 1}, unk_token="x")
+        >>> [t.offsets for t in m.tokenize("ü")], [t.offsets for t in m.tokenize_chars("ü")]
+        ([(0, 2)], [(0, 1)])
+        """
+        tokens = self.tokenize_chars(sequence, *args, **kwargs)
+        return tokens if sequence.isascii() else in_byte_offsets(tokens, sequence)
+
+    def tokenize_chars(self, sequence: str) -> list[Token]:
+        """The tokens of one piece, char offsets inside it."""
         raise NotImplementedError
 
     def token_to_id(self, token: str) -> int | None:

@@ -190,7 +190,7 @@ class BPE(Model):
         return built[1]
 
     # -- the model ---------------------------------------------------------------
-    def tokenize(self, sequence: str, excluded_ids: "frozenset[int] | Iterable[int] | None" = None) -> list[Token]:
+    def tokenize_chars(self, sequence: str, excluded_ids: "frozenset[int] | Iterable[int] | None" = None) -> list[Token]:
         """The tokens of one piece, char offsets inside it.
 
         ``excluded_ids``: ids the result must not hold (special tokens, for
@@ -199,14 +199,26 @@ class BPE(Model):
         its prepared form is kept per set.
 
         >>> model = BPE({"a": 0, "b": 1, "ab": 2}, [("a", "b")])
-        >>> model.tokenize("aba")
+        >>> model.tokenize_chars("aba")
         [Token(id=2, value='ab', offsets=(0, 2)), Token(id=0, value='a', offsets=(2, 3))]
-        >>> [t.value for t in model.tokenize("aba", excluded_ids=frozenset({2}))]
+        >>> [t.value for t in model.tokenize_chars("aba", excluded_ids=frozenset({2}))]
         ['a', 'b', 'a']
         """
         if not isinstance(sequence, str):
             raise InputTypeError(f"BPE.tokenize expects a str, got {type(sequence).__name__}")
         return self._get_encoder().tokenize(sequence, excluded_ids)
+
+    def tokenize(self, sequence: str, excluded_ids: "frozenset[int] | Iterable[int] | None" = None) -> list[Token]:
+        """:meth:`tokenize_chars` with Hugging Face's UTF-8 byte offsets, exactly as its ``BPE.tokenize``
+        gives them: a dropped unknown char (no ``unk_token``) counts no bytes, so the offsets after it
+        shift, and each byte-fallback token spans one byte.
+
+        >>> BPE({"é": 0, "<0x41>": 1}, [], byte_fallback=True).tokenize("éA")
+        [Token(id=0, value='é', offsets=(0, 2)), Token(id=1, value='<0x41>', offsets=(2, 3))]
+        """
+        if not isinstance(sequence, str):
+            raise InputTypeError(f"BPE.tokenize expects a str, got {type(sequence).__name__}")
+        return self._get_encoder().tokenize_bytes(sequence, excluded_ids)
 
     def encode_ids(self, sequence: str, excluded_ids: "frozenset[int] | Iterable[int] | None" = None) -> list[int]:
         """Only the ids of :meth:`tokenize` (faster: no Token objects)."""

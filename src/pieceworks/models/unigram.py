@@ -70,7 +70,7 @@ class Unigram(Model):
         self._masks: dict[frozenset, bytes] = {}
 
     # -- the model -------------------------------------------------------------
-    def tokenize(self, sequence: str, excluded_ids=None) -> list[Token]:
+    def tokenize_chars(self, sequence: str, excluded_ids=None) -> list[Token]:
         """The tokens of one pre-tokenized piece: the best segmentation (or a sample, with ``alpha``).
 
         ``excluded_ids`` (an iterable of ints, or None) are pieces the
@@ -81,7 +81,7 @@ class Unigram(Model):
         None (the default) is Hugging Face's behaviour.
 
         >>> m = Unigram([("<unk>", 0.0), ("<s>", 0.0), ("<", -2.0), ("s", -2.0), (">", -2.0)], unk_id=0)
-        >>> [t.id for t in m.tokenize("<s>")], [t.id for t in m.tokenize("<s>", excluded_ids=[1])]
+        >>> [t.id for t in m.tokenize_chars("<s>")], [t.id for t in m.tokenize_chars("<s>", excluded_ids=[1])]
         ([1], [2, 3, 4])
         """
         mask = None if excluded_ids is None else self._exclusion_mask(excluded_ids)

@@ -31,7 +31,7 @@ class WordLevel(Model):
         self.unk_token = "<unk>" if unk_token is None else unk_token
 
     # -- the model -------------------------------------------------------
-    def tokenize(self, sequence: str) -> list[Token]:
+    def tokenize_chars(self, sequence: str) -> list[Token]:
         tid = self.vocab.get(sequence)
         if tid is not None:
             return [Token(tid, sequence, (0, len(sequence)))]

@@ -81,10 +81,10 @@ class WordPiece(Model):
         return matcher
 
     # -- the model ---------------------------------------------------------------
-    def tokenize(self, sequence: str) -> list[Token]:
+    def tokenize_chars(self, sequence: str) -> list[Token]:
         """The tokens of one piece, char offsets inside it.
 
-        >>> WordPiece({"un": 0, "##aff": 1, "##able": 2}).tokenize("unaffable")
+        >>> WordPiece({"un": 0, "##aff": 1, "##able": 2}).tokenize_chars("unaffable")
         [Token(id=0, value='un', offsets=(0, 2)), Token(id=1, value='##aff', offsets=(2, 5)), Token(id=2, value='##able', offsets=(5, 9))]
         """
         if not isinstance(sequence, str):

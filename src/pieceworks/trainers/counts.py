@@ -69,7 +69,7 @@ from itertools import accumulate
 from typing import Iterable, Iterator
 
 from ..alignment import NormalizedString
-from ..errors import ConfigError, FileFormatError, InputTypeError, PieceworksError
+from ..errors import ConfigError, FileFormatError, InputTypeError, NotSerializableError, PieceworksError
 from ..pretokenized import PreTokenizedString
 from . import sources as _sources
 
@@ -246,7 +246,10 @@ class CountPlan:
     """How to cut texts: a scanner mode for the kernel (or None: the general path).
 
     Plans travel to worker processes, so they hold the components as
-    tokenizer.json dicts and rebuild them once per process.
+    tokenizer.json dicts and rebuild them once per process. A component
+    that is Python code (``PreTokenizer.custom(...)``) has no such form:
+    the plan then holds the components themselves (``live``), and counts
+    in this process only (pickling it raises NotSerializableError).
     """
 
     normalizer_json: dict | None
@@ -255,16 +258,22 @@ class CountPlan:
     actions: bytes | None = None
     prefix_space: bool = False
     spell: bool = False
+    live: tuple | None = None
 
     @classmethod
     def build(cls, normalizer=None, pre_tokenizer=None) -> "CountPlan":
         """The plan for a normalizer and pre-tokenizer (either may be None)."""
         mode, actions, prefix, spell = _scanner_for(pre_tokenizer)
-        return cls(None if normalizer is None else normalizer.to_json(),
-                   None if pre_tokenizer is None else pre_tokenizer.to_json(), mode, actions, prefix, spell)
+        try:
+            return cls(None if normalizer is None else normalizer.to_json(),
+                       None if pre_tokenizer is None else pre_tokenizer.to_json(), mode, actions, prefix, spell)
+        except NotSerializableError:
+            return cls(None, None, mode, actions, prefix, spell, live=(normalizer, pre_tokenizer))
 
     def components(self):
         """``(normalizer, pre_tokenizer)`` rebuilt from JSON (cached per process)."""
+        if self.live is not None:
+            return self.live
         key = id(self)
         found = _COMPONENTS.get(key)
         if found is None or found[0] is not self:
@@ -924,6 +933,8 @@ def count_sources(sources, normalizer=None, pre_tokenizer=None, *, workers: int 
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be a positive integer, got {workers!r}")
     plan = CountPlan.build(normalizer, pre_tokenizer)
+    if plan.live is not None:
+        workers = 1     # (Python code cannot be sent to worker processes)
     limit = parse_memory_limit(memory_limit)
     if unit_bytes is None:
         # In this process, smaller units hold less text in memory at once (same counts).

@@ -57,6 +57,17 @@ def test_counting_files_on_the_cluster_equals_one_machine(client, corpus):
     assert remote.n_texts == local.n_texts == 4500
 
 
+def test_a_tokenizers_added_tokens_are_split_out_on_the_cluster_too(client, corpus):
+    """``tokenizer=`` brings its added tokens, split out of the texts as its own training does."""
+    tok = pw.Tokenizer(pw.models.BPE())
+    tok.pre_tokenizer = PRE
+    tok.add_tokens(["café", pw.AddedToken(" and", special=True)])
+    local = count_files(corpus, tok.normalizer, PRE, unit_bytes=20_000, progress=False, added=tok._added)
+    remote = pwd.count_files(corpus, tokenizer=tok, unit_bytes=20_000, client=client)
+    assert list(remote.items()) == list(local.items())
+    assert local["café"] == local[" and"] == 4000
+
+
 def test_counting_a_bag_and_a_dataframe_column(client):
     import dask.bag as db
 

@@ -119,6 +119,16 @@ class AddedVocabulary:
     def __len__(self) -> int:
         return len(self.by_content)
 
+    # Pickled for training's worker processes (see trainers.counts.CountPlan): the finder is C state,
+    # rebuilt from the matchers' contents.
+    def __getstate__(self):
+        return {**self.__dict__, "_finder": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        contents = [c for m in (self._raw_matcher, self._normalized_matcher) if m is not None for c in m[1] if c]
+        self._finder = TokenFinder(contents) if contents else None
+
     def token_to_id(self, token: str, model) -> int | None:
         tid = self.by_content.get(token)
         return tid if tid is not None else model.token_to_id(token)

@@ -130,8 +130,10 @@ def _parse(memory_limit):
 
 
 def _components(tokenizer, normalizer, pre_tokenizer):
+    """CountPlan.build's arguments: a tokenizer's stages and added tokens (split out of the texts, as
+    its training does), or the stages given."""
     if tokenizer is not None:
-        return tokenizer.normalizer, tokenizer.pre_tokenizer
+        return tokenizer.normalizer, tokenizer.pre_tokenizer, tokenizer._added, bool(tokenizer.encode_special_tokens)
     return normalizer, pre_tokenizer
 
 
@@ -147,8 +149,7 @@ def count_files(files, normalizer=None, pre_tokenizer=None, *, tokenizer=None, c
     """
     if errors not in _sources.ERRORS:
         raise ConfigError(f"errors must be one of {_sources.ERRORS}, got {errors!r}")
-    normalizer, pre_tokenizer = _components(tokenizer, normalizer, pre_tokenizer)
-    plan = CountPlan.build(normalizer, pre_tokenizer)
+    plan = CountPlan.build(*_components(tokenizer, normalizer, pre_tokenizer))
     sources = _sources.open_sources(files, field=field, format=format)
     units = _sources.plan_units(sources, unit_bytes or _sources.DEFAULT_UNIT_BYTES)
     with local_client(client) as c:

@@ -696,7 +696,8 @@ class Tokenizer:
         # As Hugging Face: every file is text, one text per line, and a line
         # that is not UTF-8 is an error.
         counts = count_files(paths, self._normalizer, self.pre_tokenizer, format="text", errors="strict",
-                             memory_limit=getattr(trainer, "memory_limit", None), progress=trainer.progress_setting())
+                             memory_limit=getattr(trainer, "memory_limit", None), progress=trainer.progress_setting(),
+                             added=self._added, split_special=bool(self.encode_special_tokens))
         self.train_from_counts(counts, trainer)
 
     def train_from_iterator(self, iterator: Iterable, trainer=None, length: int | None = None) -> None:
@@ -714,8 +715,10 @@ class Tokenizer:
     def _count_and_train(self, texts: Iterable[str], trainer) -> None:
         from .trainers.counts import count_texts
 
+        # As Hugging Face: tokens added before training are split out of the texts, each one piece.
         counts = count_texts(texts, self._normalizer, self.pre_tokenizer,
-                             memory_limit=getattr(trainer, "memory_limit", None))
+                             memory_limit=getattr(trainer, "memory_limit", None), added=self._added,
+                             split_special=bool(self.encode_special_tokens))
         self.train_from_counts(counts, trainer)
 
     def train_from_counts(self, counts, trainer=None) -> None:

@@ -86,8 +86,27 @@ _TABLE_SHARE = 0.35
 
 
 # -- the general path ----------------------------------------------------------
-def pieces_of(text: str, normalizer=None, pre_tokenizer=None) -> list[str]:
-    """The normalized pieces a tokenizer's first two stages make of ``text``."""
+def pieces_of(text: str, normalizer=None, pre_tokenizer=None, added=None, split_special: bool = False) -> list[str]:
+    """The normalized pieces a tokenizer's first two stages make of ``text``.
+
+    ``added`` (an :class:`~pieceworks.added_vocabulary.AddedVocabulary`):
+    its tokens are split out first, as Hugging Face's training does, and
+    each is one piece, spelled as the text has it (``split_special``:
+    special tokens are plain text).
+
+    >>> from pieceworks.added_vocabulary import AddedVocabulary, AddedToken
+    >>> from pieceworks.models import WordLevel
+    >>> from pieceworks.pre_tokenizers import Whitespace
+    >>> added = AddedVocabulary(); added.add([AddedToken("ab")], WordLevel(), None)
+    1
+    >>> pieces_of("xaby z", None, Whitespace()), pieces_of("xaby z", None, Whitespace(), added)
+    (['xaby', 'z'], ['x', 'ab', 'y', 'z'])
+    """
+    if added is not None:
+        pretok = added.extract_and_normalize(normalizer, text, split_special)
+        if pre_tokenizer is not None:
+            pre_tokenizer.pre_tokenize(pretok)
+        return [split.normalized.normalized for split in pretok.splits]
     ns = NormalizedString(text)
     if normalizer is not None:
         normalizer.normalize(ns)
@@ -259,16 +278,22 @@ class CountPlan:
     prefix_space: bool = False
     spell: bool = False
     live: tuple | None = None
+    added: object = None            # an AddedVocabulary whose tokens are split out first (see pieces_of)
+    split_special: bool = False
 
     @classmethod
-    def build(cls, normalizer=None, pre_tokenizer=None) -> "CountPlan":
-        """The plan for a normalizer and pre-tokenizer (either may be None)."""
-        mode, actions, prefix, spell = _scanner_for(pre_tokenizer)
+    def build(cls, normalizer=None, pre_tokenizer=None, added=None, split_special: bool = False) -> "CountPlan":
+        """The plan for a normalizer and pre-tokenizer (either may be None), and the added tokens
+        of the tokenizer being trained (None: none). Added tokens take the general path."""
+        added = added if added is not None and added.by_content else None
+        mode, actions, prefix, spell = _scanner_for(pre_tokenizer) if added is None else (None, None, False, False)
         try:
             return cls(None if normalizer is None else normalizer.to_json(),
-                       None if pre_tokenizer is None else pre_tokenizer.to_json(), mode, actions, prefix, spell)
+                       None if pre_tokenizer is None else pre_tokenizer.to_json(), mode, actions, prefix, spell,
+                       added=added, split_special=split_special)
         except NotSerializableError:
-            return cls(None, None, mode, actions, prefix, spell, live=(normalizer, pre_tokenizer))
+            return cls(None, None, mode, actions, prefix, spell, live=(normalizer, pre_tokenizer), added=added,
+                       split_special=split_special)
 
     def components(self):
         """``(normalizer, pre_tokenizer)`` rebuilt from JSON (cached per process)."""
@@ -306,7 +331,7 @@ class CountPlan:
         counts: dict[str, int] = {}
         get = counts.get
         for text in (_split_lines(texts[0]) if lines_mode else texts):
-            for piece in pieces_of(text, normalizer, pre_tokenizer):
+            for piece in pieces_of(text, normalizer, pre_tokenizer, self.added, self.split_special):
                 if piece:
                     counts[piece] = get(piece, 0) + 1
         # Feed the table in first-seen order: each piece once, then its extra count.
@@ -879,8 +904,11 @@ def _read_array(code: str, data: bytes, pos: int, n: int) -> array:
 # -- counting sources ------------------------------------------------------------------------
 def count_texts(texts: Iterable, normalizer=None, pre_tokenizer=None, *, workers: int | None = None,
                 memory_limit=None, progress: bool | str = False, unit_bytes: int | None = None,
-                tmp_dir=None) -> Counts:
+                tmp_dir=None, added=None, split_special: bool = False) -> Counts:
     """Count the pieces of texts from an iterable (each item a str, or a list of str).
+
+    ``added``, ``split_special``: a tokenizer's added tokens, split out
+    first (see :func:`pieces_of`).
 
     >>> from pieceworks.pre_tokenizers import Whitespace
     >>> count_texts(["Hi, you!", ["you"]], pre_tokenizer=Whitespace())
@@ -888,12 +916,12 @@ def count_texts(texts: Iterable, normalizer=None, pre_tokenizer=None, *, workers
     """
     return count_sources([_sources.iterable_source(texts)], normalizer, pre_tokenizer, workers=workers,
                          memory_limit=memory_limit, progress=progress, unit_bytes=unit_bytes, errors="strict",
-                         tmp_dir=tmp_dir, description="texts")
+                         tmp_dir=tmp_dir, description="texts", added=added, split_special=split_special)
 
 
 def count_files(files, normalizer=None, pre_tokenizer=None, *, field: str = "text", format: str | None = None,
                 errors: str = "skip", workers: int | None = None, memory_limit=None, progress: bool | str = True,
-                unit_bytes: int | None = None, tmp_dir=None) -> Counts:
+                unit_bytes: int | None = None, tmp_dir=None, added=None, split_special: bool = False) -> Counts:
     """Count the pieces of files: text (one text per line, ``\\n`` kept), .jsonl (``field`` of each
     record), Parquet / Arrow (column ``field``), plain or ``.gz`` / ``.zst``.
 
@@ -901,11 +929,12 @@ def count_files(files, normalizer=None, pre_tokenizer=None, *, field: str = "tex
     ``memory_limit`` (``"2GB"``) bounds the table, spilling to ``tmp_dir``;
     ``errors="skip"`` skips lines that are not UTF-8 (or bad .jsonl records)
     and warns with their number and the first file:line; ``"strict"`` raises.
+    ``added``, ``split_special``: as :func:`count_texts`.
     """
     sources = _sources.open_sources(files, field=field, format=format)
     return count_sources(sources, normalizer, pre_tokenizer, workers=workers, memory_limit=memory_limit,
                          progress=progress, unit_bytes=unit_bytes, errors=errors, tmp_dir=tmp_dir,
-                         description=_describe(sources))
+                         description=_describe(sources), added=added, split_special=split_special)
 
 
 def _describe(sources) -> str:
@@ -916,7 +945,8 @@ def _describe(sources) -> str:
 
 def count_sources(sources, normalizer=None, pre_tokenizer=None, *, workers: int | None = None,
                   memory_limit=None, progress: bool | str = False, unit_bytes: int | None = None,
-                  errors: str = "skip", tmp_dir=None, description: str = "input") -> Counts:
+                  errors: str = "skip", tmp_dir=None, description: str = "input", added=None,
+                  split_special: bool = False) -> Counts:
     """Count every unit of ``sources`` (see :mod:`.sources`) with ``workers`` processes.
 
     ``workers=None``: one per core (or ``PIECEWORKS_WORKERS``), but none
@@ -932,7 +962,7 @@ def count_sources(sources, normalizer=None, pre_tokenizer=None, *, workers: int 
             workers = 1
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigError(f"workers must be a positive integer, got {workers!r}")
-    plan = CountPlan.build(normalizer, pre_tokenizer)
+    plan = CountPlan.build(normalizer, pre_tokenizer, added, split_special)
     if plan.live is not None:
         workers = 1     # (Python code cannot be sent to worker processes)
     limit = parse_memory_limit(memory_limit)

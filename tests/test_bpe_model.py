@@ -181,6 +181,18 @@ def test_dropout_extremes():
     assert len(BPE(UNRELATED_VOCAB, UNRELATED_MERGES, dropout=1.0).tokenize("unrelated")) == 9
 
 
+@pytest.mark.parametrize("dropout", [None, 0.0, 1.0])
+def test_ignore_merges_looks_whole_pieces_up_only_without_dropout_as_huggingface(dropout):
+    """Hugging Face takes a piece that is a token whole only on its no-dropout path; with dropout
+    every piece is merged (or, at 1.0, left in chars) like any other."""
+    vocab = {"a": 0, "b": 1, "ab": 2, "é": 3, "éab": 4}
+    ours = BPE(vocab, [], ignore_merges=True, dropout=dropout)
+    theirs = models.BPE(vocab, [], ignore_merges=True, dropout=dropout)
+    for piece in ("ab", "éab", "abab", "b"):
+        assert our_tokens(ours, piece) == hf_tokens(theirs, piece), piece
+        assert ours.encode_ids(piece) == [t.id for t in theirs.tokenize(piece)]
+
+
 def test_dropout_is_reproducible_with_a_seed_and_varies_without():
     def samples(model):
         return [tuple(t.value for t in model.tokenize("unrelated")) for _ in range(200)]

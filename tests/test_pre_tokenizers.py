@@ -609,3 +609,32 @@ def test_pre_tokenize_leaves_tokenized_splits_alone():
     pretok.splits[0].tokens = []      # as if an added token had matched "ab"
     pp.FixedLength(1).pre_tokenize(pretok)
     assert pretok.get_splits() == [("ab", (0, 2), []), ("c", (3, 4), None), ("d", (4, 5), None)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["strip", "replace-first", "replace-spaces", "strip-accents", "none"]),
+       st.text(st.sampled_from("ab x\u0301é"), max_size=10), st.sampled_from(["first", "always"]))
+def test_metaspace_first_prefixes_where_the_first_char_came_from_as_huggingface(normalizer, text, scheme):
+    """``prepend_scheme="first"`` adds the replacement only when the first normalized char comes
+    from the start of the input: a normalizer that removed or replaced the input's first chars
+    (Strip, Replace, StripAccents on a leading mark) stops it, as in Hugging Face."""
+    import tokenizers as hf
+    from pieceworks import Tokenizer, models, normalizers
+
+    def build(lib_tokenizer, lib_models, lib_normalizers, lib_pre):
+        # One token per char, so a prepended replacement shows as its own token.
+        tok = lib_tokenizer(lib_models.BPE({c: i for i, c in enumerate("▁abxXYé\u0301e ")}, []))
+        made = {"strip": lambda: lib_normalizers.Strip(left=True, right=False),
+                "replace-first": lambda: lib_normalizers.Replace("x", ""),
+                "replace-spaces": lambda: lib_normalizers.Replace("  ", "XY"),
+                "strip-accents": lambda: lib_normalizers.Sequence([lib_normalizers.NFD(),
+                                                                   lib_normalizers.StripAccents()]),
+                "none": lambda: None}[normalizer]()
+        if made is not None:
+            tok.normalizer = made
+        tok.pre_tokenizer = lib_pre.Metaspace(prepend_scheme=scheme)
+        return tok
+
+    ours = build(Tokenizer, models, normalizers, pp).encode(text)
+    theirs = build(hf.Tokenizer, hf.models, hf.normalizers, hp).encode(text)
+    assert (ours.tokens, ours.offsets) == (theirs.tokens, theirs.offsets)

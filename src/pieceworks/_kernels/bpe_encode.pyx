@@ -583,7 +583,7 @@ cdef class BpeEncoder:
         cdef Exclusion ex = self._exclusion(excluded_ids)
         if not piece:
             return []
-        if self.ignore_merges:
+        if self.ignore_merges and self.dropout <= 0.0:     # (Hugging Face: not with dropout)
             tid = self.vocab.get(piece)
             if tid is not None and (ex is None or not ex.banned_id(tid)):
                 return [self.token_cls(tid, piece, (0, len(piece)))]
@@ -609,7 +609,7 @@ cdef class BpeEncoder:
         cdef const uint8_t* banned = NULL
         if not piece:
             return []
-        if self.ignore_merges:
+        if self.ignore_merges and self.dropout <= 0.0:     # (Hugging Face: not with dropout)
             tid = self.vocab.get(piece)
             if tid is not None and (ex is None or not ex.banned_id(tid)):
                 return [self.token_cls(tid, piece, (0, len(piece.encode("utf-8", "surrogatepass"))))]
@@ -627,7 +627,7 @@ cdef class BpeEncoder:
         cdef Exclusion ex = self._exclusion(excluded_ids)
         if not piece:
             return []
-        if self.ignore_merges:
+        if self.ignore_merges and self.dropout <= 0.0:     # (Hugging Face: not with dropout)
             tid = self.vocab.get(piece)
             if tid is not None and (ex is None or not ex.banned_id(tid)):
                 return [tid]

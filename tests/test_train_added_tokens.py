@@ -94,3 +94,23 @@ def test_encode_special_tokens_makes_special_ones_plain_text_in_training(split_s
     tok = build(pw, "special", False, split_special)
     counts = count_texts(["x<s>y"], None, tok.pre_tokenizer, added=tok._added, split_special=split_special)
     assert ("<s>" in counts) is not split_special
+
+
+@pytest.mark.parametrize("normalizer", [False, True])
+def test_a_token_added_before_training_gives_its_id_up_as_huggingface(normalizer):
+    """It keeps its id, which training may give a new model token (here the trainer's "[UNK]"); that
+    token then answers for the id, in id_to_token and decode, as in Hugging Face."""
+    answers = []
+    for module in (pw, hf):
+        tok = module.Tokenizer(module.models.BPE())
+        tok.pre_tokenizer = module.pre_tokenizers.Whitespace()
+        if normalizer:
+            tok.normalizer = module.normalizers.Lowercase()
+        tok.add_tokens(["zz", module.AddedToken("QQ", normalized=True)])
+        tok.train_from_iterator(["ab ab q"], module.trainers.BpeTrainer(special_tokens=["[UNK]", "<s>"],
+                                                                       show_progress=False))
+        ids = range(tok.get_vocab_size() + 2)
+        answers.append(([tok.id_to_token(i) for i in ids], [tok.decode([i], skip_special_tokens=False) for i in ids
+                                                            if tok.id_to_token(i) is not None],
+                        tok.token_to_id("zz"), tok.encode("zz QQ ab").ids))
+    assert answers[0] == answers[1]

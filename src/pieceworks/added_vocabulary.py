@@ -228,7 +228,11 @@ class AddedVocabulary:
                     key = normalizer.normalize_str(key)
                 if key:
                     normed.setdefault(key, tid)
-                    spelled[tid] = key
+                    if key != tok.content:
+                        # Only a spelling the normalizer changed replaces the id's token, as in Hugging
+                        # Face: so a token that took the id since (tokens added before training keep
+                        # their ids, which the trainer's special tokens may get) answers for it.
+                        spelled[tid] = key
             else:
                 raw.setdefault(tok.content, tid)
         # Added to, never emptied: Hugging Face keeps spelling a token as normalized once it was, even

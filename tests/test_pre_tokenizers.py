@@ -638,3 +638,19 @@ def test_metaspace_first_prefixes_where_the_first_char_came_from_as_huggingface(
     ours = build(Tokenizer, models, normalizers, pp).encode(text)
     theirs = build(hf.Tokenizer, hf.models, hf.normalizers, hp).encode(text)
     assert (ours.tokens, ours.offsets) == (theirs.tokens, theirs.offsets)
+
+
+@pytest.mark.parametrize("pattern", [r"\p{L}+", r"\w+", r"\d+", r"\p{N}", r"[^\s\p{L}\p{N}]+", r"\p{M}"])
+def test_a_user_regex_sees_unicode_17_letters_as_huggingface_does(pattern):
+    """Hugging Face's Oniguruma is at Unicode 16.0: the letters, marks and digits new in 17.0 are
+    unassigned chars to it. A Split (and Replace) with a user Regex must cut them the same way."""
+    import tokenizers as hf
+    from pieceworks import normalizers as pn
+
+    newer = "".join(chr(cp) for cp in sorted(tables.code_points(UNICODE_17_WORD_CHARS)))
+    text = "".join(f"a{ch}1 " for ch in newer)
+    ours = pp.Split(Regex(pattern), "isolated").pre_tokenize_str(text)
+    theirs = hp.Split(hf.Regex(pattern), "isolated").pre_tokenize_str(text)
+    assert ours == theirs
+    assert pn.Replace(Regex(pattern), "_").normalize_str(text) == \
+        hf.normalizers.Replace(hf.Regex(pattern), "_").normalize_str(text)

@@ -17,6 +17,15 @@ empty string at the end only:
 
 >>> [m.span() for m in Regex("a*").finditer("ab")]
 [(0, 1), (2, 2)]
+
+It also sees the letters, marks and digits new in Unicode 17.0 as Hugging
+Face's Oniguruma (at Unicode 16.0) does, as unassigned chars: ``\\p{L}``,
+``\\w``, ``\\d`` and ``\\p{N}`` do not match them. The text is searched
+with each replaced by U+0378 (unassigned in both), one char for one, so
+spans hold (a match's ``group()`` shows U+0378; read spans).
+
+>>> [m.span() for m in Regex(r"\\p{L}+").finditer("a\u088fb")]
+[(0, 1), (2, 3)]
 """
 
 from __future__ import annotations
@@ -25,9 +34,26 @@ from typing import Iterator
 
 import regex
 
+from ._unicode_tables import UNICODE_17_WORD_CHARS
 from .errors import ConfigError
 
 __all__ = ["Regex", "any_of"]
+
+_AS_UNASSIGNED = {cp: 0x0378 for first, last in UNICODE_17_WORD_CHARS for cp in range(first, last + 1)}
+_NEWER_WORD_CHARS = regex.compile("[" + "".join(f"\\U{first:08x}-\\U{last:08x}" for first, last in UNICODE_17_WORD_CHARS)
+                                  + "]")
+
+
+def as_unicode_16(text: str) -> str:
+    """``text`` with each letter, mark or digit new in Unicode 17.0 replaced by U+0378 (see the
+    module doc); ``text`` itself when it holds none.
+
+    >>> as_unicode_16("a\u088fb")
+    'a\u0378b'
+    """
+    if text.isascii() or _NEWER_WORD_CHARS.search(text) is None:
+        return text
+    return text.translate(_AS_UNASSIGNED)
 
 
 def any_of(strings) -> "regex.Pattern":
@@ -64,6 +90,7 @@ class Regex:
     def finditer(self, text: str, pos: int = 0) -> Iterator["regex.Match"]:
         """Matches left to right, skipping an empty match right after the previous match."""
         last_match_end = None
+        text = as_unicode_16(text)
         n = len(text)
         while pos <= n:
             m = self.compiled.search(text, pos)

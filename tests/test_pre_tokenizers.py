@@ -654,3 +654,15 @@ def test_a_user_regex_sees_unicode_17_letters_as_huggingface_does(pattern):
     assert ours == theirs
     assert pn.Replace(Regex(pattern), "_").normalize_str(text) == \
         hf.normalizers.Replace(hf.Regex(pattern), "_").normalize_str(text)
+
+
+@pytest.mark.parametrize("pattern", [r"\w", r"\W", r"[\w]", r"[^\w]", r"[\w-]", r"\w+", r"[^\w\s]+"])
+def test_a_user_regex_word_class_is_onigurumas_on_every_code_point(pattern):
+    """Oniguruma's \\w (Hugging Face's user regexes) leaves out U+200C/U+200D, which the `regex`
+    module's holds, and holds ²³¹¼½¾ outside a bracket class only: every code point is cut alike."""
+    import tokenizers as hf
+
+    text = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000)
+    ours = pp.Split(Regex(pattern), "isolated").pre_tokenize_str(text)
+    theirs = hp.Split(hf.Regex(pattern), "isolated").pre_tokenize_str(text)
+    assert ours == theirs

@@ -44,6 +44,58 @@ _NEWER_WORD_CHARS = regex.compile("[" + "".join(f"\\U{first:08x}-\\U{last:08x}" 
                                   + "]")
 
 
+# Oniguruma's \w, for the `regex` module, whose own \w holds U+200C/U+200D (Join_Control, as UTS #18
+# says). Oniguruma's does not, and outside a bracket class it also holds the Latin-1 superscripts and
+# fractions (inside one it does not). Each equals Hugging Face's on every code point (with the
+# Unicode 16 view of as_unicode_16).
+_WORD_ITEMS = r"\p{Alphabetic}\p{M}\p{Nd}\p{Pc}"
+_WORD = rf"[{_WORD_ITEMS}\u00b2\u00b3\u00b9\u00bc-\u00be]"
+_NOT_WORD = rf"[^{_WORD_ITEMS}\u00b2\u00b3\u00b9\u00bc-\u00be]"
+
+
+def oniguruma_words(pattern: str) -> str:
+    r"""``pattern`` with ``\w`` spelled as Oniguruma's word class (and ``\W`` outside a bracket class
+    as its complement), for the `regex` module. Escapes and POSIX classes are kept as they are.
+
+    >>> oniguruma_words(r"\w+|[^\w\s]") == rf"{_WORD}+|[^{_WORD_ITEMS}\s]"
+    True
+    >>> oniguruma_words(r"\\w") == r"\\w"                 # an escaped backslash, then a letter
+    True
+    >>> oniguruma_words(r"[]\w]") == rf"[]{_WORD_ITEMS}]"     # "]" first in a class is a member
+    True
+    """
+    if "\\w" not in pattern and "\\W" not in pattern:
+        return pattern
+    out = []
+    i, n = 0, len(pattern)
+    first_member = -1          # inside a bracket class: where its first member is (a "]" there is literal)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < n:
+            escape = pattern[i:i + 2]
+            if escape == "\\w":
+                out.append(_WORD_ITEMS if first_member >= 0 else _WORD)
+            elif escape == "\\W" and first_member < 0:
+                out.append(_NOT_WORD)
+            else:
+                out.append(escape)
+            i += 2
+            continue
+        if first_member >= 0:
+            if ch == "]" and i > first_member:
+                first_member = -1
+            elif ch == "[" and pattern.startswith("[:", i) and pattern.find(":]", i + 2) != -1:
+                end = pattern.find(":]", i + 2) + 2
+                out.append(pattern[i:end])
+                i = end
+                continue
+        elif ch == "[":
+            first_member = i + (2 if pattern.startswith("[^", i) else 1)
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def as_unicode_16(text: str) -> str:
     """``text`` with each letter, mark or digit new in Unicode 17.0 replaced by U+0378 (see the
     module doc); ``text`` itself when it holds none.
@@ -80,7 +132,7 @@ class Regex:
                               fix="pass the pattern as a str, e.g. Regex(r'\\s+')")
         try:
             # Oniguruma's Ruby syntax, which Hugging Face uses, makes ^ and $ line anchors.
-            compiled = regex.compile(pattern, regex.MULTILINE)
+            compiled = regex.compile(oniguruma_words(pattern), regex.MULTILINE)
         except regex.error as exc:
             raise ConfigError(f"invalid regular expression {pattern!r}: {exc}",
                               fix="check the pattern's syntax (escape literal brackets and backslashes)") from None

@@ -26,12 +26,21 @@ CASES = {
     "single-word": lambda m: [m.AddedToken("ab", single_word=True)],
     "strips": lambda m: [m.AddedToken("ab", lstrip=True, rstrip=True)],
     "several": lambda m: [m.AddedToken("ab"), m.AddedToken("<s>", special=True), m.AddedToken("b c")],
+    # Byte-level spelling would change these (a space, a non-ASCII char): the general path counts.
+    "spelled": lambda m: [m.AddedToken(" ab"), m.AddedToken("é")],
+}
+# Each with a scanner (counted around the added tokens) but Metaspace (the general path).
+PRE_TOKENIZERS = {
+    "whitespace": lambda m: m.pre_tokenizers.Whitespace(),
+    "byte-level": lambda m: m.pre_tokenizers.ByteLevel(add_prefix_space=False),
+    "byte-level-prefix": lambda m: m.pre_tokenizers.ByteLevel(add_prefix_space=True),
+    "metaspace": lambda m: m.pre_tokenizers.Metaspace(),
 }
 
 
-def build(module, case: str, lowercase: bool, split_special: bool):
+def build(module, case: str, lowercase: bool, split_special: bool, pre: str = "whitespace"):
     tok = module.Tokenizer(module.models.BPE(unk_token="[UNK]"))
-    tok.pre_tokenizer = module.pre_tokenizers.Whitespace()
+    tok.pre_tokenizer = PRE_TOKENIZERS[pre](module)
     if lowercase:
         tok.normalizer = module.normalizers.Lowercase()
     tok.add_tokens(CASES[case](module))
@@ -39,21 +48,21 @@ def build(module, case: str, lowercase: bool, split_special: bool):
     return tok
 
 
-def trained(module, case, lowercase, split_special, texts):
-    tok = build(module, case, lowercase, split_special)
+def trained(module, case, lowercase, split_special, texts, pre="whitespace"):
+    tok = build(module, case, lowercase, split_special, pre)
     trainer = module.trainers.BpeTrainer(vocab_size=60, show_progress=False, special_tokens=["[UNK]"])
     tok.train_from_iterator(texts, trainer)
     return tok
 
 
-TEXTS = st.lists(st.text(st.sampled_from("abcxyABC <s>  "), max_size=20), min_size=1, max_size=8)
+TEXTS = st.lists(st.text(st.sampled_from("abcxyABCé <s>  "), max_size=20), min_size=1, max_size=8)
 
 
-@settings(max_examples=120, deadline=None)
-@given(st.sampled_from(sorted(CASES)), st.booleans(), st.booleans(), TEXTS)
-def test_training_splits_added_tokens_out_as_huggingface(case, lowercase, split_special, texts):
-    ours = trained(pw, case, lowercase, split_special, texts)
-    theirs = trained(hf, case, lowercase, split_special, texts)
+@settings(max_examples=250, deadline=None)
+@given(st.sampled_from(sorted(CASES)), st.booleans(), st.booleans(), TEXTS, st.sampled_from(sorted(PRE_TOKENIZERS)))
+def test_training_splits_added_tokens_out_as_huggingface(case, lowercase, split_special, texts, pre):
+    ours = trained(pw, case, lowercase, split_special, texts, pre)
+    theirs = trained(hf, case, lowercase, split_special, texts, pre)
     assert json.loads(ours.to_str())["model"]["merges"] == json.loads(theirs.to_str())["model"]["merges"]
     assert ours.get_vocab() == theirs.get_vocab()
     if split_special:
@@ -74,6 +83,13 @@ def test_training_from_files_splits_them_out_too(tmp_path):
         tok.train([str(path)], module.trainers.BpeTrainer(show_progress=False))
         merges.append(json.loads(tok.to_str())["model"]["merges"])
     assert merges[0] == merges[1] and ["x", "ab"] not in merges[0]
+
+
+@pytest.mark.parametrize("pre, case, scanned", [("whitespace", "several", True), ("byte-level", "special", True),
+                                                ("byte-level", "spelled", False), ("metaspace", "several", False)])
+def test_texts_without_added_tokens_keep_the_scanner(pre, case, scanned):
+    tok = build(pw, case, False, False, pre)
+    assert (CountPlan.build(tok.normalizer, tok.pre_tokenizer, tok._added).mode is not None) is scanned
 
 
 def test_worker_processes_split_them_out_as_this_one():

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import re
 import struct
 import sys
 import tempfile
@@ -284,9 +285,13 @@ class CountPlan:
     @classmethod
     def build(cls, normalizer=None, pre_tokenizer=None, added=None, split_special: bool = False) -> "CountPlan":
         """The plan for a normalizer and pre-tokenizer (either may be None), and the added tokens
-        of the tokenizer being trained (None: none). Added tokens take the general path."""
+        of the tokenizer being trained (None: none; see :meth:`_count_around_added`)."""
         added = added if added is not None and added.by_content else None
-        mode, actions, prefix, spell = _scanner_for(pre_tokenizer) if added is None else (None, None, False, False)
+        mode, actions, prefix, spell = _scanner_for(pre_tokenizer)
+        if added is not None and spell and not all(_SPELLED_AS_ITSELF.fullmatch(c) for c in added.by_content):
+            # Byte-level pieces are spelled at the end, every one: an added token that spelling
+            # changes (a space, a non-ASCII char) must not be, so all take the general path.
+            mode, actions, prefix, spell = None, None, False, False
         try:
             return cls(None if normalizer is None else normalizer.to_json(),
                        None if pre_tokenizer is None else pre_tokenizer.to_json(), mode, actions, prefix, spell,
@@ -317,6 +322,9 @@ class CountPlan:
         if self.mode is None:
             self._count_general(table, texts, lines_mode, key_base, normalizer, pre_tokenizer)
             return
+        if self.added is not None:
+            self._count_around_added(table, _split_lines(texts[0]) if lines_mode else texts, key_base, normalizer)
+            return
         if normalizer is not None:
             texts = [normalizer.normalize_str(t) for t in (_split_lines(texts[0]) if lines_mode else texts)]
             lines_mode = False
@@ -324,6 +332,34 @@ class CountPlan:
             table.count_lines(texts[0], self.mode, self.actions, self.prefix_space, key_base)
         else:
             table.count_texts(texts, self.mode, self.actions, self.prefix_space, key_base)
+
+    def _count_around_added(self, table, texts: list[str], key_base: int, normalizer) -> None:
+        """The scanner's path, with the added tokens split out first (as :func:`pieces_of` does).
+
+        Texts that hold none go to the scanner in runs; in one that does,
+        each token is one piece and the text between is scanned on its own,
+        in the text's order, so pieces are first seen where the general
+        path sees them.
+        """
+        from .._kernels.count import MODE_WHOLE
+
+        added, run = self.added, []
+        for text in texts:
+            seen = text if normalizer is None else normalizer.normalize_str(text)
+            if not (added.may_occur_in(text) or seen is not text and added.may_occur_in(seen)):
+                run.append(seen)
+                continue
+            if run:
+                table.count_texts(run, self.mode, self.actions, self.prefix_space, key_base)
+                run = []
+            for split in added.extract_and_normalize(normalizer, text, self.split_special).splits:
+                if split.tokens is not None:
+                    table.count_texts([split.normalized.normalized], MODE_WHOLE, None, False, key_base)
+                else:
+                    table.count_texts([split.normalized.normalized], self.mode, self.actions, self.prefix_space,
+                                      key_base)
+        if run:
+            table.count_texts(run, self.mode, self.actions, self.prefix_space, key_base)
 
     def _count_general(self, table, texts, lines_mode, key_base, normalizer, pre_tokenizer) -> None:
         from .._kernels.count import MODE_WHOLE
@@ -341,6 +377,8 @@ class CountPlan:
 
 
 _COMPONENTS: dict[int, tuple] = {}
+# Chars byte-level spelling leaves as they are (printable ASCII but the space).
+_SPELLED_AS_ITSELF = re.compile("[!-~]*")
 
 
 def _add_extra(table, pieces: list[str], counts: dict[str, int], key_base: int) -> None:

@@ -53,35 +53,51 @@ _WORD = rf"[{_WORD_ITEMS}\u00b2\u00b3\u00b9\u00bc-\u00be]"
 _NOT_WORD = rf"[^{_WORD_ITEMS}\u00b2\u00b3\u00b9\u00bc-\u00be]"
 
 
-def oniguruma_words(pattern: str) -> str:
-    r"""``pattern`` with ``\w`` spelled as Oniguruma's word class (and ``\W`` outside a bracket class
-    as its complement), for the `regex` module. Escapes and POSIX classes are kept as they are.
+def from_oniguruma(pattern: str) -> str:
+    r"""``pattern`` (Oniguruma's Ruby syntax, as Hugging Face reads it) for the `regex` module.
 
-    >>> oniguruma_words(r"\w+|[^\w\s]") == rf"{_WORD}+|[^{_WORD_ITEMS}\s]"
+    ``\w`` is spelled as Oniguruma's word class (``\W`` outside a bracket
+    class as its complement), ``\h``/``\H`` are hex digits (not horizontal
+    space), ``\x{41}`` is a code point, ``\Z`` also matches before a final
+    newline, and an inline ``m`` flag lets ``.`` match a newline (Ruby's
+    ``m``; ``^`` and ``$`` are line anchors anyway). The rest is kept.
+
+    >>> from_oniguruma(r"\w+|[^\w\s]") == rf"{_WORD}+|[^{_WORD_ITEMS}\s]"
     True
-    >>> oniguruma_words(r"\\w") == r"\\w"                 # an escaped backslash, then a letter
+    >>> from_oniguruma(r"\\w") == r"\\w"                 # an escaped backslash, then a letter
     True
-    >>> oniguruma_words(r"[]\w]") == rf"[]{_WORD_ITEMS}]"     # "]" first in a class is a member
+    >>> from_oniguruma(r"[]\w]") == rf"[]{_WORD_ITEMS}]"     # "]" first in a class is a member
     True
+    >>> from_oniguruma(r"(?im:\h+)\x{41}\Z")
+    '(?is:[0-9a-fA-F]+)\\U00000041(?=\\n?\\Z)'
     """
-    if "\\w" not in pattern and "\\W" not in pattern:
+    if "\\" not in pattern and "(?" not in pattern:
         return pattern
     out = []
     i, n = 0, len(pattern)
     first_member = -1          # inside a bracket class: where its first member is (a "]" there is literal)
     while i < n:
         ch = pattern[i]
+        in_class = first_member >= 0
         if ch == "\\" and i + 1 < n:
             escape = pattern[i:i + 2]
-            if escape == "\\w":
-                out.append(_WORD_ITEMS if first_member >= 0 else _WORD)
-            elif escape == "\\W" and first_member < 0:
-                out.append(_NOT_WORD)
+            code = _CODE_POINT.match(pattern, i)
+            if code is not None:
+                out.append(f"\\U{int(code.group(1), 16):08x}")
+                i = code.end()
+                continue
+            if escape in ("\\w", "\\h"):
+                items = _WORD_ITEMS if escape == "\\w" else "0-9a-fA-F"
+                out.append(items if in_class else (_WORD if escape == "\\w" else f"[{items}]"))
+            elif escape in ("\\W", "\\H") and not in_class:
+                out.append(_NOT_WORD if escape == "\\W" else "[^0-9a-fA-F]")
+            elif escape == "\\Z" and not in_class:
+                out.append("(?=\\n?\\Z)")
             else:
                 out.append(escape)
             i += 2
             continue
-        if first_member >= 0:
+        if in_class:
             if ch == "]" and i > first_member:
                 first_member = -1
             elif ch == "[" and pattern.startswith("[:", i) and pattern.find(":]", i + 2) != -1:
@@ -91,9 +107,19 @@ def oniguruma_words(pattern: str) -> str:
                 continue
         elif ch == "[":
             first_member = i + (2 if pattern.startswith("[^", i) else 1)
+        elif ch == "(":
+            flags = _INLINE_FLAGS.match(pattern, i)
+            if flags is not None:
+                out.append(flags.group().replace("m", "s"))
+                i = flags.end()
+                continue
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+_CODE_POINT = regex.compile(r"\\x\{([0-9a-fA-F]{1,8})\}")
+_INLINE_FLAGS = regex.compile(r"\(\?[imx]*(?:-[imx]*)?[:)]")
 
 
 def as_unicode_16(text: str) -> str:
@@ -132,7 +158,7 @@ class Regex:
                               fix="pass the pattern as a str, e.g. Regex(r'\\s+')")
         try:
             # Oniguruma's Ruby syntax, which Hugging Face uses, makes ^ and $ line anchors.
-            compiled = regex.compile(oniguruma_words(pattern), regex.MULTILINE)
+            compiled = regex.compile(from_oniguruma(pattern), regex.MULTILINE)
         except regex.error as exc:
             raise ConfigError(f"invalid regular expression {pattern!r}: {exc}",
                               fix="check the pattern's syntax (escape literal brackets and backslashes)") from None

@@ -262,7 +262,8 @@ def test_custom_stages_repr_and_equality():
 def _pretokenized(module, text):
     p = module.PreTokenizedString(text)
     p.split(lambda i, ns: ns.split(" ", "removed"))
-    p.normalize(lambda ns: ns.nfkd())
+    # NFKD, and "a" removed: a split's first chars may go, which moves where it starts in the input.
+    p.normalize(lambda ns: (ns.nfkd(), ns.filter(lambda c: c != "a")))
     return p
 
 
@@ -353,3 +354,32 @@ def test_counting_with_a_custom_stage_stays_in_this_process():
     custom = count_texts(texts, pre_tokenizer=pwp.PreTokenizer.custom(Spaces()), workers=2, unit_bytes=1000)
     built_in = count_texts(texts, pre_tokenizer=pwp.WhitespaceSplit(), workers=2, unit_bytes=1000)
     assert dict(custom) == dict(built_in) and sum(custom.values()) == 6000
+
+
+@settings(max_examples=150, deadline=None)
+@given(TEXTS, st.sampled_from(["aeiou ", "ﬁ", "", "\u0301"]))
+def test_a_custom_pre_tokenizer_sees_the_splits_hugging_face_shows(text, removed):
+    """After a normalizer that drops chars, the split a pre-tokenizer gets covers only the original
+    chars its normalized chars came from (Hugging Face passes it on sliced): get_splits shows that."""
+    class Dropping:
+        def normalize(self, normalized):
+            normalized.nfkd()
+            normalized.filter(lambda c: c not in removed)
+
+    class Recording:
+        def __init__(self):
+            self.seen = []
+
+        def pre_tokenize(self, pretok):
+            self.seen += [pretok.get_splits(r, t) for r in ("original", "normalized") for t in ("char", "byte")
+                          if (r, t) != ("normalized", "char")]
+            pretok.split(lambda i, ns: ns.split(" ", "removed"))
+
+    seen = []
+    for module, n, p in ((pw, pwn, pwp), (hf, hfn, hfp)):
+        recording = Recording()
+        tok = module.Tokenizer(module.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+        tok.normalizer = n.Normalizer.custom(Dropping())
+        tok.pre_tokenizer = p.PreTokenizer.custom(recording)
+        seen.append((recording.seen, tok.encode(text).offsets))
+    assert seen[0] == seen[1]

@@ -214,6 +214,23 @@ def test_compression_close_to_hugging_face(shared_data):
     assert sizes["pw"] <= sizes["hf"] * 1.03, sizes
 
 
+@pytest.mark.parametrize("specials", [[], ["<s>", "<pad>"], ["<s>", "<unk>"]])
+def test_the_unknown_token_comes_first_unless_it_is_a_special_token_as_hugging_face(specials):
+    """An ``unk_token`` not among ``special_tokens`` is put before them, as Hugging Face's trainer does
+    (every id after it depends on that)."""
+    hf = pytest.importorskip("tokenizers")
+    corpus = ["hello world", "the world says hello", "low lower lowest"] * 5
+    heads = []
+    for lib in (pw, hf):
+        tok = lib.Tokenizer(lib.models.Unigram())
+        tok.pre_tokenizer = lib.pre_tokenizers.Metaspace()
+        tok.train_from_iterator(corpus, lib.trainers.UnigramTrainer(vocab_size=30, special_tokens=specials,
+                                                                    unk_token="<unk>", show_progress=False))
+        vocab = tok.get_vocab(with_added_tokens=False)
+        heads.append((sorted(vocab, key=vocab.get)[:3], tok.token_to_id("<unk>"), tok.encode("hello zz").tokens))
+    assert heads[0] == heads[1]
+
+
 def test_doctests():
     import doctest
 

@@ -256,7 +256,7 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
                                 "(UTF-8 pieces) cannot hold", fix="decode the training text with errors='replace'")
         specials = [t.content for t in self._special_tokens]
         if self.unk_token is not None and self.unk_token not in specials:
-            specials.append(self.unk_token)
+            specials.insert(0, self.unk_token)     # (first, as in Hugging Face)
         room = self.vocab_size - len(specials)
         if room <= 0:
             raise TrainingError(f"vocab_size {self.vocab_size} leaves no room beside {len(specials)} special tokens",

@@ -109,3 +109,24 @@ def test_padding_keeps_an_unread_encoding_lazy_and_a_read_one_right(shared_data)
     read.ids
     read.pad(12, pad_id=0, pad_token="[PAD]")
     assert_same_encoding(read, lazy)
+
+
+@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("template", ["$A:1 [SEP]:1", "[CLS]:0 $A:1 [SEP]:0", "$A:2"])
+def test_overflowing_parts_keep_type_id_0_as_in_hugging_face(shared_data, name, template):
+    """A template giving the sequence a type id gives it to the first part only: an overflowing
+    part's own tokens keep 0, its special tokens keep theirs (Hugging Face's rule, which the
+    general path follows; the raw path framed every part alike)."""
+    path = str(shared_data / FILES[name])
+    texts = texts_around_the_limit(shared_data)[200:212] + ["gao,kp,s,x,y,z,w,v", "one two three four five six"]
+    results = []
+    for lib, tok in ((hf, hf.Tokenizer.from_file(path)), (None, Tokenizer.from_file(path))):
+        processors = hf.processors if lib is hf else __import__("pieceworks").processors
+        tok.post_processor = processors.TemplateProcessing(
+            single=template, pair=f"{template} $B:1", special_tokens=[("[CLS]", 101), ("[SEP]", 102)])
+        tok.no_padding()
+        tok.enable_truncation(6, stride=1)
+        single = [tok.encode(t) for t in texts]
+        batch = tok.encode_batch(texts)
+        results.append([[(e.ids, e.type_ids) for e in [enc] + list(enc.overflowing)] for enc in single + batch])
+    assert results[0] == results[1]

@@ -44,7 +44,7 @@ class Frame:
     """
 
     __slots__ = ("ids_before", "tokens_before", "types_before", "type_id", "ids_after", "tokens_after",
-                 "types_after", "sequence_range", "size", "pads_before", "pads_after", "_padded")
+                 "types_after", "sequence_range", "size", "pads_before", "pads_after", "_padded", "_overflow")
 
     def __init__(self, before, type_id: int, after, sequence_range: bool, pads_before: int = 0,
                  pads_after: int = 0):
@@ -60,6 +60,23 @@ class Frame:
         self.pads_before = pads_before      # the first pads_before tokens before are padding
         self.pads_after = pads_after        # the last pads_after tokens after are padding
         self._padded: dict = {}
+        self._overflow: "Frame | None" = None
+
+    def for_overflow(self) -> "Frame":
+        """The frame of an overflowing part: as in Hugging Face, where only the first part gets the
+        template's type id for the sequence, the part's own tokens keep type id 0 (its special
+        tokens keep theirs).
+
+        >>> f = Frame([], 1, [(102, "[SEP]", 1)], True).for_overflow(); f.type_id, f.types_after
+        (0, [1])
+        """
+        if self.type_id == 0:
+            return self
+        if self._overflow is None:
+            before = list(zip(self.ids_before, self.tokens_before, self.types_before))
+            after = list(zip(self.ids_after, self.tokens_after, self.types_after))
+            self._overflow = Frame(before, 0, after, self.sequence_range, self.pads_before, self.pads_after)
+        return self._overflow
 
     def padded(self, missing: int, direction: str, pad_id: int, pad_type_id: int, pad_token: str) -> "Frame":
         """This frame with ``missing`` padding tokens on the ``direction`` side (made once, then kept).

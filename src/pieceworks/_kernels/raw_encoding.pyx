@@ -645,7 +645,8 @@ def truncated(type cls, bytes raw not None, Py_ssize_t n, object strings, object
 
     The parts are :meth:`Encoding.truncate`'s: windows of ``max_length``
     tokens that overlap by ``stride``, from the start (or from the end, if
-    ``left``); each is a lazy encoding with the same ``frame``.
+    ``left``); each is a lazy encoding with the same ``frame``, but for the
+    type id of an overflowing part's own tokens (``frame.for_overflow()``).
 
     >>> e = truncated(EncodingBase, pack(range(5), range(5), range(1, 6), range(5)), 5, None, None, 2, 1, False)
     >>> e.ids, [o.ids for o in e._overflowing]
@@ -659,11 +660,13 @@ def truncated(type cls, bytes raw not None, Py_ssize_t n, object strings, object
     if n <= max_length:
         return make_raw(cls, raw, n, strings, None, frame)
     step = max_length - stride
+    cdef object overflow_frame = None if frame is None else frame.for_overflow()
     if not left:
         start = 0
         while start < n:
             stop = min(start + max_length, n)
-            parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None, frame))
+            parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None,
+                                  overflow_frame if parts else frame))
             if stop == n:
                 break
             start += step
@@ -672,7 +675,8 @@ def truncated(type cls, bytes raw not None, Py_ssize_t n, object strings, object
         while last >= 0:
             stop = last + 1
             start = max(stop - max_length, 0)
-            parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None, frame))
+            parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None,
+                                  overflow_frame if parts else frame))
             if start == 0:
                 break
             last -= step

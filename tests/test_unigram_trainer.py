@@ -231,6 +231,25 @@ def test_the_unknown_token_comes_first_unless_it_is_a_special_token_as_hugging_f
     assert heads[0] == heads[1]
 
 
+@pytest.mark.parametrize("pre", ["metaspace-unsplit", "none", "whitespace"])
+def test_any_substring_can_be_a_piece_as_in_hugging_face(pre):
+    """Hugging Face's trainer checks a piece's length alone, not SentencePiece's rules: a piece may end
+    with ▁, hold a space, or mix digits and letters (pieceworks applied SentencePiece's rules)."""
+    hf = pytest.importorskip("tokenizers")
+    corpus = ["hello world and the world 42x", "and the hello world and x42", "the end and the start 4242"] * 3
+    learned = []
+    for lib in (pw, hf):
+        tok = lib.Tokenizer(lib.models.Unigram())
+        if pre == "metaspace-unsplit":
+            tok.pre_tokenizer = lib.pre_tokenizers.Metaspace(prepend_scheme="never", split=False)
+        elif pre == "whitespace":
+            tok.pre_tokenizer = lib.pre_tokenizers.Whitespace()
+        tok.train_from_iterator(corpus, lib.trainers.UnigramTrainer(vocab_size=40, show_progress=False))
+        learned.append(sorted(tok.get_vocab()))
+    assert learned[0] == learned[1]
+    assert pre == "whitespace" or any(p.endswith(("▁", " ")) and len(p) > 1 for p in learned[0])
+
+
 def test_doctests():
     import doctest
 

@@ -73,7 +73,7 @@ def _f32(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
-def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, n_threads: int,
+def seed_pieces(sentences: list[tuple[str, int]], rules: tuple | None, seed_size: int, n_threads: int,
                 excluded_chars: str = "", extra_chars: Iterable[str] = ()) -> list:
     """Every char (by count) then the best repeated substrings, scored by log share: the EM's start.
 
@@ -84,7 +84,9 @@ def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, 
     in the text come last, 10 below the lowest score. ``rules`` =
     (max_piece_length, split_by_whitespace, treat_whitespace_as_suffix,
     allow_whitespace_only_pieces, split_by_unicode_script, split_by_number,
-    split_digits).
+    split_digits), SentencePiece's; ``(max_piece_length, None)``: Hugging
+    Face's, where any substring up to that length is a piece (its
+    ``is_valid_sentencepiece`` checks the length alone).
 
     >>> data, ends, scores = seed_pieces([("abab", 1), ("ab", 1)], (16, False, False, False, False, True, False), 10, 1)
     >>> # a, b (by count), then "ab", the one repeat that is a suffix tree node
@@ -99,6 +101,10 @@ def seed_pieces(sentences: list[tuple[str, int]], rules: tuple, seed_size: int, 
     counts = char_counts(sentences)
     for ch in excluded_chars:
         counts.pop(ch, None)
+    if rules[1] is None:
+        # Only the boundary between sentences is kept out of a piece; no rule for ▁, spaces, scripts or digits.
+        kinds = bytes(2 if cp == 0 else 0 for cp in alphabet)
+        rules = (rules[0], False, False, False, False, False, False)
     (max_len, split_ws, suffix, ws_only, split_script, split_number, split_digits) = rules
     with _MINING:
         offsets, lengths, freqs = mine_seeds(codes, kinds, scripts, digits, max_len, seed_size, split_ws, suffix,
@@ -273,7 +279,7 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
                 raise TrainingError(f"the vocabulary is not large enough to contain all chars: {len(counted)} "
                                     f"chars, vocab_size {self.vocab_size}",
                                     fix=f"use vocab_size >= {len(counted) + len(specials)}")
-            rules = (self.max_piece_length, False, False, False, False, True, False)
+            rules = (self.max_piece_length, None)     # Hugging Face's: the length alone
             seeds = seed_pieces(sentences, rules, self.seed_size, self.n_threads,
                                 extra_chars=self._initial_alphabet)
             with progress_bar(None, "EM training", unit="rounds", enabled=self.show_progress) as bar:

@@ -670,13 +670,15 @@ def test_a_user_regex_word_class_is_onigurumas_on_every_code_point(pattern):
 
 @pytest.mark.parametrize("pattern", [r"\h+", r"[\h]+", r"\H+", r"[\h-]+", r"\x{41}", r"[\x{41}-\x{43}]+", r"\x{1F600}",
                                      r"(?m).+", r"(?m:.+)", r"(?im).+", r"(?-m:.)+", r"a\Z", r"\Z", r"(?i:ab)+",
-                                     r"\\h", r"(?:\w+)\s"])
+                                     r"\\h", r"(?:\w+)\s", r"\b", r"\B", r"\bx", r"a\b", r"\b\w+\b", r"[\b]"])
 def test_a_user_regex_reads_onigurumas_syntax(pattern):
     """Ruby syntax where the `regex` module reads it otherwise: \\h is a hex digit, \\x{..} a code point,
-    \\Z also matches before a final newline, and the m flag lets "." match a newline."""
+    \\Z also matches before a final newline, the m flag lets "." match a newline, and \\b, \\B
+    stand on Oniguruma's word class (a ZWJ is not a word char, ² is)."""
     import tokenizers as hf
 
-    for text in ["af 09 gG\n", "ABCD\n\nb", "a\n", "a", "😀x\\h", "AB ab\nab ", "", "\n"]:
+    for text in ["af 09 gG\n", "ABCD\n\nb", "a\n", "a", "😀x\\h", "AB ab\nab ", "", "\n", "a\u200db x²y",
+                 "x² ²x \u200dx a\x08b"]:
         ours = pp.Split(Regex(pattern), "isolated").pre_tokenize_str(text)
         theirs = hp.Split(hf.Regex(pattern), "isolated").pre_tokenize_str(text)
         assert ours == theirs, text

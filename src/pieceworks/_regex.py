@@ -51,13 +51,16 @@ _NEWER_WORD_CHARS = regex.compile("[" + "".join(f"\\U{first:08x}-\\U{last:08x}" 
 _WORD_ITEMS = r"\p{Alphabetic}\p{M}\p{Nd}\p{Pc}"
 _WORD = rf"[{_WORD_ITEMS}\u00b2\u00b3\u00b9\u00bc-\u00be]"
 _NOT_WORD = rf"[^{_WORD_ITEMS}\u00b2\u00b3\u00b9\u00bc-\u00be]"
+# \b and \B on that word class (the regex module's own use its \w).
+_BOUNDARY = rf"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
+_NOT_BOUNDARY = rf"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"
 
 
 def from_oniguruma(pattern: str) -> str:
     r"""``pattern`` (Oniguruma's Ruby syntax, as Hugging Face reads it) for the `regex` module.
 
     ``\w`` is spelled as Oniguruma's word class (``\W`` outside a bracket
-    class as its complement), ``\h``/``\H`` are hex digits (not horizontal
+    class as its complement, ``\b`` and ``\B`` on it), ``\h``/``\H`` are hex digits (not horizontal
     space), ``\x{41}`` is a code point, ``\Z`` also matches before a final
     newline, and an inline ``m`` flag lets ``.`` match a newline (Ruby's
     ``m``; ``^`` and ``$`` are line anchors anyway). The rest is kept.
@@ -93,6 +96,8 @@ def from_oniguruma(pattern: str) -> str:
                 out.append(_NOT_WORD if escape == "\\W" else "[^0-9a-fA-F]")
             elif escape == "\\Z" and not in_class:
                 out.append("(?=\\n?\\Z)")
+            elif escape in ("\\b", "\\B") and not in_class:
+                out.append(_BOUNDARY if escape == "\\b" else _NOT_BOUNDARY)
             else:
                 out.append(escape)
             i += 2

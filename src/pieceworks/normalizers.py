@@ -159,28 +159,29 @@ class Lowercase(_FieldlessNormalizer):
 
 def lowercase_aligned(normalized: NormalizedString) -> None:
     """Lowercase in place; a char that lowercases to several (``İ``) adds new chars."""
-    text = normalized.normalized
-    lowered = lower(text)
-    if lowered == text:
-        return
-    if len(lowered) == len(text) and "Σ" not in text:
-        # One char for one: no insertions, and no final-sigma context to undo.
-        normalized.transform(zip(lowered, repeat(0)), 0)
-    else:
-        normalized.map_chars(lower)
+    # One char for one is a plain swap, unless a Σ is there: str.lower's final-sigma rule looks at
+    # the context, which a char on its own (Rust's rule) does not have.
+    _recase_aligned(normalized, lower, "Σ" not in normalized.normalized)
 
 
 def uppercase_aligned(normalized: NormalizedString) -> None:
     """Uppercase in place (``NormalizedString.uppercase``); a char that uppercases to several (``ß``)
     adds new chars. ``str.upper`` has no context rule, so one char for one is a plain swap."""
+    _recase_aligned(normalized, upper, True)
+
+
+def _recase_aligned(normalized: NormalizedString, recase, context_free: bool) -> None:
+    """``recase`` (:func:`lower` or :func:`upper`) each char in place, the alignment kept: a swap when
+    each char stays one and ``context_free`` (the whole text recased equals the chars recased one by
+    one), else char by char, extra chars inserted."""
     text = normalized.normalized
-    raised = upper(text)
-    if raised == text:
+    changed = recase(text)
+    if changed == text:
         return
-    if len(raised) == len(text):
-        normalized.transform(zip(raised, repeat(0)), 0)
+    if len(changed) == len(text) and context_free:
+        normalized.transform(zip(changed, repeat(0)), 0)
     else:
-        normalized.map_chars(upper)
+        normalized.map_chars(recase)
 
 
 def lower(text: str) -> str:
@@ -189,10 +190,7 @@ def lower(text: str) -> str:
     >>> lower("AB\u1c89")
     'ab\u1c8a'
     """
-    lowered = text.lower()
-    if _NEWER_UPPERCASE.search(lowered) is None:
-        return lowered
-    return lowered.translate(_NEWER_LOWERCASE)
+    return _with_newer_letters(text.lower(), _NEWER_UPPERCASE, _NEWER_LOWERCASE)
 
 
 def upper(text: str) -> str:
@@ -202,10 +200,12 @@ def upper(text: str) -> str:
     >>> upper("ab\u1c8a")
     'AB\u1c89'
     """
-    raised = text.upper()
-    if _NEWER_LOWER_LETTERS.search(raised) is None:
-        return raised
-    return raised.translate(_NEWER_UPPERCASE_MAP)
+    return _with_newer_letters(text.upper(), _NEWER_LOWER_LETTERS, _NEWER_UPPERCASE_MAP)
+
+
+def _with_newer_letters(recased: str, unmapped, mapping: dict) -> str:
+    """``recased`` with the letters ``unmapped`` finds (Python left them as they were) mapped as Rust does."""
+    return recased if unmapped.search(recased) is None else recased.translate(mapping)
 
 
 _NEWER_LOWERCASE = {cp: cp + shift for first, last, shift in LOWERCASE_AFTER_UNICODE_14

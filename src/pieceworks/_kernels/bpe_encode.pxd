@@ -67,4 +67,5 @@ cdef class BpeEncoder:
     cdef int _symbols(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
                       const uint8_t* banned) except -1
     cdef tuple _encode(self, str piece, Exclusion ex)
+    cdef object _whole_piece(self, str piece, Exclusion ex)
     cdef Exclusion _exclusion(self, object excluded_ids)

@@ -549,6 +549,14 @@ cdef class BpeEncoder:
             self._merge_heap(syms, 0.0, banned)
         return 0
 
+    cdef object _whole_piece(self, str piece, Exclusion ex):
+        """With ``ignore_merges``, the id of a piece that is a token whole (and not excluded), else None.
+        As in Hugging Face, not with dropout: then every piece is merged."""
+        if not self.ignore_merges or self.dropout > 0.0:
+            return None
+        tid = self.vocab.get(piece)
+        return tid if tid is not None and (ex is None or not ex.banned_id(tid)) else None
+
     # -- excluded ids ------------------------------------------------------------------
     cdef Exclusion _exclusion(self, object excluded_ids):
         """The C form of ``excluded_ids`` (None: none), made once per set; None when it changes nothing."""
@@ -583,10 +591,9 @@ cdef class BpeEncoder:
         cdef Exclusion ex = self._exclusion(excluded_ids)
         if not piece:
             return []
-        if self.ignore_merges and self.dropout <= 0.0:     # (Hugging Face: not with dropout)
-            tid = self.vocab.get(piece)
-            if tid is not None and (ex is None or not ex.banned_id(tid)):
-                return [self.token_cls(tid, piece, (0, len(piece)))]
+        tid = self._whole_piece(piece, ex)
+        if tid is not None:
+            return [self.token_cls(tid, piece, (0, len(piece)))]
         ids, starts, ends = self._encode(piece, ex)
         cdef list id_to_token = self.id_to_token
         make = self.token_cls
@@ -609,10 +616,9 @@ cdef class BpeEncoder:
         cdef const uint8_t* banned = NULL
         if not piece:
             return []
-        if self.ignore_merges and self.dropout <= 0.0:     # (Hugging Face: not with dropout)
-            tid = self.vocab.get(piece)
-            if tid is not None and (ex is None or not ex.banned_id(tid)):
-                return [self.token_cls(tid, piece, (0, len(piece.encode("utf-8", "surrogatepass"))))]
+        tid = self._whole_piece(piece, ex)
+        if tid is not None:
+            return [self.token_cls(tid, piece, (0, len(piece.encode("utf-8", "surrogatepass"))))]
         if ex is not None:
             banned = ex.flags.data()
         self._symbols(piece, syms, char_at, banned)
@@ -627,10 +633,9 @@ cdef class BpeEncoder:
         cdef Exclusion ex = self._exclusion(excluded_ids)
         if not piece:
             return []
-        if self.ignore_merges and self.dropout <= 0.0:     # (Hugging Face: not with dropout)
-            tid = self.vocab.get(piece)
-            if tid is not None and (ex is None or not ex.banned_id(tid)):
-                return [tid]
+        tid = self._whole_piece(piece, ex)
+        if tid is not None:
+            return [tid]
         return list(self._encode(piece, ex)[0])
 
     def exclusion_matters(self, excluded_ids):

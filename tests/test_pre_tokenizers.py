@@ -635,9 +635,15 @@ def test_metaspace_first_prefixes_where_the_first_char_came_from_as_huggingface(
         tok.pre_tokenizer = lib_pre.Metaspace(prepend_scheme=scheme)
         return tok
 
-    ours = build(Tokenizer, models, normalizers, pp).encode(text)
-    theirs = build(hf.Tokenizer, hf.models, hf.normalizers, hp).encode(text)
-    assert (ours.tokens, ours.offsets) == (theirs.tokens, theirs.offsets)
+    ours, theirs = build(Tokenizer, models, normalizers, pp), build(hf.Tokenizer, hf.models, hf.normalizers, hp)
+    mine, want = ours.encode(text), theirs.encode(text)
+    assert (mine.tokens, mine.offsets) == (want.tokens, want.offsets)
+    # Training counts the same pieces (its own path: normalized, then pre-tokenized).
+    from pieceworks import trainers
+
+    ours.train_from_iterator([text, text], trainers.BpeTrainer(show_progress=False))
+    theirs.train_from_iterator([text, text], hf.trainers.BpeTrainer(show_progress=False))
+    assert ours.get_vocab() == theirs.get_vocab()
 
 
 @pytest.mark.parametrize("pattern", [r"\p{L}+", r"\w+", r"\d+", r"\p{N}", r"[^\s\p{L}\p{N}]+", r"\p{M}"])

@@ -266,7 +266,7 @@ class AddedVocabulary:
             if normalizer is not None:
                 normalizer.normalize(ns)
             if normed is None:
-                return [_sliced_whole(ns)]
+                return [ns.narrowed()]
             return self._split_on_matches(ns, normed)
 
         pretok.split(normalize_then_match)
@@ -305,7 +305,7 @@ class AddedVocabulary:
             out.append(Split(piece, [Token(tid, piece.normalized, (0, len(piece.normalized)))]))
             start_offset = stop
         if not out:
-            return [_sliced_whole(ns)]
+            return [ns.narrowed()]
         if start_offset != len(text):
             out.append(Split(ns.slice(start_offset, len(text))))
         return out
@@ -318,18 +318,6 @@ from .alignment import is_whitespace  # noqa: E402
 # Rust's regex \w (Hugging Face's word test) is Unicode's word class, as is
 # the `regex` module's.
 _WORD_CHAR = _regex.compile(r"\w")
-
-
-def _sliced_whole(ns):
-    """``ns`` as Hugging Face passes it on unsplit: sliced to its whole normalized text, so its original
-    is only what those chars came from (a normalizer that removed the first or last chars shrinks it,
-    and ``get_splits`` shows it).
-
-    >>> from pieceworks.alignment import NormalizedString
-    >>> s = NormalizedString("xab"); s.filter(lambda c: c != "x"); _sliced_whole(s).offsets_original()
-    (1, 3)
-    """
-    return ns if ns.is_identity or not ns.normalized else ns.slice(0, len(ns.normalized))
 
 
 def _leftmost_space_at_end(text: str, end: int) -> int:

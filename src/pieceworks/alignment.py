@@ -305,6 +305,16 @@ class NormalizedString:
         spans = split_ranges(find_matches(pattern, self.normalized), behavior)
         return [self.slice(s, e) for s, e in spans]
 
+    def narrowed(self) -> "NormalizedString":
+        """This string sliced to its whole normalized text, as Hugging Face passes a normalized input on:
+        its original is then only what those chars came from (a normalizer that removed the first or
+        last chars shrinks it), so ``offsets_original`` starts where its first char came from.
+
+        >>> s = NormalizedString("xab"); s.filter(lambda c: c != "x"); s.narrowed().offsets_original()
+        (1, 3)
+        """
+        return self if self._align is None or not self.normalized else self.slice(0, len(self.normalized))
+
     def split_spans(self, spans: Iterable[Span]) -> list["NormalizedString"]:
         """Slice at precomputed normalized spans (what the Cython scanners return)."""
         return [self.slice(s, e) for s, e in spans]

@@ -521,10 +521,7 @@ class Metaspace(PreTokenizer):
         # it and removing it, so the replacement takes the space's alignment:
         # a char-for-char substitution, done in one step.
         substitute_chars(ns, ns.normalized.replace(" ", rep))
-        # "first", as Hugging Face: where the first normalized char came from, not where the piece
-        # starts, so a normalizer that removed or replaced the input's first chars stops the prefix.
-        first_span = ns.offsets_in_input(0, 1) if ns.normalized else None
-        if self._wants_prefix(ns.normalized, ns.original_shift if first_span is None else first_span[0]):
+        if self._wants_prefix(ns.normalized, ns.offsets_original()[0]):
             ns.prepend(rep)
         if self.split:
             return ns.split(rep, "merged_with_next")

@@ -113,7 +113,7 @@ def pieces_of(text: str, normalizer=None, pre_tokenizer=None, added=None, split_
         normalizer.normalize(ns)
     if pre_tokenizer is None:
         return [ns.normalized] if ns.normalized else []
-    pretok = PreTokenizedString(ns)
+    pretok = PreTokenizedString(ns.narrowed())     # (as extract_and_normalize passes it on)
     pre_tokenizer.pre_tokenize(pretok)
     return [split.normalized.normalized for split in pretok.splits]
 

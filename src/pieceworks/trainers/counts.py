@@ -288,8 +288,8 @@ class CountPlan:
         of the tokenizer being trained (None: none; see :meth:`_count_around_added`)."""
         added = added if added is not None and added.by_content else None
         mode, actions, prefix, spell = _scanner_for(pre_tokenizer)
-        if added is not None and spell and not all(_SPELLED_AS_ITSELF.fullmatch(c) for c in added.by_content):
-            # Byte-level pieces are spelled at the end, every one: an added token that spelling
+        if added is not None and spell and not _spelled_as_themselves(added):
+            # Byte-level pieces are spelled at the end, every one: an added token's piece that spelling
             # changes (a space, a non-ASCII char) must not be, so all take the general path.
             mode, actions, prefix, spell = None, None, False, False
         try:
@@ -379,6 +379,17 @@ class CountPlan:
 _COMPONENTS: dict[int, tuple] = {}
 # Chars byte-level spelling leaves as they are (printable ASCII but the space).
 _SPELLED_AS_ITSELF = re.compile("[!-~]*")
+
+
+def _spelled_as_themselves(added) -> bool:
+    """Whether every piece an added token can make is left as it is by byte-level spelling: its text as
+    matched (the content, or its normalized form) in printable ASCII, and no whitespace taken in by
+    ``lstrip``/``rstrip``."""
+    if any(tok.lstrip or tok.rstrip for tok in added.by_id.values()):
+        return False
+    keys = [key for matcher in (added._raw_matcher, added._normalized_matcher) if matcher is not None
+            for key in matcher[1]]
+    return all(_SPELLED_AS_ITSELF.fullmatch(key) for key in keys)
 
 
 def _add_extra(table, pieces: list[str], counts: dict[str, int], key_base: int) -> None:

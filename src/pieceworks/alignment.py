@@ -37,9 +37,10 @@ from .errors import ConfigError, InputTypeError
 __all__ = ["NormalizedString", "SplitDelimiterBehavior", "find_matches", "split_ranges"]
 
 Span = tuple[int, int]
-# A pattern is a literal string, a compiled `regex`/`re` pattern, or a
-# predicate on one character (each matching char is its own match).
-Pattern = "str | regex.Pattern | Callable[[str], bool]"
+# A pattern is a literal string, a pieceworks Regex (or a compiled `regex`/`re`
+# pattern: anything with finditer), or a predicate on one character (each
+# matching char is its own match).
+Pattern = "str | Regex | regex.Pattern | Callable[[str], bool]"
 
 BEHAVIORS = ("removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous")
 

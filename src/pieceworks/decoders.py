@@ -485,7 +485,7 @@ class Replace(Decoder):
 
     def _replace(self, token: str) -> str:
         if isinstance(self.pattern, Regex):
-            return _replace_spans(token, (m.span() for m in self.pattern.finditer(token)), self.content)
+            return _replace_spans(token, self.pattern.spans(token), self.content)
         return _replace_spans(token, _literal_spans(self.pattern, token), self.content)
 
     def _to_fields(self) -> dict:

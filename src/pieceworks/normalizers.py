@@ -25,7 +25,7 @@ import unicodedata
 from itertools import repeat
 
 from ._component import Component, CustomComponent, Fields, stage_base
-from ._regex import Regex
+from ._regex import Regex, escape
 from ._unicode_forms import char_set, normalize_aligned
 from ._unicode_tables import LOWERCASE_AFTER_UNICODE_14, bert_accent_marks, bert_controls, strip_accents_marks
 from .alignment import NormalizedString, is_whitespace
@@ -281,13 +281,13 @@ class Replace(Normalizer):
         self.pattern = pattern
         self.content = _check_str("content", content)
         # A literal is matched as its escaped regex, as Hugging Face does.
-        self._regex = pattern if isinstance(pattern, Regex) else Regex(re.escape(pattern))
+        self._regex = pattern if isinstance(pattern, Regex) else Regex(escape(pattern))
 
     def normalize(self, normalized: NormalizedString) -> None:
         text = normalized.normalized
         if not text:
             return      # Hugging Face looks for no match, not even an empty one, in empty text
-        spans = [m.span() for m in self._regex.finditer(text)]
+        spans = self._regex.spans(text)
         if not spans:
             return
         stream = _replacement_stream(text, spans, self.content)

@@ -14,16 +14,14 @@ The character-class splits (Whitespace, WhitespaceSplit, BertPreTokenizer,
 Punctuation, Digits, UnicodeScripts and ByteLevel's GPT-2 pattern) come from
 the Cython scanner ``_kernels/scan.pyx``, whose Unicode tables are pinned to
 the versions Hugging Face uses (see ``_unicode_tables.py``). Only ``Split``,
-which takes any user pattern, runs the ``regex`` module.
+which takes any user pattern, runs Oniguruma (see :class:`~pieceworks.Regex`).
 """
 
 from __future__ import annotations
 
-import regex
-
 from ._component import MISSING, Component, CustomComponent, Fields, stage_base
 from ._kernels import scan
-from ._regex import Regex
+from ._regex import Regex, escape
 from .alignment import BEHAVIORS, NormalizedString, SplitDelimiterBehavior, split_ranges
 from .byte_level import BYTE_TO_CHAR, text_to_byte_chars
 from .errors import ConfigError, InputTypeError
@@ -590,11 +588,7 @@ class Split(PreTokenizer):
     ``"contiguous"``); ``invert=True`` swaps matches and the text between
     them. A literal is matched as its escaped regex, as Hugging Face does.
 
-    Patterns run on the ``regex`` module where Hugging Face runs Oniguruma;
-    the syntax of tokenizer files (``\\p{L}``, ``(?i:…)``, ``\\s+(?!\\S)``,
-    possessive and atomic groups) means the same in both. Known differences:
-    Oniguruma's ``\\w`` also takes ²³¹¼½¾ and not ZWNJ/ZWJ, its classes stop
-    at Unicode 16.0 (``regex`` knows 17.0), and ``\\h`` means a hex digit there.
+    Patterns run on Oniguruma, as Hugging Face's do (see :class:`~pieceworks.Regex`).
 
     >>> Split("-", "merged_with_next").pre_tokenize_str("the-final--countdown")
     [('the', (0, 3)), ('-final', (3, 9)), ('-', (9, 10)), ('-countdown', (10, 20))]
@@ -618,7 +612,7 @@ class Split(PreTokenizer):
         if isinstance(value, Regex):
             self._regex = value
         elif isinstance(value, str):
-            self._regex = Regex(regex.escape(value))
+            self._regex = Regex(escape(value))
         else:
             raise InputTypeError(f"Split pattern must be a str or a Regex, got {type(value).__name__}",
                                  fix="pass a literal string, or wrap a regular expression as Regex(r'...')")
@@ -665,8 +659,7 @@ def regex_matches(pattern: Regex, text: str) -> list[tuple[Span, bool]]:
         return [((0, 0), False)]
     out: list[tuple[Span, bool]] = []
     prev = 0
-    for m in pattern.finditer(text):
-        start, end = m.span()
+    for start, end in pattern.spans(text):
         if prev != start:
             out.append(((prev, start), False))
         out.append(((start, end), True))

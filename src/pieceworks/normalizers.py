@@ -449,7 +449,7 @@ class BertNormalizer(Normalizer):
 def _ascii_cleaning() -> dict[int, str | None]:
     """``str.translate`` table doing BertNormalizer's cleaning on ASCII: controls go, whitespace is a space.
 
-    >>> "a\tb\x00c\x0b".translate(_ascii_cleaning())
+    >>> "a\\tb\\x00c\\x0b".translate(_ascii_cleaning())
     'a bc'
     """
     table = _RUNS.get("bert-ascii-cleaning")

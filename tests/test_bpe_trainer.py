@@ -303,11 +303,34 @@ def test_trainer_options_mirror_huggingface():
     assert BPE().get_trainer().vocab_size == 30000 and trainer.model_type is BPE
 
 
-@pytest.mark.parametrize("bad", [dict(vocab_size=-1), dict(min_frequency=1.5), dict(tie_break="random"),
-                                 dict(limit_alphabet=-2)])
+@pytest.mark.parametrize("bad", [dict(vocab_size=-1), dict(tie_break="random"), dict(limit_alphabet=-2)])
 def test_bad_options_raise_config_errors(bad):
     with pytest.raises(ConfigError):
         BpeTrainer(**bad)
+
+
+@pytest.mark.parametrize("trainer", ["BpeTrainer", "WordPieceTrainer", "UnigramTrainer", "WordLevelTrainer"])
+@pytest.mark.parametrize("option", ["vocab_size", "min_frequency", "limit_alphabet", "max_piece_length",
+                                    "n_sub_iterations"])
+@pytest.mark.parametrize("value", [None, 1.5, "100"])
+def test_an_integer_option_of_another_type_is_a_type_error_as_in_huggingface(trainer, option, value):
+    """Hugging Face raises TypeError for vocab_size=None, 1.5 or "100" (an int option it cannot
+    read as one); so does pieceworks (InputTypeError is one), saying which option. (Hugging Face
+    also refuses an explicit None for limit_alphabet, whose default is None; pieceworks takes it.)"""
+    import inspect
+
+    import pieceworks.trainers
+
+    ours = getattr(pieceworks.trainers, trainer)
+    parameters = inspect.signature(ours).parameters
+    if option not in parameters:
+        pytest.skip(f"{trainer} has no {option}")
+    if value is None and parameters[option].default is None:
+        pytest.skip("None is its default, which pieceworks takes when given (README: departures)")
+    with pytest.raises(TypeError):
+        getattr(trainers, trainer)(**{option: value})
+    with pytest.raises(InputTypeError, match=option):
+        ours(**{option: value})
 
 
 def test_bad_counts_raise_type_errors():

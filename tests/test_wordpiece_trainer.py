@@ -265,8 +265,9 @@ def test_defaults_and_tie_break_follow_the_scoring():
 
 @pytest.mark.parametrize("options, error", [
     ({"vocab_size": -1}, ConfigError),
-    ({"vocab_size": 1.5}, ConfigError),
-    ({"min_frequency": True}, ConfigError),
+    ({"vocab_size": 1.5}, InputTypeError),
+    ({"vocab_size": None}, InputTypeError),
+    ({"min_frequency": True}, InputTypeError),
     ({"limit_alphabet": -3}, ConfigError),
     ({"scoring": "bpe"}, ConfigError),
     ({"tie_break": "random"}, ConfigError),

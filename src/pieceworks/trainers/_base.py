@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
-from ..errors import InputTypeError
+from ..errors import ConfigError, InputTypeError
 
 __all__ = ["Trainer", "SpecialTokensOption", "InitialAlphabetOption", "as_trainer_special"]
 
@@ -43,6 +43,25 @@ class Trainer:
         (True, True)
         """
         return self.show_progress if self.progress_format == "indicatif" else self.progress_format
+
+
+def int_option(name: str, value, low: int = 0) -> int:
+    """A trainer's integer option: an int (not a bool) of at least ``low``. A value of another
+    type is a TypeError, as in Hugging Face (``vocab_size=None`` too); a smaller one a ValueError.
+
+    >>> int_option("vocab_size", 8000)
+    8000
+    >>> int_option("vocab_size", "8000")
+    Traceback (most recent call last):
+      ...
+    pieceworks.errors.InputTypeError: vocab_size must be an integer, got str. Fix: pass an int, e.g. vocab_size=8000
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputTypeError(f"{name} must be an integer, got {type(value).__name__}",
+                             fix=f"pass an int, e.g. {name}=8000" if name == "vocab_size" else f"pass an int >= {low}")
+    if value < low:
+        raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}", fix=f"pass {name} >= {low}")
+    return value
 
 
 def memory_limit_option(value) -> int | None:

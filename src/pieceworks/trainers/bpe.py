@@ -50,7 +50,8 @@ from typing import Iterable, Mapping
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
 from ..progress import progress_bar, progress_format_option
-from ._base import InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, memory_limit_option
+from ._base import (InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, int_option,
+                    memory_limit_option)
 from .counts import check_training_counts, word_batches
 
 __all__ = ["BpeTrainer", "compute_alphabet"]
@@ -66,16 +67,16 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
                  initial_alphabet: Iterable[str] = (), continuing_subword_prefix: str | None = None,
                  end_of_word_suffix: str | None = None, max_token_length: int | None = None,
                  tie_break: str = "huggingface", *, memory_limit=None, progress_format: str = "indicatif"):
-        self.vocab_size = _count_option("vocab_size", vocab_size)
-        self.min_frequency = _count_option("min_frequency", min_frequency)
+        self.vocab_size = int_option("vocab_size", vocab_size)
+        self.min_frequency = int_option("min_frequency", min_frequency)
         self.show_progress = bool(show_progress)
         self.special_tokens = special_tokens
-        self.limit_alphabet = None if limit_alphabet is None else _count_option("limit_alphabet", limit_alphabet)
+        self.limit_alphabet = None if limit_alphabet is None else int_option("limit_alphabet", limit_alphabet)
         self.initial_alphabet = initial_alphabet
         self.continuing_subword_prefix = _optional_str("continuing_subword_prefix", continuing_subword_prefix)
         self.end_of_word_suffix = _optional_str("end_of_word_suffix", end_of_word_suffix)
         self.max_token_length = (None if max_token_length is None
-                                 else _count_option("max_token_length", max_token_length))
+                                 else int_option("max_token_length", max_token_length))
         if tie_break not in TIE_BREAKS:
             raise ConfigError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}",
                               fix='use "huggingface" (as tokenizers) or "first_seen" (as the textbook)')
@@ -196,12 +197,6 @@ def _add_token(token: str, id_to_token: list[str], token_to_id: dict[str, int]) 
         found = token_to_id[token] = len(id_to_token)
         id_to_token.append(token)
     return found
-
-
-def _count_option(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-    return value
 
 
 def _optional_str(name: str, value) -> str | None:

@@ -51,7 +51,7 @@ from typing import Iterable, Mapping
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError, TrainingError
 from ..models.unigram import first_with_surrogate
-from ._base import SpecialTokensOption, Trainer
+from ._base import SpecialTokensOption, Trainer, int_option
 from .counts import check_training_counts
 
 # mine_seeds' sort comparator reads the text from a module global of the kernel, and
@@ -216,7 +216,7 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
         from ..models.unigram import Unigram
 
         self.model_type = Unigram
-        self.vocab_size = _int_option("vocab_size", vocab_size, 1)
+        self.vocab_size = int_option("vocab_size", vocab_size, 1)
         self.show_progress = bool(show_progress)
         self.special_tokens = special_tokens
         self.initial_alphabet = initial_alphabet
@@ -228,9 +228,9 @@ class UnigramTrainer(SpecialTokensOption, Trainer):
         if unk_token is not None and not isinstance(unk_token, str):
             raise InputTypeError(f"unk_token must be a str or None, got {type(unk_token).__name__}")
         self.unk_token = unk_token
-        self.max_piece_length = _int_option("max_piece_length", max_piece_length, 1)
-        self.n_sub_iterations = _int_option("n_sub_iterations", n_sub_iterations, 1)
-        self.seed_size = _int_option("seed_size", seed_size, 1)
+        self.max_piece_length = int_option("max_piece_length", max_piece_length, 1)
+        self.n_sub_iterations = int_option("n_sub_iterations", n_sub_iterations, 1)
+        self.seed_size = int_option("seed_size", seed_size, 1)
         self.n_threads = n_threads if n_threads is not None else min(_DEFAULT_THREADS, os.cpu_count() or 1)
 
     @property
@@ -309,9 +309,3 @@ def _fill_model(model, vocab: list[tuple[str, float]], unk_id: int | None) -> No
     fresh = Unigram(vocab, unk_id=unk_id, byte_fallback=model.byte_fallback)
     model.__dict__.update(fresh.__dict__)
     model.alpha, model.nbest_size = alpha, nbest
-
-
-def _int_option(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value

@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..added_vocabulary import AddedToken, as_added_token
-from ..errors import ConfigError
-from ._base import Trainer, memory_limit_option
+from ._base import Trainer, int_option, memory_limit_option
 from .counts import check_training_counts
 
 __all__ = ["WordLevelTrainer"]
@@ -29,12 +28,8 @@ class WordLevelTrainer(Trainer):
 
     def __init__(self, vocab_size: int = 30000, min_frequency: int = 0, show_progress: bool = True,
                  special_tokens: list | None = None, *, memory_limit=None):
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 0:
-            raise ConfigError(f"vocab_size must be a non-negative integer, got {vocab_size!r}")
-        if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 0:
-            raise ConfigError(f"min_frequency must be a non-negative integer, got {min_frequency!r}")
-        self.vocab_size = vocab_size
-        self.min_frequency = min_frequency
+        self.vocab_size = int_option("vocab_size", vocab_size)
+        self.min_frequency = int_option("min_frequency", min_frequency)
         self.show_progress = show_progress
         self.special_tokens: list[AddedToken] = [as_added_token(t, special=True) for t in special_tokens or []]
         self.memory_limit = memory_limit_option(memory_limit)

@@ -60,7 +60,8 @@ from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
-from ._base import InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, memory_limit_option
+from ._base import (InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, int_option,
+                    memory_limit_option)
 from .counts import check_training_counts
 
 __all__ = ["WordPieceTrainer", "SCORINGS", "TIE_BREAKS"]
@@ -81,11 +82,11 @@ class WordPieceTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
                  initial_alphabet: Iterable[str] = (), continuing_subword_prefix: str = "##",
                  end_of_word_suffix: str | None = None, *, scoring: str = "likelihood",
                  tie_break: str | None = None, memory_limit=None):
-        self.vocab_size = _count_option("vocab_size", vocab_size)
-        self.min_frequency = _count_option("min_frequency", min_frequency)
+        self.vocab_size = int_option("vocab_size", vocab_size)
+        self.min_frequency = int_option("min_frequency", min_frequency)
         self.show_progress = bool(show_progress)
         self.special_tokens = special_tokens
-        self.limit_alphabet = None if limit_alphabet is None else _count_option("limit_alphabet", limit_alphabet)
+        self.limit_alphabet = None if limit_alphabet is None else int_option("limit_alphabet", limit_alphabet)
         self.initial_alphabet = initial_alphabet
         if not isinstance(continuing_subword_prefix, str):
             raise InputTypeError(f"continuing_subword_prefix must be a str, got "
@@ -250,9 +251,3 @@ def _same_tokens(computed: list[str], given: list[str]) -> list[str]:
                           f"(missing {missing}, unexpected {extra}, or repeated tokens)",
                           fix="pass a permutation of the starting vocabulary, or leave initial_vocab out")
     return given
-
-
-def _count_option(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-    return value

@@ -279,11 +279,38 @@ class AddedVocabulary:
         kept = {c: i for c, i in table.items() if not self.is_special(self.by_id[i].content)}
         return _compile_matcher(kept)
 
-    def _split_on_matches(self, ns, matcher):
-        from .pretokenized import Split, Token
+    def token_spans(self, text: str, split_special: bool = False) -> list[tuple[int, int, int]]:
+        """``(start, stop, id)`` of each added token :meth:`extract_and_normalize` finds in ``text``
+        with no normalizer, in order: the same two passes, without a NormalizedString.
 
+        >>> from pieceworks.models import BPE
+        >>> v = AddedVocabulary()
+        >>> v.add([AddedToken("<s>", special=True), AddedToken("ab", normalized=True, rstrip=True)], BPE(), None)
+        2
+        >>> v.token_spans("x<s>ab  y"), v.token_spans("x<s>ab  y", split_special=True)
+        ([(1, 4, 0), (4, 8, 1)], [(4, 8, 1)])
+        """
+        raw, normed = self._raw_matcher, self._normalized_matcher
+        if split_special:
+            raw = self._without_special(raw)
+            normed = self._without_special(normed)
+        spans = self._match_spans(text, raw) if raw is not None else []
+        if normed is None:
+            return spans
+        out: list[tuple[int, int, int]] = []
+        at = 0
+        for start, stop, tid in spans + [(len(text), len(text), -1)]:
+            if at < start:      # a gap: the second pass's text (with no normalizer, as it is)
+                out += [(a + at, b + at, t) for a, b, t in self._match_spans(text[at:start], normed)]
+            if tid >= 0:
+                out.append((start, stop, tid))
+            at = stop
+        return out
+
+    def _match_spans(self, text: str, matcher) -> list[tuple[int, int, int]]:
+        """``(start, stop, id)`` of each token ``matcher`` finds in ``text``, as its single_word,
+        lstrip and rstrip options say."""
         pattern, table = matcher
-        text = ns.normalized
         out = []
         start_offset = 0
         for m in pattern.finditer(text):
@@ -299,6 +326,17 @@ class AddedVocabulary:
                 start = max(_leftmost_space_at_end(text, start), start_offset)
             if tok.rstrip:
                 stop = _rightmost_space_at_start(text, stop)
+            out.append((start, stop, tid))
+            start_offset = stop
+        return out
+
+    def _split_on_matches(self, ns, matcher):
+        from .pretokenized import Split, Token
+
+        text = ns.normalized
+        out = []
+        start_offset = 0
+        for start, stop, tid in self._match_spans(text, matcher):
             if start_offset < start:
                 out.append(Split(ns.slice(start_offset, start)))
             piece = ns.slice(start, stop)

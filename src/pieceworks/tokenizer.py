@@ -424,7 +424,8 @@ class Tokenizer:
 
     def _encode_raw_around_added(self, plan, text: str, split_special: bool, frame,
                                  limit: int | None = None) -> Encoding | None:
-        """Added tokens split off in Python, the segments between them through the plan, joined raw.
+        """Added tokens found in ``text`` (:meth:`AddedVocabulary.token_spans`), the segments between them
+        through the plan, joined raw.
 
         Tokens matched after normalization are matched in ``text`` itself,
         which is exact when the normalizer leaves the text unchanged (and
@@ -434,39 +435,37 @@ class Tokenizer:
             return None
         if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
             return None
-        pretok = self._added.extract_and_normalize(None, text, split_special)
         # The segments' offsets are worked out when first read, where the plan can defer them.
         deferred = getattr(plan, "encode_raw_deferred", None)
         parts, added, strings, word, lazy = [], [], None, 0, False
-        for split in pretok.splits:
-            base = split.normalized.original_shift
-            if split.tokens is not None:
-                for tok in split.tokens:
-                    start, end = tok.offsets
-                    parts.append((_raw_pack([tok.id], [start], [end], [0]), 1, base, word, None, None))
-                    added.append(tok)
+        at = 0
+        for start, stop, token_id in self._added.token_spans(text, split_special) + [(len(text), len(text), -1)]:
+            if at < start:
+                segment = text[at:start]
+                if deferred is not None:
+                    result = deferred(segment)
+                    if result is None:
+                        return None
+                    raw, n, n_words, strings, spans, source = result
+                    lazy = lazy or spans is not None
+                else:
+                    result = plan.encode_raw(segment)
+                    if result is None:
+                        return None
+                    (raw, n, n_words, strings), spans, source = result, None, None
+                parts.append((raw, n, at, word, spans, source))
+                word += n_words
+            if token_id >= 0:
+                parts.append((_raw_pack([token_id], [0], [stop - start], [0]), 1, start, word, None, None))
+                added.append((token_id, text[start:stop]))
                 word += 1
-                continue
-            segment = split.normalized.normalized
-            if deferred is not None:
-                result = deferred(segment)
-                if result is None:
-                    return None
-                raw, n, n_words, strings, spans, source = result
-                lazy = lazy or spans is not None
-            else:
-                result = plan.encode_raw(segment)
-                if result is None:
-                    return None
-                (raw, n, n_words, strings), spans, source = result, None, None
-            parts.append((raw, n, base, word, spans, source))
-            word += n_words
+            at = stop
         if strings is None:
             return None
         # Tokens are spelled from one table: the plan's, with the added tokens it lacks.
-        if not all(_spells(strings, tok.id, tok.value) for tok in added):
+        if not all(_spells(strings, token_id, value) for token_id, value in added):
             strings = self._strings_with_added(strings)
-            if strings is None or not all(_spells(strings, tok.id, tok.value) for tok in added):
+            if strings is None or not all(_spells(strings, token_id, value) for token_id, value in added):
                 return None
         if lazy:
             raw, n, spans, source = _raw_join_lazily(parts)

@@ -292,8 +292,11 @@ def test_vocabulary_queries(pairs):
     assert ours.n_vocab == ref.n_vocab and ours.max_token_value == ref.max_token_value
     assert ours.token_byte_values() == ref.token_byte_values()
     assert ours.encode_single_token("hello") == ref.encode_single_token("hello")
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as caught:
         ours.encode_single_token("definitely not one token")
+    with pytest.raises(KeyError) as expected:
+        ref.encode_single_token("definitely not one token")
+    assert caught.value.args == expected.value.args
     assert pickle.loads(pickle.dumps(ours)).encode("hello world") == ours.encode("hello world")
 
 
@@ -512,3 +515,37 @@ def test_bad_constructor_arguments(ranks):
         pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={b"a": 0}, special_tokens={})
     with pytest.raises(ConfigError, match="special token '' is not a non-empty str"):
         pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks=ranks["r50k_base"], special_tokens={"": 50256})
+
+
+
+def test_a_single_token_that_is_both_a_rank_and_special_is_the_rank():
+    """tiktoken looks in the mergeable ranks before the special tokens."""
+    import tiktoken
+
+    ranks = {bytes([b]): b for b in range(256)}
+    specials = {" ": 300, "<|x|>": 301, "\ufffd": 302}
+    ours = pw.Encoding("t", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens=specials)
+    ref = tiktoken.Encoding("t", pat_str=r"\S+|\s+", mergeable_ranks=ranks, special_tokens=specials)
+    for piece in (" ", b" ", "<|x|>", b"<|x|>", "\ufffd", b"\xff"):
+        try:
+            expected = ref.encode_single_token(piece)
+        except KeyError as exc:
+            with pytest.raises(KeyError) as caught:
+                ours.encode_single_token(piece)
+            assert caught.value.args == exc.args
+            continue
+        assert ours.encode_single_token(piece) == expected, piece
+
+
+@pytest.mark.parametrize("method", ["decode", "decode_bytes", "decode_tokens_bytes", "decode_with_offsets",
+                                    "decode_single_token_bytes", "decode_batch"])
+@pytest.mark.parametrize("bad", [-1, 2**32, 2**40, 10**6])
+def test_a_bad_id_raises_what_tiktoken_raises(pairs, method, bad):
+    """An id tiktoken cannot read as an unsigned 32-bit int is an OverflowError there, an unknown
+    one a KeyError; so in pieceworks."""
+    ours, ref = pairs["cl100k_base"]
+    arg = bad if method == "decode_single_token_bytes" else [[bad]] if method == "decode_batch" else [bad]
+    with pytest.raises((KeyError, OverflowError)) as expected:
+        getattr(ref, method)(arg)
+    with pytest.raises(type(expected.value)):
+        getattr(ours, method)(arg)

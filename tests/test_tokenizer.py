@@ -8,7 +8,7 @@ import tokenizers as hf
 from hypothesis import given, settings, strategies as st
 
 import pieceworks as pw
-from pieceworks.errors import ConfigError, InputTypeError, PieceworksError, UnknownIdError
+from pieceworks.errors import ConfigError, InputTypeError, OutOfRangeError, PieceworksError, UnknownIdError
 
 from parity import assert_same_encoding
 
@@ -384,3 +384,21 @@ def test_from_pretrained_fetches_tokenizer_json_through_huggingface_hub(monkeypa
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)     # (an import of it now fails)
     with pytest.raises(ConfigError, match="pip install huggingface_hub"):
         pw.Tokenizer.from_pretrained("org/model")
+
+
+@pytest.mark.parametrize("call", [
+    lambda t, e: t.id_to_token(-1), lambda t, e: t.id_to_token(2**32), lambda t, e: t.decode([-1]),
+    lambda t, e: t.decode([2**32]), lambda t, e: t.decode_batch([[5, -1]]), lambda t, e: e.token_to_chars(-1),
+    lambda t, e: e.token_to_word(-1), lambda t, e: e.token_to_sequence(-1), lambda t, e: e.char_to_token(-1),
+    lambda t, e: e.char_to_word(-1), lambda t, e: e.word_to_tokens(-1), lambda t, e: e.word_to_chars(-1),
+    lambda t, e: e.char_to_token(0, -1), lambda t, e: e.word_to_tokens(0, -1),
+])
+def test_a_negative_position_or_id_is_an_overflow_error_as_in_huggingface(call, shared_data):
+    """Hugging Face reads ids and positions as unsigned ints: -1 is an OverflowError, not the last
+    token (None would have pretended to answer); an id past 2**32 - 1 too."""
+    path = str(shared_data / "tokenizers/hf_tokenizer_json/gpt-neox-20b/tokenizer.json")
+    theirs, ours = hf.Tokenizer.from_file(path), pw.Tokenizer.from_file(path)
+    with pytest.raises(OverflowError):
+        call(theirs, theirs.encode("hello world"))
+    with pytest.raises(OutOfRangeError):
+        call(ours, ours.encode("hello world"))

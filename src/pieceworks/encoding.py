@@ -20,7 +20,7 @@ from array import array
 from typing import Iterable
 
 from ._kernels import raw_encoding as _raw
-from .errors import ConfigError
+from .errors import ConfigError, OutOfRangeError
 
 __all__ = ["Encoding", "Frame", "PLAIN_FRAME"]
 
@@ -169,6 +169,15 @@ _FIELDS = ("ids", "type_ids", "tokens", "words", "offsets", "special_tokens_mask
            "overflowing", "_sequence_ranges")
 
 
+def _not_negative(method: str, *indices: int) -> None:
+    """Hugging Face reads positions as unsigned ints: a negative one is an OverflowError there, not
+    a look-up from the end (which ``None`` would silently pretend to answer)."""
+    for index in indices:
+        if index < 0:
+            raise OutOfRangeError(f"Encoding.{method}: positions start at 0, got {index}",
+                                  fix="pass a position counted from the start (len(encoding) - 1 is the last token)")
+
+
 class Encoding(_raw.EncodingBase):
     """Ids, tokens, offsets and masks of one encoded input; see the module docstring.
 
@@ -315,6 +324,7 @@ class Encoding(_raw.EncodingBase):
 
     # -- position look-ups ------------------------------------------------
     def token_to_sequence(self, token_index: int) -> int | None:
+        _not_negative("token_to_sequence", token_index)
         if token_index > len(self.ids):
             return None
         if not self._sequence_ranges:
@@ -326,17 +336,20 @@ class Encoding(_raw.EncodingBase):
 
     def token_to_chars(self, token_index: int) -> Offsets | None:
         """The char span of a token in its input (None for out of range)."""
+        _not_negative("token_to_chars", token_index)
         if self.token_to_sequence(token_index) is None or not 0 <= token_index < len(self.offsets):
             return None
         return self.offsets[token_index]
 
     def token_to_word(self, token_index: int) -> int | None:
+        _not_negative("token_to_word", token_index)
         if self.token_to_sequence(token_index) is None or not 0 <= token_index < len(self.words):
             return None
         return self.words[token_index]
 
     def word_to_tokens(self, word_index: int, sequence_index: int = 0) -> Offsets | None:
         """``(first_token, last_token + 1)`` of a word in one input sequence."""
+        _not_negative("word_to_tokens", word_index, sequence_index)
         start_r, end_r = self._sequence_range(sequence_index)
         first = last = None
         for i in range(start_r, end_r):
@@ -352,6 +365,7 @@ class Encoding(_raw.EncodingBase):
         return (first, last)
 
     def word_to_chars(self, word_index: int, sequence_index: int = 0) -> Offsets | None:
+        _not_negative("word_to_chars", word_index, sequence_index)
         span = self.word_to_tokens(word_index, sequence_index)
         if span is None or span[1] == 0:
             return None
@@ -359,6 +373,7 @@ class Encoding(_raw.EncodingBase):
 
     def char_to_token(self, char_pos: int, sequence_index: int = 0) -> int | None:
         """The token whose span holds char ``char_pos`` of input ``sequence_index``."""
+        _not_negative("char_to_token", char_pos, sequence_index)
         start_r, end_r = self._sequence_range(sequence_index)
         for i in range(start_r, min(end_r, len(self.offsets))):
             s, e = self.offsets[i]
@@ -367,6 +382,7 @@ class Encoding(_raw.EncodingBase):
         return None
 
     def char_to_word(self, char_pos: int, sequence_index: int = 0) -> int | None:
+        _not_negative("char_to_word", char_pos, sequence_index)
         token = self.char_to_token(char_pos, sequence_index)
         return None if token is None else self.token_to_word(token)
 

@@ -25,6 +25,7 @@ __all__ = [
     "TokenizerFileError",
     "UnknownComponentError",
     "UnknownIdError",
+    "OutOfRangeError",
     "UnknownTokenError",
     "UnknownModelError",
     "TrainingError",
@@ -83,6 +84,11 @@ class UnknownComponentError(TokenizerFileError):
 
 class UnknownIdError(PieceworksError, IndexError):
     """A token id outside the vocabulary."""
+
+
+class OutOfRangeError(PieceworksError, OverflowError):
+    """An id or index below 0 (or, where ids are 32-bit, past 2**32 - 1): an OverflowError, as
+    Hugging Face and tiktoken raise, not a look-up from the end."""
 
 
 class UnknownTokenError(PieceworksError, KeyError):

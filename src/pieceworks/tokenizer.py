@@ -31,11 +31,13 @@ from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _
                                     pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
-from .errors import ConfigError, InputTypeError, UnknownIdError
+from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
 
 __all__ = ["Tokenizer"]
 
 _STRATEGIES = ("longest_first", "only_first", "only_second")
+# Token ids are unsigned 32-bit ints (Hugging Face and tiktoken read them so).
+_MAX_ID = 2**32 - 1
 
 
 class Tokenizer:
@@ -107,6 +109,11 @@ class Tokenizer:
         return self._added.token_to_id(token, self._model)
 
     def id_to_token(self, id: int) -> str | None:
+        """The token of ``id``, or None; OutOfRangeError (an OverflowError, as Hugging Face raises)
+        for an id below 0 or past 2**32 - 1."""
+        if not 0 <= id <= _MAX_ID:
+            raise OutOfRangeError(f"id_to_token: token ids are 0 to 2**32 - 1, got {id}",
+                                  fix="pass an id this tokenizer produced")
         return self._added.id_to_token(id, self._model)
 
     def add_tokens(self, tokens: list) -> int:
@@ -659,7 +666,10 @@ class Tokenizer:
         for i, tid in enumerate(_as_list(ids, "ids")):
             if isinstance(tid, bool) or not isinstance(tid, int):
                 raise InputTypeError(f"ids[{i}] is {tid!r}, not an int", fix="pass a list of integer token ids")
-            token = self.id_to_token(tid)
+            if not 0 <= tid <= _MAX_ID:
+                raise OutOfRangeError(f"ids[{i}] = {tid}: token ids are 0 to 2**32 - 1",
+                                      fix="pass ids this tokenizer produced")
+            token = self._added.id_to_token(tid, self._model)
             if token is None:
                 raise UnknownIdError(f"ids[{i}] = {tid} is not in the vocabulary (size "
                                      f"{self.get_vocab_size()})", fix="pass ids this tokenizer produced")

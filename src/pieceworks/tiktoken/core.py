@@ -21,7 +21,7 @@ from typing import AbstractSet, Collection, Literal, Sequence
 
 from .._kernels.bytebpe import ByteBPE, Pattern
 from .._kernels.raw_encoding import untrack
-from ..errors import ConfigError, DecodeError, InputTypeError, SpecialTokenError
+from ..errors import ConfigError, DecodeError, InputTypeError, OutOfRangeError, SpecialTokenError
 from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS
 from ._special import special_scan
 
@@ -164,28 +164,30 @@ class Encoding:
         return encode_with_unstable(self, _fix_surrogates(self._core, text), allowed)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
-        """The id of text that is exactly one token (special tokens included); KeyError otherwise."""
-        if isinstance(text_or_bytes, str):
-            if text_or_bytes in self._special_tokens:
-                return self._special_tokens[text_or_bytes]
-            text_or_bytes = text_or_bytes.encode("utf-8")
-        tid = self._core.token_id(bytes(text_or_bytes))
-        if tid is None:
-            special = self._special_tokens.get(bytes(text_or_bytes).decode("utf-8", "replace"))
-            if special is None:
-                raise KeyError(text_or_bytes)
-            return special
-        return tid
+        """The id of text that is exactly one token: a mergeable rank first, then a special
+        token (tiktoken's order, for text that is both); KeyError of its bytes otherwise."""
+        piece = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
+        tid = self._core.token_id(piece)
+        if tid is not None:
+            return tid
+        try:
+            special = self._special_tokens.get(piece.decode("utf-8"))
+        except UnicodeDecodeError:
+            special = None
+        if special is None:
+            raise KeyError(piece)
+        return special
 
     # -- decoding ---------------------------------------------------------------------
     def decode_bytes(self, tokens: Sequence[int]) -> bytes:
-        """The bytes of ``tokens`` joined (KeyError for an unknown id, as tiktoken)."""
-        return self._core.decode_bytes(tokens)
+        """The bytes of ``tokens`` joined (KeyError for an unknown id, OverflowError for one below 0 or
+        past 2**32 - 1, as tiktoken)."""
+        return _known_ids(self._core.decode_bytes, tokens)
 
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
         """The text of ``tokens``. Bytes that are not valid UTF-8 (a character cut
         between tokens) become U+FFFD; ``errors="strict"`` raises DecodeError instead."""
-        data = self._core.decode_bytes(tokens)
+        data = _known_ids(self._core.decode_bytes, tokens)
         try:
             return data.decode("utf-8", errors=errors)
         except UnicodeDecodeError as exc:
@@ -196,11 +198,12 @@ class Encoding:
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token (special tokens included); KeyError for an unknown id."""
-        return self._core.token_bytes(token)
+        return _known_ids(self._core.token_bytes, token)
 
     def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
         """The bytes of each token."""
-        return [self._core.token_bytes(token) for token in tokens]
+        token_bytes = self._core.token_bytes
+        return [_known_ids(token_bytes, token) for token in tokens]
 
     def decode_with_offsets(self, tokens: Sequence[int]) -> tuple[str, list[int]]:
         """The text and, per token, the index of the first char it has bytes of (tiktoken's rule)."""
@@ -321,6 +324,19 @@ class Encoding:
                     f"allowed_special={{{token!r}, ...}}; to encode it as normal text, disable the check for it "
                     f"with disallowed_special=(enc.special_tokens_set - {{{token!r}}}); "
                     f"to disable the check for all special tokens, pass disallowed_special=()")
+
+
+def _known_ids(decode, ids):
+    """``decode(ids)``, where an id below 0 or past 2**32 - 1 is an OverflowError (tiktoken's ids are
+    unsigned 32-bit ints, which such an int cannot become) rather than the kernel's KeyError."""
+    try:
+        return decode(ids)
+    except KeyError as exc:
+        tid = exc.args[0] if exc.args else None
+        if type(tid) is int and not 0 <= tid <= 2**32 - 1:
+            raise OutOfRangeError(f"token id {tid} is out of range: ids are 0 to 2**32 - 1",
+                                  fix="pass ids this encoding produced") from None
+        raise
 
 
 # -- building ---------------------------------------------------------------------------

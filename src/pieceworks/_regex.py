@@ -3,9 +3,9 @@
 Hugging Face ``tokenizers`` wraps patterns in ``tokenizers.Regex`` so that a
 component can tell a regex from a literal string and write it back to
 tokenizer.json as ``{"Regex": source}``. This class does the same, and runs
-the pattern on the engine Hugging Face runs it on: Oniguruma (through
-``onigurumacffi``, at the version Hugging Face builds, 6.9.10), with its
-default syntax. So every construct means what it means there: its Unicode
+the pattern on the engine Hugging Face runs it on: Oniguruma (6.9.10, through
+``onigurumacffi``; its classes equal Hugging Face's on every code point),
+with its default syntax. So every construct means what it means there: its Unicode
 16.0 classes (``\\p{L}``, ``\\w``, POSIX brackets like ``[[:alpha:]]``),
 ``\\h`` (a hex digit), ``\\x{41}``, ``\\b``, class intersection, full case
 folding (``(?i)ß`` matches "ss"), and ``^``/``$`` at every line.
@@ -35,9 +35,9 @@ __all__ = ["Regex", "any_of", "escape"]
 
 
 def _oniguruma():
-    """``(compile, search, new_region)`` from onigurumacffi: its public ``compile``, and the two C
-    calls under its ``search`` that take a byte position (its own ``search`` re-encodes the whole
-    text to find one, which over a text's matches would be quadratic)."""
+    """``(compile, OnigError, search, MISMATCH, new_region)`` from onigurumacffi: its public
+    ``compile`` and error, and the C calls under its ``search``, which take a byte position (its
+    own ``search`` re-encodes the whole text to find one: over a text's matches, quadratic)."""
     import _onigurumacffi
     import onigurumacffi
 

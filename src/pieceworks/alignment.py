@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
+from ._regex import Regex
 from ._unicode_forms import normalize_aligned
 from .errors import ConfigError, InputTypeError
 
@@ -132,13 +133,18 @@ def _find_literal_matches(literal: str, text: str) -> list[tuple[Span, bool]]:
     return out
 
 
-def _find_regex_matches(compiled, text: str) -> list[tuple[Span, bool]]:
+def _find_regex_matches(pattern, text: str) -> list[tuple[Span, bool]]:
+    """Matches of ``pattern`` (a :class:`~pieceworks.Regex`, or anything with ``finditer``) and the text
+    between them. Empty matches count (Split cuts at them, Replace inserts there); which ones exist is
+    the pattern's business: a Regex follows Oniguruma's rule (none right after a match).
+
+    >>> _find_regex_matches(Regex("a*"), "baac")
+    [((0, 0), True), ((0, 1), False), ((1, 3), True), ((3, 4), False), ((4, 4), True)]
+    """
     out: list[tuple[Span, bool]] = []
     prev = 0
-    for m in compiled.finditer(text):
-        start, end = m.span()
-        # Empty matches count (Replace inserts at them); which ones exist is
-        # the pattern's business: pieceworks.Regex follows Oniguruma's rule.
+    spans = pattern.spans(text) if isinstance(pattern, Regex) else (m.span() for m in pattern.finditer(text))
+    for start, end in spans:
         if prev != start:
             out.append(((prev, start), False))
         out.append(((start, end), True))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from ._component import MISSING, Component, CustomComponent, Fields, stage_base
 from ._kernels import scan
 from ._regex import Regex, escape
-from .alignment import BEHAVIORS, NormalizedString, SplitDelimiterBehavior, split_ranges
+from .alignment import BEHAVIORS, NormalizedString, SplitDelimiterBehavior, find_matches, split_ranges
 from .byte_level import BYTE_TO_CHAR, text_to_byte_chars
 from .errors import ConfigError, InputTypeError
 from .pretokenized import PreTokenizedString
@@ -628,7 +628,7 @@ class Split(PreTokenizer):
 
     def pre_tokenize(self, pretok: PreTokenizedString) -> None:
         def cut(_, ns: NormalizedString):
-            matches = regex_matches(self._regex, ns.normalized)
+            matches = find_matches(self._regex, ns.normalized)
             if self.invert:
                 matches = [(span, not is_match) for span, is_match in matches]
             return slices(ns, split_ranges(matches, self._behavior))
@@ -645,28 +645,6 @@ class Split(PreTokenizer):
     @classmethod
     def _from_fields(cls, fields: Fields):
         return cls(_pattern_from_json(fields), _behavior_from_json(fields), fields.get("invert", bool))
-
-
-def regex_matches(pattern: Regex, text: str) -> list[tuple[Span, bool]]:
-    """Cut ``text`` into matches and the text between them, as Hugging Face's Oniguruma does.
-
-    Empty matches count (they cut between chars), except right after a match.
-
-    >>> regex_matches(Regex("a*"), "baac")
-    [((0, 0), True), ((0, 1), False), ((1, 3), True), ((3, 4), False), ((4, 4), True)]
-    """
-    if not text:
-        return [((0, 0), False)]
-    out: list[tuple[Span, bool]] = []
-    prev = 0
-    for start, end in pattern.spans(text):
-        if prev != start:
-            out.append(((prev, start), False))
-        out.append(((start, end), True))
-        prev = end
-    if prev != len(text):
-        out.append(((prev, len(text)), False))
-    return out
 
 
 def _pattern_from_json(fields: Fields) -> "str | Regex":

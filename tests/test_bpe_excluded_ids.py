@@ -8,9 +8,10 @@ were not in the vocabulary:
 * held to an oracle: the same model rebuilt without the excluded tokens (and
   without every merge that makes or uses one) gives the same tokens, ids
   and offsets; the unknown token and byte-fallback tokens are exempt (they
-  stand for text they do not spell), as in the kernel;
+  stand for text they do not spell), and so is a char's own token (its only
+  spelling: leaving it out would lose the char), as in the kernel;
 * an excluded id never appears (but those exempt ones);
-* with no excluded id in play (ids no merge, char or whole-piece look-up can
+* with no excluded id in play (ids no merge or whole-piece look-up can
   give), the result is exactly today's (Hugging Face's), on real tokenizers too;
 * the piece cache never hands an excluded id back, and results with and
   without exclusions do not leak into each other.
@@ -42,17 +43,27 @@ def tokens(model, piece, excluded=None):
     return [(t.id, t.value, t.offsets) for t in model.tokenize(piece, excluded)]
 
 
-def exempt_ids(model) -> set[int]:
-    """Ids the kernel still gives when excluded: the unknown token and the ``<0xNN>`` byte tokens."""
-    out = {tid for token, tid in model.get_vocab().items() if len(token) == 6 and token.startswith("<0x")}
+def char_ids(vocab, options) -> set[int]:
+    """The ids of the tokens that are one (marked) char: ``a``, ``##a``, ``a</w>``."""
+    return {tid for _, tid in _char_table(vocab, options.get("continuing_subword_prefix"),
+                                          options.get("end_of_word_suffix"))}
+
+
+def exempt_ids(model, options) -> set[int]:
+    """Ids the kernel still gives when excluded: the unknown token, the ``<0xNN>`` byte tokens
+    (with byte fallback) and every char's own token."""
+    vocab = model.get_vocab()
+    out = {tid for token, tid in vocab.items() if len(token) == 6 and token.startswith("<0x")}
+    if not model.byte_fallback:
+        out = set()
     if model.unk_token is not None and model.token_to_id(model.unk_token) is not None:
         out.add(model.token_to_id(model.unk_token))
-    return out if model.byte_fallback else out & {model.token_to_id(model.unk_token or "")}
+    return out | char_ids(vocab, options)
 
 
 def without(model, options, excluded) -> BPE:
     """The oracle: ``model`` rebuilt as if the excluded tokens (all but the exempt) did not exist."""
-    gone = {tid for tid in excluded if model.id_to_token(tid) is not None} - exempt_ids(model)
+    gone = {tid for tid in excluded if model.id_to_token(tid) is not None} - exempt_ids(model, options)
     vocab = {token: tid for token, tid in model.get_vocab().items() if tid not in gone}
     flat = model._merge_ids
     triples = [tuple(flat[k:k + 3]) for k in range(0, len(flat), 3)]
@@ -114,7 +125,7 @@ def test_excluded_ids_tokenize_as_if_those_tokens_were_not_in_the_vocabulary(set
     vocab, merges, options, excluded = setup
     model = BPE(vocab, merges, **options)
     oracle = without(model, options, excluded)
-    allowed = exempt_ids(model)
+    allowed = exempt_ids(model, options)
     for text in texts:
         got = tokens(model, text, frozenset(excluded))
         assert got == tokens(oracle, text), text
@@ -138,13 +149,11 @@ def test_linear_and_heap_paths_agree_with_excluded_ids(setup, texts):
 @SETTINGS
 @given(model_setups(), st.lists(pieces, min_size=1, max_size=6))
 def test_ids_that_nothing_can_produce_change_nothing(setup, texts):
-    """Ids outside the vocabulary, and tokens that are neither a merge's result nor a (marked) char."""
+    """Ids outside the vocabulary, tokens no merge makes, and (marked) chars' own tokens."""
     vocab, merges, options, _ = setup
     model = BPE(vocab, merges, **options)
     made = set(model._merge_ids[2::3])
-    chars = {tid for _, tid in _char_table(vocab, options.get("continuing_subword_prefix"),
-                                            options.get("end_of_word_suffix"))}
-    idle = set(vocab.values()) - made - chars
+    idle = set(vocab.values()) - (made - char_ids(vocab, options))
     if options["ignore_merges"]:
         idle = set()                       # the whole-piece look-up can give any token
     idle |= {-5, len(vocab), len(vocab) + 100}
@@ -158,7 +167,7 @@ def test_ids_that_nothing_can_produce_change_nothing(setup, texts):
 def test_dropout_never_makes_an_excluded_id(setup, texts, seed):
     vocab, merges, options, excluded = setup
     model = BPE(vocab, merges, dropout=0.3, seed=seed, **options)
-    forbidden = excluded - exempt_ids(model)
+    forbidden = excluded - exempt_ids(model, options)
     for text in texts:
         assert not set(model.encode_ids(text, excluded)) & forbidden
 
@@ -213,12 +222,17 @@ def test_whole_piece_lookup_skips_excluded_ids():
     assert model.encode_ids("ab", {3}) == [2]
 
 
-def test_an_excluded_char_token_is_an_unknown_char():
-    vocab = {"[UNK]": 0, "a": 1, "|": 2, "<0x7C>": 3}
-    assert BPE(vocab, [], unk_token="[UNK]").encode_ids("a|a", {2}) == [1, 0, 1]
-    assert BPE(vocab, [], byte_fallback=True).encode_ids("a|a", {2}) == [1, 3, 1]
-    assert BPE(vocab, []).encode_ids("a|a", {2}) == [1, 1]            # no unk token: dropped, as HF drops
-    assert BPE(vocab, [], unk_token="[UNK]").encode_ids("a|a", {0, 2}) == [1, 0, 1]   # unk is still given
+def test_an_excluded_char_token_is_still_given_for_its_char():
+    """A char's own token is its only spelling: excluding it would turn the char into the unknown
+    token, or (byte-level BPE, no unknown token) drop it and lose text."""
+    vocab = {"[UNK]": 0, "a": 1, "|": 2, "<0x7C>": 3, "a|": 4, "##|": 5}
+    merges = [("a", "|")]
+    assert BPE(vocab, merges, unk_token="[UNK]").encode_ids("a|a|", {2}) == [4, 4]   # merges may use it
+    assert BPE(vocab, merges, unk_token="[UNK]").encode_ids("a|a|", {2, 4}) == [1, 2, 1, 2]
+    assert BPE(vocab, [], byte_fallback=True).encode_ids("a|a", {2}) == [1, 2, 1]
+    assert BPE(vocab, []).encode_ids("a|a", {2}) == [1, 2, 1]
+    assert BPE(vocab, [], continuing_subword_prefix="##").encode_ids("a|", {5}) == [1, 5]
+    assert not BPE(vocab, [], unk_token="[UNK]").exclusion_matters({0, 1, 2, 5})
 
 
 @pytest.mark.parametrize("bad", [{"1"}, [1.5], [None], [True]])

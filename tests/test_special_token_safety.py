@@ -4,8 +4,9 @@
   the input is matched (so chat templates work).
 * ``encode(..., split_special_tokens=True)`` (or ``tokenizer.encode_special_tokens
   = True``) treats that text as plain text: user text containing
-  ``<|endoftext|>``, ``[CLS]`` or ``<s>`` never yields a special id. Held to
-  Hugging Face's ``encode_special_tokens`` on real tokenizers.
+  ``<|endoftext|>``, ``[CLS]`` or ``<s>`` never yields a special id (but a
+  special token that is one char's own token, that char's only spelling).
+  Held to Hugging Face's ``encode_special_tokens`` on real tokenizers.
 * ``pieceworks.tiktoken.Encoding.encode`` refuses special-token text unless
   allowed, as tiktoken does (skipped until that module exists).
 * ``pieceworks.sentencepiece`` encodes control-symbol text as plain text, as
@@ -232,6 +233,22 @@ def test_whitespace_trained_bpe_never_rebuilds_a_special_token_in_split_mode():
     tok = trained("bpe", pw.pre_tokenizers.WhitespaceSplit())
     forbidden = forbidden_ids(tok)
     assert not forbidden & set(tok.encode("x <|endoftext|> [CLS]", split_special_tokens=True).ids)
+
+# A special token that is one char's own token (a byte's, in byte-level BPE) is that char's only
+# spelling: split mode still gives it, as Hugging Face does, instead of dropping the byte.
+@pytest.mark.parametrize("name", ["gpt-neox", "llama3"])
+@pytest.mark.parametrize("special", ["é", "Ġ", "a"])
+def test_split_mode_keeps_a_char_whose_own_token_is_special(shared_data, name, special):
+    path = str(shared_data / REAL_TOKENIZERS[name])
+    ours, theirs = pw.Tokenizer.from_file(path), hf.Tokenizer.from_file(path)
+    assert ours.token_to_id(special) is not None           # a base (byte) token already
+    for tok in (ours, theirs):
+        tok.add_special_tokens([special])
+        tok.encode_special_tokens = True
+    for text in ["a b c", "鬧 café", "é" * 5 + " ééa", "plain text, no such byte"]:
+        got, want = ours.encode(text), theirs.encode(text)
+        assert (got.ids, got.tokens, got.offsets) == (want.ids, want.tokens, want.offsets), text
+        assert ours.decode(got.ids, skip_special_tokens=False) == text
 
 
 # -- the SentencePiece face: control symbols in text are plain text -------------

@@ -11,7 +11,10 @@ oracles: the readable twin (``pieceworks.reference.unigram.viterbi`` with
 ``excluded``) and Hugging Face's own Unigram given the same vocabulary with
 the excluded pieces renamed to strings no text contains (same ids, same
 scores, so the same unknown score), which also covers fused unknown runs
-and byte fallback. Default (None) stays Hugging Face's behaviour.
+and byte fallback. A piece of one char is never left out (it is the char's
+own spelling; leaving it out would make the char unknown), so the oracles
+get the excluded set without those. Default (None) stays Hugging Face's
+behaviour.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ def renamed(vocab: list[tuple[str, float]], excluded: set[int]) -> list[tuple[st
     return [(f"\ue000{i}" if i in excluded else piece, score) for i, (piece, score) in enumerate(vocab)]
 
 
+def multi_char(vocab, excluded: set[int]) -> set[int]:
+    """The ids of ``excluded`` that the model does leave out: those of pieces longer than one char."""
+    return {i for i in excluded if len(vocab[i][0]) != 1}
+
+
 def tokens(model, text: str, **kwargs) -> list[tuple[int, str]]:
     """Ids and values (a model's offsets are chars here, bytes in Hugging Face)."""
     return [(t.id, t.value) for t in model.tokenize(text, **kwargs)]
@@ -48,9 +56,10 @@ def tokens(model, text: str, **kwargs) -> list[tuple[int, str]]:
                                                                                     max_size=20))
 def test_the_segmentation_is_the_twins_viterbi_over_the_other_pieces(vocab, data, text):
     entries = [("<unk>", 0.0)] + sorted(vocab.items())
-    excluded = data.draw(st.sets(st.integers(0, len(entries) - 1)))
+    drawn = data.draw(st.sets(st.integers(0, len(entries) - 1)))
     model = Unigram(entries, unk_id=0)
-    got = model.tokenize(text, excluded_ids=excluded)
+    got = model.tokenize(text, excluded_ids=drawn)
+    excluded = multi_char(entries, drawn)
     left_out = frozenset(entries[i][0] for i in excluded)
     scores = dict(entries)
     best = ref.viterbi(text, scores, float32=False, excluded=left_out)
@@ -71,8 +80,9 @@ def test_matches_hugging_face_on_the_renamed_vocabulary(entries, byte_fallback, 
     vocab = list({p: (p, s) for p, s in vocab}.values())          # a piece may also be a byte piece
     excluded = data.draw(st.sets(st.integers(0, len(vocab) - 1), max_size=8))
     ours = Unigram(vocab, unk_id=0, byte_fallback=byte_fallback)
-    theirs = hf.models.Unigram(renamed(vocab, excluded), 0, byte_fallback)
+    theirs = hf.models.Unigram(renamed(vocab, multi_char(vocab, excluded)), 0, byte_fallback)
     assert tokens(ours, text, excluded_ids=excluded) == tokens(theirs, text)
+    assert ours.exclusion_matters(excluded) == bool(multi_char(vocab, excluded))
     assert tokens(ours, text) == tokens(hf.models.Unigram(vocab, 0, byte_fallback), text)   # None: HF as is
 
 
@@ -103,7 +113,7 @@ def test_sampling_and_the_metaspace_kernel_honour_the_exclusion(shared_data):
                                  "spiece.model"))
     model = tok.model
     word = "▁hello</s>▁world"
-    excluded = {model.token_to_id("s"), model.token_to_id("▁hello"), model.token_to_id("▁world")}
+    excluded = {model.token_to_id("ll"), model.token_to_id("▁hello"), model.token_to_id("▁world")}
     assert None not in excluded
     set_random_generator_seed(4)
     for alpha, nbest in ((0.3, None), (0.5, 6)):
@@ -114,7 +124,7 @@ def test_sampling_and_the_metaspace_kernel_honour_the_exclusion(shared_data):
     # The one-call Metaspace + Unigram kernel (pieceworks.fast.unigram) takes the same mask.
     text = "hello</s> world  and </s>"
     words = ["▁hello</s>", "▁world", "▁", "▁and", "▁</s>"]         # Metaspace: prepend, split before each ▁
-    core, mask = model._core, model._core.exclusion_mask(excluded)
+    core, mask = model._core, model._exclusion_mask(excluded)
     ids = core.hf_metaspace_encode(text, model._pieces, None, "▁", True, True, False, mask)[0]
     assert ids == [t.id for w in words for t in model.tokenize(w, excluded_ids=excluded)]
     plain = core.hf_metaspace_encode(text, model._pieces, None, "▁", True, True, False)[0]
@@ -132,3 +142,6 @@ def test_arguments(shared_data):
             model.tokenize("<s>", excluded_ids=bad)
     # The cache keeps the two kinds of result apart.
     assert [t.id for t in model.tokenize("<s>")] == [1]
+    # A one-char piece is its char's own spelling: excluding it changes nothing, and no text is lost.
+    assert [t.id for t in model.tokenize("<s>", excluded_ids={1, 3})] == [2, 3, 4]
+    assert not model.exclusion_matters({2, 3, 4, 99}) and model.exclusion_matters({1})

@@ -348,10 +348,11 @@ class Tokenizer:
         """The special tokens' ids, when the model could spell one from plain text; else None.
 
         With ``split_special_tokens`` special-token text is plain text, and
-        no path may turn it into a special id: a model that could (a BPE
+        no path may build a special id from it: a model that could (a BPE
         whose merges rebuild ``<|endoftext|>``, a Unigram holding ``<s>`` as
-        a piece) is asked to leave those ids out. Models that cannot are
-        left alone, so Hugging Face parity holds for them.
+        a piece) is asked to leave those ids out. The models still give a
+        char's own token (its only spelling). Models that cannot spell one
+        are left alone, so Hugging Face parity holds for them.
         """
         model, added = self._model, self._added
         key = (id(model), epoch(), getattr(model, "_generation", None), id(added._raw_matcher),

@@ -59,8 +59,7 @@ cdef class BpeEncoder:
     cdef public Py_ssize_t small_piece   # pieces up to this many symbols take the linear path
     cdef dict exclusions      # frozenset of ids -> Exclusion
 
-    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
-                    const uint8_t* banned) except -1
+    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil
     cdef double _random(self) noexcept nogil

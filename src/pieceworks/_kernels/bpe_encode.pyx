@@ -18,16 +18,15 @@ Both give the same result: a stale heap entry is skipped when its pair no
 longer makes the same token, and tokens only grow, so the lowest rank
 present is always the one merged.
 
-Excluded ids: ``tokenize(piece, excluded_ids)`` never produces an id of that
-set from text. It tokenizes as if those tokens were not in the vocabulary:
-a merge that would make one is not applied (the pair has no merge), a char
-whose token is one is an unknown char (byte fallback, the unknown token, or
-dropped), and the whole-piece look-up (``ignore_merges``) skips it. The
-unknown token and byte-fallback tokens stand for text they do not spell, so
-they are still given. The C form of a set (a flag per id) is made once and
-kept, with its own piece cache; a set none of whose ids the merges, a char
-or the whole-piece look-up can give changes nothing and takes the plain
-path (same cache, same result).
+Excluded ids: ``tokenize(piece, excluded_ids)`` never builds an id of that
+set from several chars: a merge that would make one is not applied (the
+pair has no merge) and the whole-piece look-up (``ignore_merges``) skips
+it. A char's own token is still given even when it is in the set: it is the
+char's only spelling (in byte-level BPE, the byte's), and leaving it out
+would lose the char. The C form of a set (a flag per id, a char's token never
+flagged) is made once and kept, with its own piece cache; a set none of
+whose ids the merges or the whole-piece look-up can give changes nothing
+and takes the plain path (same cache, same result).
 
 Threads: an encoder is read-only after ``__init__`` but for the piece
 caches (Python dicts: each operation is atomic, with or without the GIL)
@@ -240,8 +239,8 @@ cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes
 cdef class Exclusion:
     """A set of ids that must not come out of one encoder, in C form, with its own piece cache.
 
-    ``active``: some id of the set is a merge's result, a one-char token, or
-    (with ``ignore_merges``) any token, so the set changes results.
+    ``active``: some flagged id is a merge's result, or (with ``ignore_merges``)
+    any token, so the set changes results. A char's own token is never flagged.
     """
 
     cdef bint banned_id(self, object tid):
@@ -260,6 +259,19 @@ cdef bint map_gives_flagged(const U64Map* m, const vector[uint8_t]& flags) noexc
             if tid < flags.size() and flags[tid]:
                 return True
     return False
+
+
+cdef void unflag_values(const U64Map* m, vector[uint8_t]& flags) noexcept nogil:
+    """Clear the flag of every id that is a value of ``m`` (its low 32 bits)."""
+    cdef size_t i
+    cdef uint64_t tid
+    if m.keys == NULL:
+        return
+    for i in range(m.mask + 1):
+        if m.keys[i] != EMPTY_KEY:
+            tid = m.values[i] & 0xFFFFFFFFULL
+            if tid < flags.size():
+                flags[tid] = 0
 
 
 cdef class BpeEncoder:
@@ -334,8 +346,7 @@ cdef class BpeEncoder:
         return <double>((x * 0x2545F4914F6CDD1DULL) >> 11) * (1.0 / 9007199254740992.0)
 
     # -- piece -> symbols --------------------------------------------------------
-    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
-                    const uint8_t* banned) except -1:
+    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1:
         """One symbol per char, as Hugging Face's ``merge_word`` builds them.
 
         Each symbol records the UTF-8 bytes it stands for, as Hugging Face
@@ -343,8 +354,7 @@ cdef class BpeEncoder:
         it replaces, a byte-fallback token one byte. A char that is dropped
         (unknown, and no unknown token) counts nothing, so later offsets
         shift left exactly as Hugging Face's do. ``char_at`` receives the
-        char index of every byte of the piece. A char whose token is
-        ``banned`` counts as a char the vocabulary lacks.
+        char index of every byte of the piece.
         """
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(piece)
         cdef Py_ssize_t i = 0, k, nbytes
@@ -366,7 +376,7 @@ cdef class BpeEncoder:
                 marks |= 1
             if self.has_suffix and i == n - 1:
                 marks |= 2
-            if map_get(&self.chars, ((<uint64_t>cp) << 2) | marks, &found) and (banned == NULL or not banned[found]):
+            if map_get(&self.chars, ((<uint64_t>cp) << 2) | marks, &found):
                 if unk_bytes >= 0:
                     push_symbol(syms, self.unk_id, unk_bytes)
                     unk_bytes = -1
@@ -540,7 +550,7 @@ cdef class BpeEncoder:
     cdef int _symbols(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
                       const uint8_t* banned) except -1:
         """The piece's symbols, split (:meth:`_split`) and merged."""
-        self._split(piece, syms, char_at, banned)
+        self._split(piece, syms, char_at)
         if self.dropout > 0.0:
             self._merge_heap(syms, self.dropout, banned)
         elif <Py_ssize_t>syms.size() <= self.small_piece:
@@ -570,11 +580,11 @@ cdef class BpeEncoder:
             ex = Exclusion()
             ex.flags.assign(n_ids, 0)
             for tid in _checked_ids(key):
-                if 0 <= tid < n_ids:
+                if 0 <= tid < n_ids and self.id_to_token[tid] is not None:
                     ex.flags[<Py_ssize_t>tid] = 1
-            ex.active = (map_gives_flagged(&self.merges, ex.flags) or map_gives_flagged(&self.chars, ex.flags)
-                         or (self.ignore_merges and any(0 <= t < n_ids and self.id_to_token[t] is not None
-                                                        for t in _checked_ids(key))))
+            unflag_values(&self.chars, ex.flags)
+            ex.active = map_gives_flagged(&self.merges, ex.flags) or (
+                self.ignore_merges and any(ex.flags[i] for i in range(n_ids)))
             ex.cache = {}
             if len(self.exclusions) >= 16:    # a caller making new sets all the time: forget the old ones
                 self.exclusions.clear()
@@ -639,8 +649,8 @@ cdef class BpeEncoder:
         return list(self._encode(piece, ex)[0])
 
     def exclusion_matters(self, excluded_ids):
-        """Whether ``excluded_ids`` can change a result (some id of it is a merge's result, a char's
-        token, or, with ``ignore_merges``, any token); if not, tokenize ignores it."""
+        """Whether ``excluded_ids`` can change a result (some id of it, not a char's own token, is a
+        merge's result or, with ``ignore_merges``, any token); if not, tokenize ignores it."""
         return self._exclusion(excluded_ids) is not None
 
     def clear_cache(self):

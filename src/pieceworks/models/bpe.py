@@ -18,14 +18,14 @@ With ``ignore_merges`` a piece that is itself in the vocabulary is one
 token. ``dropout`` (BPE-dropout) skips each merge with that probability;
 pass ``seed`` for reproducible samples.
 
-``tokenize(piece, excluded_ids=...)`` (ours) keeps a set of ids out of the
-result, for special tokens in untrusted text: it tokenizes as if those
-tokens were not in the vocabulary (a merge that would make one is not
-applied, a char whose token is one is an unknown char, the whole-piece
-look-up skips them). Merges learned across ``<|endoftext|>`` can otherwise
-spell the special token again from plain text. The unknown token and
-byte-fallback tokens are still given (they do not spell their text).
-Without ``excluded_ids`` the result is Hugging Face's.
+``tokenize(piece, excluded_ids=...)`` (ours) keeps a set of ids from being
+built out of several chars, for special tokens in untrusted text: a merge
+that would make one is not applied and the whole-piece look-up skips them.
+Merges learned across ``<|endoftext|>`` can otherwise spell the special
+token again from plain text. A char's own token is still given (it is the
+char's only spelling: a byte's in byte-level BPE), and so are the unknown
+token and byte-fallback tokens (they do not spell their text). Without
+``excluded_ids`` the result is Hugging Face's.
 
 Threads: one model may be shared. Its encoder is built on first use and
 rebuilt after an option or the vocabulary changes; an encode running while
@@ -193,8 +193,9 @@ class BPE(Model):
     def tokenize_chars(self, sequence: str, excluded_ids: "frozenset[int] | Iterable[int] | None" = None) -> list[Token]:
         """The tokens of one piece, char offsets inside it.
 
-        ``excluded_ids``: ids the result must not hold (special tokens, for
-        text that may spell them); see the module doc. None (the default)
+        ``excluded_ids``: ids the merges must not build (special tokens, for
+        text that may spell them; a char's own token is still given); see
+        the module doc. None (the default)
         is Hugging Face's behaviour. Pass the same frozenset on every call:
         its prepared form is kept per set.
 
@@ -227,13 +228,14 @@ class BPE(Model):
     def exclusion_matters(self, excluded_ids: "frozenset[int] | Iterable[int]") -> bool:
         """Whether ``tokenize(..., excluded_ids)`` can differ from ``tokenize(...)`` for some text.
 
-        False when no id of the set is a merge's result or a char's token
-        (nor, with ``ignore_merges``, any token): then the merges can never
-        spell one, and a path that ignores the set (a fused fast path) is safe.
+        False when no id of the set is a merge's result (nor, with
+        ``ignore_merges``, any token but a char's own): then the merges can
+        never spell one, and a path that ignores the set (a fused fast path)
+        is safe. A char's own token is never left out.
 
         >>> model = BPE({"a": 0, "b": 1, "ab": 2, "<s>": 3}, [("a", "b")])
-        >>> model.exclusion_matters({3}), model.exclusion_matters({2})
-        (False, True)
+        >>> model.exclusion_matters({3}), model.exclusion_matters({2}), model.exclusion_matters({0})
+        (False, True, False)
         """
         return self._get_encoder().exclusion_matters(excluded_ids)
 

@@ -77,8 +77,10 @@ class Unigram(Model):
         segmentation must not use: it is the best one over the other pieces,
         and a run of unknown chars is never given an excluded id either (the
         unknown id itself still stands for unknown text, and the unknown
-        score stays the model's). Ids outside the vocabulary are ignored.
-        None (the default) is Hugging Face's behaviour.
+        score stays the model's). A piece of one char stays usable: it is
+        the char's own spelling, and leaving it out would turn the char into
+        the unknown token. Ids outside the vocabulary are ignored. None (the
+        default) is Hugging Face's behaviour.
 
         >>> m = Unigram([("<unk>", 0.0), ("<s>", 0.0), ("<", -2.0), ("s", -2.0), (">", -2.0)], unk_id=0)
         >>> [t.id for t in m.tokenize_chars("<s>")], [t.id for t in m.tokenize_chars("<s>", excluded_ids=[1])]
@@ -117,13 +119,25 @@ class Unigram(Model):
         mask = self._masks.get(key)
         if mask is None:
             try:
-                mask = self._core.exclusion_mask(key)
+                mask = self._core.exclusion_mask(i for i in key if not self._is_one_char(i))
             except TypeError as exc:
                 raise InputTypeError(str(exc), fix="pass piece ids (ints) in excluded_ids") from None
             if len(self._masks) >= 16:
                 self._masks.clear()
             self._masks[key] = mask
         return mask
+
+    def _is_one_char(self, i) -> bool:
+        return isinstance(i, int) and 0 <= i < len(self._pieces) and len(self._pieces[i]) == 1
+
+    def exclusion_matters(self, excluded_ids) -> bool:
+        """Whether ``excluded_ids`` leaves out some piece (one-char pieces are never left out).
+
+        >>> m = Unigram([("<unk>", 0.0), ("<s>", 0.0), ("a", -1.0)], unk_id=0)
+        >>> m.exclusion_matters({1}), m.exclusion_matters({2}), m.exclusion_matters({9})
+        (True, False, False)
+        """
+        return any(self._exclusion_mask(excluded_ids))
 
     def token_to_id(self, token: str) -> int | None:
         if not isinstance(token, str):

@@ -65,6 +65,27 @@ def test_added_tokens_match_huggingface_on_random_mixtures(text):
     assert_same_encoding(ours.encode(text), theirs.encode(text), repr(text))
 
 
+def test_single_word_counts_the_word_chars_huggingface_counts():
+    """Which chars make a neighbour a word, on every char where two Unicode word classes at hand
+    disagree (the `regex` module's \\w has newer Unicode tables, Oniguruma's \\w another
+    definition) and on a sample of all the others."""
+    import random
+
+    import regex
+
+    from pieceworks._regex import Regex
+
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    newer = {m.group() for m in regex.finditer(r"\w", every)}
+    onig = {every[i] for a, b in Regex(r"\w").spans(every) for i in range(a, b)}
+    chars = sorted(newer ^ onig) + ["\u200c", "\u200d"] + random.Random(5).sample(every, 4000)
+    assert len(chars) > 4000 + 1000            # the disagreements are many: Unicode 16 and 17 letters
+    ours, theirs = make_pair([dict(content="ony", single_word=True)])
+    for texts in (["x" + c + "ony" for c in chars], ["ony" + c for c in chars]):
+        got, want = ours.encode_batch(texts), theirs.encode_batch(texts)
+        assert [e.ids for e in got] == [e.ids for e in want]
+
+
 def test_add_special_tokens_makes_given_added_tokens_special_like_huggingface():
     # add_special_tokens makes an AddedToken special, and unnormalized unless it says normalized;
     # add_tokens keeps one as given. So decode skips them, and they match the text as it is.

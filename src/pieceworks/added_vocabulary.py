@@ -318,8 +318,8 @@ class AddedVocabulary:
             tid = table[m.group()]
             tok = self.by_id[tid]
             if tok.single_word:
-                start_space = start == 0 or not _WORD_CHAR.match(text, start - 1)
-                stop_space = stop == len(text) or not _WORD_CHAR.match(text, stop)
+                start_space = start == 0 or not _is_word_char(text[start - 1])
+                stop_space = stop == len(text) or not _is_word_char(text[stop])
                 if not (start_space and stop_space):
                     continue
             if tok.lstrip:
@@ -349,13 +349,33 @@ class AddedVocabulary:
         return out
 
 
-import regex as _regex  # noqa: E402  (kept beside its only users)
+from functools import lru_cache  # noqa: E402  (kept beside its only users)
 
+from ._regex import Regex  # noqa: E402
 from .alignment import is_whitespace  # noqa: E402
 
-# Rust's regex \w (Hugging Face's word test) is Unicode's word class, as is
-# the `regex` module's.
-_WORD_CHAR = _regex.compile(r"\w")
+# Hugging Face's single_word test is Rust's regex \w: Alphabetic, marks,
+# decimal digits, connector punctuation and the two joiners, in the Unicode
+# version of the regex crate's tables. Oniguruma's tables (pieceworks'
+# Regex) have the same version, the `regex` module's a newer one (it counts
+# Unicode 16 and 17 letters); Oniguruma's own \w is another class (it
+# counts ² and ½, not U+200D), so the class is spelled out.
+_WORD_CLASS = r"[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]"
+
+
+@lru_cache(maxsize=1)
+def _word_regex() -> Regex:
+    return Regex(_WORD_CLASS)
+
+
+@lru_cache(maxsize=4096)
+def _is_word_char(char: str) -> bool:
+    """Whether ``char`` is a word char to ``single_word`` (Hugging Face's, Rust's ``\\w``).
+
+    >>> _is_word_char("é"), _is_word_char("_"), _is_word_char("\u200d"), _is_word_char("²"), _is_word_char("-")
+    (True, True, True, False, False)
+    """
+    return bool(_word_regex().spans(char))
 
 
 def _leftmost_space_at_end(text: str, end: int) -> int:

@@ -22,7 +22,7 @@ from tiktoken.load import load_tiktoken_bpe as tiktoken_load  # noqa: E402
 
 from pieceworks import tiktoken as pw  # noqa: E402
 from pieceworks.errors import (  # noqa: E402
-    ConfigError, DecodeError, FileFormatError, InputTypeError, SpecialTokenError, UnknownModelError)
+    ConfigError, DecodeError, FileFormatError, InputTypeError, PieceworksError, SpecialTokenError, UnknownModelError)
 from pieceworks.formats.gpt2_files import read_gpt2_ranks  # noqa: E402
 from pieceworks.formats.tiktoken import dump_tiktoken_bpe, parse_tiktoken_bpe  # noqa: E402
 
@@ -199,6 +199,35 @@ def test_special_token_text_is_refused_unless_allowed(pairs):
     with pytest.raises(SpecialTokenError):
         ours.encode("<|fim_prefix|>", allowed_special={"<|endoftext|>"})
     assert ours.encode(text, allowed_special={"<|endoftext|>"}) == ref.encode(text, allowed_special={"<|endoftext|>"})
+
+
+@pytest.mark.parametrize("call", [
+    lambda e: e.encode("hi <|endoftext|>", disallowed_special=None),          # None refuses nothing
+    lambda e: e.encode("hi <|foo|> <|endoftext|>", allowed_special={"<|foo|>", "<|endoftext|>"}),  # unknown: ignored
+    lambda e: e.encode_batch(["hi <|foo|>", "<|endoftext|>"], allowed_special={"<|foo|>"}, disallowed_special=()),
+    lambda e: e.encode_batch(["a", "b"], num_threads=None),                  # the pool's default size
+    lambda e: e.encode_ordinary_batch(["a", "b"], num_threads=1),
+])
+def test_special_options_and_thread_counts_as_tiktoken(pairs, call):
+    ours, ref = pairs["cl100k_base"]
+    assert call(ours) == call(ref)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda e: e.encode_batch(["a", "b"], num_threads=0), ValueError),        # tiktoken's thread pool refuses it
+    (lambda e: e.encode_ordinary_batch(["a"], num_threads=-1), ValueError),
+    (lambda e: e.decode_batch([[97]], num_threads=0), ValueError),
+    (lambda e: e.decode_bytes_batch([[97]], num_threads=0), ValueError),
+    (lambda e: e.encode_single_token(5), TypeError),                          # not bytes(5), five NUL bytes
+    (lambda e: e.encode("hi", allowed_special="<|endoftext|>"), TypeError),   # a lone str is not a set
+])
+def test_bad_options_raise_what_tiktoken_raises(pairs, call, error):
+    ours, ref = pairs["cl100k_base"]
+    with pytest.raises(error):
+        call(ref)
+    with pytest.raises(error) as info:
+        call(ours)
+    assert isinstance(info.value, PieceworksError) and "Fix:" in str(info.value)
 
 
 @pytest.fixture(scope="module")

@@ -98,6 +98,7 @@ class Encoding:
 
     def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
         """:meth:`encode_ordinary` of each text, on threads."""
+        _check_threads(num_threads)
         texts = _check_list(text)
         if self._split_regex is None:
             try:
@@ -121,6 +122,7 @@ class Encoding:
         (:mod:`pieceworks.tiktoken._special`); the texts that hold none are
         encoded as by :meth:`encode_ordinary_batch`, the others one by one.
         """
+        _check_threads(num_threads)
         texts = _check_list(text)
         allowed = self._allowed(allowed_special)
         disallowed = self._disallowed(allowed, disallowed_special)
@@ -166,7 +168,13 @@ class Encoding:
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The id of text that is exactly one token: a mergeable rank first, then a special
         token (tiktoken's order, for text that is both); KeyError of its bytes otherwise."""
-        piece = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
+        if isinstance(text_or_bytes, str):
+            piece = text_or_bytes.encode("utf-8")
+        elif isinstance(text_or_bytes, (bytes, bytearray, memoryview)):
+            piece = bytes(text_or_bytes)
+        else:       # (bytes(5) would be five NUL bytes)
+            raise InputTypeError(f"encode_single_token expects a str or bytes, got {type(text_or_bytes).__name__}",
+                                 fix="pass the token's text or bytes, e.g. enc.encode_single_token('hello')")
         tid = self._core.token_id(piece)
         if tid is not None:
             return tid
@@ -218,10 +226,12 @@ class Encoding:
     def decode_batch(self, batch: Sequence[Sequence[int]], *, errors: str = "replace",
                      num_threads: int = 8) -> list[str]:
         """:meth:`decode` of each list of tokens."""
+        _check_threads(num_threads)
         return [self.decode(tokens, errors=errors) for tokens in batch]
 
     def decode_bytes_batch(self, batch: Sequence[Sequence[int]], *, num_threads: int = 8) -> list[bytes]:
         """:meth:`decode_bytes` of each list of tokens."""
+        _check_threads(num_threads)
         return [self.decode_bytes(tokens) for tokens in batch]
 
     # -- vocabulary ---------------------------------------------------------------------
@@ -304,14 +314,17 @@ class Encoding:
         return out
 
     def _allowed(self, allowed_special) -> frozenset[str]:
+        """The special tokens ``allowed_special`` names; a name that is not one is ignored (as tiktoken)."""
         if allowed_special == _ALL:
             return self._all_special
-        return frozenset(allowed_special)
+        allowed = _token_set(allowed_special, "allowed_special")
+        return allowed if allowed <= self._all_special else allowed & self._all_special
 
     def _disallowed(self, allowed: frozenset[str], disallowed_special) -> frozenset[str]:
+        """The texts to refuse; None, like an empty collection, refuses nothing (as tiktoken)."""
         if disallowed_special == _ALL:
             return self._all_special - allowed if allowed else self._all_special
-        return frozenset(disallowed_special)
+        return frozenset() if disallowed_special is None else _token_set(disallowed_special, "disallowed_special")
 
     def _refuse_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
         disallowed = self._disallowed(allowed, disallowed_special)
@@ -395,6 +408,31 @@ def _compile(pat_str: str):
         raise ConfigError(f"invalid pat_str {pat_str!r}: {exc}", fix="check the pattern's syntax") from None
 
 
+def _token_set(tokens, name: str) -> frozenset[str]:
+    """``tokens`` (a collection of str) as a frozenset; a lone str other than "all" is an error.
+
+    >>> sorted(_token_set(["<|a|>", "<|b|>"], "allowed_special"))
+    ['<|a|>', '<|b|>']
+    """
+    if isinstance(tokens, str) or not hasattr(tokens, "__iter__"):
+        raise InputTypeError(f"{name} must be a set of special-token strings or 'all', got {tokens!r}",
+                             fix=f"wrap one token in a set: {name}={{{tokens!r}}}")
+    return tokens if type(tokens) is frozenset else frozenset(tokens)
+
+
+def _check_threads(num_threads) -> None:
+    """tiktoken's thread pool refuses fewer than one worker; so does the face (None: as many as
+    the pool has, as a ThreadPoolExecutor's default)."""
+    if num_threads is None:
+        return
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+        raise InputTypeError(f"num_threads must be an int, got {type(num_threads).__name__}",
+                             fix="pass a whole number of threads, e.g. num_threads=8")
+    if num_threads < 1:
+        raise ConfigError(f"num_threads must be greater than 0, got {num_threads}",
+                          fix="pass num_threads=1 to encode on the calling thread only")
+
+
 def _check_text(text) -> str:
     if not isinstance(text, str):
         raise InputTypeError(f"expected a str, got {type(text).__name__}",
@@ -439,7 +477,7 @@ def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool =
     from ..fast._pool import THREAD_MIN_CHARS, num_threads as pool_threads, run_job
 
     # (Not capped by the number of texts: the job cuts a long text into parts that threads share.)
-    threads = min(pool_threads(), max(num_threads or 1, 1))
+    threads = pool_threads() if num_threads is None else min(pool_threads(), num_threads)
     # A long list needs no count of its chars first: a job of one chunk runs on this thread alone.
     if threads <= 1 or not texts or len(texts) < _FEW_TEXTS and sum(map(len, texts)) < THREAD_MIN_CHARS:
         return core.encode_batch(texts, refuse_surrogates)
@@ -457,7 +495,7 @@ def _run_batch(encode_chunk, texts: list[str], num_threads: int) -> list[list[in
 
     from ..fast._pool import THREAD_MIN_CHARS, _get_pool, num_threads as pool_threads
 
-    threads = min(pool_threads(), max(num_threads or 1, 1), len(texts))
+    threads = min(pool_threads() if num_threads is None else min(pool_threads(), num_threads), len(texts))
     if threads <= 1:
         return encode_chunk(texts)
     ends = list(accumulate(map(len, texts)))

@@ -151,6 +151,10 @@ def test_batches_with_surrogates_or_wrong_types(pairs):
         ours.encode_ordinary_batch(["fine", b"bytes"])
     with pytest.raises(InputTypeError):
         ours.encode_ordinary(b"bytes")
+    assert ref.encode_batch("ab") == [[64], [65]]           # tiktoken: each char a text (README: refused here)
+    for batch_call in (ours.encode_batch, ours.encode_ordinary_batch):
+        with pytest.raises(InputTypeError, match="wrap it in a list"):
+            batch_call("ab")
     # Many short texts, fewer chars than one chunk: a job of one chunk, on this thread (no char count first).
     few_chars = ["fine", "a\udfffb", "x"] * 300
     assert ours.encode_ordinary_batch(few_chars, num_threads=2) == [ref.encode_ordinary(t) for t in few_chars]

@@ -6,6 +6,25 @@ cdef extern from "Python.h":
     PyObject* _pw_long_from "PyLong_FromSsize_t"(Py_ssize_t) except NULL
 
 
+cdef extern from *:
+    """
+    static inline void pw_prefetch_write(const void* p) { __builtin_prefetch(p, 1, 3); }
+    """
+    void pw_prefetch_write(const void* p) noexcept nogil
+
+
+cdef enum:
+    PREFETCH_AHEAD = 8      # how many ids ahead a list fill starts loading the int it will hand out
+
+
+cdef inline void prefetch_int(PyObject** table, Py_ssize_t count, Py_ssize_t value) noexcept:
+    """Start loading the shared int ``value``, whose refcount :func:`int_ref` will write: the
+    table spans megabytes, and a fill that waits for each int in turn spends most of its time
+    on those misses (they are independent, so loading a few ahead overlaps them)."""
+    if 0 <= value < count:
+        pw_prefetch_write(table[value])
+
+
 cdef inline PyObject* int_ref(PyObject** table, Py_ssize_t count, Py_ssize_t value) except NULL:
     """A new reference to the int ``value``: ``table[value]`` (see ``shared_int_table``) when
     ``value < count``, else a new int. For lists filled with PyList_SET_ITEM, which steals it."""

@@ -289,6 +289,8 @@ cdef list framed_ids(const int32_t* ids, Py_ssize_t n, list before, list after):
         Py_INCREF(obj)
         PyList_SET_ITEM(out, i, obj)
     for i in range(n):
+        if i + PREFETCH_AHEAD < n:
+            prefetch_int(_shared_ptrs, _n_shared, ids[i + PREFETCH_AHEAD])
         PyList_SET_ITEM_p(out, nb + i, int_ref(_shared_ptrs, _n_shared, ids[i]))
     for i in range(na):
         obj = after[i]

@@ -86,8 +86,8 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 from pieceworks._kernels.board cimport pw_board
 from pieceworks._kernels.scan cimport code_point
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, EncodingBase, SpanSource, encoding_of, framed_ids,
-                                               ids_raw, int_ref, make_with_ids, prefetch_int, pw_prefetch_write,
-                                               share_ints_below, shared_int_table)
+                                               ids_raw, int_ref, make_with_ids, prefetch_int, prefetch_next_ints,
+                                               pw_prefetch_write, share_ints_below, shared_int_table)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
@@ -2433,6 +2433,8 @@ cdef class BatchJob:
             if self.skip[item]:
                 encoding = None
             elif self.eager_ids and n <= max_length:
+                prefetch_next_ints(self.bpe._int_table, self.bpe._n_ints, <const uint32_t*>shared.ids.data(),
+                                   shared.ends[k], shared.ids.size())
                 encoding = make_with_ids(self.cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before,
                                                               after),
                                          n, self.strings, self.frame, shared, text, k)
@@ -2512,6 +2514,8 @@ cdef class BatchJob:
                     if g.start == 0:
                         open_chunk, open_at = listed, first
                     if g.end == self.texts.lengths[g.text]:     # the text's last segment: list it
+                        prefetch_next_ints(self.bpe._int_table, self.bpe._n_ints, chunk.ids.data(), chunk.ends[k],
+                                           chunk.ids.size())
                         ids = self._joined_ids(open_chunk, open_at, listed, chunk.ends[k])
                         Py_INCREF_p(<PyObject*>ids)
                         PyList_SET_ITEM_p(out, g.text, <PyObject*>ids)

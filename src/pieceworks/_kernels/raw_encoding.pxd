@@ -1,5 +1,5 @@
 from cpython.object cimport PyObject
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, uint32_t
 
 cdef extern from "Python.h":
     void _pw_incref "Py_INCREF"(PyObject*)
@@ -23,6 +23,15 @@ cdef inline void prefetch_int(PyObject** table, Py_ssize_t count, Py_ssize_t val
     on those misses (they are independent, so loading a few ahead overlaps them)."""
     if 0 <= value < count:
         pw_prefetch_write(table[value])
+
+
+cdef inline void prefetch_next_ints(PyObject** table, Py_ssize_t count, const uint32_t* ids, size_t at,
+                                    size_t size) noexcept:
+    """:func:`prefetch_int` for the first few of ``ids[at:size]``: the start of the next list a fill
+    will make (a short list, a line's, would otherwise begin each time on misses)."""
+    cdef size_t k
+    for k in range(at, min(at + PREFETCH_AHEAD, size)):
+        prefetch_int(table, count, ids[k])
 
 
 cdef inline PyObject* int_ref(PyObject** table, Py_ssize_t count, Py_ssize_t value) except NULL:

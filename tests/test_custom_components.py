@@ -199,6 +199,31 @@ def test_custom_stages_encode_and_decode_as_huggingface(text):
         assert ours.decode(ids) == theirs.decode(ids)
 
 
+@pytest.mark.parametrize("special", [[], ["<s>"]])
+@pytest.mark.parametrize("added", [[], ["<x>"]])
+def test_a_custom_normalizer_sees_the_texts_hugging_face_gives_it(added, special):
+    """Which strings reach a custom normalizer: none for an empty input (pieceworks called it with
+    '' unless a special token's split had dropped the empty text), the text around special tokens."""
+    seen = {}
+    for lib, n in ((pw, pwn), (hf, hfn)):
+        calls = seen[lib.__name__] = []
+
+        class Recording:
+            def normalize(self, normalized):
+                calls.append(normalized.normalized)
+                normalized.lowercase()
+
+        tok = lib.Tokenizer(lib.models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
+        tok.normalizer = n.Normalizer.custom(Recording())
+        tok.add_tokens(added)
+        tok.add_special_tokens(special)
+        calls.clear()       # (adding normalizes the normalized tokens' text: pieceworks again on each add)
+        for text in ["", "A", "<x>", "A<x>", "<s>", "A<s><s>", "<s>A<x>"]:
+            calls.append(("encode", text))
+            tok.encode(text)
+    assert seen["pieceworks"] == seen["tokenizers"]
+
+
 def test_training_with_a_custom_pre_tokenizer_matches_huggingface():
     corpus = ["中文字 hello world", "abab ab 中中 ßs", "hello 文字 abba"] * 5
     ours = pw.Tokenizer(pwm.BPE(unk_token="[UNK]"))

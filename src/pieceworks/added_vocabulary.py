@@ -263,7 +263,7 @@ class AddedVocabulary:
             pretok.split(lambda _, ns: self._split_on_matches(ns, raw))
 
         def normalize_then_match(_, ns):
-            if normalizer is not None:
+            if normalizer is not None and len(ns):     # (an empty input: Hugging Face calls no normalizer)
                 normalizer.normalize(ns)
             if normed is None:
                 return [ns.narrowed()]

@@ -86,6 +86,26 @@ def test_single_word_counts_the_word_chars_huggingface_counts():
         assert [e.ids for e in got] == [e.ids for e in want]
 
 
+def test_an_added_token_that_normalizes_to_nothing_matches_nothing():
+    """README departure: Hugging Face's empty pattern cuts the text into chars (and panics on a
+    non-ASCII one); pieceworks encodes the text as if the token were not there."""
+    vocab = {"[UNK]": 0, "a": 1, "aa": 2, "é": 3}
+    tokenizers = []
+    for lib in (pw, hf):
+        tok = lib.Tokenizer(lib.models.WordLevel(dict(vocab), unk_token="[UNK]"))
+        tok.normalizer = lib.normalizers.Replace("x", "")
+        tok.add_tokens([lib.AddedToken("xx", normalized=True)])
+        tokenizers.append(tok)
+    ours, theirs = tokenizers
+    plain = pw.Tokenizer(pw.models.WordLevel(dict(vocab), unk_token="[UNK]"))
+    plain.normalizer = pw.normalizers.Replace("x", "")
+    assert theirs.encode("aa").tokens == ["a", "a"]                  # the departure
+    for text in ["aa", "axxa", "xx", "éa", ""]:
+        got, want = ours.encode(text), plain.encode(text)
+        assert (got.ids, got.offsets) == (want.ids, want.offsets), text
+    assert ours.encode("aa").tokens == ["aa"]
+
+
 def test_add_special_tokens_makes_given_added_tokens_special_like_huggingface():
     # add_special_tokens makes an AddedToken special, and unnormalized unless it says normalized;
     # add_tokens keeps one as given. So decode skips them, and they match the text as it is.

@@ -202,8 +202,10 @@ def test_custom_stages_encode_and_decode_as_huggingface(text):
 @pytest.mark.parametrize("special", [[], ["<s>"]])
 @pytest.mark.parametrize("added", [[], ["<x>"]])
 def test_a_custom_normalizer_sees_the_texts_hugging_face_gives_it(added, special):
-    """Which strings reach a custom normalizer: none for an empty input (pieceworks called it with
-    '' unless a special token's split had dropped the empty text), the text around special tokens."""
+    """Which strings reach a custom normalizer, and when: each normalized added token's text once
+    when it is added and all of them when a normalizer is set (pieceworks normalized them all again
+    on every add), none for an empty input (pieceworks called it with '' unless a special token's
+    split had dropped the empty text), the text around special tokens."""
     seen = {}
     for lib, n in ((pw, pwn), (hf, hfn)):
         calls = seen[lib.__name__] = []
@@ -214,10 +216,15 @@ def test_a_custom_normalizer_sees_the_texts_hugging_face_gives_it(added, special
                 normalized.lowercase()
 
         tok = lib.Tokenizer(lib.models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
+        tok.add_tokens(["<w>"])
         tok.normalizer = n.Normalizer.custom(Recording())
+        calls.append("set")
         tok.add_tokens(added)
+        calls.append("added")
         tok.add_special_tokens(special)
-        calls.clear()       # (adding normalizes the normalized tokens' text: pieceworks again on each add)
+        calls.append("special")
+        tok.add_tokens(["<y>", "<x>"])
+        calls.append("more")
         for text in ["", "A", "<x>", "A<x>", "<s>", "A<s><s>", "<s>A<x>"]:
             calls.append(("encode", text))
             tok.encode(text)

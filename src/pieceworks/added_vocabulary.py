@@ -115,6 +115,8 @@ class AddedVocabulary:
         self._leads: tuple[str, ...] | None = ()  # see _leads()
         self._finder: TokenFinder | None = None   # finds the texts of a batch that hold a token
         self._spelled: dict[int, str] = {}     # id -> the normalized content of a normalized token
+        self._keys: dict[str, str] = {}        # content -> its normalized form, while _keys_for holds
+        self._keys_for: tuple | None = None    # (id of the normalizer, component epoch) they were made with
 
     def __len__(self) -> int:
         return len(self.by_content)
@@ -122,7 +124,7 @@ class AddedVocabulary:
     # Pickled for training's worker processes (see trainers.counts.CountPlan): the finder is C state,
     # rebuilt from the matchers' contents.
     def __getstate__(self):
-        return {**self.__dict__, "_finder": None}
+        return {**self.__dict__, "_finder": None, "_keys": {}, "_keys_for": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -212,20 +214,34 @@ class AddedVocabulary:
         top = max(self.by_content.values())
         return top + 1 if top >= size or size == 0 else size
 
+    def forget_normalized_forms(self) -> None:
+        """Normalize every token's content again at the next :meth:`refresh` (a normalizer was set)."""
+        self._keys_for = None
+
     def refresh(self, model, normalizer) -> None:
-        """Rebuild both matchers (after tokens or the normalizer changed)."""
+        """Rebuild both matchers (after tokens or the normalizer changed).
+
+        A token's normalized form is kept from one refresh to the next while
+        the normalizer is the same object and no component has changed
+        since (:func:`epoch`), so adding tokens one call at a time normalizes
+        each once, as in Hugging Face.
+        """
         raw: dict[str, int] = {}
         normed: dict[str, int] = {}
         spelled: dict[int, str] = {}
+        if self._keys_for != (id(normalizer), _EPOCH[0]):
+            self._keys = {}
+        keys = self._keys
         for listed in self.special + self.added:
             tid = self.token_to_id(listed.content, model)
             # The token as last added: adding a content again with other options replaces it (in
             # by_id), and, as in Hugging Face, its new options decide which matcher finds it.
             tok = self.by_id.get(tid, listed)
             if tok.normalized:
-                key = tok.content
-                if normalizer is not None:
-                    key = normalizer.normalize_str(key)
+                key = keys.get(tok.content)
+                if key is None:
+                    key = keys[tok.content] = (tok.content if normalizer is None
+                                               else normalizer.normalize_str(tok.content))
                 if key:
                     normed.setdefault(key, tid)
                     if key != tok.content:
@@ -244,6 +260,7 @@ class AddedVocabulary:
         contents = [c for c in list(raw) + list(normed) if c]
         self._finder = TokenFinder(contents) if contents else None
         _EPOCH[0] += 1      # what a tokenizer's encode snapshot knows of these tokens is stale
+        self._keys_for = (id(normalizer), _EPOCH[0])
 
     # -- matching ------------------------------------------------------
     def extract_and_normalize(self, normalizer, sequence: str, split_special: bool = False):
@@ -417,5 +434,42 @@ def _leads(contents: list[str]) -> tuple[str, ...] | None:
 
 
 def _compile_matcher(table: dict[str, int]):
-    return (any_of(table), table) if table else None
+    return (_Alternation(tuple(table)), table) if table else None
+
+
+class _Alternation:
+    """:func:`any_of` of some tokens, compiled when first searched: adding tokens one call at a time
+    rebuilds the matchers each time, and compiling the regex of all of them each time made adding
+    n tokens cost n compiles (3000 tokens: minutes).
+
+    >>> [m.group() for m in _Alternation(("<s>", "ab")).finditer("x<s>ab")]
+    ['<s>', 'ab']
+    """
+
+    __slots__ = ("contents", "_compiled")
+
+    def __init__(self, contents: tuple[str, ...]):
+        self.contents = contents
+        self._compiled = None
+
+    @property
+    def compiled(self):
+        """The regex (compiled now if not yet; two threads may both compile it, either is kept)."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = any_of(self.contents)
+        return compiled
+
+    def finditer(self, text: str):
+        return self.compiled.finditer(text)
+
+    def search(self, text: str):
+        return self.compiled.search(text)
+
+    def __getstate__(self):
+        return self.contents
+
+    def __setstate__(self, contents):
+        self.contents = contents
+        self._compiled = None
 

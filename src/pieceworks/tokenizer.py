@@ -87,6 +87,7 @@ class Tokenizer:
     def normalizer(self, normalizer):
         # Normalized added tokens are matched in their normalized form.
         self._normalizer = normalizer
+        self._added.forget_normalized_forms()      # (Hugging Face normalizes them all again here)
         self._added.refresh(self._model, normalizer)
 
     # -- vocabulary --------------------------------------------------------

@@ -112,6 +112,7 @@ class AddedVocabulary:
         self.special_set: set[str] = set()
         self._raw_matcher = None               # (compiled regex, {content: id})
         self._normalized_matcher = None
+        self._plain_matchers = (None, None)    # the two without the special tokens (split_special)
         self._leads: tuple[str, ...] | None = ()  # see _leads()
         self._finder: TokenFinder | None = None   # finds the texts of a batch that hold a token
         self._spelled: dict[int, str] = {}     # id -> the normalized content of a normalized token
@@ -256,6 +257,8 @@ class AddedVocabulary:
         self._spelled.update(spelled)
         self._raw_matcher = _compile_matcher(raw)
         self._normalized_matcher = _compile_matcher(normed)
+        self._plain_matchers = (self._without_special(self._raw_matcher),
+                                self._without_special(self._normalized_matcher))
         self._leads = _leads(list(raw) + list(normed))
         contents = [c for c in list(raw) + list(normed) if c]
         self._finder = TokenFinder(contents) if contents else None
@@ -272,10 +275,7 @@ class AddedVocabulary:
         from .pretokenized import PreTokenizedString
 
         pretok = PreTokenizedString(sequence)
-        raw, normed = self._raw_matcher, self._normalized_matcher
-        if split_special:
-            raw = self._without_special(raw)
-            normed = self._without_special(normed)
+        raw, normed = self._matchers(split_special)
         if raw is not None:
             pretok.split(lambda _, ns: self._split_on_matches(ns, raw))
 
@@ -289,12 +289,16 @@ class AddedVocabulary:
         pretok.split(normalize_then_match)
         return pretok
 
+    def _matchers(self, split_special: bool) -> tuple:
+        """The raw and the normalized matcher; with ``split_special``, those without the special tokens."""
+        return self._plain_matchers if split_special else (self._raw_matcher, self._normalized_matcher)
+
     def _without_special(self, matcher):
         if matcher is None:
             return None
         _, table = matcher
         kept = {c: i for c, i in table.items() if not self.is_special(self.by_id[i].content)}
-        return _compile_matcher(kept)
+        return matcher if len(kept) == len(table) else _compile_matcher(kept)
 
     def token_spans(self, text: str, split_special: bool = False) -> list[tuple[int, int, int]]:
         """``(start, stop, id)`` of each added token :meth:`extract_and_normalize` finds in ``text``
@@ -307,10 +311,7 @@ class AddedVocabulary:
         >>> v.token_spans("x<s>ab  y"), v.token_spans("x<s>ab  y", split_special=True)
         ([(1, 4, 0), (4, 8, 1)], [(4, 8, 1)])
         """
-        raw, normed = self._raw_matcher, self._normalized_matcher
-        if split_special:
-            raw = self._without_special(raw)
-            normed = self._without_special(normed)
+        raw, normed = self._matchers(split_special)
         spans = self._match_spans(text, raw) if raw is not None else []
         if normed is None:
             return spans

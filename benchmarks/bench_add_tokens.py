@@ -6,9 +6,10 @@
 Both libraries get the same WordLevel model and an NFKC + Lowercase
 normalizer (so every added token is normalized), then the same ``n`` tokens
 (``<tok0>``, ``<tok1>``, ...); a text holding some of them is encoded after,
-and the ids must be equal before a time is printed. Each add rebuilds the
-matchers of all the tokens in both libraries, so adding one call at a time
-grows faster than linearly in both; the ratio says how pieceworks keeps up.
+and the ids must be equal before a time is printed. Hugging Face remakes the
+matchers of all the tokens on every add, so adding one call at a time grows
+faster than linearly there; pieceworks normalizes only the tokens given and
+makes the matchers when a text is next encoded.
 """
 
 from __future__ import annotations

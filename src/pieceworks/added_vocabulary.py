@@ -13,6 +13,7 @@ the original.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ._component import _EPOCH
 from ._kernels.token_finder import TokenFinder
@@ -110,27 +111,42 @@ class AddedVocabulary:
         self.added: list[AddedToken] = []      # non-special, in the order given
         self.special: list[AddedToken] = []    # special, in the order given
         self.special_set: set[str] = set()
-        self._raw_matcher = None               # (compiled regex, {content: id})
-        self._normalized_matcher = None
-        self._plain_matchers = (None, None)    # the two without the special tokens (split_special)
-        self._leads: tuple[str, ...] | None = ()  # see _leads()
-        self._finder: TokenFinder | None = None   # finds the texts of a batch that hold a token
+        self._top = -1                         # the largest id in by_content
         self._spelled: dict[int, str] = {}     # id -> the normalized content of a normalized token
         self._keys: dict[str, str] = {}        # content -> its normalized form, while _keys_for holds
         self._keys_for: tuple | None = None    # (id of the normalizer, component epoch) they were made with
+        self._normalizer = None                # the one the keys are of (for a key missing when matchers are made)
+        self._made = _NO_MATCHERS              # the matchers, made again on first use after a change:
+        self._stale = False                    # adding n tokens one call at a time then makes them once
 
     def __len__(self) -> int:
         return len(self.by_content)
 
-    # Pickled for training's worker processes (see trainers.counts.CountPlan): the finder is C state,
-    # rebuilt from the matchers' contents.
+    # Pickled for training's worker processes (see trainers.counts.CountPlan): the matchers hold
+    # C state (the finder) and are made again from the tokens; the normalizer is not pickled.
     def __getstate__(self):
-        return {**self.__dict__, "_finder": None, "_keys": {}, "_keys_for": None}
+        return {**self.__dict__, "_made": _NO_MATCHERS, "_stale": True, "_keys_for": None, "_normalizer": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        contents = [c for m in (self._raw_matcher, self._normalized_matcher) if m is not None for c in m[1] if c]
-        self._finder = TokenFinder(contents) if contents else None
+
+    # The matchers (see _Matchers), made when first read after a change.
+    @property
+    def _raw_matcher(self):
+        return self._current().raw
+
+    @property
+    def _normalized_matcher(self):
+        return self._current().normalized
+
+    @property
+    def _leads(self) -> tuple[str, ...] | None:
+        return self._current().leads
+
+    def _current(self) -> "_Matchers":
+        if self._stale:
+            self._make_matchers()
+        return self._made
 
     def token_to_id(self, token: str, model) -> int | None:
         tid = self.by_content.get(token)
@@ -146,7 +162,7 @@ class AddedVocabulary:
 
     def has_normalized_tokens(self) -> bool:
         """Whether some added token is matched in the normalized text."""
-        return self._normalized_matcher is not None
+        return self._current().normalized is not None
 
     def may_occur_in(self, text: str) -> bool:
         """Whether some added token occurs in ``text`` as it is (not normalized).
@@ -157,7 +173,8 @@ class AddedVocabulary:
         normalization may still appear: see :meth:`has_normalized_tokens`.
         The same search as :meth:`texts_to_ask`, for one text.
         """
-        return self._finder is not None and self._finder.holds(text)
+        finder = self._current().finder
+        return finder is not None and finder.holds(text)
 
     def may_occur_in_any(self, texts: list[str]) -> bool:
         """Whether :meth:`may_occur_in` is True for some text (see :meth:`texts_to_ask`)."""
@@ -178,13 +195,20 @@ class AddedVocabulary:
         >>> v.texts_to_ask(["a <|endo", "b < c", "<|start|>", "<|x", "<|end", "oftext|>", "x<|endoftext|>"])
         [2, 6]
         """
-        return self._finder.texts_holding(texts) if self._finder is not None else []
+        finder = self._current().finder
+        return finder.texts_holding(texts) if finder is not None else []
 
     def is_special(self, content: str) -> bool:
         return content in self.special_set
 
     def add(self, tokens: list[AddedToken], model, normalizer) -> int:
-        """Add tokens (special ones are remembered as such); return how many were new."""
+        """Add tokens (special ones are remembered as such); return how many were new.
+
+        Only the tokens given are normalized (while the normalizer and the
+        components are unchanged: see :meth:`refresh`); the matchers are
+        made again when next used, so adding one token at a time costs no
+        pass over all the others.
+        """
         for tok in tokens:
             if tok.special and tok.content not in self.special_set:
                 self.special.append(tok)
@@ -200,19 +224,20 @@ class AddedVocabulary:
                 new_id = self._next_id(model)
             old_id = self.by_content.get(tok.content)
             self.by_content[tok.content] = new_id
+            self._top = max(self._top, new_id)
             if old_id is not None and old_id != new_id:
                 self.by_id.pop(old_id, None)
             self.by_id[new_id] = tok
             if tok.content not in self.special_set:
                 self.added.append(tok)
-        self.refresh(model, normalizer)
+        self._note_forms(normalizer, tokens)
         return len(tokens) - ignored
 
     def _next_id(self, model) -> int:
         size = model.get_vocab_size()
         if not self.by_content:
             return size
-        top = max(self.by_content.values())
+        top = self._top if self._top >= 0 else max(self.by_content.values())
         return top + 1 if top >= size or size == 0 else size
 
     def forget_normalized_forms(self) -> None:
@@ -220,50 +245,72 @@ class AddedVocabulary:
         self._keys_for = None
 
     def refresh(self, model, normalizer) -> None:
-        """Rebuild both matchers (after tokens or the normalizer changed).
+        """Take in a new model or normalizer (or a change to them): the matchers are made again.
 
-        A token's normalized form is kept from one refresh to the next while
-        the normalizer is the same object and no component has changed
-        since (:func:`epoch`), so adding tokens one call at a time normalizes
-        each once, as in Hugging Face.
+        A token's normalized form is kept while the normalizer is the same
+        object and no component has changed since (:func:`epoch`), so adding
+        tokens one call at a time normalizes each once, as in Hugging Face;
+        otherwise all are normalized again here.
         """
-        raw: dict[str, int] = {}
-        normed: dict[str, int] = {}
-        spelled: dict[int, str] = {}
+        self._note_forms(normalizer, None)
+
+    def _note_forms(self, normalizer, tokens: list[AddedToken] | None) -> None:
+        """Normalize the contents of ``tokens`` (None: all, as must be when the keys are stale) and
+        note how the normalized ones are spelled; the matchers are to be made again."""
         if self._keys_for != (id(normalizer), _EPOCH[0]):
-            self._keys = {}
-        keys = self._keys
-        for listed in self.special + self.added:
-            tid = self.token_to_id(listed.content, model)
+            self._keys, tokens = {}, None
+        spelled: dict[int, str] = {}
+        for listed in self.special + self.added if tokens is None else tokens:
+            tid = self.by_content[listed.content]
             # The token as last added: adding a content again with other options replaces it (in
             # by_id), and, as in Hugging Face, its new options decide which matcher finds it.
             tok = self.by_id.get(tid, listed)
             if tok.normalized:
-                key = keys.get(tok.content)
-                if key is None:
-                    key = keys[tok.content] = (tok.content if normalizer is None
-                                               else normalizer.normalize_str(tok.content))
-                if key:
-                    normed.setdefault(key, tid)
-                    if key != tok.content:
-                        # Only a spelling the normalizer changed replaces the id's token, as in Hugging
-                        # Face: so a token that took the id since (tokens added before training keep
-                        # their ids, which the trainer's special tokens may get) answers for it.
-                        spelled[tid] = key
-            else:
-                raw.setdefault(tok.content, tid)
+                key = self._key(tok.content, normalizer)
+                if key and key != tok.content:
+                    # Only a spelling the normalizer changed replaces the id's token, as in Hugging
+                    # Face: so a token that took the id since (tokens added before training keep
+                    # their ids, which the trainer's special tokens may get) answers for it.
+                    spelled[tid] = key
         # Added to, never emptied: Hugging Face keeps spelling a token as normalized once it was, even
         # after it is added again unnormalized.
         self._spelled.update(spelled)
-        self._raw_matcher = _compile_matcher(raw)
-        self._normalized_matcher = _compile_matcher(normed)
-        self._plain_matchers = (self._without_special(self._raw_matcher),
-                                self._without_special(self._normalized_matcher))
-        self._leads = _leads(list(raw) + list(normed))
-        contents = [c for c in list(raw) + list(normed) if c]
-        self._finder = TokenFinder(contents) if contents else None
+        self._normalizer = normalizer
+        self._stale = True
         _EPOCH[0] += 1      # what a tokenizer's encode snapshot knows of these tokens is stale
         self._keys_for = (id(normalizer), _EPOCH[0])
+
+    def _key(self, content: str, normalizer) -> str:
+        """``content`` normalized (kept in ``_keys``: see :meth:`refresh`)."""
+        key = self._keys.get(content)
+        if key is None:
+            key = self._keys[content] = content if normalizer is None else normalizer.normalize_str(content)
+        return key
+
+    def _make_matchers(self) -> None:
+        """Make both matchers, without and with the special tokens, from the tokens and their keys.
+
+        The new ones replace the old only when made: the old stay alive
+        till then, so an ``id()`` of a matcher a cache holds is never that
+        of a newer one. Two threads may both make them; either result is kept.
+        """
+        raw: dict[str, int] = {}
+        normed: dict[str, int] = {}
+        for listed in self.special + self.added:
+            tid = self.by_content[listed.content]
+            tok = self.by_id.get(tid, listed)
+            if tok.normalized:
+                key = self._key(tok.content, self._normalizer)     # (_note_forms made it: found)
+                if key:
+                    normed.setdefault(key, tid)
+            else:
+                raw.setdefault(tok.content, tid)
+        raw_matcher, normalized_matcher = _compile_matcher(raw), _compile_matcher(normed)
+        contents = [c for c in list(raw) + list(normed) if c]
+        self._made = _Matchers(raw_matcher, normalized_matcher,
+                               (self._without_special(raw_matcher), self._without_special(normalized_matcher)),
+                               _leads(list(raw) + list(normed)), TokenFinder(contents) if contents else None)
+        self._stale = False
 
     # -- matching ------------------------------------------------------
     def extract_and_normalize(self, normalizer, sequence: str, split_special: bool = False):
@@ -291,7 +338,8 @@ class AddedVocabulary:
 
     def _matchers(self, split_special: bool) -> tuple:
         """The raw and the normalized matcher; with ``split_special``, those without the special tokens."""
-        return self._plain_matchers if split_special else (self._raw_matcher, self._normalized_matcher)
+        made = self._current()
+        return made.plain if split_special else (made.raw, made.normalized)
 
     def _without_special(self, matcher):
         if matcher is None:
@@ -436,6 +484,19 @@ def _leads(contents: list[str]) -> tuple[str, ...] | None:
 
 def _compile_matcher(table: dict[str, int]):
     return (_Alternation(tuple(table)), table) if table else None
+
+
+class _Matchers(NamedTuple):
+    """What finds added tokens in text, made from the tokens at once (see AddedVocabulary._current)."""
+
+    raw: tuple | None            # (an _Alternation, {content: id}) of the tokens matched in the raw text
+    normalized: tuple | None     # the same for those matched in the normalized text
+    plain: tuple                 # the two without the special tokens (split_special)
+    leads: tuple[str, ...] | None    # see _leads()
+    finder: TokenFinder | None   # finds the texts of a batch that hold a token
+
+
+_NO_MATCHERS = _Matchers(None, None, (None, None), (), None)
 
 
 class _Alternation:

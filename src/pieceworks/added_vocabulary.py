@@ -241,8 +241,10 @@ class AddedVocabulary:
         return top + 1 if top >= size or size == 0 else size
 
     def forget_normalized_forms(self) -> None:
-        """Normalize every token's content again at the next :meth:`refresh` (a normalizer was set)."""
+        """Normalize every token's content again at the next :meth:`refresh`, and forget how each was
+        spelled (a normalizer was set: Hugging Face then spells them as the new one does)."""
         self._keys_for = None
+        self._spelled = {}
 
     def refresh(self, model, normalizer) -> None:
         """Take in a new model or normalizer (or a change to them): the matchers are made again.
@@ -272,8 +274,8 @@ class AddedVocabulary:
                     # Face: so a token that took the id since (tokens added before training keep
                     # their ids, which the trainer's special tokens may get) answers for it.
                     spelled[tid] = key
-        # Added to, never emptied: Hugging Face keeps spelling a token as normalized once it was, even
-        # after it is added again unnormalized.
+        # Added to until a normalizer is set: Hugging Face keeps spelling a token as normalized once it
+        # was, even after it is added again unnormalized, until then.
         self._spelled.update(spelled)
         self._normalizer = normalizer
         self._stale = True

@@ -356,8 +356,8 @@ class Tokenizer:
         are left alone, so Hugging Face parity holds for them.
         """
         model, added = self._model, self._added
-        key = (id(model), epoch(), getattr(model, "_generation", None), id(added._raw_matcher),
-               id(added._normalized_matcher))
+        # (Adding tokens moves the epoch on, as any change of a component does.)
+        key = (id(model), epoch(), getattr(model, "_generation", None))
         cached = self.__dict__.get("_exclusion")
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -486,7 +486,7 @@ class Tokenizer:
 
     def _strings_with_added(self, strings):
         """The plan's token table extended with the added tokens beyond it (made once); None if they clash."""
-        key = (id(strings), id(self._added._raw_matcher), id(self._added._normalized_matcher))
+        key = (id(strings), epoch())    # (adding tokens moves the epoch on)
         cached = self.__dict__.get("_spelling")
         if cached is not None and cached[0] == key:
             return cached[1]

@@ -7,7 +7,6 @@ JSON that loads again to the same JSON.
     python fuzz/fuzz_tokenizer_json.py -max_total_time=60 CORPUS_DIR
 """
 
-import sys
 
 from _common import Input, check_encoding, clean, instrumented, run
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import warnings
 
 import pytest
 from hypothesis import given, settings
@@ -353,9 +352,9 @@ def test_training_from_files_is_counting_plus_train_from_counts(tmp_path, name, 
     from_files.train([str(path)], make_trainer())
     counts = count_files([path], tokenizer.normalizer, tokenizer.pre_tokenizer, progress=False)
     counts.save(tmp_path / "c.counts")
-    for given in (counts, str(tmp_path / "c.counts"), dict(counts.items())):
+    for source in (counts, str(tmp_path / "c.counts"), dict(counts.items())):
         from_counts = pw.Tokenizer.from_str(tokenizer.to_str())
-        from_counts.train_from_counts(given, make_trainer())
+        from_counts.train_from_counts(source, make_trainer())
         assert from_counts.to_str() == from_files.to_str()
     # ... and the same whatever the number of counting processes
     monkeypatch.setenv("PIECEWORKS_WORKERS", "1")
@@ -401,8 +400,8 @@ def test_unigram_trains_from_counts_exactly_as_from_the_texts(tmp_path):
     from_texts.train_from_iterator(texts, trainer)
     counts = count_texts(texts, None, pre_tokenizers.Metaspace())
     counts.save(tmp_path / "pieces.counts")
-    for given in (counts, dict(counts.items()), str(tmp_path / "pieces.counts")):
+    for source in (counts, dict(counts.items()), str(tmp_path / "pieces.counts")):
         from_counts, trainer = fresh()
-        from_counts.train_from_counts(given, trainer)
+        from_counts.train_from_counts(source, trainer)
         assert from_counts.to_str() == from_texts.to_str()
     assert from_texts.get_vocab_size() == 300

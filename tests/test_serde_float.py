@@ -20,7 +20,7 @@ hf = pytest.importorskip("tokenizers")
 
 
 def unigram_json(scores: list[str]) -> str:
-    vocab = ", ".join(f'["<unk>", 0.0]' if i == 0 else f'["p{i}", {s}]' for i, s in enumerate(["0"] + scores))
+    vocab = ", ".join('["<unk>", 0.0]' if i == 0 else f'["p{i}", {s}]' for i, s in enumerate(["0"] + scores))
     return ('{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [], "normalizer": null, '
             '"pre_tokenizer": null, "post_processor": null, "decoder": null, '
             f'"model": {{"type": "Unigram", "unk_id": 0, "vocab": [{vocab}]}}}}')

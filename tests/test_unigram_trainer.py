@@ -11,9 +11,7 @@ compression against Hugging Face's UnigramTrainer on real prose.
 from __future__ import annotations
 
 import io
-import math
 from array import array
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -21,7 +21,6 @@ tables lack some decompositions Python has, such as U+32FF's).
 from __future__ import annotations
 
 import re
-import unicodedata
 from itertools import repeat
 
 from ._component import Component, CustomComponent, Fields, stage_base

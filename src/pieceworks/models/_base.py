@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from .._component import Component, Fields, stage_base
+from .._component import Component, stage_base
 from ..pretokenized import Token, in_byte_offsets
 
 __all__ = ["Model", "Token"]

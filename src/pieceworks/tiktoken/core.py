@@ -22,7 +22,7 @@ from typing import AbstractSet, Collection, Literal, Sequence
 from .._kernels.bytebpe import ByteBPE, Pattern
 from .._kernels.raw_encoding import untrack
 from ..errors import ConfigError, DecodeError, InputTypeError, OutOfRangeError, SpecialTokenError
-from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS
+from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS  # noqa: F401 (GPT2_PATTERN: the doctest's)
 from ._special import special_scan
 
 __all__ = ["Encoding"]

@@ -48,7 +48,6 @@ from array import array
 from itertools import accumulate
 from typing import Iterable, Mapping
 
-from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError, TrainingError
 from ..models.unigram import first_with_surrogate
 from ._base import SpecialTokensOption, Trainer, int_option

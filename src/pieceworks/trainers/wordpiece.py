@@ -60,7 +60,7 @@ from typing import Iterable, Mapping
 
 from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
-from ._base import (InitialAlphabetOption, SpecialTokensOption, Trainer, as_trainer_special, int_option,
+from ._base import (InitialAlphabetOption, SpecialTokensOption, Trainer, int_option,
                     memory_limit_option)
 from .counts import check_training_counts
 

@@ -230,6 +230,40 @@ def test_a_vocabulary_missing_bytes_falls_back():
     assert tok.encode("abab").ids == [2, 2]
 
 
+def test_tokens_outside_the_byte_alphabet_drop_their_merges_from_the_kernel():
+    """A vocabulary token with a char GPT-2's alphabet has no byte for (a raw space, an é) has no
+    bytes: the kernel leaves out the merges into it, and encodes as the general path does, which
+    never meets those merges either (no byte-level piece spells such a token)."""
+    from pieceworks.byte_level import BYTE_TO_CHAR
+
+    vocab = {c: i for i, c in enumerate(BYTE_TO_CHAR)}
+    vocab.update({"ab": 256, " d": 257, "c d": 258, "é": 259, "éa": 260, "ĠaĠ": 261, "Ġa": 262})
+    merges = [("a", "b"), ("c", " d"), ("é", "a"), ("Ġ", "a"), ("Ġa", "Ġ")]
+
+    def make():
+        tok = Tokenizer(BPE(dict(vocab), list(merges)))
+        tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+        return tok
+
+    fast, general = make(), general_path(make)
+    assert fast._current_plan() is not None
+    for text in ["ab c d éa", "c d", "é a", " a ab", "", "aĠ"]:
+        same(fast.encode(text), general.encode(text), text)
+    assert fast.encode(" ab").tokens == ["Ġ", "ab"] and fast.encode(" a").tokens == ["Ġa"] and fast.encode("aĠ").tokens == ["a", "Ä", "ł"]
+
+
+def test_byte_chars_to_bytes_or_none_is_the_alphabet_table_on_every_char():
+    from pieceworks.byte_level import CHAR_TO_BYTE, byte_chars_to_bytes, byte_chars_to_bytes_or_none
+
+    for code in range(0x110000):
+        char = chr(code)
+        want = bytes([CHAR_TO_BYTE[char]]) if char in CHAR_TO_BYTE else None
+        assert byte_chars_to_bytes_or_none(char) == want, hex(code)
+        assert byte_chars_to_bytes_or_none("Ġ" + char + "a") == (None if want is None else b" " + want + b"a")
+    with pytest.raises(KeyError, match="' '"):
+        byte_chars_to_bytes("a b")
+
+
 def _renumbered(reverse: bool, ignore_merges: bool):
     """A trained byte-level BPE whose merged tokens' ids run backwards (``reverse``), so the merges
     make ever smaller ids, or as trained (ever larger: the kernel then ranks pairs by the new id)."""

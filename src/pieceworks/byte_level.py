@@ -15,7 +15,8 @@ map to U+0100 onwards, in byte order (space → "Ġ", newline → "Ċ").
 
 from __future__ import annotations
 
-__all__ = ["BYTE_TO_CHAR", "CHAR_TO_BYTE", "text_to_byte_chars", "bytes_to_byte_chars", "byte_chars_to_bytes"]
+__all__ = ["BYTE_TO_CHAR", "CHAR_TO_BYTE", "text_to_byte_chars", "bytes_to_byte_chars", "byte_chars_to_bytes",
+           "byte_chars_to_bytes_or_none"]
 
 
 def _build_alphabet() -> list[str]:
@@ -47,8 +48,28 @@ def text_to_byte_chars(text: str) -> str:
 
 
 def byte_chars_to_bytes(chars: str) -> bytes:
-    """Inverse of :func:`bytes_to_byte_chars`; raises KeyError on a char outside the alphabet."""
-    return bytes(CHAR_TO_BYTE[c] for c in chars)
+    """Inverse of :func:`bytes_to_byte_chars`; raises KeyError on a char outside the alphabet.
+
+    >>> byte_chars_to_bytes("ĠhiĊ"), byte_chars_to_bytes_or_none("a b")
+    (b' hi\\n', None)
+    """
+    raw = byte_chars_to_bytes_or_none(chars)
+    if raw is None:
+        raise KeyError(next(c for c in chars if c not in CHAR_TO_BYTE))
+    return raw
+
+
+def byte_chars_to_bytes_or_none(chars: str) -> bytes | None:
+    """:func:`byte_chars_to_bytes`, or None for a char outside the alphabet (one C pass, no
+    Python step per char: a 128k-token vocabulary is spelled in bytes in a few milliseconds)."""
+    try:
+        return chars.translate(_ALPHABET_TO_LATIN1).encode("latin-1")
+    except UnicodeEncodeError:
+        return None
 
 
 _LATIN1_TO_ALPHABET = str.maketrans({chr(b): c for b, c in enumerate(BYTE_TO_CHAR)})
+# The alphabet's chars to the Latin-1 chars of their bytes; every other char below U+0100 to one
+# Latin-1 cannot encode (so is every char past the table, all at U+0144 or above: none is left as it is).
+_ALPHABET_TO_LATIN1 = str.maketrans({**{chr(c): "\uffff" for c in range(256)},
+                                     **{c: chr(b) for b, c in enumerate(BYTE_TO_CHAR)}})

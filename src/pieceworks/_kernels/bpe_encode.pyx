@@ -45,9 +45,10 @@ slower on Mistral's pieces, uncached).
 from array import array
 from operator import index
 
-from cpython.unicode cimport PyUnicode_GET_LENGTH
-from libcpp.unordered_map cimport unordered_map
-from libc.stdint cimport UINT32_MAX, UINT64_MAX
+from cpython.object cimport PyObject
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
+from libcpp.vector cimport vector
+from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
 from pieceworks.errors import InputTypeError
@@ -685,6 +686,141 @@ def _checked_ids(ids):
     return out
 
 
+# -- merges as ids: the vocabulary looked up by slices of the merge strings --------------
+
+
+cdef struct Span:
+    # chars start:end of a str (kind and data as PyUnicode_KIND/DATA give them)
+    int kind
+    const void* data
+    Py_ssize_t start
+    Py_ssize_t end
+
+
+cdef struct VocabSlot:
+    uint64_t h               # 0: an empty slot
+    PyObject* key            # borrowed from the vocab dict, which the table keeps
+    uint32_t id
+
+
+cdef inline Span span_of(str s, Py_ssize_t start, Py_ssize_t end) noexcept:
+    return Span(PyUnicode_KIND(s), PyUnicode_DATA(s), start, end)
+
+
+cdef inline uint64_t hash_spans(const Span* a, const Span* b) noexcept:
+    """FNV-1a over the code points of ``a`` then ``b``, mixed; never 0 (an empty slot)."""
+    cdef uint64_t h = 0xcbf29ce484222325ULL
+    cdef Py_ssize_t i
+    for i in range(a.start, a.end):
+        h = (h ^ <uint32_t>PyUnicode_READ(a.kind, a.data, i)) * 0x100000001b3ULL
+    for i in range(b.start, b.end):
+        h = (h ^ <uint32_t>PyUnicode_READ(b.kind, b.data, i)) * 0x100000001b3ULL
+    h ^= h >> 33
+    h *= 0xff51afd7ed558ccdULL
+    h ^= h >> 33
+    return h | 1
+
+
+cdef inline bint spells(PyObject* key, const Span* a, const Span* b) noexcept:
+    """Whether the str ``key`` is the chars of ``a`` followed by those of ``b``."""
+    cdef Py_ssize_t i, j = 0
+    cdef int kind = PyUnicode_KIND(<object>key)
+    cdef const void* data = PyUnicode_DATA(<object>key)
+    if PyUnicode_GET_LENGTH(<object>key) != (a.end - a.start) + (b.end - b.start):
+        return False
+    for i in range(a.start, a.end):
+        if PyUnicode_READ(kind, data, j) != PyUnicode_READ(a.kind, a.data, i):
+            return False
+        j += 1
+    for i in range(b.start, b.end):
+        if PyUnicode_READ(kind, data, j) != PyUnicode_READ(b.kind, b.data, i):
+            return False
+        j += 1
+    return True
+
+
+cdef class _VocabTable:
+    """``vocab`` (str -> id) looked up by a slice of a str, or two joined, with no str made: a
+    merge's two sides and their join are slices of the merge (Llama 3's 280k merges: three str
+    objects and three dict look-ups each were most of loading its tokenizer.json).
+
+    >>> t = _VocabTable({"ab": 7, "a": 1})
+    >>> t.find_text("xab", 1, 3), t.find_text("a b", 0, 1), t.find_text("a b", 2, 3)
+    (7, 1, -1)
+    """
+    cdef vector[VocabSlot] slots
+    cdef size_t mask
+    cdef dict vocab
+    cdef bint usable         # every key a str, every id within uint32
+
+    def __cinit__(self, dict vocab):
+        cdef size_t size = 16
+        cdef Span key_span, empty
+        cdef size_t i
+        cdef uint64_t h
+        self.vocab = vocab
+        self.usable = True
+        while size < 2 * <size_t>len(vocab) + 16:
+            size *= 2
+        self.slots.resize(size, VocabSlot(0, NULL, 0))
+        self.mask = size - 1
+        for key, value in vocab.items():
+            if type(key) is not str or type(value) is not int or not 0 <= value <= UINT32_MAX:
+                self.usable = False
+                return
+            key_span = span_of(key, 0, PyUnicode_GET_LENGTH(key))
+            empty = Span(1, NULL, 0, 0)
+            h = hash_spans(&key_span, &empty)
+            i = h & self.mask
+            while self.slots[i].h:
+                i = (i + 1) & self.mask
+            self.slots[i] = VocabSlot(h, <PyObject*>key, <uint32_t>value)
+
+    cdef int64_t find(self, const Span* a, const Span* b) noexcept:
+        """The id of the chars of ``a`` then ``b``; -1 if no key spells them."""
+        cdef uint64_t h = hash_spans(a, b)
+        cdef size_t i = h & self.mask
+        while self.slots[i].h:
+            if self.slots[i].h == h and spells(self.slots[i].key, a, b):
+                return self.slots[i].id
+            i = (i + 1) & self.mask
+        return -1
+
+    def find_text(self, str text not None, Py_ssize_t start, Py_ssize_t end) -> int:
+        """The id of ``text[start:end]``, or -1 (for tests)."""
+        cdef Span a = span_of(text, start, end), empty = Span(1, NULL, 0, 0)
+        return self.find(&a, &empty)
+
+
+cdef bint merge_sides(object m, Span* left, Span* right) noexcept:
+    """The two sides of merge ``m`` (a two-str list or tuple, or one str with one space);
+    False if it is neither."""
+    cdef Py_ssize_t i, space = -1, n
+    cdef int kind
+    cdef const void* data
+    if (type(m) is list or type(m) is tuple) and len(m) == 2:
+        if type(m[0]) is not str or type(m[1]) is not str:
+            return False
+        left[0] = span_of(m[0], 0, PyUnicode_GET_LENGTH(m[0]))
+        right[0] = span_of(m[1], 0, PyUnicode_GET_LENGTH(m[1]))
+        return True
+    if type(m) is not str:
+        return False
+    n = PyUnicode_GET_LENGTH(m)
+    kind = PyUnicode_KIND(m)
+    data = PyUnicode_DATA(m)
+    for i in range(n):
+        if PyUnicode_READ(kind, data, i) == 0x20:
+            if space >= 0:
+                return False    # ("a b c".split(" ") is three parts)
+            space = i
+    if space < 0:
+        return False
+    left[0] = Span(kind, data, 0, space)
+    right[0] = Span(kind, data, space + 1, n)
+    return True
+
+
 def resolve_merges(dict vocab, list merges, prefix):
     """Merges as a flat ``array("I")`` of ``left_id, right_id, new_id`` per merge.
 
@@ -692,62 +828,73 @@ def resolve_merges(dict vocab, list merges, prefix):
     new token is ``left + right`` minus ``prefix`` at the right's start. A
     pair listed twice keeps only its later place (Hugging Face keeps a
     pair -> rank map). Returns ``None`` at the first merge that is
-    malformed or names a token outside ``vocab``; the caller then finds
-    and reports it.
+    malformed or names a token outside ``vocab`` (or when a vocab key is not
+    a str or an id not a uint32); the caller then finds and reports it.
 
     >>> list(resolve_merges({"a": 0, "##b": 1, "ab": 2}, [["a", "##b"]], "##"))
     [0, 1, 2]
     >>> resolve_merges({"a": 0}, ["a b"], None) is None
     True
     """
-    cdef Py_ssize_t i, n = len(merges)
+    cdef Py_ssize_t i, k, n = len(merges)
     cdef Py_ssize_t cut = 0 if prefix is None else len(prefix)
     cdef vector[uint32_t] flat
-    cdef unordered_map[uint64_t, Py_ssize_t] last
-    cdef object m, a, b, right, a_id, b_id, new_id
-    cdef bint repeated = False
+    cdef _VocabTable table = _VocabTable(vocab)
+    cdef Span left, right, joined, empty = Span(1, NULL, 0, 0), want
+    cdef int64_t a_id, b_id, new_id
+    if not table.usable or cut and type(prefix) is not str:
+        return None
+    if cut:
+        want = span_of(prefix, 0, cut)
     flat.reserve(3 * n)
     for i in range(n):
-        m = merges[i]
-        if (type(m) is list or type(m) is tuple) and len(m) == 2:
-            a = m[0]
-            b = m[1]
-            if type(a) is not str or type(b) is not str:
-                return None
-        elif type(m) is str:
-            parts = (<str>m).split(" ")
-            if len(parts) != 2:
-                return None
-            a = parts[0]
-            b = parts[1]
-        else:
+        if not merge_sides(merges[i], &left, &right):
             return None
-        a_id = vocab.get(a)
-        b_id = vocab.get(b)
-        if a_id is None or b_id is None:
+        a_id = table.find(&left, &empty)
+        b_id = table.find(&right, &empty)
+        if a_id < 0 or b_id < 0:
             return None
+        joined = right
         if cut:
-            if not (<str>b).startswith(prefix):
+            if right.end - right.start < cut:
                 return None
-            right = (<str>b)[cut:]
-        else:
-            right = b
-        new_id = vocab.get(a + right)
-        if new_id is None:
+            for k in range(cut):
+                if PyUnicode_READ(right.kind, right.data, right.start + k) != PyUnicode_READ(want.kind, want.data, k):
+                    return None
+            joined.start += cut
+        new_id = table.find(&left, &joined)
+        if new_id < 0:
             return None
         flat.push_back(<uint32_t>a_id)
         flat.push_back(<uint32_t>b_id)
         flat.push_back(<uint32_t>new_id)
-    for i in range(n):
-        key = pair_key(flat[3 * i], flat[3 * i + 1])
-        if last.count(key):
-            repeated = True
-        last[key] = i
+    return _keep_last_of_each_pair(flat, n)
+
+
+cdef object _keep_last_of_each_pair(const vector[uint32_t]& flat, Py_ssize_t n):
+    """``flat``'s merges as an ``array("I")``, a pair listed twice only at its later place
+    (None for the pair of two ids 2**32 - 1, whose key is the map's empty mark)."""
+    cdef U64Map last
+    cdef uint64_t key, seen
+    cdef Py_ssize_t i
+    cdef bint repeated = False
     out = array("I")
-    if not repeated:
-        out.frombytes((<char*>flat.data())[:flat.size() * sizeof(uint32_t)])
+    map_init(&last, <size_t>n)
+    try:
+        for i in range(n):
+            key = pair_key(flat[3 * i], flat[3 * i + 1])
+            if key == EMPTY_KEY:
+                return None
+            if map_get(&last, key, &seen):
+                repeated = True
+            map_put(&last, key, <uint64_t>i)
+        if not repeated:
+            out.frombytes((<char*>flat.data())[:flat.size() * sizeof(uint32_t)])
+            return out
+        for i in range(n):
+            map_get(&last, pair_key(flat[3 * i], flat[3 * i + 1]), &seen)
+            if seen == <uint64_t>i:
+                out.extend((flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]))
         return out
-    for i in range(n):
-        if last[pair_key(flat[3 * i], flat[3 * i + 1])] == i:
-            out.extend((flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]))
-    return out
+    finally:
+        map_free(&last)

@@ -36,7 +36,7 @@ from functools import partial
 
 from .._kernels.bytebpe import ByteBPE, OneText, Pattern
 from .._kernels.raw_encoding import remap_offsets, untrack
-from ..byte_level import CHAR_TO_BYTE
+from ..byte_level import byte_chars_to_bytes_or_none
 from ..errors import ConfigError
 from ..models.bpe import BPE
 from ..normalizers import NFC
@@ -373,12 +373,11 @@ def _build(model: BPE, pattern: Pattern):
     token_bytes: list[bytes | None] = [None] * size
     for tid, token in model.vocab_r.items():
         tokens[tid] = token
-        try:
-            token_bytes[tid] = bytes([CHAR_TO_BYTE[ch] for ch in token])
-        except KeyError:
-            pass    # not in GPT-2's alphabet: no byte sequence merges into it
+        # (None: a char outside GPT-2's alphabet, so no byte sequence merges into it)
+        token_bytes[tid] = byte_chars_to_bytes_or_none(token)
     merges = model._merge_ids
-    if any(token_bytes[merges[k]] is None for k in range(len(merges))):
+    spelled = {tid for tid, raw in enumerate(token_bytes) if raw is not None}
+    if not spelled.issuperset(merges):     # drop the merges of (or into) a token with no bytes
         merges = array("I", [x for k in range(0, len(merges), 3) for x in merges[k:k + 3]
                              if all(token_bytes[merges[j]] is not None for j in range(k, k + 3))])
     try:

@@ -305,6 +305,32 @@ def test_bad_vocab_files_are_refused(tmp_path, vocab_text):
         BPE.from_file(str(tmp_path / "vocab.json"), str(tmp_path / "merges.txt"))
 
 
+@pytest.mark.parametrize("vocab, message", [
+    ({"a": 0, 5: 1}, "token 5 is not a string"),
+    ({"a": 0, "b": -1}, "'b' has id -1"),
+    ({"a": 0, "b": True}, "'b' has id True"),
+    ({"a": 0, "b": 1.0}, "'b' has id 1.0"),
+    ({"a": 0, "b": 2**31}, "above the largest id"),
+    ({"a": 0, "b": 1, "c": 0}, "id 0 is used by both 'a' and 'c'"),
+])
+def test_check_vocab_names_the_fault(vocab, message):
+    """The check in C loops passes only a sound vocabulary; the loop after it names what is wrong."""
+    from pieceworks.models._vocab import check_vocab
+
+    with pytest.raises(FileFormatError, match=message):
+        check_vocab(vocab, "vocab", "x.json")
+
+
+def test_check_vocab_passes_sound_vocabularies():
+    from pieceworks.models._vocab import MAX_ID, check_vocab
+
+    class Id(int):
+        pass
+
+    for vocab in ({}, {"a": 0}, {"a": MAX_ID, "b": 0}, {"a": Id(3), "b": 4}, {str(k): k for k in range(50_000)}):
+        assert check_vocab(vocab, "vocab") is vocab
+
+
 def test_missing_files_and_half_arguments():
     with pytest.raises(FileFormatError, match="not found"):
         BPE.from_file("/nonexistent/vocab.json", "/nonexistent/merges.txt")

@@ -17,6 +17,11 @@ def check_vocab(vocab: dict, where: str, path: str | None = None, error=FileForm
       ...
     pieceworks.errors.FileFormatError: <string>: field 'vocab': id 0 is used by both 'a' and 'b'. Fix: ...
     """
+    ids = vocab.values()
+    # The common case in C loops (a 150k-token vocabulary in milliseconds); the loop below names the fault.
+    if (not vocab or set(map(type, vocab)) == {str} and set(map(type, ids)) == {int}
+            and 0 <= min(ids) and max(ids) <= MAX_ID and len(set(ids)) == len(vocab)):
+        return vocab
     seen: dict[int, str] = {}
     for token, tid in vocab.items():
         if not isinstance(token, str):

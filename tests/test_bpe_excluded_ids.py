@@ -147,6 +147,23 @@ def test_linear_and_heap_paths_agree_with_excluded_ids(setup, texts):
 
 
 @SETTINGS
+@given(model_setups(), st.data())
+def test_the_model_says_whether_an_exclusion_matters_as_its_encoder_does(setup, data):
+    """BPE.exclusion_matters reads the vocabulary and merges (so that a fast path need not make the
+    encoder): the same answer as the encoder's own, which runs the C form of the set."""
+    vocab, merges, options, excluded = setup
+    model = BPE(vocab, merges, **options)
+    encoder = BPE(vocab, merges, **options)._get_encoder()
+    sets = [excluded, set(), set(vocab.values()), {-1, len(vocab)}] + [
+        set(data.draw(st.lists(st.sampled_from(sorted(vocab.values())), max_size=3))) for _ in range(5)]
+    for ids in sets:
+        assert model.exclusion_matters(ids) == encoder.exclusion_matters(ids), ids
+    assert model._encoder is None                # (it was not made to answer)
+    with pytest.raises(InputTypeError):
+        model.exclusion_matters({"<s>"})
+
+
+@SETTINGS
 @given(model_setups(), st.lists(pieces, min_size=1, max_size=6))
 def test_ids_that_nothing_can_produce_change_nothing(setup, texts):
     """Ids outside the vocabulary, tokens no merge makes, and (marked) chars' own tokens."""

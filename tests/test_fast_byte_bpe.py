@@ -264,6 +264,17 @@ def test_byte_chars_to_bytes_or_none_is_the_alphabet_table_on_every_char():
         byte_chars_to_bytes("a b")
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(["a", "Ġ", "Ċ", "\x00", " ", "\uffff", "中", "é", "ł", "Ń", "😀"]),
+                        max_size=4), max_size=8))
+def test_tokens_to_bytes_is_the_one_token_form_on_each(tokens):
+    """The joined pass (NUL between tokens) gives each token's bytes or None as the one-token form,
+    whatever the tokens hold: a NUL or U+FFFF of their own, chars past the table, nothing."""
+    from pieceworks.byte_level import byte_chars_to_bytes_or_none, tokens_to_bytes
+
+    assert tokens_to_bytes(tokens) == [byte_chars_to_bytes_or_none(t) for t in tokens]
+
+
 def _renumbered(reverse: bool, ignore_merges: bool):
     """A trained byte-level BPE whose merged tokens' ids run backwards (``reverse``), so the merges
     make ever smaller ids, or as trained (ever larger: the kernel then ranks pairs by the new id)."""

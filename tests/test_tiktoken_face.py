@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import re
 import shutil
 
 import pytest
@@ -548,6 +549,22 @@ def test_bad_constructor_arguments(ranks):
         pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={b"a": 0}, special_tokens={})
     with pytest.raises(ConfigError, match="special token '' is not a non-empty str"):
         pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks=ranks["r50k_base"], special_tokens={"": 50256})
+    byte_ranks = {bytes([b]): b for b in range(256)}
+    for bad, message in [({b"\xff\xff": -1}, "got b'\\xff\\xff': -1"), ({b"\xff\xff": True}, "got b'\\xff\\xff': True"),
+                         ({"ab": 256}, "got 'ab': 256"), ({b"ab": 256.0}, "got b'ab': 256.0"),
+                         ({b"ab": 7}, "rank 7 is given to both b'\\x07' and b'ab'"),
+                         ({b"ab": 10**9}, "largest rank is 1,000,000,000")]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={**byte_ranks, **bad}, special_tokens={})
+
+
+def test_ranks_of_an_int_subclass_are_ranks():
+    import enum
+
+    Rank = enum.IntEnum("Rank", {f"r{b}": b for b in range(257)})
+    ranks = {bytes([b]): Rank(b) if b else 0 for b in range(256)} | {b"ab": Rank(256)}
+    enc = pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks=ranks, special_tokens={})
+    assert enc.encode("abc") == [256, 99] and enc.n_vocab == 257
 
 
 

@@ -15,8 +15,10 @@ map to U+0100 onwards, in byte order (space → "Ġ", newline → "Ċ").
 
 from __future__ import annotations
 
+from itertools import repeat
+
 __all__ = ["BYTE_TO_CHAR", "CHAR_TO_BYTE", "text_to_byte_chars", "bytes_to_byte_chars", "byte_chars_to_bytes",
-           "byte_chars_to_bytes_or_none"]
+           "byte_chars_to_bytes_or_none", "tokens_to_bytes"]
 
 
 def _build_alphabet() -> list[str]:
@@ -66,6 +68,24 @@ def byte_chars_to_bytes_or_none(chars: str) -> bytes | None:
         return chars.translate(_ALPHABET_TO_LATIN1).encode("latin-1")
     except UnicodeEncodeError:
         return None
+
+
+def tokens_to_bytes(tokens: list[str]) -> list[bytes | None]:
+    """:func:`byte_chars_to_bytes_or_none` of each token, in a few C passes over them all when
+    every char is in the alphabet (a vocabulary of 150k tokens: milliseconds, not tens of them).
+
+    >>> tokens_to_bytes(["Ġa", "b"]), tokens_to_bytes(["Ġa", "中", "\\x00"])
+    ([b' a', b'b'], [b' a', None, None])
+    """
+    # Joined by NUL, which the table turns into U+FFFF as it does every char outside the alphabet
+    # below U+0100: the count of U+FFFF then says whether the separators are the only ones.
+    spelled = "\x00".join(tokens).translate(_ALPHABET_TO_LATIN1)
+    if spelled.count("\uffff") == len(tokens) - 1:
+        try:
+            return list(map(str.encode, spelled.split("\uffff"), repeat("latin-1")))
+        except UnicodeEncodeError:
+            pass    # a char past the table (U+0144 and above): token by token
+    return list(map(byte_chars_to_bytes_or_none, tokens))
 
 
 _LATIN1_TO_ALPHABET = str.maketrans({chr(b): c for b, c in enumerate(BYTE_TO_CHAR)})

@@ -36,7 +36,7 @@ from functools import partial
 
 from .._kernels.bytebpe import ByteBPE, OneText, Pattern
 from .._kernels.raw_encoding import remap_offsets, untrack
-from ..byte_level import byte_chars_to_bytes_or_none
+from ..byte_level import byte_chars_to_bytes_or_none, tokens_to_bytes
 from ..errors import ConfigError
 from ..models.bpe import BPE
 from ..normalizers import NFC
@@ -369,15 +369,13 @@ _RAW_MAX_CHARS = 2**31 - 1
 def _build(model: BPE, pattern: Pattern):
     """The kernel for ``model`` and the token string of each id, or ``(None, None)``."""
     size = max(model.vocab_r, default=-1) + 1
-    tokens = [None] * size
-    token_bytes: list[bytes | None] = [None] * size
-    for tid, token in model.vocab_r.items():
-        tokens[tid] = token
-        # (None: a char outside GPT-2's alphabet, so no byte sequence merges into it)
-        token_bytes[tid] = byte_chars_to_bytes_or_none(token)
+    tokens = list(map(model.vocab_r.get, range(size)))
+    # (None: a gap in the ids, or a char outside GPT-2's alphabet, so no byte sequence merges into it)
+    token_bytes = (tokens_to_bytes(tokens) if len(model.vocab_r) == size
+                   else [None if token is None else byte_chars_to_bytes_or_none(token) for token in tokens])
     merges = model._merge_ids
-    spelled = {tid for tid, raw in enumerate(token_bytes) if raw is not None}
-    if not spelled.issuperset(merges):     # drop the merges of (or into) a token with no bytes
+    if None in token_bytes and not {tid for tid, raw in enumerate(token_bytes) if raw is not None}.issuperset(merges):
+        # Drop the merges of (or into) a token with no bytes.
         merges = array("I", [x for k in range(0, len(merges), 3) for x in merges[k:k + 3]
                              if all(token_bytes[merges[j]] is not None for j in range(k, k + 3))])
     try:

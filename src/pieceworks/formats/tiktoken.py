@@ -70,7 +70,7 @@ def parse_tiktoken_bpe(data: bytes, path: str | None = None) -> dict[bytes, int]
             tokens, ranks_text = fields[0::2], fields[1::2]
             ranks = {decode(token, strict_mode=True): int(rank) for token, rank in zip(tokens, ranks_text)}
             if (len(ranks) == lines and len(set(ranks.values())) == lines
-                    and all(rank.isdigit() for rank in ranks_text)):
+                    and b"".join(ranks_text).isdigit()):    # (every field is non-empty: split() says so)
                 return ranks
         except (ValueError, binascii.Error):
             pass

@@ -236,8 +236,17 @@ class BPE(Model):
         >>> model = BPE({"a": 0, "b": 1, "ab": 2, "<s>": 3}, [("a", "b")])
         >>> model.exclusion_matters({3}), model.exclusion_matters({2}), model.exclusion_matters({0})
         (False, True, False)
+
+        Read off the vocabulary and merges, not the encoder: a byte-level
+        tokenizer asks this on its first encode, and its fast path never
+        needs the encoder (Llama 3's took tens of milliseconds to make).
         """
-        return self._get_encoder().exclusion_matters(excluded_ids)
+        from .._kernels.bpe_encode import _checked_ids
+
+        vocab_r, prefix, suffix = self.vocab_r, self.continuing_subword_prefix, self.end_of_word_suffix
+        spelled = {tid for tid in _checked_ids(excluded_ids)
+                   if tid in vocab_r and not _is_char_token(vocab_r[tid], prefix, suffix)}
+        return bool(spelled) and (bool(self.ignore_merges) or not spelled.isdisjoint(self._merge_ids[2::3]))
 
     def token_to_id(self, token: str) -> int | None:
         return self.vocab.get(token)
@@ -476,6 +485,23 @@ def _strip_prefix(right: str, prefix: str | None, prefix_len: int) -> str | None
         return raw[prefix_len:].decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _is_char_token(token: str, prefix: str | None, suffix: str | None) -> bool:
+    """Whether ``token`` is one char, marked or not (a key of :func:`_char_table`).
+
+    >>> _is_char_token("##a", "##", None), _is_char_token("a</w>", None, "</w>"), _is_char_token("ab", "##", None)
+    (True, True, False)
+    """
+    n = len(token)
+    if n == 1:
+        return True
+    has_prefix = prefix is not None and token.startswith(prefix)
+    has_suffix = suffix is not None and token.endswith(suffix)
+    lp = len(prefix) if prefix is not None else 0
+    ls = len(suffix) if suffix is not None else 0
+    return (has_prefix and n == lp + 1 or has_suffix and n == ls + 1
+            or has_prefix and has_suffix and n == lp + ls + 1)
 
 
 def _char_table(vocab: dict[str, int], prefix: str | None, suffix: str | None) -> list[tuple[int, int]]:

@@ -144,6 +144,25 @@ def test_a_normalized_token_is_spelled_as_the_current_normalizer_spells_it():
     assert got["pieceworks"] == got["tokenizers"]
 
 
+def test_a_token_added_while_the_matchers_are_made_is_found_next(monkeypatch):
+    """Matchers made from the tokens as they were when making began are not taken for the newer
+    tokens': a token another thread adds meanwhile is matched on the next use."""
+    import pieceworks.added_vocabulary as av
+
+    tok = pw.Tokenizer(pw.models.WordLevel(dict(VOCAB), unk_token="[UNK]"))
+    tok.add_tokens(["<a>"])
+    real_leads = av._leads
+
+    def leads_while_another_thread_adds(contents):
+        monkeypatch.setattr(av, "_leads", real_leads)
+        tok.add_tokens(["<b>"])         # (as if another thread ran here)
+        return real_leads(contents)
+
+    monkeypatch.setattr(av, "_leads", leads_while_another_thread_adds)
+    first = tok.encode("<a><b>").tokens             # the matchers being made know <a> only
+    assert first[0] == "<a>" and tok.encode("<a><b>").tokens == ["<a>", "<b>"]
+
+
 _TOKEN_OPTIONS = [dict(), dict(special=True), dict(normalized=False), dict(lstrip=True, rstrip=True),
                   dict(single_word=True), dict(normalized=True, special=True)]
 

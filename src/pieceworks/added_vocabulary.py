@@ -116,8 +116,10 @@ class AddedVocabulary:
         self._keys: dict[str, str] = {}        # content -> its normalized form, while _keys_for holds
         self._keys_for: tuple | None = None    # (id of the normalizer, component epoch) they were made with
         self._normalizer = None                # the one the keys are of (for a key missing when matchers are made)
-        self._made = _NO_MATCHERS              # the matchers, made again on first use after a change:
-        self._stale = False                    # adding n tokens one call at a time then makes them once
+        self._version = 0                      # moves on with every change of the tokens or their forms
+        # The matchers and the version they were made for, made again on first use after a change:
+        # adding n tokens one call at a time then makes them once.
+        self._made: tuple[int, _Matchers] = (0, _NO_MATCHERS)
 
     def __len__(self) -> int:
         return len(self.by_content)
@@ -125,7 +127,7 @@ class AddedVocabulary:
     # Pickled for training's worker processes (see trainers.counts.CountPlan): the matchers hold
     # C state (the finder) and are made again from the tokens; the normalizer is not pickled.
     def __getstate__(self):
-        return {**self.__dict__, "_made": _NO_MATCHERS, "_stale": True, "_keys_for": None, "_normalizer": None}
+        return {**self.__dict__, "_made": (-1, _NO_MATCHERS), "_keys_for": None, "_normalizer": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -144,9 +146,8 @@ class AddedVocabulary:
         return self._current().leads
 
     def _current(self) -> "_Matchers":
-        if self._stale:
-            self._make_matchers()
-        return self._made
+        version, made = self._made
+        return made if version == self._version else self._make_matchers()
 
     def token_to_id(self, token: str, model) -> int | None:
         tid = self.by_content.get(token)
@@ -278,7 +279,7 @@ class AddedVocabulary:
         # was, even after it is added again unnormalized, until then.
         self._spelled.update(spelled)
         self._normalizer = normalizer
-        self._stale = True
+        self._version += 1
         _EPOCH[0] += 1      # what a tokenizer's encode snapshot knows of these tokens is stale
         self._keys_for = (id(normalizer), _EPOCH[0])
 
@@ -289,13 +290,13 @@ class AddedVocabulary:
             key = self._keys[content] = content if normalizer is None else normalizer.normalize_str(content)
         return key
 
-    def _make_matchers(self) -> None:
+    def _make_matchers(self) -> "_Matchers":
         """Make both matchers, without and with the special tokens, from the tokens and their keys.
 
-        The new ones replace the old only when made: the old stay alive
-        till then, so an ``id()`` of a matcher a cache holds is never that
-        of a newer one. Two threads may both make them; either result is kept.
+        They are kept with the version they were made from: a change made
+        meanwhile (another thread) leaves them stale, to be made again.
         """
+        version = self._version
         raw: dict[str, int] = {}
         normed: dict[str, int] = {}
         for listed in self.special + self.added:
@@ -309,10 +310,11 @@ class AddedVocabulary:
                 raw.setdefault(tok.content, tid)
         raw_matcher, normalized_matcher = _compile_matcher(raw), _compile_matcher(normed)
         contents = [c for c in list(raw) + list(normed) if c]
-        self._made = _Matchers(raw_matcher, normalized_matcher,
-                               (self._without_special(raw_matcher), self._without_special(normalized_matcher)),
-                               _leads(list(raw) + list(normed)), TokenFinder(contents) if contents else None)
-        self._stale = False
+        made = _Matchers(raw_matcher, normalized_matcher,
+                         (self._without_special(raw_matcher), self._without_special(normalized_matcher)),
+                         _leads(list(raw) + list(normed)), TokenFinder(contents) if contents else None)
+        self._made = (version, made)
+        return made
 
     # -- matching ------------------------------------------------------
     def extract_and_normalize(self, normalizer, sequence: str, split_special: bool = False):

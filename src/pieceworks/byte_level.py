@@ -89,7 +89,8 @@ def tokens_to_bytes(tokens: list[str]) -> list[bytes | None]:
 
 
 _LATIN1_TO_ALPHABET = str.maketrans({chr(b): c for b, c in enumerate(BYTE_TO_CHAR)})
-# The alphabet's chars to the Latin-1 chars of their bytes; every other char below U+0100 to one
-# Latin-1 cannot encode (so is every char past the table, all at U+0144 or above: none is left as it is).
+# The alphabet's chars to the Latin-1 chars of their bytes, every other char below U+0100 to U+FFFF:
+# after it, a token encodes to Latin-1 only if all its chars were in the alphabet (the chars the table
+# leaves as they are, U+0144 and up, are past Latin-1 too).
 _ALPHABET_TO_LATIN1 = str.maketrans({**{chr(c): "\uffff" for c in range(256)},
                                      **{c: chr(b) for b, c in enumerate(BYTE_TO_CHAR)}})

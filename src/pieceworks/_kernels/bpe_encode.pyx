@@ -788,6 +788,8 @@ cdef class _VocabTable:
 
     def find_text(self, str text not None, Py_ssize_t start, Py_ssize_t end) -> int:
         """The id of ``text[start:end]``, or -1 (for tests)."""
+        if not 0 <= start <= end <= len(text):
+            raise IndexError(f"find_text: {start}:{end} is not a slice of a text of {len(text)} chars")
         cdef Span a = span_of(text, start, end), empty = Span(1, NULL, 0, 0)
         return self.find(&a, &empty)
 

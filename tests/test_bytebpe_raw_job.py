@@ -136,7 +136,7 @@ def test_texts_to_ask_lists_every_text_that_may_hold_a_token(texts, tokens):
     # Exactly the texts the long way would split a token out of (its matcher finds one); a
     # token cut between two texts is in neither.
     def matched(text):
-        return any(m is not None and m[0].search(text) for m in (added._raw_matcher, added._normalized_matcher))
+        return any(m is not None and m[0].spans(text) for m in (added._raw_matcher, added._normalized_matcher))
 
     assert added.texts_to_ask(texts) == [k for k, text in enumerate(texts) if matched(text)]
     assert [added.may_occur_in(text) for text in texts] == [bool(matched(text)) for text in texts]

@@ -1,4 +1,5 @@
-"""token_finder.TokenFinder: which texts hold one of some strings, as ``any(s in text for s in strings)``.
+"""token_finder.TokenFinder: which texts hold one of some strings, as ``any(s in text for s in strings)``;
+token_finder.TokenTrie: where they are, as a regex alternation of them, longest first, finds them.
 
 Batches ask it of every text for the added or special tokens, so it must
 be exact: a text it misses would have a token encoded as plain text; one it
@@ -12,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pieceworks._kernels.token_finder import TokenFinder
+from pieceworks._kernels.token_finder import TokenFinder, TokenTrie
+from pieceworks._regex import any_of
 
 # Chars of all three str widths, and some that share their low 16 bits (the first-char filter's key).
 CHARS = ["<", "|", "a", "b", ">", " ", "\u00e9", "\u4e2d", "\U0001f600", "\U00010061", "\u0061"]
@@ -37,11 +39,37 @@ def test_real_special_tokens_in_text_of_every_width():
             assert finder.texts_holding(texts) == [1, 2], (filler, k)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(CHARS), min_size=1, max_size=6), min_size=1, max_size=8, unique=True),
+       st.lists(st.text(alphabet=st.sampled_from(CHARS), max_size=40), max_size=6))
+def test_trie_finds_what_the_longest_first_alternation_finds(strings, texts):
+    """Leftmost-longest and without overlaps, on strings that start alike, that start or end
+    another, of every str width (and chars that share their low 16 bits: the first-char filter)."""
+    trie, regex = TokenTrie(strings), any_of(strings)
+    for text in texts + ["".join(strings), "".join(reversed(strings))]:
+        want = [(m.start(), m.end(), strings.index(m.group())) for m in regex.finditer(text)]
+        assert trie.spans(text) == want, text
+
+
+def test_trie_on_many_tokens_and_long_runs():
+    """Ten thousand tokens, one a long run of one char: every place walks at most its length."""
+    strings = [f"<t{k}>" for k in range(10_000)] + ["a" * 50, "a" * 49 + "b", "中文"]
+    trie, regex = TokenTrie(strings), any_of(strings)
+    text = "x<t9999><t1>a" + "a" * 120 + "b<t77" + "中文中" + "<t10000>"
+    assert trie.spans(text) == [(m.start(), m.end(), strings.index(m.group())) for m in regex.finditer(text)]
+    assert trie.spans("") == [] and trie.spans("zzz") == []
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="at least one"):
         TokenFinder([])
     with pytest.raises(ValueError, match="non-empty str"):
         TokenFinder(["a", ""])
+    with pytest.raises(ValueError, match="non-empty str"):
+        TokenTrie(["a", ""])
+    with pytest.raises(ValueError, match="non-empty str"):
+        TokenTrie(["a", 5])
+    assert TokenTrie([]).spans("abc") == []
     finder = TokenFinder(["ab"])
     with pytest.raises(TypeError, match="expected str, got int"):
         finder.texts_holding(["x", 3])

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ._component import _EPOCH
-from ._kernels.token_finder import TokenFinder
-from ._regex import any_of
+from ._kernels.token_finder import TokenFinder, TokenTrie
 from .errors import ConfigError, InputTypeError
 
 __all__ = ["AddedToken"]
@@ -380,12 +379,12 @@ class AddedVocabulary:
     def _match_spans(self, text: str, matcher) -> list[tuple[int, int, int]]:
         """``(start, stop, id)`` of each token ``matcher`` finds in ``text``, as its single_word,
         lstrip and rstrip options say."""
-        pattern, table = matcher
+        tokens, table = matcher
+        contents = tokens.contents
         out = []
         start_offset = 0
-        for m in pattern.finditer(text):
-            start, stop = m.span()
-            tid = table[m.group()]
+        for start, stop, k in tokens.spans(text):
+            tid = table[contents[k]]
             tok = self.by_id[tid]
             if tok.single_word:
                 start_space = start == 0 or not _is_word_char(text[start - 1])
@@ -487,13 +486,13 @@ def _leads(contents: list[str]) -> tuple[str, ...] | None:
 
 
 def _compile_matcher(table: dict[str, int]):
-    return (_Alternation(tuple(table)), table) if table else None
+    return (_Tokens(tuple(table)), table) if table else None
 
 
 class _Matchers(NamedTuple):
     """What finds added tokens in text, made from the tokens at once (see AddedVocabulary._current)."""
 
-    raw: tuple | None            # (an _Alternation, {content: id}) of the tokens matched in the raw text
+    raw: tuple | None            # (a _Tokens, {content: id}) of the tokens matched in the raw text
     normalized: tuple | None     # the same for those matched in the normalized text
     plain: tuple                 # the two without the special tokens (split_special)
     leads: tuple[str, ...] | None    # see _leads()
@@ -503,39 +502,31 @@ class _Matchers(NamedTuple):
 _NO_MATCHERS = _Matchers(None, None, (None, None), (), None)
 
 
-class _Alternation:
-    """:func:`any_of` of some tokens, compiled when first searched: adding tokens one call at a time
-    rebuilds the matchers each time, and compiling the regex of all of them each time made adding
-    n tokens cost n compiles (3000 tokens: minutes).
+class _Tokens:
+    """Where some tokens occur in a text, leftmost-longest (a :class:`TokenTrie`, made when first
+    searched: the matchers without the special tokens are made with the others, and rarely used).
 
-    >>> [m.group() for m in _Alternation(("<s>", "ab")).finditer("x<s>ab")]
-    ['<s>', 'ab']
+    >>> _Tokens(("<s>", "<s>x", "ab")).spans("x<s>ab<s>x")
+    [(1, 4, 0), (4, 6, 2), (6, 10, 1)]
     """
 
-    __slots__ = ("contents", "_compiled")
+    __slots__ = ("contents", "_trie")
 
     def __init__(self, contents: tuple[str, ...]):
         self.contents = contents
-        self._compiled = None
+        self._trie = None
 
-    @property
-    def compiled(self):
-        """The regex (compiled now if not yet; two threads may both compile it, either is kept)."""
-        compiled = self._compiled
-        if compiled is None:
-            compiled = self._compiled = any_of(self.contents)
-        return compiled
-
-    def finditer(self, text: str):
-        return self.compiled.finditer(text)
-
-    def search(self, text: str):
-        return self.compiled.search(text)
+    def spans(self, text: str) -> list[tuple[int, int, int]]:
+        """``(start, end, k)`` of each token found, ``contents[k]`` (two threads may both make the
+        trie; either is kept)."""
+        trie = self._trie
+        if trie is None:
+            trie = self._trie = TokenTrie(self.contents)
+        return trie.spans(text)
 
     def __getstate__(self):
         return self.contents
 
     def __setstate__(self, contents):
         self.contents = contents
-        self._compiled = None
-
+        self._trie = None

@@ -16,7 +16,9 @@ The second table loads Llama 3's tokenizer.json (from ../shared/data, if
 there), adds ``n`` tokens (``<dom0>``, ... and 50 words of the text), and
 encodes 200 KB of English prose as one text and as its lines: a regex of
 thousands of added tokens tried at every char was the slow way (3000 tokens:
-3.4 s for the one text; Hugging Face's Aho-Corasick: 0.07 s).
+3.4 s for the one text; Hugging Face's Aho-Corasick: 0.07 s). The third
+does the same with the tiktoken face against tiktoken: cl100k's ranks and
+``n`` more special tokens, all allowed.
 """
 
 from __future__ import annotations
@@ -87,6 +89,41 @@ def encoding_table(n: int) -> None:
             print(f"{title:<36}{ours[k]:>14.3f}{theirs[k]:>14.3f}{theirs[k] / ours[k]:>17.2f}x")
 
 
+def special_table(n: int) -> None:
+    """The tiktoken face against tiktoken with cl100k's ranks and ``n`` more special tokens, all
+    allowed: 200 KB of prose holding two of them, as one text and as its lines (one thread)."""
+    import json
+
+    import tiktoken
+    import tiktoken.load
+
+    from pieceworks import tiktoken as pw_tiktoken
+
+    ranks_path = SHARED_DATA / "tokenizers/tiktoken/cl100k_base.tiktoken"
+    prose = SHARED_DATA / "corpora/english/nltk_data_2008/gutenberg/austen-emma.txt"
+    if not ranks_path.exists() or not prose.exists():
+        print("\n(special tokens: ../shared/data not found, skipped)")
+        return
+    meta = json.loads((SHARED_DATA / "tokenizers/tiktoken/encodings_meta.json").read_text())["cl100k_base"]
+    specials = {**meta["special_tokens"], **{f"<|sp{k}|>": 100_300 + k for k in range(n)}}
+    text = prose.read_text(encoding="utf-8")[:200_000].replace("Emma", "<|sp7|>").replace("Harriet", f"<|sp{n - 1}|>")
+    print(f"\n{'cl100k, 200 KB, all allowed':<36}{'pieceworks s':>14}{'tiktoken s':>14}{'pieceworks speed':>18}")
+    results = []
+    for lib, load in ((pw_tiktoken, pw_tiktoken.load_tiktoken_bpe), (tiktoken, tiktoken.load.load_tiktoken_bpe)):
+        enc = lib.Encoding("x", pat_str=meta["pat_str"], mergeable_ranks=load(str(ranks_path)), special_tokens=specials)
+        start = time.perf_counter()
+        ids = enc.encode(text, allowed_special="all")
+        one = time.perf_counter() - start
+        start = time.perf_counter()
+        batch = enc.encode_batch(text.splitlines(), allowed_special="all", num_threads=1)
+        results.append((one, time.perf_counter() - start, [ids, batch]))
+    if results[0][2] != results[1][2]:
+        raise SystemExit("ids differ: no speed")
+    for k, mode in enumerate(("one text", "its lines")):
+        title = f"{n} special tokens, {mode}"
+        print(f"{title:<36}{results[0][k]:>14.3f}{results[1][k]:>14.3f}{results[1][k] / results[0][k]:>17.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=3000, help="tokens to add (default 3000)")
@@ -101,6 +138,7 @@ def main() -> None:
         mode = f"{args.n} tokens, " + ("one call" if one_call else "one call each")
         print(f"{mode:<28}{ours:>14.2f}{theirs:>14.2f}{theirs / ours:>17.2f}x")
     encoding_table(args.n)
+    special_table(args.n)
 
 
 if __name__ == "__main__":

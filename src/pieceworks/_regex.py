@@ -27,11 +27,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import regex
-
 from .errors import ConfigError
 
-__all__ = ["Regex", "any_of", "escape"]
+__all__ = ["Regex", "escape"]
 
 
 def _oniguruma():
@@ -176,14 +174,3 @@ class Regex:
 
     def __reduce__(self):
         return (Regex, (self.pattern,))
-
-
-def any_of(strings) -> "regex.Pattern":
-    """A regex matching any of ``strings`` (non-empty) literally, longest first: the engine's
-    leftmost-first choice is then the leftmost-longest one (Aho-Corasick's, Hugging Face's rule
-    for added tokens), and a string that starts another never hides it.
-
-    >>> [m.group() for m in any_of(["<s>", "<s>x", "a.b"]).finditer("<s>x <s> a.b axb")]
-    ['<s>x', '<s>', 'a.b']
-    """
-    return regex.compile("|".join(regex.escape(s) for s in sorted(strings, key=lambda s: (-len(s), s))))

@@ -92,13 +92,9 @@ def encode_bytes(enc: Encoding, data: bytes) -> list[int]:
 def _last_piece_token_count(enc: Encoding, text: str, allowed: frozenset[str]) -> int:
     """Tokens of the last piece the pattern cut, 0 if the text ends with a special token (or is empty)."""
     tail = text
-    scan = special_scan(allowed) if allowed else None
-    if scan is not None and scan.search(text) is not None:
-        last = None
-        for last in scan.regex.finditer(text):
-            pass
-        if last is not None:
-            tail = text[last.end():]
+    found = special_scan(allowed).spans(text) if allowed else []
+    if found:
+        tail = text[found[-1][1]:]
     if not tail:
         return 0
     if enc._split_regex is not None:

@@ -301,16 +301,16 @@ class Encoding:
 
     def _encode_allowing(self, text: str, allowed: frozenset[str]) -> list[int]:
         """Allowed special tokens become their ids; the text between is encoded on its own."""
-        scan = special_scan(allowed) if allowed else None
-        if scan is None or scan.search(text) is None:
+        found = special_scan(allowed).spans(text) if allowed else []
+        if not found:
             return self._encode_plain(text)
         out: list[int] = []
-        start = 0
-        for match in scan.regex.finditer(text):
-            out += self._encode_plain(text[start:match.start()])
-            out.append(self._special_tokens[match.group()])
-            start = match.end()
-        out += self._encode_plain(text[start:])
+        at = 0
+        for start, end, token in found:
+            out += self._encode_plain(text[at:start])
+            out.append(self._special_tokens[token])
+            at = end
+        out += self._encode_plain(text[at:])
         return out
 
     def _allowed(self, allowed_special) -> frozenset[str]:
@@ -328,9 +328,9 @@ class Encoding:
 
     def _refuse_disallowed(self, text: str, allowed: frozenset[str], disallowed_special) -> None:
         disallowed = self._disallowed(allowed, disallowed_special)
-        match = special_scan(disallowed).search(text) if disallowed else None
-        if match:
-            token = match.group()
+        found = special_scan(disallowed).search(text) if disallowed else None
+        if found is not None:
+            token = found[2]
             raise SpecialTokenError(
                 f"Encountered text corresponding to disallowed special token {token!r}",
                 fix=f"to encode it as the special token, pass it to allowed_special, e.g. "

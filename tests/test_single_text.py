@@ -175,3 +175,28 @@ def test_any_text_as_the_long_way(text):
 
 
 _BERT, _BYTE = bert(), byte_level()
+
+
+# Added tokens too varied for a few leading prefixes (26 first letters): the snapshot asks the batch finder.
+_VARIED = [f"{chr(97 + k % 26)}{k}q" for k in range(60)] + ["<|endoftext|>", "hé", "中文"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_VARIED + ["a", "b1", "q ", "hello ", "h", "中", " ", "<|"]), max_size=10).map("".join))
+def test_varied_added_tokens_are_found_by_the_snapshot(text):
+    """With tokens no few prefixes cover, the snapshot still takes the fast way (it went the long
+    way for every text) and sends exactly the texts holding a token the long way."""
+    tok = _VARIED_TOK
+    single = tok._single_text()
+    assert single.usable and tok._added._leads is None
+    assert_same_encoding(tok.encode(text), tok._encode_general(text))
+
+
+def _varied_tokenizer() -> Tokenizer:
+    tok = byte_level()
+    tok.add_tokens(_VARIED[:-3])
+    tok.add_tokens([AddedToken(t, normalized=False) for t in _VARIED[-3:]])
+    return tok
+
+
+_VARIED_TOK = _varied_tokenizer()

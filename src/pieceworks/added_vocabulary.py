@@ -144,6 +144,11 @@ class AddedVocabulary:
     def _leads(self) -> tuple[str, ...] | None:
         return self._current().leads
 
+    @property
+    def finder(self) -> TokenFinder | None:
+        """What :meth:`may_occur_in` asks (None: no token), for callers that ask it in C."""
+        return self._current().finder
+
     def _current(self) -> "_Matchers":
         version, made = self._made
         return made if version == self._version else self._make_matchers()

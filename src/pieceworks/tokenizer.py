@@ -548,14 +548,15 @@ class Tokenizer:
         """encode's snapshot for one plain str at this epoch (see _kernels/single_text.pyx), built and kept.
 
         Unusable (every call goes the long way) unless the plan has a
-        one-text kernel call, added tokens can be ruled out by their first
-        chars, and none is matched after normalizing.
+        one-text kernel call and no added token is matched after
+        normalizing. A text that may hold an added token goes the long way:
+        one of a few prefixes every token starts with, or (tokens too varied
+        for that) one the batch finder finds.
         """
         plan = self._current_plan()
         added = self._added
         one = None
-        if (plan is not None and plan.has_raw and not self._matched_after_normalizing(plan, "")
-                and (not added.by_content or added._leads is not None)):
+        if plan is not None and plan.has_raw and not self._matched_after_normalizing(plan, ""):
             one = plan.one_text()
         if one is None:
             single = SingleText(epoch())
@@ -564,9 +565,11 @@ class Tokenizer:
             frames = ((PLAIN_FRAME, PLAIN_FRAME) if processor is None
                       else (processor.single_frame(True), processor.single_frame(False)))
             truncations = (self._raw_truncation(True), self._raw_truncation(False))
-            single = SingleText(epoch(), one[0], one[1], Encoding, added._leads if added.by_content else (),
+            leads = added._leads if added.by_content else ()
+            single = SingleText(epoch(), one[0], one[1], Encoding, () if leads is None else leads,
                                 frames, truncations, bool(self.encode_special_tokens),
-                                self._split_exclusion() is not None, self._padding is not None)
+                                self._split_exclusion() is not None, self._padding is not None,
+                                added.finder if leads is None else None)
         self.__dict__["_single"] = single
         return single
 

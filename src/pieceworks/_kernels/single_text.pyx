@@ -35,7 +35,9 @@ cdef class SingleText:
     ``(raw, n_tokens, _, spans_from, source)``, the ids alone (see
     ``raw_encoding.make_raw``). ``strings[id]``: a token's
     string. ``leads``: prefixes one of which every added token starts with
-    (a text holding one goes the long way; see ``added_vocabulary._leads``).
+    (a text holding one goes the long way; see ``added_vocabulary._leads``);
+    ``finder``, when given, instead: a TokenFinder of the added tokens (a
+    text it says ``holds`` one goes the long way), for tokens too varied for leads.
     ``frames``/``truncations``: the post-processing frame and what
     truncation does (``raw_encoding.encoding_of``), for
     ``add_special_tokens`` True and False; a frame of None sends those
@@ -48,15 +50,17 @@ cdef class SingleText:
     cdef object encoder, strings, encoding_type
     cdef tuple leads
     cdef str lead_prefix
+    cdef object finder
     cdef object frame_with, frame_without
     cdef tuple truncation_with, truncation_without
     cdef bint default_split, split_matters, pads
 
     def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, tuple leads=(),
                  frames=(None, None), truncations=(None, None), bint default_split=False, bint split_matters=False,
-                 bint pads=False):
+                 bint pads=False, finder=None):
         self.epoch = epoch
         self.encoder, self.strings, self.encoding_type = encoder, strings, encoding_type
+        self.finder = finder
         self.leads = leads
         self.lead_prefix = _common_prefix(leads)
         self.frame_with, self.frame_without = frames
@@ -91,7 +95,10 @@ cdef class SingleText:
                 return None
         elif split is not False:
             return None
-        if self.lead_prefix:
+        if self.finder is not None:
+            if self.finder.holds(text):
+                return None
+        elif self.lead_prefix:
             if holds(text, self.lead_prefix):  # one scan rules most texts out; then ask each lead
                 for lead in self.leads:
                     if lead in text:

@@ -151,14 +151,14 @@ def test_a_token_added_while_the_matchers_are_made_is_found_next(monkeypatch):
 
     tok = pw.Tokenizer(pw.models.WordLevel(dict(VOCAB), unk_token="[UNK]"))
     tok.add_tokens(["<a>"])
-    real_leads = av._leads
+    real_finder = av.TokenFinder
 
-    def leads_while_another_thread_adds(contents):
-        monkeypatch.setattr(av, "_leads", real_leads)
+    def finder_while_another_thread_adds(contents):
+        monkeypatch.setattr(av, "TokenFinder", real_finder)
         tok.add_tokens(["<b>"])         # (as if another thread ran here)
-        return real_leads(contents)
+        return real_finder(contents)
 
-    monkeypatch.setattr(av, "_leads", leads_while_another_thread_adds)
+    monkeypatch.setattr(av, "TokenFinder", finder_while_another_thread_adds)
     first = tok.encode("<a><b>").tokens             # the matchers being made know <a> only
     assert first[0] == "<a>" and tok.encode("<a><b>").tokens == ["<a>", "<b>"]
 

@@ -114,7 +114,6 @@ class AddedVocabulary:
         self._spelled: dict[int, str] = {}     # id -> the normalized content of a normalized token
         self._keys: dict[str, str] = {}        # content -> its normalized form, while _keys_for holds
         self._keys_for: tuple | None = None    # (id of the normalizer, component epoch) they were made with
-        self._normalizer = None                # the one the keys are of (for a key missing when matchers are made)
         self._version = 0                      # moves on with every change of the tokens or their forms
         # The matchers and the version they were made for, made again on first use after a change:
         # adding n tokens one call at a time then makes them once.
@@ -124,9 +123,9 @@ class AddedVocabulary:
         return len(self.by_content)
 
     # Pickled for training's worker processes (see trainers.counts.CountPlan): the matchers hold
-    # C state (the finder) and are made again from the tokens; the normalizer is not pickled.
+    # C state (the finder) and are made again from the tokens and their kept normalized forms.
     def __getstate__(self):
-        return {**self.__dict__, "_made": (-1, _NO_MATCHERS), "_keys_for": None, "_normalizer": None}
+        return {**self.__dict__, "_made": (-1, _NO_MATCHERS), "_keys_for": None}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -139,10 +138,6 @@ class AddedVocabulary:
     @property
     def _normalized_matcher(self):
         return self._current().normalized
-
-    @property
-    def _leads(self) -> tuple[str, ...] | None:
-        return self._current().leads
 
     @property
     def finder(self) -> TokenFinder | None:
@@ -242,7 +237,7 @@ class AddedVocabulary:
         size = model.get_vocab_size()
         if not self.by_content:
             return size
-        top = self._top if self._top >= 0 else max(self.by_content.values())
+        top = self._top
         return top + 1 if top >= size or size == 0 else size
 
     def forget_normalized_forms(self) -> None:
@@ -282,7 +277,6 @@ class AddedVocabulary:
         # Added to until a normalizer is set: Hugging Face keeps spelling a token as normalized once it
         # was, even after it is added again unnormalized, until then.
         self._spelled.update(spelled)
-        self._normalizer = normalizer
         self._version += 1
         _EPOCH[0] += 1      # what a tokenizer's encode snapshot knows of these tokens is stale
         self._keys_for = (id(normalizer), _EPOCH[0])
@@ -307,7 +301,7 @@ class AddedVocabulary:
             tid = self.by_content[listed.content]
             tok = self.by_id.get(tid, listed)
             if tok.normalized:
-                key = self._key(tok.content, self._normalizer)     # (_note_forms made it: found)
+                key = self._keys[tok.content]      # (_note_forms made it)
                 if key:
                     normed.setdefault(key, tid)
             else:
@@ -316,7 +310,7 @@ class AddedVocabulary:
         contents = [c for c in list(raw) + list(normed) if c]
         made = _Matchers(raw_matcher, normalized_matcher,
                          (self._without_special(raw_matcher), self._without_special(normalized_matcher)),
-                         _leads(list(raw) + list(normed)), TokenFinder(contents) if contents else None)
+                         TokenFinder(contents) if contents else None)
         self._made = (version, made)
         return made
 
@@ -467,29 +461,6 @@ def _rightmost_space_at_start(text: str, start: int) -> int:
     return start
 
 
-# With up to this many distinct prefixes, one-text encode (SingleText) looks for them first.
-_MAX_LEADS = 8
-
-
-def _leads(contents: list[str]) -> tuple[str, ...] | None:
-    """Prefixes, up to 4 chars, one of which every token starts with; None when there are many.
-
-    A few ``prefix in text`` scans (C substring search) are much faster than
-    the regex over every token, and most texts hold none of them.
-
-    >>> _leads(["<|endoftext|>", "<|im_start|>", "[CLS]"]), _leads([])
-    (('<|en', '<|im', '[CLS'), ())
-    """
-    if not contents:
-        return ()
-    width = min(4, min(len(c) for c in contents))
-    leads = tuple(sorted({c[:width] for c in contents}))
-    if len(leads) <= _MAX_LEADS:
-        return leads
-    leads = tuple(sorted({c[0] for c in contents}))
-    return leads if len(leads) <= _MAX_LEADS else None
-
-
 def _compile_matcher(table: dict[str, int]):
     return (_Tokens(tuple(table)), table) if table else None
 
@@ -500,11 +471,10 @@ class _Matchers(NamedTuple):
     raw: tuple | None            # (a _Tokens, {content: id}) of the tokens matched in the raw text
     normalized: tuple | None     # the same for those matched in the normalized text
     plain: tuple                 # the two without the special tokens (split_special)
-    leads: tuple[str, ...] | None    # see _leads()
     finder: TokenFinder | None   # finds the texts of a batch that hold a token
 
 
-_NO_MATCHERS = _Matchers(None, None, (None, None), (), None)
+_NO_MATCHERS = _Matchers(None, None, (None, None), None)
 
 
 class _Tokens:

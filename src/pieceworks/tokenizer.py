@@ -549,9 +549,8 @@ class Tokenizer:
 
         Unusable (every call goes the long way) unless the plan has a
         one-text kernel call and no added token is matched after
-        normalizing. A text that may hold an added token goes the long way:
-        one of a few prefixes every token starts with, or (tokens too varied
-        for that) one the batch finder finds.
+        normalizing. A text the batch finder says holds an added token goes
+        the long way.
         """
         plan = self._current_plan()
         added = self._added
@@ -565,11 +564,9 @@ class Tokenizer:
             frames = ((PLAIN_FRAME, PLAIN_FRAME) if processor is None
                       else (processor.single_frame(True), processor.single_frame(False)))
             truncations = (self._raw_truncation(True), self._raw_truncation(False))
-            leads = added._leads if added.by_content else ()
-            single = SingleText(epoch(), one[0], one[1], Encoding, () if leads is None else leads,
-                                frames, truncations, bool(self.encode_special_tokens),
-                                self._split_exclusion() is not None, self._padding is not None,
-                                added.finder if leads is None else None)
+            single = SingleText(epoch(), one[0], one[1], Encoding, added.finder, frames, truncations,
+                                bool(self.encode_special_tokens), self._split_exclusion() is not None,
+                                self._padding is not None)
         self.__dict__["_single"] = single
         return single
 

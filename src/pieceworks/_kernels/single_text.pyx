@@ -34,10 +34,8 @@ cdef class SingleText:
     ...)`` or anything else for the long way; a fifth item or more means
     ``(raw, n_tokens, _, spans_from, source)``, the ids alone (see
     ``raw_encoding.make_raw``). ``strings[id]``: a token's
-    string. ``leads``: prefixes one of which every added token starts with
-    (a text holding one goes the long way; see ``added_vocabulary._leads``);
-    ``finder``, when given, instead: a TokenFinder of the added tokens (a
-    text it says ``holds`` one goes the long way), for tokens too varied for leads.
+    string. ``finder``: a TokenFinder of the added tokens' contents (None:
+    no token): a text it says ``holds`` one goes the long way.
     ``frames``/``truncations``: the post-processing frame and what
     truncation does (``raw_encoding.encoding_of``), for
     ``add_special_tokens`` True and False; a frame of None sends those
@@ -48,21 +46,17 @@ cdef class SingleText:
     """
     cdef readonly long long epoch
     cdef object encoder, strings, encoding_type
-    cdef tuple leads
-    cdef str lead_prefix
     cdef object finder
     cdef object frame_with, frame_without
     cdef tuple truncation_with, truncation_without
     cdef bint default_split, split_matters, pads
 
-    def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, tuple leads=(),
+    def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, finder=None,
                  frames=(None, None), truncations=(None, None), bint default_split=False, bint split_matters=False,
-                 bint pads=False, finder=None):
+                 bint pads=False):
         self.epoch = epoch
         self.encoder, self.strings, self.encoding_type = encoder, strings, encoding_type
         self.finder = finder
-        self.leads = leads
-        self.lead_prefix = _common_prefix(leads)
         self.frame_with, self.frame_without = frames
         self.truncation_with, self.truncation_without = truncations
         self.default_split, self.split_matters, self.pads = default_split, split_matters, pads
@@ -95,18 +89,8 @@ cdef class SingleText:
                 return None
         elif split is not False:
             return None
-        if self.finder is not None:
-            if self.finder.holds(text):
-                return None
-        elif self.lead_prefix:
-            if holds(text, self.lead_prefix):  # one scan rules most texts out; then ask each lead
-                for lead in self.leads:
-                    if lead in text:
-                        return None
-        else:
-            for lead in self.leads:
-                if lead in text:
-                    return None
+        if self.finder is not None and self.finder.holds(text):
+            return None
         result = self.encoder(text)
         if type(result) is not tuple:
             return None
@@ -159,20 +143,6 @@ cpdef bint only_str(items) except -1:
         if type(item) is not str:
             return False
     return True
-
-
-cdef str _common_prefix(tuple strings):
-    """The longest str every one of ``strings`` starts with ("" for none)."""
-    cdef str first, s
-    cdef Py_ssize_t n
-    if not strings:
-        return ""
-    first = strings[0]
-    n = len(first)
-    for s in strings:
-        while n and not s.startswith(first[:n]):
-            n -= 1
-    return first[:n]
 
 
 @cython.binding(True)

@@ -20,7 +20,7 @@ import contextvars
 
 from ._component import Component, CustomComponent, Fields, stage_base
 from ._regex import Regex
-from .byte_level import CHAR_TO_BYTE
+from .byte_level import byte_chars_to_bytes_or_none
 from .errors import ConfigError, DecodeError, InputTypeError
 
 __all__ = ["Decoder", "ByteLevel", "WordPiece", "Metaspace", "BPEDecoder", "ByteFallback", "Fuse",
@@ -211,10 +211,8 @@ class ByteLevel(Decoder):
 
 def _token_bytes(token: str) -> bytes:
     """The bytes a byte-level token stands for (its own UTF-8 if not byte-level)."""
-    try:
-        return bytes(CHAR_TO_BYTE[c] for c in token)
-    except KeyError:
-        return token.encode("utf-8", "surrogatepass")
+    raw = byte_chars_to_bytes_or_none(token)
+    return token.encode("utf-8", "surrogatepass") if raw is None else raw
 
 
 class WordPiece(Decoder):

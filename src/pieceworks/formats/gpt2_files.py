@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from ..byte_level import CHAR_TO_BYTE
+from ..byte_level import byte_chars_to_bytes, byte_chars_to_bytes_or_none
 from ..errors import FileFormatError
 
 __all__ = ["read_gpt2_ranks", "gpt2_byte_order"]
@@ -78,7 +78,7 @@ def _merge_lines(path: str):
 
 def _to_bytes(token: str, path: str, number: int) -> bytes:
     try:
-        return bytes(CHAR_TO_BYTE[ch] for ch in token)
+        return byte_chars_to_bytes(token)
     except KeyError as exc:
         raise FileFormatError(path, f"token {token!r} has {exc.args[0]!r}, which is not in GPT-2's byte alphabet",
                               line=number, fix="give a byte-level BPE's vocab.bpe (GPT-2, RoBERTa style)") from None
@@ -98,10 +98,7 @@ def _check_encoder(path: str, ranks: dict[bytes, int]) -> None:
     for token, tid in data.items():
         if token in SPECIAL_TOKENS:
             continue
-        try:
-            raw = bytes(CHAR_TO_BYTE[ch] for ch in token)
-        except KeyError:
-            raw = None
+        raw = byte_chars_to_bytes_or_none(token)
         if raw is None or ranks.get(raw) != tid:
             expected = None if raw is None else ranks.get(raw)
             raise FileFormatError(path, f"token {token!r} has id {tid!r} but the merges give it "

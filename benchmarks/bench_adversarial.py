@@ -86,6 +86,17 @@ def _hf_file(shared_data: Path, relative: str):
     return load
 
 
+def _with_added_tokens(shared_data: Path, relative: str, tokens: list[str]):
+    """A tokenizer.json with ``tokens`` added: the added-token search must stay linear too."""
+    def load():
+        import pieceworks as pw
+
+        tok = pw.Tokenizer.from_file(str(shared_data / relative))
+        tok.add_tokens(tokens)
+        return tok.encode
+    return load
+
+
 def _gpt2_files(shared_data: Path):
     def load():
         import pieceworks as pw
@@ -147,6 +158,7 @@ def _trained(kind: str, shared_data: Path):
 
 def tokenizer_catalog(shared_data: Path = SHARED_DATA) -> dict[str, tuple[str, Callable[[], Callable]]]:
     """Name → (what it is, loader returning an ``encode(text)`` callable)."""
+    llama3 = "tokenizers/hf_tokenizer_json/llama3/tokenizer.json"
     return {
         "llama3": ("byte-level BPE, tokenizer.json", _hf_file(shared_data, "tokenizers/hf_tokenizer_json/llama3/tokenizer.json")),
         "qwen3": ("byte-level BPE + NFC, tokenizer.json", _hf_file(shared_data, "tokenizers/hf_tokenizer_json/qwen3/tokenizer.json")),
@@ -162,6 +174,12 @@ def tokenizer_catalog(shared_data: Path = SHARED_DATA) -> dict[str, tuple[str, C
         "trained-wordpiece": ("WordPiece trained here, no word-length cap", _trained("wordpiece", shared_data)),
         "trained-wordlevel": ("WordLevel trained here", _trained("wordlevel", shared_data)),
         "tiktoken-cl100k": ("tiktoken face, cl100k_base", _tiktoken_face(shared_data, "cl100k_base")),
+        # A short token that begins a long one: a trie walked from each place went 20000 chars deep.
+        "llama3-long-token": ("Llama 3 + added 'a' and 'a'*20000+'b'", _with_added_tokens(
+            shared_data, llama3, ["a", "a" * 20_000 + "b"])),
+        # Thousands of tokens that begin alike: comparing each where they might start.
+        "llama3-alike-tokens": ("Llama 3 + 8000 added 'aaaaaaaa<k>'", _with_added_tokens(
+            shared_data, llama3, [f"aaaaaaaa{k}" for k in range(8000)])),
     }
 
 

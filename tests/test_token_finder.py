@@ -1,10 +1,10 @@
-"""token_finder.TokenFinder: which texts hold one of some strings, as ``any(s in text for s in strings)``;
-token_finder.TokenTrie: where they are, as a regex alternation of them, longest first, finds them.
+"""token_finder.TokenTrie: which texts hold one of some strings, as ``any(s in text for s in strings)``,
+and where they are, as a regex alternation of them, longest first, finds them.
 
 Batches ask it of every text for the added or special tokens, so it must
 be exact: a text it misses would have a token encoded as plain text; one it
 lists in vain is only slower. Texts of every PEP 393 width, strings that
-start alike, that start another, that are shorter than the hashed width.
+start or end alike, that start, end or sit inside another.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pieceworks._kernels.token_finder import TokenFinder, TokenTrie
+from pieceworks._kernels.token_finder import TokenTrie
 
 def any_of(strings):
     """The oracle: a regex alternation of ``strings``, longest first (the engine's leftmost-first
@@ -22,7 +22,7 @@ def any_of(strings):
     return regex.compile("|".join(regex.escape(s) for s in sorted(strings, key=lambda s: (-len(s), s))))
 
 
-# Chars of all three str widths, and some that share their low 16 bits (the first-char filter's key).
+# Chars of all three str widths, and some that share their low 16 bits (the last-char filter's key).
 CHARS = ["<", "|", "a", "b", ">", " ", "\u00e9", "\u4e2d", "\U0001f600", "\U00010061", "\u0061"]
 
 
@@ -30,7 +30,7 @@ CHARS = ["<", "|", "a", "b", ">", " ", "\u00e9", "\u4e2d", "\U0001f600", "\U0001
 @given(st.lists(st.text(alphabet=st.sampled_from(CHARS), min_size=1, max_size=10), min_size=1, max_size=6),
        st.lists(st.text(alphabet=st.sampled_from(CHARS), max_size=30), max_size=10))
 def test_finds_exactly_the_texts_holding_a_string(strings, texts):
-    finder = TokenFinder(strings)
+    finder = TokenTrie(strings)
     assert finder.texts_holding(texts) == [k for k, t in enumerate(texts) if any(s in t for s in strings)]
     for text in texts:
         assert finder.holds(text) == any(s in text for s in strings)
@@ -38,7 +38,7 @@ def test_finds_exactly_the_texts_holding_a_string(strings, texts):
 
 def test_real_special_tokens_in_text_of_every_width():
     tokens = ["<|endoftext|>", "<|fim_prefix|>"] + [f"<|reserved_special_token_{k}|>" for k in range(250)]
-    finder = TokenFinder(tokens)
+    finder = TokenTrie(tokens)
     for filler in ["plain text < and | and <| ", "中文 <|", "😀 <|reserved_special_token_", "é"]:
         for k, token in [(0, "<|endoftext|>"), (200, "<|reserved_special_token_199|>")]:
             texts = [filler * 3, filler + token + filler, token, token[:-1], token[1:]]
@@ -49,8 +49,9 @@ def test_real_special_tokens_in_text_of_every_width():
 @given(st.lists(st.text(alphabet=st.sampled_from(CHARS), min_size=1, max_size=6), min_size=1, max_size=8, unique=True),
        st.lists(st.text(alphabet=st.sampled_from(CHARS), max_size=40), max_size=6))
 def test_trie_finds_what_the_longest_first_alternation_finds(strings, texts):
-    """Leftmost-longest and without overlaps, on strings that start alike, that start or end
-    another, of every str width (and chars that share their low 16 bits: the first-char filter)."""
+    """Leftmost-longest and without overlaps, on strings that start or end alike, that start, end
+    or sit inside another, of every str width (and chars that share their low 16 bits: the
+    last-char filter)."""
     trie, regex = TokenTrie(strings), any_of(strings)
     for text in texts + ["".join(strings), "".join(reversed(strings))]:
         want = [(m.start(), m.end(), strings.index(m.group())) for m in regex.finditer(text)]
@@ -58,7 +59,7 @@ def test_trie_finds_what_the_longest_first_alternation_finds(strings, texts):
 
 
 def test_trie_on_many_tokens_and_long_runs():
-    """Ten thousand tokens, one a long run of one char: every place walks at most its length."""
+    """Ten thousand tokens, one a long run of one char."""
     strings = [f"<t{k}>" for k in range(10_000)] + ["a" * 50, "a" * 49 + "b", "中文"]
     trie, regex = TokenTrie(strings), any_of(strings)
     text = "x<t9999><t1>a" + "a" * 120 + "b<t77" + "中文中" + "<t10000>"
@@ -66,17 +67,33 @@ def test_trie_on_many_tokens_and_long_runs():
     assert trie.spans("") == [] and trie.spans("zzz") == []
 
 
+@pytest.mark.parametrize("strings, text", [
+    # A short token that begins a long one: walking a trie from each place went 2000 deep each time.
+    (["a", "a" * 2000 + "b"], "a" * 6000 + "b" + "a" * 3),
+    (["ab", "b" * 1500, "a" * 1500 + "c"], "a" * 3000 + "b" * 4000 + "c"),
+    # Thousands of tokens that begin alike, none of which the text holds but one at its end.
+    ([f"aaaaaaaa{k}" for k in range(3000)], "a" * 5000 + "aaaaaaaa2999"),
+    # Tokens that end alike, that sit inside others (the suffix links' cases).
+    (["xab", "ab", "b", "yxab", "cyxa"], "cyxabyxabxab" * 50),
+])
+def test_trie_on_tokens_that_made_a_trie_walk_slow(strings, text):
+    """The inputs on which the trie and the finder it replaced cost the text's length times the
+    longest token's (or times the tokens that begin alike): found exactly as the alternation finds them."""
+    trie, regex = TokenTrie(strings), any_of(strings)
+    want = [(m.start(), m.end(), strings.index(m.group())) for m in regex.finditer(text)]
+    assert trie.spans(text) == want and want
+    assert trie.holds(text) and trie.texts_holding([text[:-1], text]) == ([0, 1] if any(
+        s in text[:-1] for s in strings) else [1])
+
+
 def test_bad_input():
-    with pytest.raises(ValueError, match="at least one"):
-        TokenFinder([])
-    with pytest.raises(ValueError, match="non-empty str"):
-        TokenFinder(["a", ""])
     with pytest.raises(ValueError, match="non-empty str"):
         TokenTrie(["a", ""])
     with pytest.raises(ValueError, match="non-empty str"):
         TokenTrie(["a", 5])
-    assert TokenTrie([]).spans("abc") == []
-    finder = TokenFinder(["ab"])
+    empty = TokenTrie([])
+    assert empty.spans("abc") == [] and not empty.holds("abc") and empty.texts_holding(["abc"]) == []
+    finder = TokenTrie(["ab"])
     with pytest.raises(TypeError, match="expected str, got int"):
         finder.texts_holding(["x", 3])
     assert finder.texts_holding(iter(["ab", "b"])) == [0]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ._component import _EPOCH
-from ._kernels.token_finder import TokenFinder, TokenTrie
+from ._kernels.token_finder import TokenTrie
 from .errors import ConfigError, InputTypeError
 
 __all__ = ["AddedToken"]
@@ -140,7 +140,7 @@ class AddedVocabulary:
         return self._current().normalized
 
     @property
-    def finder(self) -> TokenFinder | None:
+    def finder(self) -> TokenTrie | None:
         """What :meth:`may_occur_in` asks (None: no token), for callers that ask it in C."""
         return self._current().finder
 
@@ -183,11 +183,11 @@ class AddedVocabulary:
     def texts_to_ask(self, texts: list[str]) -> list[int]:
         """Indices of the texts for which :meth:`may_occur_in` is True: those holding a token's content.
 
-        Each text is read once, whatever the number of tokens (a
-        :class:`~pieceworks._kernels.token_finder.TokenFinder`): the chars
-        the tokens start with are looked for, and only there are the next
-        chars compared. A lead as common as ``<`` (Qwen's) costs a look-up
-        per ``<``, not a regex search per line that holds one.
+        Each text is read once, whatever the number and length of the
+        tokens (a :class:`~pieceworks._kernels.token_finder.TokenTrie`): the
+        chars the tokens end with are looked for, and only from there is
+        the automaton walked. An end as common as ``>`` (Qwen's) costs a
+        few look-ups per ``>``, not a regex search per line that holds one.
 
         >>> from pieceworks.models import BPE
         >>> v = AddedVocabulary(); v.add([AddedToken("<|endoftext|>"), AddedToken("<|start|>")], BPE(), None)
@@ -310,7 +310,7 @@ class AddedVocabulary:
         contents = [c for c in list(raw) + list(normed) if c]
         made = _Matchers(raw_matcher, normalized_matcher,
                          (self._without_special(raw_matcher), self._without_special(normalized_matcher)),
-                         TokenFinder(contents) if contents else None)
+                         TokenTrie(contents) if contents else None)
         self._made = (version, made)
         return made
 
@@ -471,7 +471,7 @@ class _Matchers(NamedTuple):
     raw: tuple | None            # (a _Tokens, {content: id}) of the tokens matched in the raw text
     normalized: tuple | None     # the same for those matched in the normalized text
     plain: tuple                 # the two without the special tokens (split_special)
-    finder: TokenFinder | None   # finds the texts of a batch that hold a token
+    finder: TokenTrie | None     # finds the texts of a batch that hold a token
 
 
 _NO_MATCHERS = _Matchers(None, None, (None, None), None)

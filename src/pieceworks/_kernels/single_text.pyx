@@ -34,7 +34,7 @@ cdef class SingleText:
     ...)`` or anything else for the long way; a fifth item or more means
     ``(raw, n_tokens, _, spans_from, source)``, the ids alone (see
     ``raw_encoding.make_raw``). ``strings[id]``: a token's
-    string. ``finder``: a TokenFinder of the added tokens' contents (None:
+    string. ``finder``: a TokenTrie of the added tokens' contents (None:
     no token): a text it says ``holds`` one goes the long way.
     ``frames``/``truncations``: the post-processing frame and what
     truncation does (``raw_encoding.encoding_of``), for

@@ -1,107 +1,216 @@
 # cython: language_level=3
 # distutils: language = c++
-"""Which texts of a batch hold one of a few strings (added or special tokens), found text by text.
+"""Where a few strings (added or special tokens) occur in text, and which texts of a batch hold one.
 
-A batch asks this of every text before it encodes them (Tokenizer's added
-tokens, the tiktoken face's special tokens), so it must cost next to
-nothing for texts that hold none. Each text is scanned for the chars the
-strings start with (memchr, when they all start with one char and the text
-is 1 byte a char, as ``<|`` tokens and ASCII text are); where one is, the
-next few chars are looked up by hash among the strings' beginnings, and only
-a hit is compared with the strings themselves. No joined copy of the texts
-is made: joining lines of which a few are not Latin-1 widened all of them
-(2 MB of code, 34 such lines: 1.4 ms of copying before any search).
+A batch asks every text whether it holds a token before it encodes it
+(Tokenizer's added tokens, the tiktoken face's special tokens), so that
+must cost next to nothing for texts that hold none; where a text does, the
+tokens are found leftmost-longest, as Hugging Face's Aho-Corasick and a
+regex alternation of the tokens, longest first, find them.
+
+Both answers come from one Aho-Corasick automaton of the tokens *reversed*,
+run from a text's end to its start: after it has read ``text[i:]``
+backwards, the longest token its state's suffix links reach is the longest
+token that starts at ``i``. So one pass learns, in linear time, the longest
+token starting at every place; the leftmost-longest matches are then taken
+greedily from the left. While the automaton is at its root it skips, by
+memrchr or a bit test, the chars no token ends with. No joined copy of a
+batch's texts is made: joining lines of which a few are not Latin-1 widened
+all of them (2 MB of code, 34 such lines: 1.4 ms of copying).
+
+Walking a plain trie from every place instead cost the text's length times
+the longest token's: tokens ``a`` and ``a``*20000 + ``b`` made 40 KB of
+``a`` take seconds; so did comparing a text with each of thousands of
+tokens that begin alike.
 """
 
-from cpython.mem cimport PyMem_Calloc, PyMem_Free
-from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from cpython.unicode cimport PyUnicode_READ
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
-from libc.string cimport memchr
 
 cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
     void* PyUnicode_DATA(object text)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
-    Py_ssize_t PyUnicode_Tailmatch(object text, object part, Py_ssize_t start, Py_ssize_t end,
-                                   int direction) except -1
+
+cdef extern from "<string.h>" nogil:
+    void* memrchr(const void* s, int c, size_t n)
 
 ctypedef fused char_t:
     uint8_t
     uint16_t
     uint32_t
 
-# At most this many chars of each string are hashed: enough to tell tokens apart,
-# few enough that the hash costs less than the compare it saves.
-cdef Py_ssize_t MAX_WIDTH = 8
+cdef uint32_t NO_NODE = 0xFFFFFFFF
 cdef Py_UCS4 SEVERAL = 0xFFFFFFFF
 
 
-cdef inline uint64_t hash_chars(const char_t* s, Py_ssize_t width) noexcept nogil:
-    """FNV-1a over ``width`` code points, never 0 (0 marks an empty slot)."""
-    cdef uint64_t h = 0xcbf29ce484222325ULL
-    cdef Py_ssize_t j
-    for j in range(width):
-        h = (h ^ <uint64_t>s[j]) * 0x100000001b3ULL
-    h ^= h >> 29
-    return h | 1
+cdef struct TrieSlot:
+    uint64_t key        # (node << 21 | code point) + 1; 0: an empty slot
+    uint32_t child
 
 
-cdef class TokenFinder:
-    """Finds the texts holding one of ``strings`` (non-empty strs), as ``any(s in text for s in strings)``.
+cdef struct Found:
+    int32_t start       # a place some token starts at,
+    int32_t length      # the longest token that starts there,
+    int32_t index       # and its index in the strings
 
-    >>> f = TokenFinder(["<|endoftext|>", "<think>", "</think>"])
-    >>> f.texts_holding(["a < b", "x <think> y", "<thin", "k>", "<|endoftext|>", "a </think"])
-    [1, 4]
-    >>> f.holds("no tokens here"), f.holds("é</think>")
-    (False, True)
+
+cdef inline uint64_t mix_key(uint64_t x) noexcept nogil:
+    x ^= x >> 31
+    x *= 0x7fb5d329728ea185ULL
+    x ^= x >> 27
+    return x
+
+
+cdef class TokenTrie:
+    """Where ``strings`` (non-empty strs) occur in a text, and which texts hold one.
+
+    ``spans``: leftmost-longest and without overlaps, from each place, left
+    to right, the longest string that starts there, then on from its end
+    (a regex alternation of the strings, longest first, finds the same;
+    Hugging Face's added-token rule). ``holds``/``texts_holding``: as
+    ``any(s in text for s in strings)``. All in time linear in the text,
+    whatever the strings (see the module doc). Of two equal strings the
+    later one's index is given.
+
+    >>> t = TokenTrie(["<s>", "<s>x", "ab", "é😀"])
+    >>> t.spans("x<s>x <s>abé😀a<s")
+    [(1, 5, 1), (6, 9, 0), (9, 11, 2), (11, 13, 3)]
+    >>> t.texts_holding(["a < b", "x <s> y", "<s", "é😀", "ba"]), t.holds("no tokens here")
+    ([1, 3], False)
     """
 
-    cdef Py_ssize_t width                # chars hashed: the shortest string's length, at most MAX_WIDTH
-    cdef uint64_t* slots                 # the hash of each string's first ``width`` chars; 0: empty
-    cdef Py_ssize_t* group_of_slot       # which tuple of ``groups`` has that beginning
+    cdef vector[TrieSlot] slots          # (node, char) -> child, open addressing
     cdef uint64_t mask
-    cdef uint8_t first_bits[8192]        # bit c & 0xFFFF: some string starts with char c (or one alike)
-    cdef Py_UCS4 only_first              # the one char all strings start with, or SEVERAL
-    cdef list groups                     # tuples of the strings that begin alike
+    cdef vector[uint32_t] fail           # per node: its suffix link
+    cdef vector[int32_t] best_length     # per node: the longest string among its suffix links' (0: none)
+    cdef vector[int32_t] best_index      # and that string's index
+    cdef uint8_t last_bits[8192]         # bit c & 0xFFFF: some string ends with char c (or one alike)
+    cdef Py_UCS4 only_last               # the one char all strings end with, or SEVERAL
+    cdef Py_ssize_t shortest             # no text shorter holds a string (0: there are no strings)
 
     def __cinit__(self, strings):
         cdef list contents = list(strings)
-        cdef str s
-        cdef dict by_beginning = {}
-        cdef Py_ssize_t size = 16, i
-        cdef uint64_t h
-        if not contents:
-            raise ValueError("TokenFinder needs at least one string")
-        for s in contents:
-            if type(s) is not str or not s:
-                raise ValueError(f"TokenFinder: each string must be a non-empty str, got {s!r}")
-        self.width = min(MAX_WIDTH, min(len(s) for s in contents))
-        firsts = {s[0] for s in contents}
-        self.only_first = ord(next(iter(firsts))) if len(firsts) == 1 else SEVERAL
-        for c in firsts:
-            self.first_bits[(ord(c) & 0xFFFF) >> 3] |= 1 << (ord(c) & 7)
-        for s in contents:
-            by_beginning.setdefault(s[:self.width], []).append(s)
-        while size < 2 * len(by_beginning):
+        cdef Py_ssize_t total = 0, k
+        cdef uint64_t size = 16
+        for item in contents:
+            if type(item) is not str or not item:
+                raise ValueError(f"TokenTrie: each string must be a non-empty str, got {item!r}")
+            total += len(<str>item)
+        if total >= NO_NODE or len(contents) > 0x7FFFFFFF:
+            raise ValueError(f"TokenTrie: {len(contents)} strings of {total} chars in all are too many")
+        while size < 2 * <uint64_t>total + 16:
             size *= 2
+        self.slots.resize(size, TrieSlot(0, 0))
         self.mask = size - 1
-        self.slots = <uint64_t*>PyMem_Calloc(size, sizeof(uint64_t))
-        self.group_of_slot = <Py_ssize_t*>PyMem_Calloc(size, sizeof(Py_ssize_t))
-        if self.slots == NULL or self.group_of_slot == NULL:
-            raise MemoryError("TokenFinder: no memory for its table")
-        self.groups = []
-        for beginning, group in by_beginning.items():
-            h = _hash_str(beginning, self.width)
-            i = h & self.mask
-            while self.slots[i] != 0:
-                i = (i + 1) & self.mask
-            self.slots[i] = h
-            self.group_of_slot[i] = len(self.groups)
-            self.groups.append(tuple(group))
+        self.only_last = SEVERAL
+        self.shortest = min(len(s) for s in contents) if contents else 0
+        lasts = {s[len(s) - 1] for s in contents}
+        if len(lasts) == 1:
+            self.only_last = ord(next(iter(lasts)))
+        for c in lasts:
+            self.last_bits[(ord(c) & 0xFFFF) >> 3] |= 1 << (ord(c) & 7)
+        self._build(contents, total)
 
-    def __dealloc__(self):
-        PyMem_Free(self.slots)
-        PyMem_Free(self.group_of_slot)
+    cdef int _build(self, list contents, Py_ssize_t total) except -1:
+        """The trie of the reversed strings, then each node's suffix link and longest string, breadth first."""
+        cdef vector[uint32_t] parent, char_of, depth, order, start
+        cdef vector[int32_t] terminal
+        cdef uint32_t node, child, f, v, c, d
+        cdef Py_ssize_t k, j, n
+        cdef int kind
+        cdef void* data
+        parent.reserve(total + 1)
+        parent.push_back(0)
+        char_of.push_back(0)
+        depth.push_back(0)
+        terminal.push_back(-1)
+        for k in range(len(contents)):
+            s = contents[k]
+            kind, data, n = PyUnicode_KIND(s), PyUnicode_DATA(s), PyUnicode_GET_LENGTH(s)
+            node = 0
+            for j in range(n - 1, -1, -1):
+                c = <uint32_t>PyUnicode_READ(kind, data, j)
+                child = self._child(node, c)
+                if child == NO_NODE:
+                    child = <uint32_t>parent.size()
+                    parent.push_back(node)
+                    char_of.push_back(c)
+                    depth.push_back(depth[node] + 1)
+                    terminal.push_back(-1)
+                    self._put(node, c, child)
+                node = child
+            terminal[node] = <int32_t>k
+        # Breadth first: a node's suffix link is shallower, so it is done before the node.
+        n = <Py_ssize_t>parent.size()
+        start.resize(n + 2, 0)
+        for v in range(<uint32_t>n):
+            start[depth[v] + 1] += 1
+        for j in range(1, n + 2):
+            start[j] += start[j - 1]
+        order.resize(n)
+        for v in range(<uint32_t>n):
+            d = depth[v]
+            order[start[d]] = v
+            start[d] += 1
+        self.fail.resize(n, 0)
+        self.best_length.resize(n, 0)
+        self.best_index.resize(n, -1)
+        for j in range(1, n):
+            v = order[j]
+            f = 0
+            if parent[v] != 0:
+                # The longest proper suffix of v's string that is in the trie: extend the parent's.
+                f = self.fail[parent[v]]
+                while True:
+                    child = self._child(f, char_of[v])
+                    if child != NO_NODE:
+                        f = child
+                        break
+                    if f == 0:
+                        break
+                    f = self.fail[f]
+            self.fail[v] = f
+            if terminal[v] >= 0:
+                self.best_length[v], self.best_index[v] = <int32_t>depth[v], terminal[v]
+            else:
+                self.best_length[v], self.best_index[v] = self.best_length[f], self.best_index[f]
+        return 0
+
+    cdef inline uint32_t _child(self, uint32_t node, uint32_t c) noexcept nogil:
+        cdef uint64_t key = ((<uint64_t>node << 21) | c) + 1
+        cdef uint64_t at = mix_key(key) & self.mask
+        while self.slots[at].key:
+            if self.slots[at].key == key:
+                return self.slots[at].child
+            at = (at + 1) & self.mask
+        return NO_NODE
+
+    cdef void _put(self, uint32_t node, uint32_t c, uint32_t child) noexcept:
+        cdef uint64_t key = ((<uint64_t>node << 21) | c) + 1
+        cdef uint64_t at = mix_key(key) & self.mask
+        while self.slots[at].key:
+            at = (at + 1) & self.mask
+        self.slots[at] = TrieSlot(key, child)
+
+    # -- reading a text backwards -----------------------------------------------------
+
+    def spans(self, str text not None) -> list:
+        """``(start, end, index)`` of each match in ``text``, in order (``index``: into the strings)."""
+        cdef vector[Found] found
+        cdef list out = []
+        cdef Py_ssize_t k, at = 0
+        self._read(text, &found)
+        for k in range(<Py_ssize_t>found.size() - 1, -1, -1):     # (found from the right)
+            if found[k].start >= at:
+                at = found[k].start + found[k].length
+                out.append((found[k].start, at, found[k].index))
+        return out
+
+    def holds(self, str text not None) -> bool:
+        """Whether ``text`` holds one of the strings."""
+        return self._read(text, NULL)
 
     def texts_holding(self, texts) -> list:
         """Indices, in order, of the texts (an iterable of strs) holding one of the strings.
@@ -113,180 +222,56 @@ cdef class TokenFinder:
         for text in (texts if type(texts) is list else list(texts)):
             if type(text) is not str:
                 raise TypeError(f"expected str, got {type(text).__name__}")
-            if self._holds(<str>text):
+            if self._read(<str>text, NULL):
                 out.append(k)
             k += 1
         return out
 
-    def holds(self, str text not None) -> bool:
-        """Whether ``text`` holds one of the strings."""
-        return self._holds(text)
-
-    cdef bint _holds(self, str text) except -1:
+    cdef bint _read(self, str text, vector[Found]* found) except -1:
+        """Read ``text`` backwards; into ``found`` each place a string starts, with the longest
+        that does, from the right (NULL: stop at the first and answer True)."""
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         cdef int kind = PyUnicode_KIND(text)
         cdef void* data = PyUnicode_DATA(text)
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
-        if n < self.width:
+        if n < self.shortest or self.shortest == 0:
             return False
+        if found != NULL and n > 0x7FFFFFFF:
+            raise ValueError(f"TokenTrie: a text of {n} chars is too long (at most 2**31 - 1)")
         if kind == 1:
-            return self._scan(text, <const uint8_t*>data, n)
+            return self._read_chars(<const uint8_t*>data, n, found)
         if kind == 2:
-            return self._scan(text, <const uint16_t*>data, n)
-        return self._scan(text, <const uint32_t*>data, n)
+            return self._read_chars(<const uint16_t*>data, n, found)
+        return self._read_chars(<const uint32_t*>data, n, found)
 
-    cdef bint _scan(self, str text, const char_t* s, Py_ssize_t n) except -1:
-        cdef Py_ssize_t i = 0, last = n - self.width
+    cdef int _read_chars(self, const char_t* s, Py_ssize_t n, vector[Found]* found) except -1:
+        cdef Py_ssize_t i = n
+        cdef uint32_t state = 0, child, c
         cdef const uint8_t* hit
-        cdef uint32_t c
-        if char_t is uint8_t:
-            if self.only_first < 256:
-                while i <= last:
-                    hit = <const uint8_t*>memchr(s + i, <int>self.only_first, last + 1 - i)
+        while i > 0:
+            if state == 0:
+                # At the root only a char some string ends with leads anywhere: skip to the next one.
+                if char_t is uint8_t and self.only_last < 256:
+                    hit = <const uint8_t*>memrchr(s, <int>self.only_last, <size_t>i)
                     if hit == NULL:
-                        return False
-                    i = hit - s
-                    if self._holds_at(text, s, i, n):
-                        return True
-                    i += 1
-                return False
-        while i <= last:
+                        break
+                    i = hit - s + 1
+                else:
+                    while i > 0 and not (self.last_bits[(s[i - 1] & 0xFFFF) >> 3] >> (s[i - 1] & 7)) & 1:
+                        i -= 1
+                    if i == 0:
+                        break
+            i -= 1
             c = s[i]
-            if (self.first_bits[(c & 0xFFFF) >> 3] >> (c & 7)) & 1 and self._holds_at(text, s, i, n):
-                return True
-            i += 1
-        return False
-
-    cdef bint _holds_at(self, str text, const char_t* s, Py_ssize_t i, Py_ssize_t n) except -1:
-        """Whether one of the strings starts at char ``i`` of ``text`` (``s``: its chars)."""
-        cdef uint64_t h = hash_chars(s + i, self.width)
-        cdef uint64_t k = h & self.mask
-        while self.slots[k] != 0:
-            if self.slots[k] == h:
-                for string in <tuple>self.groups[self.group_of_slot[k]]:
-                    if PyUnicode_Tailmatch(text, string, i, n, -1):
-                        return True
-            k = (k + 1) & self.mask
-        return False
-
-
-cdef uint64_t _hash_str(str s, Py_ssize_t width):
-    cdef int kind = PyUnicode_KIND(s)
-    cdef void* data = PyUnicode_DATA(s)
-    cdef uint32_t wide[8]
-    cdef Py_ssize_t j
-    # The same code points hash alike whatever the width a str stores them in.
-    for j in range(width):
-        wide[j] = (<const uint8_t*>data)[j] if kind == 1 else (<const uint16_t*>data)[j] if kind == 2 \
-            else (<const uint32_t*>data)[j]
-    return hash_chars(<const uint32_t*>wide, width)
-
-
-# -- where the tokens are: leftmost-longest, without overlaps ------------------------------
-
-
-cdef struct TrieSlot:
-    uint64_t key        # (node << 21 | code point) + 1; 0: an empty slot
-    uint32_t child
-
-
-cdef inline uint64_t mix_key(uint64_t x) noexcept nogil:
-    x ^= x >> 31
-    x *= 0x7fb5d329728ea185ULL
-    x ^= x >> 27
-    return x
-
-
-cdef class TokenTrie:
-    """Where ``strings`` (non-empty strs) occur in a text, leftmost-longest and without overlaps:
-    from each place, left to right, the longest string that starts there, then on from its end.
-    That is what a regex alternation of the strings, longest first, finds (and Aho-Corasick's
-    leftmost-longest, Hugging Face's added-token rule); a regex of thousands of tokens, though,
-    tries each at every char (3000 added tokens: 3 s for 200 KB of text). Here each place walks a
-    trie only as far as some string goes, after a one-bit test of its first char.
-
-    >>> t = TokenTrie(["<s>", "<s>x", "ab", "é😀"])
-    >>> t.spans("x<s>x <s>abé😀a<s")
-    [(1, 5, 1), (6, 9, 0), (9, 11, 2), (11, 13, 3)]
-    """
-
-    cdef vector[TrieSlot] slots
-    cdef uint64_t mask
-    cdef vector[int64_t] terminal        # per node: the index of the string ending there, or -1
-    cdef uint8_t first_bits[8192]        # bit c & 0xFFFF: some string starts with char c (or one alike)
-
-    def __cinit__(self, strings):
-        cdef list contents = list(strings)
-        cdef Py_ssize_t total = 0, k, j, size = 16
-        cdef uint64_t node, key, at
-        cdef int64_t child
-        cdef str s
-        for item in contents:
-            if type(item) is not str or not item:
-                raise ValueError(f"TokenTrie: each string must be a non-empty str, got {item!r}")
-            total += len(<str>item)
-        while size < 2 * total + 16:
-            size *= 2
-        self.slots.resize(size, TrieSlot(0, 0))
-        self.mask = size - 1
-        self.terminal.push_back(-1)          # the root
-        for k in range(len(contents)):
-            s = contents[k]
-            self.first_bits[(ord(s[0]) & 0xFFFF) >> 3] |= 1 << (ord(s[0]) & 7)
-            node = 0
-            for j in range(len(s)):
-                child = self._child(node, ord(s[j]))
-                if child < 0:
-                    child = <int64_t>self.terminal.size()
-                    self.terminal.push_back(-1)
-                    key = ((node << 21) | <uint64_t>ord(s[j])) + 1
-                    at = mix_key(key) & self.mask
-                    while self.slots[at].key:
-                        at = (at + 1) & self.mask
-                    self.slots[at] = TrieSlot(key, <uint32_t>child)
-                node = <uint64_t>child
-            self.terminal[node] = k
-
-    cdef inline int64_t _child(self, uint64_t node, uint32_t c) noexcept nogil:
-        cdef uint64_t key = ((node << 21) | c) + 1
-        cdef uint64_t at = mix_key(key) & self.mask
-        while self.slots[at].key:
-            if self.slots[at].key == key:
-                return self.slots[at].child
-            at = (at + 1) & self.mask
-        return -1
-
-    def spans(self, str text not None) -> list:
-        """``(start, end, index)`` of each match in ``text``, in order (``index``: into the strings)."""
-        cdef int kind = PyUnicode_KIND(text)
-        cdef void* data = PyUnicode_DATA(text)
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
-        if kind == 1:
-            return self._spans(<const uint8_t*>data, n)
-        if kind == 2:
-            return self._spans(<const uint16_t*>data, n)
-        return self._spans(<const uint32_t*>data, n)
-
-    cdef list _spans(self, const char_t* s, Py_ssize_t n):
-        cdef list out = []
-        cdef Py_ssize_t i = 0, j, end
-        cdef int64_t node, found
-        cdef uint32_t c
-        while i < n:
-            c = s[i]
-            if not (self.first_bits[(c & 0xFFFF) >> 3] >> (c & 7)) & 1:
-                i += 1
-                continue
-            node, j, end, found = 0, i, -1, -1
-            while j < n:
-                node = self._child(<uint64_t>node, s[j])
-                if node < 0:
+            while True:
+                child = self._child(state, c)
+                if child != NO_NODE:
+                    state = child
                     break
-                j += 1
-                if self.terminal[node] >= 0:
-                    end, found = j, self.terminal[node]
-            if end < 0:
-                i += 1
-            else:
-                out.append((i, end, found))
-                i = end
-        return out
+                if state == 0:
+                    break
+                state = self.fail[state]
+            if self.best_length[state]:
+                if found == NULL:
+                    return 1
+                found.push_back(Found(<int32_t>i, self.best_length[state], self.best_index[state]))
+        return found != NULL and found.size() > 0

@@ -22,22 +22,13 @@ from pieceworks.fast.byte_bpe import ByteBpePlan
 from pieceworks.models import BPE
 from pieceworks.normalizers import NFC
 from pieceworks.pre_tokenizers import ByteLevel
+from parity import general_path
 
 tokenizers = pytest.importorskip("tokenizers")
 
 FILES = ["llama3", "qwen3", "gpt-neox-20b", "vulrepair-codet5-style-bytelevel-bpe"]
 NEW_IN_17 = {cp for first, last in UNICODE_17_WORD_CHARS for cp in range(first, last + 1)}
 FIELDS = ("ids", "tokens", "offsets", "word_ids", "type_ids", "attention_mask", "special_tokens_mask")
-
-
-def general_path(make) -> Tokenizer:
-    """A tokenizer from ``make()`` whose plan is off for good (its stages stay the same)."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("PIECEWORKS_NO_FAST", "1")
-    tok = make()
-    assert tok._current_plan() is None
-    mp.undo()
-    return tok
 
 
 def same(a, b, text) -> None:
@@ -377,3 +368,44 @@ def test_kernel_refuses_merges_naming_ids_it_lacks():
     assert ok.encode("abab") == [256, 256]
     with pytest.raises(ConfigError, match="merge 0 names id 257"):
         ByteBPE(tokens, array("I", [97, 98, 257]), pattern=Pattern.PAT_CL100K, whole_piece=False)
+
+
+def test_tokens_matched_after_normalizing_keep_the_fast_way(trio, monkeypatch, shared_data):
+    """GPT-NeoX's space-run added tokens are matched after its NFC normalizer. A text NFC leaves
+    as it is is found and encoded the fast way, one text or a batch; a text NFC changes goes the
+    long way (the token may appear only once normalized). All as the general path and Hugging Face."""
+    fast, general, hf = trio["gpt-neox-20b"]
+    assert fast._added.has_normalized_tokens()
+    texts = ["def f(x):\n    return  x", "plain line", "cafe\u0301  x", "  \u212b  ", "e\u0301", ""]
+    general_way = []
+    real = Tokenizer._encode_with_plan
+
+    def noted(self, plan, text, *rest):
+        result = real(self, plan, text, *rest)
+        if result is None:
+            general_way.append(text)
+        return result
+
+    monkeypatch.setattr(Tokenizer, "_encode_with_plan", noted)
+    for text in texts:
+        same(fast.encode(text), general.encode(text), text)
+        assert (fast.encode(text).ids, fast.encode(text).offsets) == (hf.encode(text).ids, hf.encode(text).offsets)
+    for ours, theirs, ref in zip(fast.encode_batch(texts * 40), general.encode_batch(texts * 40), hf.encode_batch(texts * 40)):
+        same(ours, theirs, "batch")
+        assert ours.offsets == ref.offsets
+    # Only the texts NFC changes went the general way (the plan's way splits the others' tokens off).
+    assert set(general_way) == {"cafe\u0301  x", "  \u212b  ", "e\u0301"}
+
+    # A token NFC makes: only in the normalized text. One text and batched, it is found (Qwen3
+    # also has the raw way: the one-text kernel and the batch job, which must leave such texts out).
+    for name in ("gpt-neox-20b", "qwen3"):
+        path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
+        fast, hf = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+        general = general_path(lambda: Tokenizer.from_file(path))
+        for tok in (fast, general, hf):
+            tok.add_tokens(["é", "plain"])
+        for text in ["cafe\u0301", "caf\u00e9 e\u0301", "a plain line"]:
+            same(fast.encode(text), general.encode(text), text)
+            assert fast.encode(text).ids == hf.encode(text).ids
+            assert [e.ids for e in fast.encode_batch([text] * 3)] == [e.ids for e in hf.encode_batch([text] * 3)]
+        assert fast.token_to_id("é") in fast.encode("cafe\u0301").ids

@@ -262,9 +262,10 @@ class Tokenizer:
         from .fast._pool import num_threads
 
         added = self._added
-        if (type(items) is not list or not items or not only_str(items)
-                or self._normalizer is not None and added.has_normalized_tokens()):
+        if type(items) is not list or not items or not only_str(items):
             return None
+        if self._normalizer is not None and added.has_normalized_tokens() and not plan.job_leaves_changed_texts:
+            return None     # tokens matched after normalizing: the finder reads the texts as they are
         ask = added.texts_to_ask(items) if added.by_content else []
         if len(ask) * 2 > len(items):
             return None     # mostly texts to ask: the ranges path asks them on threads
@@ -548,15 +549,21 @@ class Tokenizer:
         """encode's snapshot for one plain str at this epoch (see _kernels/single_text.pyx), built and kept.
 
         Unusable (every call goes the long way) unless the plan has a
-        one-text kernel call and no added token is matched after
-        normalizing. A text the batch finder says holds an added token goes
-        the long way.
+        one-text kernel call. With added tokens matched after normalizing,
+        only a plan that can send the texts its normalizer changes the long
+        way (``one_text_unchanged``) gives one: the finder reads a text as
+        it is. A text the batch finder says holds an added token goes the
+        long way.
         """
         plan = self._current_plan()
         added = self._added
         one = None
-        if plan is not None and plan.has_raw and not self._matched_after_normalizing(plan, ""):
-            one = plan.one_text()
+        if plan is not None and plan.has_raw:
+            if not self._matched_after_normalizing(plan, ""):
+                one = plan.one_text()
+            elif hasattr(plan, "one_text_unchanged"):
+                # Tokens matched after normalizing are found in a text the normalizer leaves as it is.
+                one = plan.one_text_unchanged()
         if one is None:
             single = SingleText(epoch())
         else:
@@ -584,7 +591,7 @@ class Tokenizer:
     def _encode_with_plan(self, plan, text: str, type_id: int, word_index: int | None,
                           split_special: bool) -> Encoding | None:
         """Added tokens split off in Python, each plain segment through the plan; None to fall back."""
-        if self._normalizer is not None and self._added.has_normalized_tokens():
+        if self._normalizer is not None and self._added.has_normalized_tokens() and not plan.normalizes_nothing(text):
             return None  # those are matched after normalization: the general path's job
         if not self._added.by_content or not self._added.may_occur_in(text):
             result = plan.encode_plain(text)

@@ -110,6 +110,8 @@ class ByteBpePlan:
     nogil_min_chars = NOGIL_MIN_CHARS
     #: encode_raw and encode_raw_batch exist (see pieceworks.fast).
     has_raw = True
+    #: encode_job leaves out (None) every text the normalizer would change.
+    job_leaves_changed_texts = True
 
     def __init__(self, model, normalizer, pre_tokenizer):
         self.model = model
@@ -234,6 +236,15 @@ class ByteBpePlan:
         kernel, prefix_space = ready
         not_nfc = None if prefix_space else partial(self._encode_raw_nfc, kernel)
         return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS, not_nfc), self._tokens
+
+    def one_text_unchanged(self):
+        """:meth:`one_text`, but a text the normalizer (NFC) would change goes the long way (None):
+        for a tokenizer whose added tokens are matched after normalizing, found in the text as it is."""
+        ready = self._prepare()
+        if ready is None:
+            return None
+        kernel, prefix_space = ready
+        return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS, None), self._tokens
 
     def encode_job(self, texts: list[str], cls: type, frame, truncation: tuple | None, threads: int,
                    skip: list[int] | None = None, eager_ids: bool = False) -> list | None:

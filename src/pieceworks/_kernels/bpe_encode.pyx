@@ -45,6 +45,7 @@ slower on Mistral's pieces, uncached).
 from array import array
 from operator import index
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
 from libcpp.vector cimport vector
@@ -638,6 +639,81 @@ cdef class BpeEncoder:
             out.append(self.token_cls(syms[i].id, self.id_to_token[syms[i].id], (pos, pos + syms[i].nbytes)))
             pos += syms[i].nbytes
         return out
+
+    def encode_spans(self, str piece not None):
+        """``(ids, tokens, starts, ends)`` of the piece's tokens, char offsets: :meth:`tokenize` as four
+        lists, with no Token object per token (a fast plan's call).
+
+        >>> from array import array
+        >>> BpeEncoder(array("I", [0, 1, 2]), [(ord("a") << 2, 0), (ord("b") << 2, 1)], [-1] * 256,
+        ...            ["a", "b", "ab"], {"a": 0, "b": 1, "ab": 2}).encode_spans("abb")
+        ([2, 1], ['ab', 'b'], [0, 2], [2, 3])
+        """
+        cdef list id_to_token = self.id_to_token
+        if not piece:
+            return [], [], [], []
+        tid = self._whole_piece(piece, None)
+        if tid is not None:
+            return [tid], [id_to_token[tid]], [0], [len(piece)]
+        ids, starts, ends = self._encode(piece, None)     # (kept in the cache: copied, not handed out)
+        return list(ids), [id_to_token[i] for i in ids], list(starts), list(ends)
+
+    @property
+    def strings(self):
+        """The token of each id (None where no token has it): what a raw encoding's ids spell."""
+        return self.id_to_token
+
+    def encode_raw(self, str piece not None, bint front=False):
+        """``(raw, n)``: the piece's tokens as a raw encoding (``raw_encoding``'s int32 blocks of ids,
+        char starts, char ends and words, the words all 0), with no Python object per token.
+
+        ``front``: the piece's first char was put in front of the text (a
+        Prepend), so char ``k`` of the piece is char ``k - 1`` of the text,
+        and the one put in front spans the text's first char.
+
+        >>> from array import array
+        >>> enc = BpeEncoder(array("I", [0, 1, 2]), [(ord("a") << 2, 0), (ord("b") << 2, 1)], [-1] * 256,
+        ...                  ["a", "b", "ab"], {"a": 0, "b": 1, "ab": 2})
+        >>> raw, n = enc.encode_raw("abb")
+        >>> n, array("i", raw).tolist(), array("i", enc.encode_raw("abb", front=True)[0]).tolist()
+        (2, [2, 1, 0, 2, 2, 3, 0, 0], [2, 1, 0, 1, 1, 2, 0, 0])
+        """
+        cdef vector[Symbol] syms
+        cdef vector[int32_t] char_at
+        cdef Py_ssize_t n, i, last
+        cdef int64_t pos = 0, end, start, stop
+        cdef int32_t* out
+        if not piece:
+            return b"", 0
+        tid = self._whole_piece(piece, None)
+        if tid is not None:
+            syms.push_back(Symbol(<int32_t>tid, 0, -1, -1, True))
+            char_at.push_back(0)
+            char_at.push_back(<int32_t>PyUnicode_GET_LENGTH(piece))
+            whole = True
+        else:
+            self._symbols(piece, syms, char_at, NULL)
+            whole = False
+        n = <Py_ssize_t>syms.size()
+        raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+        out = <int32_t*>PyBytes_AS_STRING(raw)
+        last = <Py_ssize_t>char_at.size() - 1      # char_at[last] is the piece's length
+        for i in range(n):
+            if whole:
+                start, stop = 0, char_at[1]
+            else:
+                end = pos + syms[i].nbytes
+                start = char_at[min(pos, last)]
+                stop = char_at[min(end - 1, last - 1)] + 1 if last else 0
+                pos = end
+            if front:
+                start = start - 1 if start > 0 else 0
+                stop = stop - 1 if stop > 1 else 1
+            out[i] = syms[i].id
+            out[n + i] = <int32_t>start
+            out[2 * n + i] = <int32_t>stop
+            out[3 * n + i] = 0
+        return raw, n
 
     def encode_ids(self, str piece not None, excluded_ids=None):
         """Just the ids of the piece's tokens."""

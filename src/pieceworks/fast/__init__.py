@@ -3,7 +3,7 @@
 The general pipeline (normalizer → pre-tokenizer → model, one Python object
 per split and per token) is exact for every combination of components but
 slow. For the pipelines people actually ship (BERT WordPiece, byte-level
-BPE, SentencePiece), a *plan* encodes a plain segment of text (one without
+BPE, SentencePiece Unigram and BPE), a *plan* encodes a plain segment of text (one without
 added tokens) in a kernel, giving exactly the same ids, tokens, offsets and
 word ids.
 

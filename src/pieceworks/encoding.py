@@ -44,10 +44,11 @@ class Frame:
     """
 
     __slots__ = ("ids_before", "tokens_before", "types_before", "type_id", "ids_after", "tokens_after",
-                 "types_after", "sequence_range", "size", "pads_before", "pads_after", "_padded", "_overflow")
+                 "types_after", "sequence_range", "size", "pads_before", "pads_after", "trim", "_padded", "_overflow",
+                 "_trimmed")
 
     def __init__(self, before, type_id: int, after, sequence_range: bool, pads_before: int = 0,
-                 pads_after: int = 0):
+                 pads_after: int = 0, trim=None):
         self.ids_before = [t[0] for t in before]
         self.tokens_before = [t[1] for t in before]
         self.types_before = [t[2] for t in before]
@@ -59,8 +60,12 @@ class Frame:
         self.size = len(before) + len(after)
         self.pads_before = pads_before      # the first pads_before tokens before are padding
         self.pads_after = pads_after        # the last pads_after tokens after are padding
+        # trim(offsets, tokens, first, stop): what the processor does to the sequence's offsets
+        # (ByteLevel's trimming), in place, when they are first built; None: nothing.
+        self.trim = trim
         self._padded: dict = {}
         self._overflow: "Frame | None" = None
+        self._trimmed: tuple = (None, None)     # (trim, this frame with it)
 
     def for_overflow(self) -> "Frame":
         """The frame of an overflowing part: as in Hugging Face, where only the first part gets the
@@ -75,8 +80,25 @@ class Frame:
         if self._overflow is None:
             before = list(zip(self.ids_before, self.tokens_before, self.types_before))
             after = list(zip(self.ids_after, self.tokens_after, self.types_after))
-            self._overflow = Frame(before, 0, after, self.sequence_range, self.pads_before, self.pads_after)
+            self._overflow = Frame(before, 0, after, self.sequence_range, self.pads_before, self.pads_after,
+                                   self.trim)
         return self._overflow
+
+    def with_trim(self, trim) -> "Frame":
+        """This frame, its sequence's offsets trimmed by ``trim`` (see ``Frame.trim``); kept for the
+        last ``trim`` asked.
+
+        >>> f = Frame([(101, "[CLS]", 0)], 0, [], True); g = f.with_trim(print)
+        >>> g.ids_before, g.trim is print, f.trim, f.with_trim(print) is g
+        ([101], True, None, True)
+        """
+        made_for, frame = self._trimmed
+        if made_for is not trim or frame is None:
+            frame = Frame(list(zip(self.ids_before, self.tokens_before, self.types_before)), self.type_id,
+                          list(zip(self.ids_after, self.tokens_after, self.types_after)), self.sequence_range,
+                          self.pads_before, self.pads_after, trim)
+            self._trimmed = (trim, frame)
+        return frame
 
     def padded(self, missing: int, direction: str, pad_id: int, pad_type_id: int, pad_token: str) -> "Frame":
         """This frame with ``missing`` padding tokens on the ``direction`` side (made once, then kept).
@@ -96,10 +118,10 @@ class Frame:
             pads = [(pad_id, pad_token, pad_type_id)] * missing
             if direction == "left":
                 frame = Frame(pads + before, self.type_id, after, self.sequence_range,
-                              self.pads_before + missing, self.pads_after)
+                              self.pads_before + missing, self.pads_after, self.trim)
             else:
                 frame = Frame(before, self.type_id, after + pads, self.sequence_range, self.pads_before,
-                              self.pads_after + missing)
+                              self.pads_after + missing, self.trim)
             if len(self._padded) < 1024:   # (Fixed padding makes at most one per length)
                 self._padded[key] = frame
         return frame

@@ -18,6 +18,8 @@ sequence ranges. Names, fields and behaviour follow Hugging Face
 
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import NamedTuple
 
@@ -503,11 +505,10 @@ class RobertaProcessing(PostProcessor):
                 for i, enc in enumerate(encodings)]
 
     def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
-        if self.trim_offsets and not ids_only:
-            return None
+        trim = _trimming(self.trim_offsets and not ids_only, self.add_prefix_space)
         if not add_special_tokens:
-            return Frame((), 0, (), True)
-        return Frame([(self.cls[1], self.cls[0], 0)], 0, [(self.sep[1], self.sep[0], 0)], True)
+            return Frame((), 0, (), True, trim=trim)
+        return Frame([(self.cls[1], self.cls[0], 0)], 0, [(self.sep[1], self.sep[0], 0)], True, trim=trim)
 
     def _wrap(self, enc: Encoding, index: int, overflowing: list[Encoding]) -> Encoding:
         first = self.cls if index == 0 else self.sep
@@ -549,8 +550,19 @@ def trim_offsets(encoding: Encoding, add_prefix_space: bool) -> None:
     >>> trim_offsets(e, add_prefix_space=False); e.offsets
     [(1, 6), (7, 12)]
     """
-    offsets = encoding.offsets
-    for i, token in enumerate(encoding.tokens):
+    trim_span(encoding.offsets, encoding.tokens, 0, len(encoding.offsets), add_prefix_space)
+
+
+def trim_span(offsets: list, tokens: list, first: int, stop: int, add_prefix_space: bool) -> None:
+    """:func:`trim_offsets` on ``offsets[first:stop]``, in place (``tokens`` beside them): a
+    sequence among the special tokens a frame put around it (``Frame.trim``).
+
+    >>> offsets = [(0, 0), (0, 6), (6, 12)]
+    >>> trim_span(offsets, ["<s>", "Ġhello", "Ġworld"], 1, 3, add_prefix_space=True); offsets
+    [(0, 0), (0, 6), (7, 12)]
+    """
+    for i in range(first, stop):
+        token = tokens[i]
         counts = _SPACES_AT_ENDS.get(token)
         if counts is None:
             counts = _spaces_at_ends(token)
@@ -559,7 +571,7 @@ def trim_offsets(encoding: Encoding, add_prefix_space: bool) -> None:
         leading, trailing = counts
         start, end = offsets[i]
         if leading:
-            if (i == 0 or start == 0) and add_prefix_space and leading == 1:
+            if (i == first or start == 0) and add_prefix_space and leading == 1:
                 leading = 0
             start = min(start + leading, end)
         if trailing and end >= trailing:
@@ -591,6 +603,11 @@ def _count_spaces(chars) -> int:
             break
         count += 1
     return count
+
+
+def _trimming(trims: bool, add_prefix_space: bool):
+    """A frame's ``trim`` (see ``Frame.trim``) for a processor that trims offsets, or None if it does not."""
+    return functools.partial(trim_span, add_prefix_space=add_prefix_space) if trims else None
 
 
 def _trim_with_overflowing(encoding: Encoding, add_prefix_space: bool) -> None:
@@ -629,7 +646,7 @@ class ByteLevel(PostProcessor):
         return encodings
 
     def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
-        return None if self.trim_offsets and not ids_only else Frame((), 0, (), True)
+        return Frame((), 0, (), True, trim=_trimming(self.trim_offsets and not ids_only, self.add_prefix_space))
 
     def _to_fields(self) -> dict:
         return {"add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
@@ -675,13 +692,16 @@ class Sequence(PostProcessor):
         that, and the members' own changes, are :meth:`process`'s job.)
         """
         frame = Frame((), 0, (), True)
+        trim = None
         for position, proc in enumerate(self.processors):
             if position and (frame.size or frame.type_id):
                 return None
             frame = proc.single_frame(add_special_tokens, ids_only)
-            if frame is None:
-                return None
-        return frame
+            if frame is None or frame.trim is not None and trim is not None:
+                return None     # (two members that trim: process's job)
+            trim = trim or frame.trim
+        # A member that trims before the one that frames the sequence trims the sequence alone.
+        return frame if frame.trim is trim else frame.with_trim(trim)
 
     def _to_fields(self) -> dict:
         return {"processors": [p.to_json() for p in self.processors]}

@@ -494,11 +494,17 @@ cdef class EncodingBase:
     def offsets(self):
         """The (start, end) char span of each token in its input."""
         cdef object frame
+        cdef Py_ssize_t nb
         if self._offsets is None:
             self.spans_ready()
             frame = self._frame
-            self._offsets = (_offset_list(self._raw, self._n, 0, 0, 0) if frame is None else
-                             _offset_list(self._raw, self._n, 0, len(frame.ids_before), len(frame.ids_after)))
+            if frame is None:
+                self._offsets = _offset_list(self._raw, self._n, 0, 0, 0)
+            else:
+                nb = len(frame.ids_before)
+                self._offsets = _offset_list(self._raw, self._n, 0, nb, len(frame.ids_after))
+                if frame.trim is not None:      # (a processor that trims offsets: ByteLevel's)
+                    frame.trim(self._offsets, self.tokens, nb, nb + self._n)
             untracked(self._offsets)
         return self._offsets
 

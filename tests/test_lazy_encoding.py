@@ -404,17 +404,17 @@ def test_trimmed_offsets_on_the_raw_way_equal_hugging_face(name, aps, shared_dat
     general.add_special_tokens(["<|endoftext|>"])
     ref = hf.Tokenizer.from_str(tok.to_str())
     assert tok._current_plan() is not None and tok.post_processor.single_frame(True).trim is not None
-    for settings in ({}, {"truncation": dict(max_length=4, stride=1), "padding": dict(direction="left", length=9)},
+    for setup in ({}, {"truncation": dict(max_length=4, stride=1), "padding": dict(direction="left", length=9)},
                      {"truncation": dict(max_length=5, stride=0), "padding": dict(direction="right")}):
         for t in (tok, general, ref):
             t.no_truncation()
             t.no_padding()
-            if settings:
-                t.enable_truncation(**settings["truncation"])
-                t.enable_padding(pad_id=0, pad_token="!", **settings["padding"])
+            if setup:
+                t.enable_truncation(**setup["truncation"])
+                t.enable_padding(pad_id=0, pad_token="!", **setup["padding"])
         ours = tok.encode_batch(TRIM_TEXTS)
         for text, a, b, c in zip(TRIM_TEXTS, ours, general.encode_batch(TRIM_TEXTS), ref.encode_batch(TRIM_TEXTS)):
             assert_same_encoding(a, b, f"{name} {text!r}")
             assert_same_encoding(tok.encode(text), general.encode(text), f"{name} one {text!r}")
-            assert (a.ids, a.offsets) == (c.ids, c.offsets), (name, text, settings)
+            assert (a.ids, a.offsets) == (c.ids, c.offsets), (name, text, setup)
             assert [(o.ids, o.offsets) for o in a.overflowing] == [(o.ids, o.offsets) for o in c.overflowing]

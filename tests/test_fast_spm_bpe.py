@@ -141,3 +141,15 @@ def test_truncation_and_padding_on_the_raw_way(trio):
             for tok in (fast, general, hf):
                 tok.no_truncation()
                 tok.no_padding()
+
+
+def test_a_text_of_added_tokens_alone_stays_raw(trio):
+    """Gemma 3's "\\n" is an added token, so an empty line is one: such a text, with no plain stretch
+    for the plan to encode, is still a raw (lazy) encoding, not the general way's (a line in seven
+    of its prose went that way)."""
+    fast, general, hf = trio["gemma3"]
+    texts = ["\n", "\n\n", "<start_of_turn>\n", "a\n"]
+    for text, ours in zip(texts, fast.encode_batch(texts)):
+        assert ours._raw is not None, text
+        same(ours, general.encode(text), text)
+        same_as_hf(ours, hf.encode(text), text)

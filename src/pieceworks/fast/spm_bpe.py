@@ -1,11 +1,15 @@
 """The fast plan for converted SentencePiece BPE tokenizers (Llama 2, Mistral, Gemma): one kernel call.
 
 A tokenizer.json converted from a SentencePiece BPE model runs
-``Sequence([Prepend("▁"), Replace(" ", "▁")])`` (Llama 2, Mistral) or just
-``Replace(" ", "▁")`` (Gemma), then no pre-tokenizer, or a ``Split`` on
-``" "``, which finds nothing once every space is a ``▁``; then a char-level
+``Sequence([Prepend("▁"), Replace(" ", "▁")])`` (Llama 2, Mistral v0.1) or
+just ``Replace(" ", "▁")`` (Gemma), then no pre-tokenizer, or a ``Split``
+on ``" "``, which finds nothing once every space is a ``▁``; or no
+normalizer and ``Metaspace(split=False)`` (Mistral v0.3), which does the
+same as a pre-tokenizer: a ``▁`` for each space, and one in front unless
+the text starts with one (for ``prepend_scheme="first"``, only the text's
+first stretch, not one after an added token). Then a char-level
 :class:`~pieceworks.models.BPE`, usually with byte fallback. So the whole
-normalized text is one piece, and the normalizers only swap one char for
+normalized text is one piece, and the stages only swap one char for
 another and put one in front. The general path does that with a Python
 alignment per char (2 MB of prose: 6 s, where Hugging Face takes 3). Here
 the text is normalized with ``str.replace``, the BPE kernel encodes it in
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 from ..models.bpe import BPE
 from ..normalizers import Prepend, Replace, Sequence
-from ..pre_tokenizers import Split
+from ..pre_tokenizers import Metaspace, Split
 from . import register_plan
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan"]
@@ -35,7 +39,8 @@ __all__ = ["spm_bpe_plan", "SpmBpePlan"]
 
 @register_plan
 def spm_bpe_plan(tokenizer) -> "SpmBpePlan | None":
-    """A plan for BPE after [Prepend(c)] Replace(" ", c) and no pre-tokenizer (or a Split on " "), else None."""
+    """A plan for BPE after [Prepend(c)] Replace(" ", c) and no pre-tokenizer (or a Split on " "), or after
+    Metaspace(split=False) alone; else None."""
     plan = SpmBpePlan(tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer)
     return plan if plan._stages() is not None else None
 
@@ -86,38 +91,58 @@ class SpmBpePlan:
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
 
-    def _stages(self) -> "tuple[str, str] | None":
-        """The normalizer's ``(front, space)`` if the stages, as they are now, are ones this plan
-        reproduces (a Sequence may have been edited since the plan was made), else None."""
-        if type(self.model) is not BPE or self.model.dropout or not _splits_nothing(self.pre_tokenizer):
-            return None
-        return _normalizer_parts(self.normalizer)
+    #: encode_plain and encode_raw take ``at``, where the text starts in the input (see the module doc).
+    takes_position = True
 
-    def encode_plain(self, text: str):
+    def _stages(self) -> "tuple[str, str, str | None] | None":
+        """``(front, space, prepend scheme)`` if the stages, as they are now, are ones this plan
+        reproduces (a Sequence may have been edited since the plan was made), else None. The scheme
+        is None for a normalizer's Prepend (``front``, always), else Metaspace's."""
+        model, pre = self.model, self.pre_tokenizer
+        if type(model) is not BPE or model.dropout:
+            return None
+        if type(pre) is Metaspace:
+            if self.normalizer is not None or pre.split or pre.replacement == " ":
+                return None
+            return pre.replacement, pre.replacement, pre.prepend_scheme
+        parts = _normalizer_parts(self.normalizer) if _splits_nothing(pre) else None
+        return None if parts is None else (*parts, None)
+
+    @staticmethod
+    def _front(stages: tuple, text: str, at: int) -> str:
+        """What goes in front of non-empty ``text`` (starting at char ``at`` of the input)."""
+        front, space, scheme = stages
+        if scheme is None:
+            return front
+        if scheme == "never" or scheme == "first" and at or text[0] == " " or text[0] == space:
+            return ""
+        return space
+
+    def encode_plain(self, text: str, at: int = 0):
         """``(ids, tokens, offsets, words, n_words)`` of a text without added tokens, or None."""
-        parts = self._stages()
-        if parts is None:
+        stages = self._stages()
+        if stages is None:
             return None
         if not text:
             return [], [], [], [], 0
-        front, space = parts
-        ids, tokens, starts, ends = self.model._get_encoder().encode_spans(front + text.replace(" ", space))
+        front = self._front(stages, text, at)
+        ids, tokens, starts, ends = self.model._get_encoder().encode_spans(front + text.replace(" ", stages[1]))
         if front:   # normalized char k is original char k - 1; the one in front spans the first char
             offsets = [(s - 1 if s else 0, e - 1 if e > 1 else 1) for s, e in zip(starts, ends)]
         else:
             offsets = list(zip(starts, ends))
         return ids, tokens, offsets, [0] * len(ids), 1
 
-    def encode_raw(self, text: str):
+    def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast)."""
-        parts = self._stages()
-        if parts is None:
+        stages = self._stages()
+        if stages is None:
             return None
         encoder = self.model._get_encoder()
         if not text:
             return b"", 0, 0, encoder.strings
-        front, space = parts
-        raw, n = encoder.encode_raw(front + text.replace(" ", space), bool(front))
+        front = self._front(stages, text, at)
+        raw, n = encoder.encode_raw(front + text.replace(" ", stages[1]), bool(front))
         return raw, n, 1, encoder.strings
 
     def encode_raw_batch(self, texts: list[str]) -> list:
@@ -136,6 +161,8 @@ class SpmBpePlan:
 
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer leaves ``text`` as it is: only a text with no space, and nothing
-        to put in front of it."""
-        parts = self._stages()
-        return parts is not None and " " not in text and not (parts[0] and text)
+        to put in front of it (Metaspace, a pre-tokenizer, changes no normalized text)."""
+        stages = self._stages()
+        if stages is None:
+            return False
+        return stages[2] is not None or " " not in text and not (stages[0] and text)

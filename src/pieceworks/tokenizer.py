@@ -23,6 +23,7 @@ import warnings
 from functools import partial
 from typing import Iterable, Iterator
 
+from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
 from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _raw_join,
@@ -338,13 +339,14 @@ class Tokenizer:
             encoding = self._encode_with_plan(plan, text, type_id, word_index, split_special)
             if encoding is not None:
                 return encoding
-        pretok = self._added.extract_and_normalize(self._normalizer, text, split_special)
-        if self.pre_tokenizer is not None:
-            self.pre_tokenizer.pre_tokenize(pretok)
-        model = self._model
-        pretok.tokenize_chars(model.tokenize_chars if excluded is None
-                              else partial(model.tokenize_chars, excluded_ids=excluded))
-        return pretok.to_encoding(type_id, word_index)
+        with _collector_paused(len(text) >= _PAUSE_COLLECTOR_CHARS):
+            pretok = self._added.extract_and_normalize(self._normalizer, text, split_special)
+            if self.pre_tokenizer is not None:
+                self.pre_tokenizer.pre_tokenize(pretok)
+            model = self._model
+            pretok.tokenize_chars(model.tokenize_chars if excluded is None
+                                  else partial(model.tokenize_chars, excluded_ids=excluded))
+            return pretok.to_encoding(type_id, word_index)
 
     def _split_exclusion(self) -> frozenset | None:
         """The special tokens' ids, when the model could spell one from plain text; else None.
@@ -902,6 +904,8 @@ def _takes_excluded_ids(model) -> bool:
 
 # Raw encodings hold int32 offsets.
 _RAW_MAX_CHARS = 2**31 - 1
+# The general pipeline pauses the cyclic collector for texts this long (see pieceworks._collector).
+_PAUSE_COLLECTOR_CHARS = 4096
 
 
 def _spells(strings, token_id: int, value: str) -> bool:

@@ -107,6 +107,31 @@ def test_linear_and_heap_paths_agree(setup, texts):
 
 
 @SETTINGS
+@given(model_setups(), st.lists(pieces, min_size=1, max_size=8), st.booleans())
+def test_encode_raw_and_encode_spans_are_tokenize_chars(setup, texts, front):
+    """The fast plans' kernel calls give ``tokenize_chars``'s tokens and char offsets; ``front``
+    (a char put in front of the text) shifts each offset one char left, the first char's span
+    standing for the one put in front."""
+    from array import array
+
+    vocab, merges, options = setup
+    model = BPE(vocab, merges, **options)
+    encoder = model._get_encoder()
+    for text in texts:
+        want = model.tokenize_chars(text)
+        ids, tokens, starts, ends = encoder.encode_spans(text)
+        assert (ids, tokens, list(zip(starts, ends))) == ([t.id for t in want], [t.value for t in want],
+                                                          [t.offsets for t in want]), text
+        raw, n = encoder.encode_raw(text, front)
+        blocks = array("i", raw).tolist()
+        spans = [t.offsets for t in want]
+        if front:
+            spans = [(s - 1 if s else 0, e - 1 if e > 1 else 1) for s, e in spans]
+        assert n == len(want) and blocks == ([t.id for t in want] + [s for s, _ in spans] + [e for _, e in spans]
+                                             + [0] * n), text
+
+
+@SETTINGS
 @given(st.dictionaries(st.text(alphabet="abc", min_size=1, max_size=8), st.integers(1, 5), min_size=1),
        st.integers(3, 40), st.lists(st.text(alphabet="abcd", max_size=20), max_size=6))
 def test_tokenize_matches_the_reference(counts, vocab_size, words):

@@ -109,7 +109,8 @@ def test_linear_and_heap_paths_agree(setup, texts):
 @SETTINGS
 @given(model_setups(), st.lists(pieces, min_size=1, max_size=8), st.booleans())
 def test_encode_raw_and_encode_spans_are_tokenize_chars(setup, texts, front):
-    """The fast plans' kernel calls give ``tokenize_chars``'s tokens and char offsets; ``front``
+    """The fast plans' kernel calls (and the batch one, without the GIL) give ``tokenize_chars``'s
+    tokens and char offsets; ``front``
     (a char put in front of the text) shifts each offset one char left, the first char's span
     standing for the one put in front."""
     from array import array
@@ -129,6 +130,7 @@ def test_encode_raw_and_encode_spans_are_tokenize_chars(setup, texts, front):
             spans = [(s - 1 if s else 0, e - 1 if e > 1 else 1) for s, e in spans]
         assert n == len(want) and blocks == ([t.id for t in want] + [s for s, _ in spans] + [e for _, e in spans]
                                              + [0] * n), text
+    assert encoder.encode_raw_batch(texts, [front] * len(texts)) == [encoder.encode_raw(t, front) for t in texts]
 
 
 @SETTINGS
@@ -393,3 +395,16 @@ def test_vocab_accessors():
     assert model.token_to_id("zzz") is None and model.id_to_token(999) is None
     assert model.get_vocab_size() == len(UNRELATED_VOCAB) and model.get_vocab() == UNRELATED_VOCAB
     assert model.tokenize("") == []
+
+
+def test_encode_raw_batch_names_an_unknown_char_as_encode_raw_does():
+    """An unk_token missing from the vocabulary: the batch's GIL-free split says so, and the piece
+    is encoded the one-by-one way, which raises the model's error."""
+    model = BPE({"a": 0, "b": 1}, [], unk_token="[UNK]")
+    encoder = model._get_encoder()
+    assert encoder.encode_raw_batch(["ab", "ba"], [False, True]) == [encoder.encode_raw("ab"),
+                                                                     encoder.encode_raw("ba", True)]
+    with pytest.raises(UnknownTokenError, match="not in the vocabulary"):
+        encoder.encode_raw_batch(["ab", "axb"], [False, False])
+    with pytest.raises(ValueError, match="2 pieces but 1 fronts"):
+        encoder.encode_raw_batch(["ab", "b"], [False])

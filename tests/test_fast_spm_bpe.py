@@ -179,3 +179,16 @@ def test_a_text_of_added_tokens_alone_stays_raw(trio):
         assert ours._raw is not None, text
         same(ours, general.encode(text), text)
         same_as_hf(ours, hf.encode(text), text)
+
+
+def test_a_big_batch_on_two_threads_is_the_one_by_one_result(trio, inputs, monkeypatch):
+    """Enough lines for ranges of the batch to run on two threads, the kernel without the GIL."""
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    lines = [line for text in inputs for line in text.splitlines() if line] * 3
+    assert sum(map(len, lines)) > 100_000
+    for name in FILES:
+        fast, _, hf = trio[name]
+        got = fast.encode_batch(lines)
+        assert [e.ids for e in got] == [e.ids for e in hf.encode_batch(lines)], name
+        for k in range(0, len(lines), 97):
+            same(got[k], fast.encode(lines[k]), lines[k])

@@ -60,6 +60,8 @@ cdef class BpeEncoder:
     cdef dict exclusions      # frozenset of ids -> Exclusion
 
     cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1
+    cdef int _split_unmarked(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
+                             vector[int32_t]& char_at) noexcept nogil
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil
     cdef double _random(self) noexcept nogil

@@ -49,7 +49,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
 from libcpp.vector cimport vector
-from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint32_t, uint64_t
+from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
 from pieceworks.errors import InputTypeError
@@ -274,6 +274,40 @@ cdef void unflag_values(const U64Map* m, vector[uint8_t]& flags) noexcept nogil:
             tid = m.values[i] & 0xFFFFFFFFULL
             if tid < flags.size():
                 flags[tid] = 0
+
+
+cdef bytes _raw_of(const Symbol* syms, Py_ssize_t n, const int32_t* char_at, Py_ssize_t last, bint front):
+    """A raw encoding (``raw_encoding``'s int32 blocks: ids, char starts, char ends, words 0) of a piece's
+    ``n`` merged symbols; ``char_at[b]``: the char of the piece's byte ``b``, ``char_at[last]`` its length.
+    ``front``: see :meth:`BpeEncoder.encode_raw`."""
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+    cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t i
+    cdef int64_t pos = 0, end, start, stop
+    for i in range(n):
+        end = pos + syms[i].nbytes
+        start = char_at[min(pos, last)]
+        stop = char_at[min(end - 1, last - 1)] + 1 if last else 0
+        pos = end
+        if front:
+            start = start - 1 if start > 0 else 0
+            stop = stop - 1 if stop > 1 else 1
+        out[i] = syms[i].id
+        out[n + i] = <int32_t>start
+        out[2 * n + i] = <int32_t>stop
+        out[3 * n + i] = 0
+    return raw
+
+
+cdef bytes _whole_raw(object tid, Py_ssize_t length, bint front):
+    """The raw encoding of a piece of ``length`` chars that is the one token ``tid``."""
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16)
+    cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
+    out[0] = <int32_t>tid
+    out[1] = 0
+    out[2] = <int32_t>(length - 1 if front and length > 1 else 1 if front else length)
+    out[3] = 0
+    return raw
 
 
 cdef class BpeEncoder:
@@ -680,40 +714,126 @@ cdef class BpeEncoder:
         """
         cdef vector[Symbol] syms
         cdef vector[int32_t] char_at
-        cdef Py_ssize_t n, i, last
-        cdef int64_t pos = 0, end, start, stop
-        cdef int32_t* out
         if not piece:
             return b"", 0
         tid = self._whole_piece(piece, None)
         if tid is not None:
-            syms.push_back(Symbol(<int32_t>tid, 0, -1, -1, True))
-            char_at.push_back(0)
-            char_at.push_back(<int32_t>PyUnicode_GET_LENGTH(piece))
-            whole = True
-        else:
-            self._symbols(piece, syms, char_at, NULL)
-            whole = False
-        n = <Py_ssize_t>syms.size()
-        raw = PyBytes_FromStringAndSize(NULL, 16 * n)
-        out = <int32_t*>PyBytes_AS_STRING(raw)
-        last = <Py_ssize_t>char_at.size() - 1      # char_at[last] is the piece's length
-        for i in range(n):
-            if whole:
-                start, stop = 0, char_at[1]
+            return _whole_raw(tid, PyUnicode_GET_LENGTH(piece), front), 1
+        self._symbols(piece, syms, char_at, NULL)
+        return _raw_of(syms.data(), <Py_ssize_t>syms.size(), char_at.data(), <Py_ssize_t>char_at.size() - 1,
+                       front), <Py_ssize_t>syms.size()
+
+    def encode_raw_batch(self, list pieces not None, fronts not None):
+        """``[encode_raw(piece, front) for piece, front in zip(pieces, fronts)]``, the pieces split and
+        merged with the GIL released once for the list (so a fast plan's batch ranges overlap on
+        threads). An encoder with a prefix, a suffix or dropout takes them one by one.
+
+        >>> from array import array
+        >>> enc = BpeEncoder(array("I", [0, 1, 2]), [(ord("a") << 2, 0), (ord("b") << 2, 1)], [-1] * 256,
+        ...                  ["a", "b", "ab"], {"a": 0, "b": 1, "ab": 2})
+        >>> enc.encode_raw_batch(["abb", "", "ba"], [False, False, True]) == [
+        ...     enc.encode_raw("abb"), enc.encode_raw(""), enc.encode_raw("ba", True)]
+        True
+        """
+        cdef Py_ssize_t count = len(pieces), k, start_sym = 0, start_char = 0
+        cdef vector[int] kinds
+        cdef vector[const void*] datas
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[int] status             # 0: to encode here; 1: done (empty, whole); -1: one by one
+        cdef vector[Symbol] syms, all_syms
+        cdef vector[int32_t] char_at, all_chars
+        cdef vector[size_t] sym_end, char_end
+        cdef list out = [None] * count
+        if len(fronts) != count:
+            raise ValueError(f"encode_raw_batch: {count} pieces but {len(fronts)} fronts")
+        if self.has_prefix or self.has_suffix or self.dropout > 0.0:
+            return [self.encode_raw(piece, front) for piece, front in zip(pieces, fronts)]
+        for k in range(count):
+            piece = pieces[k]
+            if type(piece) is not str:
+                raise TypeError(f"encode_raw_batch: pieces[{k}] is {type(piece).__name__}, not str")
+            kinds.push_back(PyUnicode_KIND(piece))
+            datas.push_back(PyUnicode_DATA(piece))
+            lengths.push_back(PyUnicode_GET_LENGTH(piece))
+            if not piece or self._whole_piece(piece, None) is not None:
+                out[k] = self.encode_raw(piece, fronts[k])
+                status.push_back(1)
             else:
-                end = pos + syms[i].nbytes
-                start = char_at[min(pos, last)]
-                stop = char_at[min(end - 1, last - 1)] + 1 if last else 0
-                pos = end
-            if front:
-                start = start - 1 if start > 0 else 0
-                stop = stop - 1 if stop > 1 else 1
-            out[i] = syms[i].id
-            out[n + i] = <int32_t>start
-            out[2 * n + i] = <int32_t>stop
-            out[3 * n + i] = 0
-        return raw, n
+                status.push_back(0)
+        with nogil:
+            for k in range(count):
+                if status[k] == 0:
+                    syms.clear()
+                    char_at.clear()
+                    if self._split_unmarked(kinds[k], datas[k], lengths[k], syms, char_at) < 0:
+                        status[k] = -1
+                    else:
+                        if <Py_ssize_t>syms.size() <= self.small_piece:
+                            self._merge_small(syms, NULL)
+                        else:
+                            self._merge_heap(syms, 0.0, NULL)
+                        all_syms.insert(all_syms.end(), syms.begin(), syms.end())
+                        all_chars.insert(all_chars.end(), char_at.begin(), char_at.end())
+                sym_end.push_back(all_syms.size())
+                char_end.push_back(all_chars.size())
+        for k in range(count):
+            if status[k] == 0:
+                out[k] = (_raw_of(all_syms.data() + start_sym, <Py_ssize_t>(sym_end[k] - start_sym),
+                                  all_chars.data() + start_char, <Py_ssize_t>(char_end[k] - start_char) - 1,
+                                  fronts[k]),
+                          <Py_ssize_t>(sym_end[k] - start_sym))
+            elif status[k] < 0:
+                out[k] = self.encode_raw(pieces[k], fronts[k])      # (raises the error _split names)
+            start_sym, start_char = sym_end[k], char_end[k]
+        return out
+
+    cdef int _split_unmarked(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
+                             vector[int32_t]& char_at) noexcept nogil:
+        """:meth:`_split` of the chars ``data`` holds (PEP 393 ``kind``), without the GIL, for an encoder
+        with no prefix or suffix: 0, or -1 where :meth:`_split` raises (an unknown char, and an
+        ``unk_token`` missing from the vocabulary)."""
+        cdef Py_ssize_t i, k
+        cdef uint32_t cp
+        cdef uint64_t found
+        cdef int64_t unk_bytes = -1
+        cdef unsigned char buf[4]
+        cdef int nb
+        cdef bint all_known
+        for i in range(n):
+            cp = ((<const uint8_t*>data)[i] if kind == 1 else (<const uint16_t*>data)[i] if kind == 2
+                  else (<const uint32_t*>data)[i])
+            nb = utf8_encode(cp, buf)
+            for k in range(nb):
+                char_at.push_back(<int32_t>i)
+            if map_get(&self.chars, (<uint64_t>cp) << 2, &found):
+                if unk_bytes >= 0:
+                    push_symbol(syms, self.unk_id, unk_bytes)
+                    unk_bytes = -1
+                push_symbol(syms, <int64_t>found, nb)
+                continue
+            if self.byte_fallback:
+                all_known = True
+                for k in range(nb):
+                    if self.byte_ids[buf[k]] < 0:
+                        all_known = False
+                        break
+                if all_known:       # (a pending unknown token waits until the next known char)
+                    for k in range(nb):
+                        push_symbol(syms, self.byte_ids[buf[k]], 1)
+                    continue
+            if self.unk_id != -1:
+                if self.unk_id == -2:
+                    return -1
+                if unk_bytes >= 0 and self.fuse_unk:
+                    unk_bytes += nb
+                else:
+                    if unk_bytes >= 0:
+                        push_symbol(syms, self.unk_id, unk_bytes)
+                    unk_bytes = nb
+        if unk_bytes >= 0:
+            push_symbol(syms, self.unk_id, unk_bytes)
+        char_at.push_back(<int32_t>n)
+        return 0
 
     def encode_ids(self, str piece not None, excluded_ids=None):
         """Just the ids of the piece's tokens."""

@@ -80,10 +80,12 @@ def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan, w
     """
     n = len(items)
     threads = min(num_threads(), n)
-    if threads <= 1 or whole_range and _short_strs(items):
+    # (A plan whose kernel is slower per char pays threads on shorter items: raw_min_average_chars.)
+    least_average = getattr(plan, "raw_min_average_chars", RAW_MIN_AVERAGE_CHARS)
+    if threads <= 1 or whole_range and _short_strs(items, least_average):
         return encode_range(0, n)
     weights = _gil_free_work(items, plan, whole_range)
-    if not weights or sum(weights) < THREAD_MIN_CHARS or whole_range and sum(weights) < RAW_MIN_AVERAGE_CHARS * n:
+    if not weights or sum(weights) < THREAD_MIN_CHARS or whole_range and sum(weights) < least_average * n:
         return encode_range(0, n)
     bounds = _balanced_bounds(weights, threads)
     pool = _get_pool(threads)
@@ -94,14 +96,14 @@ def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan, w
     return out
 
 
-def _short_strs(items: list) -> bool:
-    """True if ``items`` are all str, RAW_MIN_AVERAGE_CHARS chars or fewer on average (C-level loops:
+def _short_strs(items: list, least_average: int = RAW_MIN_AVERAGE_CHARS) -> bool:
+    """True if ``items`` are all str, fewer than ``least_average`` chars on average (C-level loops:
     for 40k lines the per-item weights cost 15 ms, this 1 ms).
 
     >>> _short_strs(["ab", "cd"]), _short_strs(["ab", ("cd", "ef")]), _short_strs(["x" * 1000])
     (True, False, False)
     """
-    return only_str(items) and sum(map(len, items)) < RAW_MIN_AVERAGE_CHARS * len(items)
+    return only_str(items) and sum(map(len, items)) < least_average * len(items)
 
 
 def _gil_free_work(items: list, plan, whole_range: bool = False) -> list[int] | None:

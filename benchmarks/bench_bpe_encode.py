@@ -352,7 +352,8 @@ def self_scaling(enc, texts: list[str], repeat: int) -> tuple[float, float, floa
             statistics.median(one[0] / plain for one, _, plain in rounds))
 
 
-def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list) -> None:
+def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
+                         files: tuple[str, ...] = TOKENIZER_JSON_FILES) -> None:
     try:
         import tokenizers
     except ImportError:
@@ -360,7 +361,7 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list) -> N
         return
     from pieceworks import Tokenizer
 
-    for name in TOKENIZER_JSON_FILES:
+    for name in files:
         path = SHARED_DATA / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json"
         ours = Tokenizer.from_file(str(path))
         theirs = tokenizers.Tokenizer.from_file(str(path))
@@ -509,6 +510,8 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="0.5 MB corpora, 2 runs")
     parser.add_argument("--only", choices=["encodings", "tokenizer-json", "special-tokens", "adversarial"],
                         help="one section")
+    parser.add_argument("--files", help="comma-separated tokenizer.json names for that section (default: "
+                        + ",".join(TOKENIZER_JSON_FILES) + ")")
     args = parser.parse_args(argv)
     size = int((0.5 if args.quick else args.size) * 1_000_000)
     repeat = 2 if args.quick else args.repeat
@@ -520,7 +523,8 @@ def main(argv=None) -> None:
     if args.only in (None, "encodings"):
         bench_encodings(texts, repeat, summary, scaling)
     if args.only in (None, "tokenizer-json"):
-        bench_tokenizer_json(texts, repeat, summary)
+        bench_tokenizer_json(texts, repeat, summary,
+                             tuple(args.files.split(",")) if args.files else TOKENIZER_JSON_FILES)
     if args.only in (None, "special-tokens"):
         bench_special_tokens(texts, repeat, summary)
     if args.only in (None, "adversarial"):

@@ -485,3 +485,59 @@ def test_user_piece_score_matches_sentencepiece_to_the_last_float(length, b_scor
         assert ours.nbest_encode(text, nbest_size=1, out_type=str)[0] == want, (length, b_score, whole)
         sides.append(len(want))
     assert len(set(sides)) == 2, "the walk must cross the tie, or it tests nothing"
+
+
+def test_plan_takes_texts_whose_only_changes_are_control_chars(shared_data):
+    """ruT5's charsmap makes newlines and tabs spaces: a text of several lines keeps the plan (its
+    controls swapped one for one first), as Hugging Face encodes it; CR (CR LF is one grapheme,
+    which the charsmap may map whole) and any other change still go the general way."""
+    from tokenizers import Tokenizer as HfTokenizer
+
+    fast, general = rut5(shared_data)
+    hf = HfTokenizer.from_file(str(shared_data / RUT5))
+    plan = fast._current_plan()
+    lines = "\n".join(["Hello world.", "  Second line\tx", "", "Third, and last."] * 50)
+    texts = ["\n".join(corpus_lines(shared_data, 400)), lines, "a\nb", "a \n\n  b\t\tc\n", "\n", "x\n\u3000y", "a\r\nb", "\tlead", "end\n", "a\x0bb\x85c"]
+    for text in texts:
+        ours = fast.encode(text)
+        assert fields(ours) == fields(general.encode(text)), repr(text[:40])
+        theirs = hf.encode(text)
+        assert (ours.ids, ours.offsets, ours.word_ids) == (theirs.ids, theirs.offsets, theirs.word_ids), repr(text[:40])
+    assert plan.encode_plain(lines) is not None and plan.encode_plain("a \n\n  b\t\tc\n") is not None
+    assert plan.encode_plain("a\r\nb") is None and plan.encode_plain("x\n\u3000y") is None
+    batch = fast.encode_batch(lines.splitlines(keepends=True))
+    assert [e.ids for e in batch] == [e.ids for e in hf.encode_batch(lines.splitlines(keepends=True))]
+
+
+def test_a_text_with_an_unknown_char_is_encoded_once_and_options_are_read_each_time(shared_data):
+    """An unknown char is spelled by its own text, which a raw encoding cannot: the plan declines
+    the raw way and hands its result to the plain way, so the kernel runs once per encode; a changed
+    option is never answered with a result made under the old one."""
+    tok = Tokenizer.from_file(str(shared_data / RUT5))
+    general = twin(tok)
+    core = tok.model._core
+    calls = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(core, name)
+
+        def hf_metaspace_encode(self, *args):
+            calls.append(args[0])
+            return core.hf_metaspace_encode(*args)
+
+    tok.model._core = Counting()
+    text = "Äpfel und Ωmega 😀 hier"
+    for scheme in ("always", "never", "always"):
+        tok.pre_tokenizer.prepend_scheme = scheme
+        calls.clear()
+        assert fields(tok.encode(text)) == fields(general.encode(text)), scheme
+        assert calls == [text], scheme
+    # A result handed over but not taken (the plan asked directly) is not taken under another option.
+    plan = tok._current_plan()
+    for scheme in ("never", "always"):
+        tok.pre_tokenizer.prepend_scheme = scheme
+        assert plan.encode_raw(text) is None
+        tok.pre_tokenizer.prepend_scheme = "always" if scheme == "never" else "never"
+        assert fields(tok.encode(text)) == fields(general.encode(text)), scheme
+    assert [fields(e) for e in tok.encode_batch([text, "plain"])] == [fields(general.encode(t)) for t in [text, "plain"]]

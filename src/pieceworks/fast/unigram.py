@@ -23,6 +23,7 @@ path.
 from __future__ import annotations
 
 from .._kernels import unigram as K
+from .._kernels.raw_encoding import pack
 from .._regex import Regex
 from ..models.unigram import Unigram
 from ..normalizers import Precompiled, Replace, Sequence
@@ -77,25 +78,97 @@ class UnigramMetaspacePlan:
     """
 
     releases_gil = False
-    has_raw = False
+    #: encode_raw and encode_raw_batch exist (see pieceworks.fast): the kernel's lists packed, so
+    #: frames (the post-processor's special tokens) and batches are put together in C.
+    has_raw = True
 
     def __init__(self, model: Unigram, normalizer, pre_tokenizer: Metaspace):
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         self._rules_for: "tuple[bytes | None, K.SpmNormalizer | None]" = (None, None)
+        self._controls_for: "tuple[bytes | None, dict]" = (None, {})
+        self._handed: "tuple | None" = None     # (text, setup, result) encode_raw made and declined
 
-    def encode_plain(self, text: str):
+    #: encode_plain takes ``at``, where the text starts in the input (Metaspace's "first" prepends at 0 only).
+    takes_position = True
+
+    def encode_plain(self, text: str, at: int = 0):
         """``(ids, tokens, offsets, words, n_words)``, or None for the general path."""
+        return self._encode(text, at)[1]
+
+    def _encode(self, text: str, at: int) -> tuple:
+        """``(setup, encode_plain's result)``: ``setup`` what it depends on, None if it went no further."""
         model, pre = self.model, self.pre_tokenizer
         if model.alpha:
-            return None  # sampling: the general path draws
+            return None, None  # sampling: the general path draws
         parts = _normalizer_parts(self.normalizer)   # the Sequence may have been edited
-        if parts is None or pre.prepend_scheme == "first":
-            return None  # "first" depends on where the segment sits in the text
+        if parts is None:
+            return None, None
         charsmap, collapse = parts
-        return model._core.hf_metaspace_encode(text, model._pieces, self._rules(charsmap), pre.replacement,
-                                               pre.prepend_scheme == "always", pre.split, collapse)
+        prepend = pre.prepend_scheme == "always" or pre.prepend_scheme == "first" and not at
+        setup = (model._pieces, charsmap, collapse, pre.replacement, prepend, pre.split)
+        handed = self._handed
+        if handed is not None and handed[0] is text and handed[1] == setup:
+            self._handed = None         # (made by encode_raw for this very text and setup, then declined)
+            return setup, handed[2]
+        rules = self._rules(charsmap)
+        result = model._core.hf_metaspace_encode(text, model._pieces, rules, pre.replacement, prepend, pre.split,
+                                                 collapse)
+        if result is None and charsmap is not None and "\r" not in text:
+            # Most often a newline, which the charsmap makes a space: see _one_for_one_controls.
+            table = self._controls(charsmap)
+            plain = text.translate(table) if table else text
+            if plain is not text and plain != text:
+                result = model._core.hf_metaspace_encode(plain, model._pieces, rules, pre.replacement, prepend,
+                                                         pre.split, collapse)
+        return setup, result
+
+    def encode_raw(self, text: str, at: int = 0):
+        """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast).
+
+        A token is spelled by its piece, so a text with an unknown char (spelled by its own text, as
+        in Hugging Face) is None: ``encode_plain`` takes it, and is handed the result made here
+        rather than encoding the text again.
+        """
+        setup, result = self._encode(text, at)
+        if result is None:
+            return None
+        ids, _, offsets, words, n_words = result
+        unk_id = self.model.unk_id
+        if unk_id is not None and unk_id in ids:
+            self._handed = (text, setup, result)
+            return None
+        return pack(ids, [s for s, _ in offsets], [e for _, e in offsets], words), len(ids), n_words, \
+            self.model._pieces
+
+    def encode_raw_batch(self, texts: list[str]) -> list:
+        """``[encode_raw(t) for t in texts]``."""
+        encode = self.encode_raw
+        return [encode(text) for text in texts]
+
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` less its
+        strings, the stages read on each call."""
+        return self._encode_one, self.model._pieces
+
+    def _encode_one(self, text: str):
+        result = self.encode_raw(text)
+        return None if result is None else result[:3]
+
+    def normalizes_nothing(self, text: str) -> bool:
+        """Not promised (the Precompiled rules are not checked here): tokens matched after normalizing
+        take the general way."""
+        return False
+
+    def _controls(self, charsmap: bytes) -> dict:
+        # _one_for_one_controls of the Precompiled member, made once per charsmap.
+        blob, table = self._controls_for
+        if blob is not charsmap:
+            table = _one_for_one_controls(self.normalizer.normalizers[0] if type(self.normalizer) is Sequence
+                                          else self.normalizer)
+            self._controls_for = (charsmap, table)
+        return table
 
     def _rules(self, charsmap: "bytes | None"):
         # The charsmap's "no rule can match here" table, made once per charsmap.
@@ -106,3 +179,23 @@ class UnigramMetaspacePlan:
             rules = K.SpmNormalizer(K.Charsmap(charsmap), None, False, False, False, False)
             self._rules_for = (charsmap, rules)
         return rules
+
+
+def _one_for_one_controls(precompiled: Precompiled) -> dict[int, str]:
+    """``{code point: char}`` for the control chars (not CR) that ``precompiled`` makes one other char.
+
+    A control char is a grapheme cluster of its own (CR LF aside), so
+    Hugging Face's Precompiled swaps it alone, one char for one, and its
+    alignment stays: a text whose only changes are these encodes, after
+    ``str.translate``, exactly as the general path encodes it, offsets and
+    all. (SentencePiece's charsmaps make newlines and tabs spaces: a text of
+    several lines went the general way whole.)
+    """
+    table = {}
+    for cp in [*range(0x20), *range(0x7F, 0xA0)]:
+        if cp == 0x0D:
+            continue
+        out = precompiled.normalize_str(chr(cp))
+        if len(out) == 1 and out != chr(cp):
+            table[cp] = out
+    return table

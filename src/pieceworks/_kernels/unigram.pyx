@@ -795,6 +795,17 @@ cdef class SpmNormalizer:
             return False
         return k >= n or _dead_after(self.charsmap.units, self.charsmap.n_units, state, s + k, n - k)
 
+    def leaves(self, str text not None) -> bool:
+        """Whether no charsmap rule matches anywhere in ``text`` (so no normalization rule changes it).
+
+        False for a text with a lone surrogate (no UTF-8 form to check).
+        """
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return self.untouched(<const uint8_t*>(<bytes>data), len(data))
+
     cdef bint untouched(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
         """True if no charsmap rule matches anywhere in the valid UTF-8 text ``s[:n]`` (rules only)."""
         cdef Py_ssize_t i = 0, length

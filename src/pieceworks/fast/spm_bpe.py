@@ -29,22 +29,33 @@ spans the first char, as Hugging Face aligns it.
 
 from __future__ import annotations
 
+import re
 import sys
 
 from ..models.bpe import BPE
-from ..normalizers import Prepend, Replace, Sequence
-from ..pre_tokenizers import Metaspace, Split
+from .._kernels import unigram as K
+from .._kernels.raw_encoding import id_list, join, offset_list, token_list, word_list
+from ..normalizers import Precompiled, Prepend, Replace, Sequence
+from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
+from ..pre_tokenizers import Sequence as PreSequence
 from . import register_plan
+from .unigram import _one_for_one_controls
 
-__all__ = ["spm_bpe_plan", "SpmBpePlan"]
+__all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
+
+# Runs of chars that are not White_Space (Rust's char::is_whitespace: str.isspace without U+001C..U+001F).
+_WORDS = re.compile(r"(?:[^\s]|[\x1c-\x1f])+")
 
 
 @register_plan
-def spm_bpe_plan(tokenizer) -> "SpmBpePlan | None":
+def spm_bpe_plan(tokenizer) -> "SpmBpePlan | SpmBpeWordsPlan | None":
     """A plan for BPE after [Prepend(c)] Replace(" ", c) and no pre-tokenizer (or a Split on " "), or after
-    Metaspace(split=False) alone; else None."""
-    plan = SpmBpePlan(tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer)
-    return plan if plan._stages() is not None else None
+    Metaspace(split=False) alone, or after [Precompiled] and WhitespaceSplit then Metaspace; else None."""
+    for kind in (SpmBpePlan, SpmBpeWordsPlan):
+        plan = kind(tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer)
+        if plan._stages() is not None:
+            return plan
+    return None
 
 
 def _normalizer_parts(normalizer) -> "tuple[str, str] | None":
@@ -180,3 +191,106 @@ class SpmBpePlan:
         if stages is None:
             return False
         return stages[2] is not None or " " not in text and not (stages[0] and text)
+
+
+class SpmBpeWordsPlan:
+    """BPE after [Precompiled] then ``Sequence([WhitespaceSplit, Metaspace])`` (BARThez): each word,
+    a ``▁`` in front, through the BPE kernel, all the text's words in one GIL-free call.
+
+    Only for a text the charsmap leaves alone but for control chars it makes one other char (each
+    a grapheme of its own, swapped one for one: see ``fast.unigram._one_for_one_controls``), and
+    that holds no ``▁`` (Metaspace would cut a word there); others take the general way.
+    """
+
+    releases_gil = True
+    nogil_min_chars = sys.maxsize
+    raw_min_average_chars = 32
+    has_raw = True
+    #: encode_plain and encode_raw take ``at``, where the text starts in the input ("first").
+    takes_position = True
+
+    def __init__(self, model, normalizer, pre_tokenizer):
+        self.model = model
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self._rules_for: tuple = (None, {}, None)   # (charsmap, its controls' table, its SpmNormalizer)
+
+    def _stages(self) -> "tuple | None":
+        """``(Precompiled or None, replacement, prepend scheme)`` for stages this plan reproduces, else None."""
+        model, normalizer, pre = self.model, self.normalizer, self.pre_tokenizer
+        if type(model) is not BPE or model.dropout or normalizer is not None and type(normalizer) is not Precompiled:
+            return None
+        if type(pre) is not PreSequence or len(pre.pretokenizers) != 2:
+            return None
+        split, meta = pre.pretokenizers
+        if type(split) is not WhitespaceSplit or type(meta) is not Metaspace or meta.replacement.isspace():
+            return None
+        return normalizer, meta.replacement, meta.prepend_scheme
+
+    def _words(self, text: str) -> "list | None":
+        """``[(start, word)]`` of ``text`` normalized, or None when the plan does not take it."""
+        stages = self._stages()
+        if stages is None:
+            return None
+        precompiled, replacement = stages[0], stages[1]
+        if replacement in text:
+            return None
+        if precompiled is not None and precompiled._charsmap is not None:
+            table, rules = self._rules(precompiled)
+            if table and "\r" not in text:
+                text = text.translate(table)
+            if not rules.leaves(text):
+                return None
+        return [(m.start(), m.group()) for m in _WORDS.finditer(text)]
+
+    def encode_raw(self, text: str, at: int = 0):
+        """``(raw, n_tokens, n_words, strings)`` of ``text``, or None (see pieceworks.fast)."""
+        words = self._words(text)
+        if words is None:
+            return None
+        _, replacement, scheme = self._stages()
+        encoder = self.model._get_encoder()
+        fronts = [scheme == "always" or scheme == "first" and at + start == 0 for start, _ in words]
+        results = encoder.encode_raw_batch([replacement + word if front else word
+                                            for (_, word), front in zip(words, fronts)], fronts)
+        raw, n = join([(raw, n, start, k) for k, ((raw, n), (start, _)) in enumerate(zip(results, words))])
+        return raw, n, len(words), encoder.strings
+
+    def encode_raw_batch(self, texts: list[str]) -> list:
+        """``[encode_raw(t) for t in texts]``."""
+        encode = self.encode_raw
+        return [encode(text) for text in texts]
+
+    def encode_plain(self, text: str, at: int = 0):
+        """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
+        result = self.encode_raw(text, at)
+        if result is None:
+            return None
+        raw, n, n_words, strings = result
+        return id_list(raw, n), token_list(raw, n, strings), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
+
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot."""
+        return self._encode_one, self.model._get_encoder().strings
+
+    def _encode_one(self, text: str):
+        result = self.encode_raw(text)
+        return None if result is None else result[:3]
+
+    def normalizes_nothing(self, text: str) -> bool:
+        """Whether the normalizer (Precompiled) leaves ``text`` as it is: no rule matches in it."""
+        stages = self._stages()
+        if stages is None:
+            return False
+        precompiled = stages[0]
+        return precompiled is None or precompiled._charsmap is None or self._rules(precompiled)[1].leaves(text)
+
+    def _rules(self, precompiled: Precompiled) -> tuple:
+        """``(its controls' table, its SpmNormalizer)`` for the charsmap, made once per charsmap."""
+        blob, table, rules = self._rules_for
+        if blob is not precompiled.precompiled_charsmap:
+            blob = precompiled.precompiled_charsmap
+            table = _one_for_one_controls(precompiled)
+            rules = K.SpmNormalizer(K.Charsmap(blob), None, False, False, False, False)
+            self._rules_for = (blob, table, rules)
+        return table, rules

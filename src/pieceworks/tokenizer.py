@@ -346,7 +346,9 @@ class Tokenizer:
             model = self._model
             pretok.tokenize_chars(model.tokenize_chars if excluded is None
                                   else partial(model.tokenize_chars, excluded_ids=excluded))
-            return pretok.to_encoding(type_id, word_index)
+            encoding = pretok.to_encoding(type_id, word_index)
+            del pretok      # (freed before the collector runs again, which would walk it all once more)
+        return encoding
 
     def _split_exclusion(self) -> frozenset | None:
         """The special tokens' ids, when the model could spell one from plain text; else None.

@@ -1,0 +1,64 @@
+"""Every tokenizer.json in ../shared/data through pieceworks.Tokenizer and Hugging Face, in one run.
+
+    python benchmarks/bench_tokenizer_files.py              # 300 KB of prose, code and multilingual text
+    python benchmarks/bench_tokenizer_files.py --size 1     # 1 MB each
+
+For each file (byte-level BPE, SentencePiece-style BPE, Unigram, WordPiece)
+and each corpus: the text as one string, and its lines as one batch, on the
+default threads of each library. Ids are checked equal before a speed is
+reported. The last column says which way pieceworks took: the fused plan's
+name, or "general" (the Python pipeline, for stages no plan covers). Quote
+the ratios: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_bpe_encode import corpora  # noqa: E402
+from harness import SHARED_DATA, compare  # noqa: E402
+
+
+def files() -> list[Path]:
+    return sorted((SHARED_DATA / "tokenizers").rglob("tokenizer.json"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=float, default=0.3, help="MB of each corpus (default 0.3)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per cell (median; default 3)")
+    args = parser.parse_args(argv)
+    try:
+        import tokenizers
+    except ImportError:
+        print("tokenizers is not installed: nothing to compare with")
+        return 0
+    from pieceworks import Tokenizer
+
+    texts = corpora(int(args.size * 1_000_000))
+    print(f"# pieceworks.Tokenizer against tokenizers {tokenizers.__version__}: speed ratio (above 1: "
+          f"pieceworks faster), {args.size:g} MB per corpus, median of {args.repeat}")
+    print(f"{'file':<28}{'corpus':<14}{'one string':>12}{'lines':>10}  way")
+    for path in files():
+        ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
+        plan = ours._current_plan()
+        way = "general" if plan is None else type(plan).__name__
+        for corpus, text in texts.items():
+            lines = text.splitlines(keepends=True)
+            size = len(text.encode("utf-8")) / 1e6
+            cells = []
+            for arg, mine, hf in ((text, lambda t: ours.encode(t).ids, lambda t: theirs.encode(t).ids),
+                                  (lines, lambda ts: [e.ids for e in ours.encode_batch(ts)],
+                                   lambda ts: [e.ids for e in theirs.encode_batch(ts)])):
+                seconds = compare({"pieceworks": mine, "tokenizers": hf}, arg, size, repeat=args.repeat)
+                cells.append(f"{seconds['tokenizers'] / seconds['pieceworks']:.2f}x")
+            print(f"{path.parent.name[:27]:<28}{corpus:<14}{cells[0]:>12}{cells[1]:>10}  {way}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

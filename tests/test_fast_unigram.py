@@ -541,3 +541,19 @@ def test_a_text_with_an_unknown_char_is_encoded_once_and_options_are_read_each_t
         tok.pre_tokenizer.prepend_scheme = "always" if scheme == "never" else "never"
         assert fields(tok.encode(text)) == fields(general.encode(text)), scheme
     assert [fields(e) for e in tok.encode_batch([text, "plain"])] == [fields(general.encode(t)) for t in [text, "plain"]]
+
+
+def test_control_swaps_are_what_the_charsmap_does_to_each_control_char(shared_data):
+    """Precompiled.control_swaps: the controls (CR aside) its charsmap makes one other char, and
+    a text of such controls and untouched chars normalizes to its translation, as Hugging Face's
+    Precompiled normalizes it."""
+    from tokenizers import normalizers as hf_normalizers
+
+    tok, _ = rut5(shared_data)
+    precompiled = tok.normalizer.normalizers[0]
+    swaps = precompiled.control_swaps()
+    assert swaps[ord("\n")] == " " and swaps[ord("\t")] == " " and ord("\r") not in swaps
+    assert precompiled.control_swaps() is swaps
+    theirs = hf_normalizers.Precompiled(precompiled.precompiled_charsmap)
+    text = "a\nb\t\tc\x0c d\n" + "".join(map(chr, swaps))
+    assert theirs.normalize_str(text) == precompiled.normalize_str(text) == text.translate(swaps)

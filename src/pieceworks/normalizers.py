@@ -724,6 +724,27 @@ class Precompiled(Normalizer):
         if modified:
             normalized.transform(dest, 0)
 
+    def control_swaps(self) -> dict[int, str]:
+        """``{code point: char}`` for the control chars (CR aside) the charsmap makes one other char.
+
+        A control char is a grapheme cluster of its own (CR LF aside), so
+        this normalizer swaps it alone, one char for one, and its alignment
+        stays: a text whose only changes are these normalizes to
+        ``text.translate(control_swaps())``, offsets unchanged. The fast
+        plans take such texts (SentencePiece's charsmaps make newlines and
+        tabs spaces, and a text of several lines went the general way
+        whole). Worked out once per charsmap.
+        """
+        made = self.__dict__.get("_swaps")
+        if made is None or made[0] is not self.precompiled_charsmap:
+            table = {}
+            for cp in [*range(0x20), *range(0x7F, 0xA0)]:
+                out = self.normalize_str(chr(cp)) if cp != 0x0D else chr(cp)
+                if len(out) == 1 and out != chr(cp):
+                    table[cp] = out
+            made = self.__dict__["_swaps"] = (self.precompiled_charsmap, table)
+        return made[1]
+
     def _to_fields(self) -> dict:
         import base64
 

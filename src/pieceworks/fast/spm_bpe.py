@@ -39,7 +39,6 @@ from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
 from . import register_plan
-from .unigram import _one_for_one_controls
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
 
@@ -198,8 +197,8 @@ class SpmBpeWordsPlan:
     a ``▁`` in front, through the BPE kernel, all the text's words in one GIL-free call.
 
     Only for a text the charsmap leaves alone but for control chars it makes one other char (each
-    a grapheme of its own, swapped one for one: see ``fast.unigram._one_for_one_controls``), and
-    that holds no ``▁`` (Metaspace would cut a word there); others take the general way.
+    a grapheme of its own, swapped one for one: ``Precompiled.control_swaps``), and that holds no
+    ``▁`` (Metaspace would cut a word there); others take the general way.
     """
 
     releases_gil = True
@@ -213,7 +212,7 @@ class SpmBpeWordsPlan:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
-        self._rules_for: tuple = (None, {}, None)   # (charsmap, its controls' table, its SpmNormalizer)
+        self._rules_for: tuple = (None, None)   # (charsmap, its SpmNormalizer)
 
     def _stages(self) -> "tuple | None":
         """``(Precompiled or None, replacement, prepend scheme)`` for stages this plan reproduces, else None."""
@@ -286,11 +285,10 @@ class SpmBpeWordsPlan:
         return precompiled is None or precompiled._charsmap is None or self._rules(precompiled)[1].leaves(text)
 
     def _rules(self, precompiled: Precompiled) -> tuple:
-        """``(its controls' table, its SpmNormalizer)`` for the charsmap, made once per charsmap."""
-        blob, table, rules = self._rules_for
+        """``(its control swaps, its SpmNormalizer)`` for the charsmap, made once per charsmap."""
+        blob, rules = self._rules_for
         if blob is not precompiled.precompiled_charsmap:
             blob = precompiled.precompiled_charsmap
-            table = _one_for_one_controls(precompiled)
             rules = K.SpmNormalizer(K.Charsmap(blob), None, False, False, False, False)
-            self._rules_for = (blob, table, rules)
-        return table, rules
+            self._rules_for = (blob, rules)
+        return precompiled.control_swaps(), rules

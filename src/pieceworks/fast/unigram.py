@@ -8,8 +8,10 @@ nothing: no charsmap rule matches anywhere, and there are no two spaces in
 a row. For such a text the kernel (``SpmCore.hf_metaspace_encode``)
 checks exactly that, turns spaces into ``▁``, cuts the pieces and runs the
 Viterbi on each, giving the general path's ids, tokens, offsets and word
-ids. For any other text it says so, and the tokenizer takes the general
-path.
+ids. A text whose only changes are control chars the charsmap makes one
+other char (newlines and tabs, which become spaces) is encoded after they
+are swapped (``Precompiled.control_swaps``). For any other text it says
+so, and the tokenizer takes the general path.
 
 >>> from pieceworks import Tokenizer
 >>> from pieceworks.models import Unigram
@@ -87,7 +89,6 @@ class UnigramMetaspacePlan:
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
         self._rules_for: "tuple[bytes | None, K.SpmNormalizer | None]" = (None, None)
-        self._controls_for: "tuple[bytes | None, dict]" = (None, {})
         self._handed: "tuple | None" = None     # (text, setup, result) encode_raw made and declined
 
     #: encode_plain takes ``at``, where the text starts in the input (Metaspace's "first" prepends at 0 only).
@@ -116,8 +117,8 @@ class UnigramMetaspacePlan:
         result = model._core.hf_metaspace_encode(text, model._pieces, rules, pre.replacement, prepend, pre.split,
                                                  collapse)
         if result is None and charsmap is not None and "\r" not in text:
-            # Most often a newline, which the charsmap makes a space: see _one_for_one_controls.
-            table = self._controls(charsmap)
+            # Most often a newline, which the charsmap makes a space: see Precompiled.control_swaps.
+            table = self._precompiled().control_swaps()
             plain = text.translate(table) if table else text
             if plain is not text and plain != text:
                 result = model._core.hf_metaspace_encode(plain, model._pieces, rules, pre.replacement, prepend,
@@ -161,14 +162,8 @@ class UnigramMetaspacePlan:
         take the general way."""
         return False
 
-    def _controls(self, charsmap: bytes) -> dict:
-        # _one_for_one_controls of the Precompiled member, made once per charsmap.
-        blob, table = self._controls_for
-        if blob is not charsmap:
-            table = _one_for_one_controls(self.normalizer.normalizers[0] if type(self.normalizer) is Sequence
-                                          else self.normalizer)
-            self._controls_for = (charsmap, table)
-        return table
+    def _precompiled(self) -> Precompiled:
+        return self.normalizer.normalizers[0] if type(self.normalizer) is Sequence else self.normalizer
 
     def _rules(self, charsmap: "bytes | None"):
         # The charsmap's "no rule can match here" table, made once per charsmap.
@@ -180,22 +175,3 @@ class UnigramMetaspacePlan:
             self._rules_for = (charsmap, rules)
         return rules
 
-
-def _one_for_one_controls(precompiled: Precompiled) -> dict[int, str]:
-    """``{code point: char}`` for the control chars (not CR) that ``precompiled`` makes one other char.
-
-    A control char is a grapheme cluster of its own (CR LF aside), so
-    Hugging Face's Precompiled swaps it alone, one char for one, and its
-    alignment stays: a text whose only changes are these encodes, after
-    ``str.translate``, exactly as the general path encodes it, offsets and
-    all. (SentencePiece's charsmaps make newlines and tabs spaces: a text of
-    several lines went the general way whole.)
-    """
-    table = {}
-    for cp in [*range(0x20), *range(0x7F, 0xA0)]:
-        if cp == 0x0D:
-            continue
-        out = precompiled.normalize_str(chr(cp))
-        if len(out) == 1 and out != chr(cp):
-            table[cp] = out
-    return table

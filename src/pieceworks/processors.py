@@ -19,7 +19,6 @@ sequence ranges. Names, fields and behaviour follow Hugging Face
 from __future__ import annotations
 
 import functools
-
 import re
 from typing import NamedTuple
 

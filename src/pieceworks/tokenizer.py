@@ -265,7 +265,8 @@ class Tokenizer:
         added = self._added
         if type(items) is not list or not items or not only_str(items):
             return None
-        if self._normalizer is not None and added.has_normalized_tokens() and not plan.job_leaves_changed_texts:
+        if (self._normalizer is not None and added.has_normalized_tokens()
+                and not getattr(plan, "job_leaves_changed_texts", False)):
             return None     # tokens matched after normalizing: the finder reads the texts as they are
         ask = added.texts_to_ask(items) if added.by_content else []
         if len(ask) * 2 > len(items):

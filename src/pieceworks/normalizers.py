@@ -724,6 +724,19 @@ class Precompiled(Normalizer):
         if modified:
             normalized.transform(dest, 0)
 
+    def rule_checker(self):
+        """The kernel's check of where a charsmap rule matches (``SpmNormalizer``: its ``leaves(text)``
+        says no rule matches anywhere in ``text``), made once per charsmap; None without a charsmap."""
+        from ._kernels.unigram import SpmNormalizer
+
+        if self._charsmap is None:
+            return None
+        made = self.__dict__.get("_checker")
+        if made is None or made[0] is not self._charsmap:
+            made = self.__dict__["_checker"] = (self._charsmap, SpmNormalizer(self._charsmap, None, False, False,
+                                                                              False, False))
+        return made[1]
+
     def control_swaps(self) -> dict[int, str]:
         """``{code point: char}`` for the control chars (CR aside) the charsmap makes one other char.
 

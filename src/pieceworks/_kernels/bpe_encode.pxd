@@ -47,8 +47,9 @@ cdef class BpeEncoder:
     cdef bint ignore_merges
     cdef bint has_prefix
     cdef bint has_suffix
-    cdef bytes prefix_bytes
-    cdef bytes suffix_bytes
+    cdef vector[uint8_t] prefix_utf8     # the continuing_subword_prefix's bytes (byte fallback spells them)
+    cdef vector[uint8_t] suffix_utf8     # the end_of_word_suffix's
+    cdef vector[uint8_t] no_bytes
     cdef double dropout
     cdef uint64_t rng_state   # stepped only by compare-and-swap (see _random)
     cdef list id_to_token
@@ -60,8 +61,9 @@ cdef class BpeEncoder:
     cdef dict exclusions      # frozenset of ids -> Exclusion
 
     cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1
-    cdef int _split_unmarked(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
-                             vector[int32_t]& char_at) noexcept nogil
+    cdef int _split_chars(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
+                          vector[int32_t]& char_at) noexcept nogil
+    cdef bint _bytes_known(self, const vector[uint8_t]& data) noexcept nogil
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil
     cdef double _random(self) noexcept nogil

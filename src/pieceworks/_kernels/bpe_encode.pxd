@@ -59,11 +59,18 @@ cdef class BpeEncoder:
     cdef object token_cls
     cdef public Py_ssize_t small_piece   # pieces up to this many symbols take the linear path
     cdef dict exclusions      # frozenset of ids -> Exclusion
+    cdef uint32_t cut_mark               # a piece is merged word by word, each word from this char on
+    cdef vector[uint32_t] cut_unsafe     #   but where the char before it is one of these
+    cdef bint cut_after_unknown          #   or has no token of its own, unless this is set (see _find_cuts)
 
     cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1
     cdef int _split_chars(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
                           vector[int32_t]& char_at) noexcept nogil
     cdef bint _bytes_known(self, const vector[uint8_t]& data) noexcept nogil
+    cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
+                           vector[int32_t]& char_at, const uint8_t* banned) noexcept nogil
+    cdef bint _cuts_before(self, uint32_t previous) noexcept nogil
+    cdef void _merge(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil
     cdef double _random(self) noexcept nogil

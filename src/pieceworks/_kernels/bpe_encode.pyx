@@ -83,6 +83,9 @@ cdef extern from *:
     uint64_t rng_step "pw_bpe_rng_step"(uint64_t* state) noexcept nogil
 
 cdef uint64_t EMPTY_KEY = UINT64_MAX
+# SentencePiece's word mark: pieces that hold whole lines (no pre-tokenizer) are merged word by word.
+cdef uint32_t WORD_MARK = 0x2581
+cdef uint32_t NO_MARK = UINT32_MAX
 cdef Py_ssize_t SMALL_PIECE = 96
 
 # -- the hash map ---------------------------------------------------------------
@@ -383,6 +386,7 @@ cdef class BpeEncoder:
         self.token_cls = token_cls
         self.small_piece = SMALL_PIECE
         self.exclusions = {}
+        self._find_cuts(merges, WORD_MARK)
 
     def __dealloc__(self):
         map_free(&self.merges)
@@ -603,15 +607,125 @@ cdef class BpeEncoder:
 
     cdef int _symbols(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
                       const uint8_t* banned) except -1:
-        """The piece's symbols, split (:meth:`_split`) and merged."""
-        self._split(piece, syms, char_at)
+        """The piece's symbols, split and merged (:meth:`_split_merged`); raises the error it reports."""
+        if self._split_merged(PyUnicode_KIND(piece), PyUnicode_DATA(piece), PyUnicode_GET_LENGTH(piece), syms,
+                              char_at, banned) < 0:
+            self._split(piece, syms, char_at)   # (raises)
+        return 0
+
+    cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
+                           vector[int32_t]& char_at, const uint8_t* banned) noexcept nogil:
+        """:meth:`_split_chars` then the merges, without the GIL; -1 as :meth:`_split_chars`.
+
+        Word by word where no merge can join two words (see
+        :meth:`_find_cuts`): the same symbols as merging the whole piece,
+        but short words take the linear path, where a whole line (a
+        SentencePiece-style tokenizer has no pre-tokenizer) would take the heap.
+        """
+        cdef vector[Symbol] word
+        cdef vector[int32_t] word_at
+        cdef Py_ssize_t start = 0, i, k
+        cdef uint32_t cp, previous = NO_MARK
+        cdef bint cut
+        if self.cut_mark == NO_MARK or self.dropout > 0.0:
+            if self._split_chars(kind, data, n, syms, char_at) < 0:
+                return -1
+            self._merge(syms, banned)
+            return 0
+        for i in range(n + 1):
+            if i < n:
+                cp = ((<const uint8_t*>data)[i] if kind == 1 else (<const uint16_t*>data)[i] if kind == 2
+                      else (<const uint32_t*>data)[i])
+                cut = cp == self.cut_mark and i > start and self._cuts_before(previous)
+                previous = cp
+                if not cut:
+                    continue
+            word.clear()
+            word_at.clear()
+            if self._split_chars(kind, <const char*>data + kind * start, i - start, word, word_at) < 0:
+                return -1
+            self._merge(word, banned)
+            syms.insert(syms.end(), word.begin(), word.end())
+            for k in range(<Py_ssize_t>word_at.size() - 1):     # (its last entry: the word's length)
+                char_at.push_back(word_at[k] + <int32_t>start)
+            start = i
+        char_at.push_back(<int32_t>n)
+        return 0
+
+    cdef bint _cuts_before(self, uint32_t previous) noexcept nogil:
+        """Whether a word may start at a ``cut_mark`` that follows the char ``previous``."""
+        cdef uint64_t found
+        cdef size_t k
+        if previous == self.cut_mark:
+            return False
+        if not map_get(&self.chars, (<uint64_t>previous) << 2, &found):
+            return self.cut_after_unknown
+        for k in range(self.cut_unsafe.size()):
+            if self.cut_unsafe[k] == previous:
+                return False
+        return True
+
+    cdef void _merge(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil:
+        """The merges, on the linear path or the heap (with dropout, always the heap)."""
         if self.dropout > 0.0:
             self._merge_heap(syms, self.dropout, banned)
         elif <Py_ssize_t>syms.size() <= self.small_piece:
             self._merge_small(syms, banned)
         else:
             self._merge_heap(syms, 0.0, banned)
-        return 0
+
+    def _find_cuts(self, const uint32_t[::1] merges, uint32_t mark):
+        """Merge pieces word by word, a word starting at each ``mark`` char, where that gives the same
+        symbols as merging the whole piece; or leave ``cut_mark`` off.
+
+        A merge makes a token of its two tokens' strings (one that is not
+        in the vocabulary cannot be loaded). So two words are never joined
+        unless some merge's right token starts with ``mark`` and its left
+        token ends in something else: the chars those end in are unsafe to
+        cut after (``cut_unsafe``). Each char's first symbol is its own
+        token; a char without one becomes byte-fallback tokens (ending in
+        ``>``) or the unknown token (or nothing: then the symbol before
+        ends in another char), so a word starts after such a char only when
+        byte fallback spells every byte and no ``>`` is unsafe.
+
+        Only for an encoder without a continuing-subword prefix or an
+        end-of-word suffix (they mark a piece's ends) that has ``mark`` as a
+        token of its own.
+
+        >>> from array import array
+        >>> m = ord("\u2581")
+        >>> enc = BpeEncoder(array("I", [0, 1, 3]), [(ord("a") << 2, 0), (m << 2, 1), (ord("b") << 2, 2)],
+        ...                  [-1] * 256, ["a", "\u2581", "b", "a\u2581"], {})
+        >>> enc._word_cuts()        # a word may start after "b", not after "a"
+        (9601, [97], False)
+        >>> enc.encode_ids("b\u2581a\u2581b")
+        [2, 1, 3, 2]
+        """
+        cdef Py_ssize_t rank, n = merges.shape[0] // 3
+        cdef uint64_t found
+        cdef set unsafe = set()
+        cdef str left, right, sign = chr(mark)
+        self.cut_mark = NO_MARK
+        self.cut_unsafe.clear()
+        if self.has_prefix or self.has_suffix or not map_get(&self.chars, (<uint64_t>mark) << 2, &found):
+            return
+        id_to_token = self.id_to_token
+        for rank in range(n):
+            right = id_to_token[merges[3 * rank + 1]]
+            if right and right[0] == sign:
+                left = id_to_token[merges[3 * rank]]
+                if left and left[len(left) - 1] != sign:
+                    unsafe.add(left[len(left) - 1])
+        for ch in unsafe:
+            self.cut_unsafe.push_back(ord(ch))
+        self.cut_after_unknown = self.byte_fallback and all(b >= 0 for b in self.byte_ids) and ">" not in unsafe
+        self.cut_mark = mark
+
+    def _word_cuts(self):
+        """``(mark, unsafe chars, cut after an unknown char)`` (None: pieces are merged whole), for tests."""
+        if self.cut_mark == NO_MARK:
+            return None
+        return self.cut_mark, sorted(self.cut_unsafe), bool(self.cut_after_unknown)
 
     cdef object _whole_piece(self, str piece, Exclusion ex):
         """With ``ignore_merges``, the id of a piece that is a token whole (and not excluded), else None.
@@ -783,13 +897,9 @@ cdef class BpeEncoder:
                 if status[k] == 0:
                     syms.clear()
                     char_at.clear()
-                    if self._split_chars(kinds[k], datas[k], lengths[k], syms, char_at) < 0:
+                    if self._split_merged(kinds[k], datas[k], lengths[k], syms, char_at, NULL) < 0:
                         status[k] = -1
                     else:
-                        if <Py_ssize_t>syms.size() <= self.small_piece:
-                            self._merge_small(syms, NULL)
-                        else:
-                            self._merge_heap(syms, 0.0, NULL)
                         all_syms.insert(all_syms.end(), syms.begin(), syms.end())
                         all_chars.insert(all_chars.end(), char_at.begin(), char_at.end())
                 sym_end.push_back(all_syms.size())

@@ -196,6 +196,25 @@ def test_a_big_batch_on_two_threads_is_the_one_by_one_result(trio, inputs, monke
             same(got[k], fast.encode(lines[k]), lines[k])
 
 
+def test_lines_holding_added_tokens_batched(trio, inputs, monkeypatch):
+    """Lines that each hold added tokens (Gemma's newline ends each; special tokens at the start, in
+    the middle, side by side, alone): the segments of the whole batch go through one kernel call,
+    with where each starts (Mistral v0.3's "first"), and each line is joined in C. Every field as
+    the line alone and as Hugging Face, on two threads."""
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    lines = [line for text in inputs for line in text.splitlines(keepends=True)]
+    marked = ["<s>" + lines[0], "a</s>b " + lines[1], "[INST]</s>", "\n\n", "", " [INST] x [/INST] y\n",
+              "<start_of_turn>user\nhi<end_of_turn>\n"]
+    batch = (lines + marked) * 4
+    for name in FILES:
+        fast, _, hf = trio[name]
+        got = fast.encode_batch(batch)
+        for text, ours, ref in zip(batch, got, hf.encode_batch(batch)):
+            same_as_hf(ours, ref, text)
+        for k in range(0, len(batch), 7):
+            same(got[k], fast.encode(batch[k]), batch[k])
+
+
 @pytest.mark.parametrize("scheme", ["always", "first", "never"])
 def test_word_by_word_plan_against_hugging_face(trio, inputs, shared_data, scheme):
     """BARThez: Precompiled, WhitespaceSplit, Metaspace, BPE with an unknown token. Lines, tabs and

@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
-from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join as _raw_join,
+from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join_around as _raw_join_around,
                                     join_lazily as _raw_join_lazily, none_positions as _none_positions,
                                     pack as _raw_pack,
                                     pad_never_read as _pad_never_read, untrack as _untrack)
@@ -258,7 +258,7 @@ class Tokenizer:
         """The batch as one kernel job on the pool's threads (see ``plan.encode_job``), or None.
 
         For plain texts; those that may hold an added token, and the few
-        others the job leaves out (None), are encoded here one by one.
+        others the job leaves out (None), are encoded here afterwards.
         """
         from .fast._pool import num_threads
 
@@ -277,8 +277,11 @@ class Tokenizer:
                               eager_ids=self._padding is None)
         if out is None:
             return None
-        for k in _none_positions(out):
-            out[k] = self._encode_range_raw(items, k, k + 1, plan, frame, split, add_special_tokens)[0]
+        left = _none_positions(out)
+        if left:    # (all strs: no input error whose index the sub-list would shift)
+            for k, encoding in zip(left, self._encode_range_raw([items[k] for k in left], 0, len(left), plan, frame,
+                                                                split, add_special_tokens)):
+                out[k] = encoding
         return out
 
     def encode_batch_fast(self, input: list, is_pretokenized: bool = False,
@@ -439,69 +442,109 @@ class Tokenizer:
 
     def _encode_raw_around_added(self, plan, text: str, split_special: bool, frame,
                                  limit: int | None = None) -> Encoding | None:
-        """Added tokens found in ``text`` (:meth:`AddedVocabulary.token_spans`), the segments between them
-        through the plan, joined raw.
+        """Added tokens found in ``text`` (:meth:`_added_layout`), the segments between them through the
+        plan, joined raw; None to take the long way."""
+        layout = self._added_layout(plan, text, split_special)
+        if layout is None:
+            return None
+        text, found, view = layout
+        # A few segments: their offsets are worked out when first read, where the plan can defer them
+        # (not through a view: its map moves them once, all made). Many: one batch call for them all.
+        deferred = None if view is not None else getattr(plan, "encode_raw_deferred", None)
+        if deferred is None or len(found) > _DEFERRED_MAX_TOKENS:
+            return self._encode_layouts(plan, [layout], frame, limit)[0]
+        results = []
+        for start, stop in _gaps(found, len(text)):
+            result = deferred(text[start:stop])
+            if result is None:
+                return None
+            results.append(result)
+        return self._joined_around_added(plan, text, found, results, view, frame, limit)
+
+    def _encode_raw_around_added_batch(self, plan, texts: list[str], split_special: bool, frame,
+                                       limit: int | None = None) -> list:
+        """:meth:`_encode_raw_around_added` of each text, the segments of all of them encoded by one
+        ``plan.encode_raw_batch`` call (the GIL released once: lines that each end in an added
+        token, Gemma's newline, or hold one, GPT-NeoX's indents)."""
+        return self._encode_layouts(plan, [self._added_layout(plan, text, split_special) for text in texts],
+                                    frame, limit)
+
+    def _encode_layouts(self, plan, layouts: list, frame, limit: int | None) -> list:
+        """The encoding of each :meth:`_added_layout` (None stays None), the segments of all of
+        them through one ``plan.encode_raw_batch`` call."""
+        gaps = [(text, start, stop) for layout in layouts if layout is not None
+                for text, found, _ in (layout,) for start, stop in _gaps(found, len(text))]
+        segments = [text[start:stop] for text, start, stop in gaps]
+        if not segments:
+            results = iter(())
+        elif getattr(plan, "takes_position", False):    # (Metaspace's "first" prepends at 0 only)
+            results = iter(plan.encode_raw_batch(segments, [start for _, start, _ in gaps]))
+        else:
+            results = iter(plan.encode_raw_batch(segments))
+        out: list = []
+        for layout in layouts:
+            if layout is None:
+                out.append(None)
+                continue
+            text, found, view = layout
+            mine = [next(results) for _ in _gaps(found, len(text))]
+            out.append(None if None in mine else self._joined_around_added(
+                plan, text, found, [(*result, None, None) for result in mine], view, frame, limit))
+        return out
+
+    def _added_layout(self, plan, text: str, split_special: bool) -> tuple | None:
+        """``(text, found, view)``: the added tokens ``(start, stop, id)`` found in ``text``, or None.
 
         Tokens matched after normalization are matched in ``text`` itself,
         which is exact when the normalizer leaves the text unchanged (and
-        so every part of it: NFC text stays NFC when cut). Otherwise the
-        plan's ``aligned_view`` normalizes the gaps between the other tokens
-        (:meth:`AddedVocabulary.token_spans_normalized`), the result is
-        encoded, and its offsets are mapped back; without one, None.
+        so every part of it: NFC text stays NFC when cut); ``view`` is None.
+        Otherwise the plan's ``aligned_view`` normalizes the gaps between
+        the other tokens (:meth:`AddedVocabulary.token_spans_normalized`):
+        ``text`` is then the view's normalized text, which the spans are
+        in, and ``view.remap`` maps offsets in it back; without one, None.
         """
         if len(text) >= _RAW_MAX_CHARS:
             return None
-        view = None
         if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
             make_view = getattr(plan, "aligned_view", None)
             view = None if make_view is None else make_view(text)
             if view is None:
                 return None
             found = self._added.token_spans_normalized(view, split_special)
-            text = view.text
-        else:
-            found = self._added.token_spans(text, split_special)
-        # The segments' offsets are worked out when first read, where the plan can defer them
-        # (not through a view: its map moves them once, all made).
-        deferred = None if view is not None else getattr(plan, "encode_raw_deferred", None)
-        positional = getattr(plan, "takes_position", False)    # (Metaspace's "first" prepends at 0 only)
-        parts, added, strings, word, lazy = [], [], None, 0, False
-        at = 0
-        for start, stop, token_id in found + [(len(text), len(text), -1)]:
-            if at < start:
-                segment = text[at:start]
-                if deferred is not None:
-                    result = deferred(segment)
-                    if result is None:
-                        return None
-                    raw, n, n_words, strings, spans, source = result
-                    lazy = lazy or spans is not None
-                else:
-                    result = plan.encode_raw(segment, at) if positional else plan.encode_raw(segment)
-                    if result is None:
-                        return None
-                    (raw, n, n_words, strings), spans, source = result, None, None
-                parts.append((raw, n, at, word, spans, source))
-                word += n_words
-            if token_id >= 0:
-                parts.append((_raw_pack([token_id], [0], [stop - start], [0]), 1, start, word, None, None))
-                added.append((token_id, text[start:stop]))
-                word += 1
-            at = stop
+            return view.text, found, view
+        return text, self._added.token_spans(text, split_special), None
+
+    def _joined_around_added(self, plan, text: str, found: list, results: list, view, frame,
+                             limit: int | None) -> Encoding | None:
+        """The raw encodings of ``text``'s segments (``results``: ``(raw, n, n_words, strings, spans,
+        source)`` of each gap of ``found``, in order) and its added tokens, joined; None to take the long way."""
+        # Tokens are spelled from one table: the plan's, with the added tokens it lacks.
+        strings = results[-1][3] if results else None
         if strings is None:     # only added tokens: the plan's table all the same
             empty = plan.encode_raw("")
             if empty is None:
                 return None
             strings = empty[3]
-        # Tokens are spelled from one table: the plan's, with the added tokens it lacks.
-        if not all(_spells(strings, token_id, value) for token_id, value in added):
+        if not all([_spells(strings, token_id, text[start:stop]) for start, stop, token_id in found]):
             strings = self._strings_with_added(strings)
-            if strings is None or not all(_spells(strings, token_id, value) for token_id, value in added):
+            if strings is None or not all([_spells(strings, token_id, text[start:stop])
+                                           for start, stop, token_id in found]):
                 return None
-        if lazy:
+        if any([result[4] is not None for result in results]):     # segments whose offsets wait to be read
+            parts, word, at = [], 0, 0
+            gaps = iter(results)
+            for start, stop, token_id in found + [(len(text), len(text), -1)]:
+                if at < start:
+                    raw, n, n_words, _, spans, source = next(gaps)
+                    parts.append((raw, n, at, word, spans, source))
+                    word += n_words
+                if token_id >= 0:
+                    parts.append((_raw_pack([token_id], [0], [stop - start], [0]), 1, start, word, None, None))
+                    word += 1
+                at = stop
             raw, n, spans, source = _raw_join_lazily(parts)
         else:
-            (raw, n), spans, source = _raw_join(parts), None, None
+            (raw, n), spans, source = _raw_join_around(found, results, len(text)), None, None
             if view is not None:
                 raw = view.remap(raw, n)
         if limit is not None and n > limit:
@@ -557,15 +600,17 @@ class Tokenizer:
         truncation = self._raw_truncation(add_special_tokens)
         _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame, truncation)
         limit = None if truncation is None else truncation[0]
+        around = [k for k in _none_positions(out) if type(items[start + k]) is str]
+        if around:
+            for k, encoding in zip(around, self._encode_raw_around_added_batch(
+                    plan, [items[start + k] for k in around], split, frame, limit)):
+                out[k] = encoding
         for k in _none_positions(out):
             i = start + k
-            if type(items[i]) is str:
-                out[k] = self._encode_raw_around_added(plan, items[i], split, frame, limit)
-            if out[k] is None:
-                first, second = _split_batch_item(items[i], False, i)
-                enc = self._encode_sequence(first, 0, False, split, f"input[{i}]")
-                pair = None if second is None else self._encode_sequence(second, 1, False, split, f"input[{i}]")
-                out[k] = self.post_process(enc, pair, add_special_tokens)
+            first, second = _split_batch_item(items[i], False, i)
+            enc = self._encode_sequence(first, 0, False, split, f"input[{i}]")
+            pair = None if second is None else self._encode_sequence(second, 1, False, split, f"input[{i}]")
+            out[k] = self.post_process(enc, pair, add_special_tokens)
         return out
 
     def _single_text(self) -> SingleText:
@@ -921,8 +966,25 @@ def _takes_excluded_ids(model) -> bool:
 
 # Raw encodings hold int32 offsets.
 _RAW_MAX_CHARS = 2**31 - 1
+# A text with more added tokens than this has its segments encoded in one batch call.
+_DEFERRED_MAX_TOKENS = 4
 # The general pipeline pauses the cyclic collector for texts this long (see pieceworks._collector).
 _PAUSE_COLLECTOR_CHARS = 4096
+
+
+def _gaps(found: list, length: int):
+    """``(start, stop)`` of each non-empty stretch of ``[0, length)`` between the spans ``found``.
+
+    >>> list(_gaps([(2, 4, 7), (4, 5, 8)], 8))
+    [(0, 2), (5, 8)]
+    """
+    at = 0
+    for start, stop, _ in found:
+        if at < start:
+            yield at, start
+        at = stop
+    if at < length:
+        yield at, length
 
 
 def _spells(strings, token_id: int, value: str) -> bool:

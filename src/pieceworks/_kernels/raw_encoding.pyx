@@ -843,3 +843,55 @@ def join(list parts) -> tuple:
         shifted_spans(src, n, part[2], part[3], dst + total + at, dst + 2 * total + at, dst + 3 * total + at)
         at += n
     return out, total
+
+
+def join_around(list found, list results, Py_ssize_t length) -> tuple:
+    """One raw encoding of a text's added tokens and the raw encodings of the segments between them: ``(raw, n)``.
+
+    ``found``: ``(start, stop, id)`` of each token, in order; ``results``:
+    ``(raw, n, n_words, ...)`` of each non-empty segment of ``[0, length)``
+    between them, in order. Each token is one word, each segment's words
+    follow; a segment's offsets move to where it starts. :func:`join` of the
+    same parts, without a packed part per token.
+
+    >>> raw, n = join_around([(2, 5, 9)], [(pack([1], [0], [2], [0]), 1, 1), (pack([2, 3], [0, 1], [1, 2], [0, 1]), 2, 2)], 7)
+    >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1)
+    ([1, 9, 2, 3], [(0, 2), (2, 5), (5, 6), (6, 7)], [0, 1, 2, 3])
+    """
+    cdef Py_ssize_t total = len(found), n, at = 0, pos = 0, word = 0, k = 0, stop, i
+    cdef Py_ssize_t count = len(results)
+    cdef const int32_t* src
+    cdef tuple result, token
+    for result in results:
+        total += <Py_ssize_t>result[1]
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 16 * total)
+    cdef int32_t* dst = <int32_t*>PyBytes_AS_STRING(out)
+    for i in range(len(found) + 1):
+        if i < len(found):
+            token = <tuple>found[i]
+            stop = token[0]
+        else:
+            stop = length
+        if pos < stop:      # a segment before it
+            if k >= count:
+                raise ValueError(f"join_around: fewer results ({count}) than segments")
+            result = <tuple>results[k]
+            k += 1
+            n = result[1]
+            block(<bytes>result[0], n, 3)      # (raises unless it holds all four blocks)
+            src = block(<bytes>result[0], n, 0)
+            memcpy(dst + at, src, 4 * n)
+            shifted_spans(src, n, pos, word, dst + total + at, dst + 2 * total + at, dst + 3 * total + at)
+            at += n
+            word += <Py_ssize_t>result[2]
+        if i < len(found):
+            dst[at] = <int32_t>token[2]
+            dst[total + at] = <int32_t>token[0]
+            dst[2 * total + at] = <int32_t>token[1]
+            dst[3 * total + at] = <int32_t>word
+            at += 1
+            word += 1
+            pos = token[1]
+    if k != count:
+        raise ValueError(f"join_around: {count} results for {k} segments")
+    return out, total

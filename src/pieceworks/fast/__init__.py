@@ -29,6 +29,12 @@ make no Python object per token (see :meth:`pieceworks.Encoding.from_raw`)::
     encode_raw_batch(texts) -> [encode_raw(text) for text in texts]
     normalizes_nothing(text) -> bool   # the normalizer leaves text as it is
 
+A plan whose result depends on where a text starts in its input
+(Metaspace's ``prepend_scheme="first"``) sets ``takes_position = True``
+and takes it as ``encode_plain(text, at)``, ``encode_raw(text, at)`` and
+``encode_raw_batch(texts, ats)``: the segments between added tokens start
+past 0.
+
 ``raw`` is a raw encoding (:mod:`pieceworks._kernels.raw_encoding`: int32
 ids, starts, ends, words) and ``strings[id]`` spells a token. A plan with
 ``releases_gil = True`` runs ``encode_raw_batch`` without the GIL for the

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import sys
+from itertools import repeat
 
 from ..models.bpe import BPE
 from .._kernels.raw_encoding import id_list, join, offset_list, token_list, word_list
@@ -112,10 +113,10 @@ class _BpeKernelPlan:
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
 
-    def encode_raw_batch(self, texts: list[str]) -> list:
-        """``[encode_raw(t) for t in texts]``."""
+    def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
+        """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (``ats``: each text's start in its input; 0s if None)."""
         encode = self.encode_raw
-        return [encode(text) for text in texts]
+        return [encode(text) for text in texts] if ats is None else [encode(t, at) for t, at in zip(texts, ats)]
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: ``encode(text)`` is
@@ -182,14 +183,15 @@ class SpmBpePlan(_BpeKernelPlan):
         raw, n = encoder.encode_raw(front + text.replace(" ", stages[1]), bool(front))
         return raw, n, 1, encoder.strings
 
-    def encode_raw_batch(self, texts: list[str]) -> list:
-        """``[encode_raw(t) for t in texts]``, the kernel's work done with the GIL released once."""
+    def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
+        """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (0s if None), the kernel's work done with
+        the GIL released once."""
         stages = self._stages()
         if stages is None:
             return [None] * len(texts)
         encoder = self.model._get_encoder()
         strings, front_of, space = encoder.strings, self._front, stages[1]
-        fronts = [front_of(stages, text, 0) if text else "" for text in texts]
+        fronts = [front_of(stages, text, at) if text else "" for text, at in zip(texts, ats or repeat(0))]
         pieces = [front + text.replace(" ", space) for front, text in zip(fronts, texts)]
         results = encoder.encode_raw_batch(pieces, [bool(front) for front in fronts])
         return [(raw, n, 1 if text else 0, strings) for (raw, n), text in zip(results, texts)]

@@ -141,10 +141,10 @@ class UnigramMetaspacePlan:
         return pack(ids, [s for s, _ in offsets], [e for _, e in offsets], words), len(ids), n_words, \
             self.model._pieces
 
-    def encode_raw_batch(self, texts: list[str]) -> list:
-        """``[encode_raw(t) for t in texts]``."""
+    def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
+        """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (``ats``: each text's start in its input; 0s if None)."""
         encode = self.encode_raw
-        return [encode(text) for text in texts]
+        return [encode(text) for text in texts] if ats is None else [encode(t, at) for t, at in zip(texts, ats)]
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` less its

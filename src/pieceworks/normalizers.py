@@ -703,6 +703,23 @@ class Precompiled(Normalizer):
         text = normalized.normalized
         if self._charsmap is None or self._starts is None or not self._starts.search(text):
             return
+        dest, modified = self._edits(text)
+        if modified:
+            normalized.transform(dest, 0)
+
+    def changes(self, text: str) -> list[tuple[str, int]]:
+        """What this normalizer makes of ``text``, as ``(char, change)`` pairs (see
+        :meth:`NormalizedString.transform`): the edit list it applies.
+
+        >>> Precompiled(b"").changes("ab")
+        [('a', 0), ('b', 0)]
+        """
+        if self._charsmap is None:
+            return [(ch, 0) for ch in text]
+        return self._edits(text)[0]
+
+    def _edits(self, text: str) -> tuple[list[tuple[str, int]], bool]:
+        """``(edit list, whether a rule changed anything)`` of ``text``, grapheme by grapheme."""
         dest: list[tuple[str, int]] = []
         modified = False
         lookup = self._charsmap.lookup
@@ -721,8 +738,7 @@ class Precompiled(Normalizer):
                     _precompiled_replace(dest, ch, found[1].decode("utf-8", "replace"))
                 else:
                     dest.append((ch, 0))
-        if modified:
-            normalized.transform(dest, 0)
+        return dest, modified
 
     def rule_checker(self):
         """The kernel's check of where a charsmap rule matches (``SpmNormalizer``: its ``leaves(text)``

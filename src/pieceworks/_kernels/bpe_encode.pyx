@@ -312,6 +312,51 @@ cdef bytes _raw_of(const Symbol* syms, Py_ssize_t n, const int32_t* char_at, Py_
     return raw
 
 
+cdef void _fill_raw(int32_t* out, const Symbol* syms, const int32_t* starts, const int32_t* ends,
+                    const int32_t* words, Py_ssize_t n) noexcept:
+    """The four int32 blocks of a raw encoding of ``n`` symbols."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        out[i] = syms[i].id
+        out[n + i] = starts[i]
+        out[2 * n + i] = ends[i]
+        out[3 * n + i] = words[i]
+
+
+cdef int read_strs(list texts, str name, vector[int]& kinds, vector[const void*]& datas,
+                   vector[Py_ssize_t]& lengths) except -1:
+    """Where each str of ``texts`` keeps its chars, for a loop without the GIL (``name`` names the list)."""
+    cdef Py_ssize_t k
+    for k in range(len(texts)):
+        text = texts[k]
+        if type(text) is not str:
+            raise TypeError(f"{name}[{k}] is {type(text).__name__}, not str")
+        kinds.push_back(PyUnicode_KIND(text))
+        datas.push_back(PyUnicode_DATA(text))
+        lengths.push_back(PyUnicode_GET_LENGTH(text))
+    return 0
+
+
+cdef inline uint32_t read_char(int kind, const void* data, Py_ssize_t i) noexcept nogil:
+    return ((<const uint8_t*>data)[i] if kind == 1 else (<const uint16_t*>data)[i] if kind == 2
+            else (<const uint32_t*>data)[i])
+
+
+cdef inline bint is_white_space(uint32_t cp) noexcept nogil:
+    """Unicode's White_Space property (Rust's ``char::is_whitespace``, which WhitespaceSplit cuts at)."""
+    if cp <= 0x20:
+        return cp == 0x20 or 0x09 <= cp <= 0x0D
+    if cp < 0x85:
+        return False
+    return (cp == 0x85 or cp == 0xA0 or cp == 0x1680 or 0x2000 <= cp <= 0x200A or cp == 0x2028 or cp == 0x2029
+            or cp == 0x202F or cp == 0x205F or cp == 0x3000)
+
+
+def _is_white_space(str ch not None) -> bool:
+    """:func:`is_white_space` of one char, for tests."""
+    return is_white_space(<uint32_t>ord(ch))
+
+
 cdef bytes _whole_raw(object tid, Py_ssize_t length, bint front):
     """The raw encoding of a piece of ``length`` chars that is the one token ``tid``."""
     cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16)
@@ -402,11 +447,15 @@ cdef class BpeEncoder:
         """:meth:`_split_chars` of ``piece``, raising the error it reports."""
         if self._split_chars(PyUnicode_KIND(piece), PyUnicode_DATA(piece), PyUnicode_GET_LENGTH(piece), syms,
                              char_at) < 0:
-            from pieceworks.errors import UnknownTokenError
-            raise UnknownTokenError(
-                f"BPE: the unk_token {self.unk_token!r} is not in the vocabulary",
-                fix="add it to the vocabulary (train with it as a special token) or set unk_token=None")
+            self._missing_unk()
         return 0
+
+    cdef int _missing_unk(self) except -1:
+        """Raise what :meth:`_split_chars`'s -1 means: an unknown char, and no unk token to spell it."""
+        from pieceworks.errors import UnknownTokenError
+        raise UnknownTokenError(
+            f"BPE: the unk_token {self.unk_token!r} is not in the vocabulary",
+            fix="add it to the vocabulary (train with it as a special token) or set unk_token=None")
 
     cdef int _split_chars(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
                           vector[int32_t]& char_at) noexcept nogil:
@@ -880,13 +929,9 @@ cdef class BpeEncoder:
             raise ValueError(f"encode_raw_batch: {count} pieces but {len(fronts)} fronts")
         if self.dropout > 0.0:
             return [self.encode_raw(piece, front) for piece, front in zip(pieces, fronts)]
+        read_strs(pieces, "encode_raw_batch: pieces", kinds, datas, lengths)
         for k in range(count):
             piece = pieces[k]
-            if type(piece) is not str:
-                raise TypeError(f"encode_raw_batch: pieces[{k}] is {type(piece).__name__}, not str")
-            kinds.push_back(PyUnicode_KIND(piece))
-            datas.push_back(PyUnicode_DATA(piece))
-            lengths.push_back(PyUnicode_GET_LENGTH(piece))
             if not piece or self._whole_piece(piece, None) is not None:
                 out[k] = self.encode_raw(piece, fronts[k])
                 status.push_back(1)
@@ -913,6 +958,98 @@ cdef class BpeEncoder:
             elif status[k] < 0:
                 out[k] = self.encode_raw(pieces[k], fronts[k])      # (raises the error _split names)
             start_sym, start_char = sym_end[k], char_end[k]
+        return out
+
+    def encode_words_raw_batch(self, list texts not None, uint32_t mark, fronts not None):
+        """``(raw, n, n_words)`` of each text cut into words at whitespace (Hugging Face's
+        WhitespaceSplit: Unicode White_Space), each word merged alone, ``mark`` put in front of it
+        where its text's ``fronts`` entry says (Metaspace): 0 never, 1 every word, 2 a word at the
+        text's start only. A word's tokens are one word of the raw encoding; the char put in front
+        spans the word's first char, as :meth:`encode_raw` ``front``. All with the GIL released once.
+
+        >>> from array import array
+        >>> enc = BpeEncoder(array("I", [2, 0, 3]), [(ord("a") << 2, 0), (ord("b") << 2, 1), (ord("_") << 2, 2)],
+        ...                  [-1] * 256, ["a", "b", "_", "_a"], {})
+        >>> raw, n, n_words = enc.encode_words_raw_batch([" ab\\ta "], ord("_"), [1])[0]
+        >>> n, n_words, array("i", raw).tolist()
+        (3, 2, [3, 1, 3, 1, 2, 4, 2, 3, 5, 0, 0, 1])
+        """
+        cdef Py_ssize_t count = len(texts), k, i, n, start, w, first, pos, end
+        cdef vector[int] kinds, modes
+        cdef vector[const void*] datas
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[int] status             # 0: done here; -1: the unk token is missing (raise)
+        cdef vector[Symbol] syms, all_syms
+        cdef vector[int32_t] char_at, all_starts, all_ends, all_words
+        cdef vector[uint32_t] word
+        cdef vector[size_t] sym_end
+        cdef vector[Py_ssize_t] word_count
+        cdef uint32_t cp
+        cdef bint front
+        cdef int64_t a, b, last
+        cdef list out = [None] * count
+        if len(fronts) != count:
+            raise ValueError(f"encode_words_raw_batch: {count} texts but {len(fronts)} fronts")
+        if self.dropout > 0.0:
+            raise ValueError("encode_words_raw_batch: not with dropout (each word draws)")
+        read_strs(texts, "encode_words_raw_batch: texts", kinds, datas, lengths)
+        for k in range(count):
+            modes.push_back(fronts[k])
+            status.push_back(0)
+        with nogil:
+            for k in range(count):
+                n = lengths[k]
+                w = 0
+                i = 0
+                while i < n:
+                    while i < n and is_white_space(read_char(kinds[k], datas[k], i)):
+                        i += 1
+                    if i == n:
+                        break
+                    start = i
+                    word.clear()
+                    front = modes[k] == 1 or modes[k] == 2 and start == 0
+                    if front:
+                        word.push_back(mark)
+                    while i < n:
+                        cp = read_char(kinds[k], datas[k], i)
+                        if is_white_space(cp):
+                            break
+                        word.push_back(cp)
+                        i += 1
+                    syms.clear()
+                    char_at.clear()
+                    if self._split_merged(4, word.data(), <Py_ssize_t>word.size(), syms, char_at, NULL) < 0:
+                        status[k] = -1
+                        break
+                    # Offsets as _raw_of gives them, moved to where the word starts.
+                    last = <int64_t>char_at.size() - 1
+                    pos = 0
+                    for first in range(<Py_ssize_t>syms.size()):
+                        end = pos + syms[first].nbytes
+                        a = char_at[min(<int64_t>pos, last)]
+                        b = char_at[min(<int64_t>end - 1, last - 1)] + 1 if last else 0
+                        pos = end
+                        if front:
+                            a = a - 1 if a > 0 else 0
+                            b = b - 1 if b > 1 else 1
+                        all_syms.push_back(syms[first])
+                        all_starts.push_back(<int32_t>(a + start))
+                        all_ends.push_back(<int32_t>(b + start))
+                        all_words.push_back(<int32_t>w)
+                    w += 1
+                sym_end.push_back(all_syms.size())
+                word_count.push_back(w)
+        first = 0
+        for k in range(count):
+            if status[k] < 0:
+                self._missing_unk()
+            n = <Py_ssize_t>(sym_end[k] - first)
+            raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+            _fill_raw(<int32_t*>PyBytes_AS_STRING(raw), all_syms.data() + first, all_starts.data() + first,
+                      all_ends.data() + first, all_words.data() + first, n)
+            out[k] = (raw, n, word_count[k])
+            first = sym_end[k]
         return out
 
     def encode_ids(self, str piece not None, excluded_ids=None):

@@ -35,16 +35,17 @@ from array import array
 from functools import partial
 
 from .._kernels.bytebpe import ByteBPE, OneText, Pattern
-from .._kernels.raw_encoding import remap_offsets, untrack
+from .._kernels.raw_encoding import untrack
 from ..byte_level import byte_chars_to_bytes_or_none, tokens_to_bytes
 from ..errors import ConfigError
 from ..models.bpe import BPE
 from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
-from .._unicode_forms import changed_segments, normalize
+from .._unicode_forms import normalize
 from ..alignment import NormalizedString
 from . import register_plan
+from ._aligned import AlignedNfc
 from ._pool import run_job
 
 __all__ = ["byte_bpe_plan", "ByteBpePlan", "HF_PATTERNS", "TIKTOKEN_PATTERNS", "GPT2_PATTERN",
@@ -341,88 +342,6 @@ class ByteBpePlan:
                     found = HF_PATTERNS.get(pattern.pattern)
                     return None if found is None else (found, False)
         return None
-
-
-class AlignedNfc:
-    """A text NFC-normalized part by part, and what maps offsets in the result back into it.
-
-    :meth:`normalize` appends NFC of a part of ``source`` (normalized on its
-    own, as Hugging Face normalizes each gap between added tokens),
-    :meth:`keep` a part as it is; :attr:`text` is what they made, and
-    :meth:`remap` moves a raw encoding's offsets from ``text`` into
-    ``source`` (``raw_encoding.remap_offsets``, in C). Only the segments NFC
-    changes (a char and the marks it composes with:
-    ``_unicode_forms.changed_segments``) are mapped char by char, in Python;
-    the stretches between them only move. Each normalized char of a changed
-    segment spans the original chars :meth:`NormalizedString.transform_range`
-    gives it: a composed char, its first one (Hugging Face's alignment: the
-    é of e + U+0301 spans the e); a char that a decomposition adds shares
-    the one before it.
-
-    >>> from .._kernels.raw_encoding import offset_list, pack
-    >>> view = AlignedNfc("<s>e\u0301!")
-    >>> view.keep(0, 3), view.normalize(3, 6), view.text
-    ('<s>', '\xe9!', '<s>\xe9!')
-    >>> offset_list(view.remap(pack([1, 2, 3], [0, 3, 4], [3, 4, 5], [0, 1, 2]), 3), 3, 0)
-    [(0, 3), (3, 4), (5, 6)]
-    """
-
-    def __init__(self, source: str):
-        self.source = source
-        self.length = 0                 # chars made so far
-        self._parts: list[str] = []
-        self._seg_starts, self._seg_shift, self._seg_map = array("q"), array("q"), array("q")
-        self._map_starts, self._map_ends = array("i"), array("i")
-
-    @property
-    def text(self) -> str:
-        """The normalized text made so far."""
-        return "".join(self._parts)
-
-    def keep(self, start: int, end: int) -> str:
-        """Append ``source[start:end]`` as it is; that text."""
-        if end <= start:
-            return ""
-        self._seg_starts.append(self.length)
-        self._seg_shift.append(start - self.length)
-        self._seg_map.append(-1)
-        part = self.source[start:end]
-        self._parts.append(part)
-        self.length += end - start
-        return part
-
-    def normalize(self, start: int, end: int) -> str:
-        """Append NFC of ``source[start:end]``, normalized on its own; that text."""
-        made = len(self._parts)
-        text = self.source
-        done = start
-        for seg_start, seg_end, changes in changed_segments(text[start:end], "NFC"):
-            seg_start += start
-            self.keep(done, seg_start)
-            self._seg_starts.append(self.length)
-            self._seg_shift.append(seg_start)     # the segment's map is relative to its start
-            self._seg_map.append(len(self._map_starts))
-            at = 0
-            for _, change in changes:
-                if change > 0:      # an inserted char (never a segment's first: ``at`` >= 1): the one before it
-                    span = (at - 1, at)
-                else:
-                    span = (at, at + 1)
-                    at += 1 - change if change < 0 else 1
-                self._map_starts.append(span[0])
-                self._map_ends.append(span[1])
-            self._parts.append("".join(ch for ch, _ in changes))
-            self.length += len(changes)
-            done = seg_end + start
-        self.keep(done, end)
-        return "".join(self._parts[made:])
-
-    def remap(self, raw: bytes, n: int) -> bytes:
-        """``raw`` (``n`` tokens, offsets into :attr:`text`) with its offsets into ``source``."""
-        if not self._seg_starts:    # nothing made: no offsets to move
-            return raw
-        return remap_offsets(raw, n, self._seg_starts, self._seg_shift, self._seg_map, self._map_starts,
-                             self._map_ends)
 
 
 _GPT2 = Pattern.PAT_GPT2

@@ -29,21 +29,22 @@ spans the first char, as Hugging Face aligns it.
 
 from __future__ import annotations
 
-import re
 import sys
 from itertools import repeat
 
 from ..models.bpe import BPE
-from .._kernels.raw_encoding import id_list, join, offset_list, token_list, word_list
+from .._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
 from . import register_plan
+from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
 
 # Runs of chars that are not White_Space (Rust's char::is_whitespace: str.isspace without U+001C..U+001F).
-_WORDS = re.compile(r"(?:[^\s]|[\x1c-\x1f])+")
+# Metaspace's prepend scheme as the kernel's word-by-word call takes it (see encode_words_raw_batch).
+_FRONT_MODES = {"never": 0, "always": 1, "first": 2}
 
 
 @register_plan
@@ -209,9 +210,11 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
     """BPE after [Precompiled] then ``Sequence([WhitespaceSplit, Metaspace])`` (BARThez): each word,
     a ``▁`` in front, through the BPE kernel, all the text's words in one GIL-free call.
 
-    Only for a text the charsmap leaves alone but for control chars it makes one other char (each
-    a grapheme of its own, swapped one for one: ``Precompiled.control_swaps``), and that holds no
-    ``▁`` (Metaspace would cut a word there); others take the general way.
+    A text the charsmap leaves alone but for control chars it makes one other char (each a grapheme
+    of its own, swapped one for one: ``Precompiled.control_swaps``) is encoded as it is; any other
+    is normalized line by line with its alignment (``_aligned.aligned_precompiled``), encoded, and
+    its offsets mapped back. A text that holds a ``▁`` (Metaspace would cut a word there), before
+    or after normalizing, takes the general way.
     """
 
     def _stages(self) -> "tuple | None":
@@ -226,11 +229,8 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
             return None
         return normalizer, meta.replacement, meta.prepend_scheme
 
-    def _words(self, text: str) -> "tuple | None":
-        """``(stages, [(start, word)])`` of ``text`` normalized, or None when the plan does not take it."""
-        stages = self._stages()
-        if stages is None:
-            return None
+    def _taken(self, stages: tuple, text: str) -> "str | None":
+        """``text`` with its control chars swapped (see the class doc), or None when the plan does not take it."""
         precompiled, replacement = stages[0], stages[1]
         if replacement in text:
             return None
@@ -241,20 +241,42 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
                 text = text.translate(table)
             if not checker.leaves(text):
                 return None
-        return stages, [(m.start(), m.group()) for m in _WORDS.finditer(text)]
+        return text
 
     def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)`` of ``text``, or None (see pieceworks.fast)."""
-        found = self._words(text)
-        if found is None:
-            return None
-        (_, replacement, scheme), words = found
+        return self.encode_raw_batch([text], [at])[0]
+
+    def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
+        """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (0s if None): the words of every text
+        the plan takes cut, merged and joined in one kernel call, without the GIL."""
+        stages = self._stages()
+        out: list = [None] * len(texts)
+        if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
+            return out
+        precompiled, replacement, scheme = stages
+        taken = [self._taken(stages, text) for text in texts]
+        views = [None] * len(texts)
+        for k, text in enumerate(taken):
+            if text is None and precompiled is not None and replacement not in texts[k]:
+                # A text the charsmap changes: normalized with its alignment, offsets mapped back.
+                view = views[k] = aligned_precompiled(precompiled, texts[k])
+                if view is not None and replacement not in view.text:
+                    taken[k] = view.text
+        where = [k for k, text in enumerate(taken) if text is not None]
+        if not where:
+            return out
+        mode = _FRONT_MODES[scheme]
+        if mode == 2 and ats is not None:   # "first": only where the text starts the input
+            fronts = [2 if ats[k] == 0 else 0 for k in where]
+        else:
+            fronts = [mode] * len(where)
         encoder = self.model._get_encoder()
-        fronts = [scheme == "always" or scheme == "first" and at + start == 0 for start, _ in words]
-        results = encoder.encode_raw_batch([replacement + word if front else word
-                                            for (_, word), front in zip(words, fronts)], fronts)
-        raw, n = join([(raw, n, start, k) for k, ((raw, n), (start, _)) in enumerate(zip(results, words))])
-        return raw, n, len(words), encoder.strings
+        results = encoder.encode_words_raw_batch([taken[k] for k in where], ord(replacement), fronts)
+        strings = encoder.strings
+        for k, (raw, n, n_words) in zip(where, results):
+            out[k] = (raw if views[k] is None else views[k].remap(raw, n), n, n_words, strings)
+        return out
 
     def encode_plain(self, text: str, at: int = 0):
         """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""

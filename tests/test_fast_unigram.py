@@ -489,8 +489,8 @@ def test_user_piece_score_matches_sentencepiece_to_the_last_float(length, b_scor
 
 def test_plan_takes_texts_whose_only_changes_are_control_chars(shared_data):
     """ruT5's charsmap makes newlines and tabs spaces: a text of several lines keeps the plan (its
-    controls swapped one for one first), as Hugging Face encodes it; CR (CR LF is one grapheme,
-    which the charsmap may map whole) and any other change still go the general way."""
+    controls swapped one for one first), as Hugging Face encodes it; so do CR (CR LF is one grapheme,
+    which the charsmap may map whole) and other changes, normalized with their alignment."""
     from tokenizers import Tokenizer as HfTokenizer
 
     fast, general = rut5(shared_data)
@@ -504,9 +504,58 @@ def test_plan_takes_texts_whose_only_changes_are_control_chars(shared_data):
         theirs = hf.encode(text)
         assert (ours.ids, ours.offsets, ours.word_ids) == (theirs.ids, theirs.offsets, theirs.word_ids), repr(text[:40])
     assert plan.encode_plain(lines) is not None and plan.encode_plain("a \n\n  b\t\tc\n") is not None
-    assert plan.encode_plain("a\r\nb") is None and plan.encode_plain("x\n\u3000y") is None
     batch = fast.encode_batch(lines.splitlines(keepends=True))
     assert [e.ids for e in batch] == [e.ids for e in hf.encode_batch(lines.splitlines(keepends=True))]
+
+
+CHARSMAP_CHARS = ["a", "б", " ", "  ", "\n", "\r", "\t", "\x01", "\ufb01", "\xbd", "\uff21", "\xa0", "\u0301", "\u200b",
+                  "\u3000", "\u2581", "\u0600", "</s>", "\u1100\u1161"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(CHARSMAP_CHARS), max_size=24).map("".join))
+def test_texts_the_charsmap_changes_keep_the_plan(shared_data, text):
+    """A text ruT5's charsmap changes is normalized word by word with its alignment (a space after a
+    Prepend char, U+0600, stays in its cluster; a deleted control at a word's start goes the general
+    way), then its runs of spaces collapsed and Metaspace'd in the kernel: every field as the general
+    path and Hugging Face."""
+    fast, general = rut5(shared_data)
+    hf = _hf_rut5(str(shared_data / RUT5))
+    ours = fast.encode(text)
+    assert fields(ours) == fields(general.encode(text)), repr(text)
+    theirs = hf.encode(text)
+    assert (ours.ids, ours.tokens, ours.offsets, ours.word_ids) == (theirs.ids, theirs.tokens, theirs.offsets,
+                                                                    theirs.word_ids), repr(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(st.sampled_from(list(" a\u0301\u0600\u0605\u06dd\U000110bd\r\n\u200d\u1100\u1161\U0001f1e6\U0001f600")),
+                    max_size=20))
+def test_the_charsmap_view_cuts_only_between_grapheme_clusters(text):
+    """Every place the view cuts a line (before a space, but not after a Prepend char) is a
+    cluster boundary of the segmentation the normalizer itself uses."""
+    from pieceworks.fast._aligned import _CLUSTER_AT_SPACE
+    from pieceworks.normalizers import _GRAPHEME
+
+    ends = {m.end() for m in _GRAPHEME.finditer(text)}
+    for m in _CLUSTER_AT_SPACE.finditer(text):
+        assert m.start() == 0 or m.start() in ends, (repr(text), m.start())
+
+
+def test_which_changed_texts_the_plan_takes(shared_data):
+    fast, _ = rut5(shared_data)
+    plan = fast._current_plan()
+    for text in ["\ufb01 x\u3000y", "a\r\nb", "x\n\u3000y", "\u0600 \xbd", "a\x01b", "a \x01b"]:
+        assert plan.encode_plain(text) is not None, repr(text)
+    for text in ["\x01a", "a\n\x01b"]:     # (a deleted first cluster: see _aligned)
+        assert plan.encode_plain(text) is None, repr(text)
+
+
+@lru_cache(maxsize=None)
+def _hf_rut5(path: str):
+    from tokenizers import Tokenizer as HfTokenizer
+
+    return HfTokenizer.from_file(path)
 
 
 def test_a_text_with_an_unknown_char_is_encoded_once_and_options_are_read_each_time(shared_data):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from array import array
 
+import regex
+
 from .._kernels.raw_encoding import remap_offsets
 from .._unicode_forms import changed_segments
 
@@ -119,16 +121,17 @@ def aligned_precompiled(precompiled, text: str) -> "AlignedText | None":
     """``text`` through a SentencePiece charsmap (:class:`~pieceworks.normalizers.Precompiled`), aligned;
     or None for the general path.
 
-    Line by line: a grapheme cluster never spans a line feed, so a line
-    normalizes alone. A line that no rule matches in once the control
-    chars the charsmap swaps one for one (``Precompiled.control_swaps``:
-    the newline it makes a space; not in a text with a CR, as CR LF is one
-    cluster) are swapped is kept so swapped, as the fast plans take whole
-    texts; any other line is replaced through ``Precompiled.changes``, the
-    normalizer's own edit list, on the line as it came. None when such a
-    line's first cluster is deleted: Hugging Face then charges the deletion
-    to the line before, which this cut does not see, or, at the text's
-    start, to nothing, so every later char aligns one place early.
+    Word by word: a grapheme cluster never spans a line feed, nor a space
+    but after a Prepend char, so such a stretch normalizes alone. A
+    stretch that no rule matches in once the control chars the charsmap
+    swaps one for one (``Precompiled.control_swaps``: the newline it makes
+    a space; not in a text with a CR, as CR LF is one cluster) are swapped
+    is kept so swapped, as the fast plans take whole texts; any other is
+    replaced through ``Precompiled.changes``, the normalizer's own edit
+    list, on the stretch as it came. None when such a stretch's first
+    cluster is deleted: Hugging Face then charges the deletion to the char
+    before, which this cut does not see, or, at the text's start, to
+    nothing, so every later char aligns one place early.
 
     >>> from pieceworks.normalizers import Precompiled     # doctest: +SKIP
     >>> aligned_precompiled(Precompiled(charsmap), "a\\nﬁx").text    # doctest: +SKIP
@@ -140,20 +143,32 @@ def aligned_precompiled(precompiled, text: str) -> "AlignedText | None":
     table = precompiled.control_swaps()
     swapped = text.translate(table) if table and "\r" not in text else text
     view = AlignedText(swapped)
-    line_start = 0
     leaves = checker.leaves
+    kept = 0        # where the stretch to keep as it is began
+    line_start = 0
     while line_start < len(text):
         line_end = text.find("\n", line_start) + 1 or len(text)
-        line = swapped[line_start:line_end]
-        if leaves(line):
-            view.keep(line_start, line_end)
-        else:
-            changes = precompiled.changes(text[line_start:line_end])     # (the line as it came: see the doc)
-            if _consumed(changes) != line_end - line_start:
-                return None     # (a deletion the line before carries, or, at the start, none: see the doc)
-            view.replace(line_start, line_end, changes)
+        if not leaves(swapped[line_start:line_end]):
+            # Word by word within the line: only the words a rule matches in are replaced.
+            line = text[line_start:line_end]
+            cuts = [m.start() for m in _CLUSTER_AT_SPACE.finditer(line) if m.start()] + [len(line)]
+            start = 0
+            for end in cuts:
+                if not leaves(swapped[line_start + start:line_start + end]):
+                    changes = precompiled.changes(line[start:end])     # (the word as it came: see the doc)
+                    if _consumed(changes) != end - start:
+                        return None     # (a deletion the word before carries, or, at the start, none: see the doc)
+                    view.keep(kept, line_start + start)
+                    view.replace(line_start + start, line_start + end, changes)
+                    kept = line_start + end
+                start = end
         line_start = line_end
+    view.keep(kept, len(text))
     return view
+
+
+# A space starts a grapheme cluster unless a Prepend char comes before it (rule GB9b).
+_CLUSTER_AT_SPACE = regex.compile(r"(?<!\p{Grapheme_Cluster_Break=Prepend}) ")
 
 
 def _consumed(changes: list) -> int:

@@ -10,8 +10,10 @@ checks exactly that, turns spaces into ``▁``, cuts the pieces and runs the
 Viterbi on each, giving the general path's ids, tokens, offsets and word
 ids. A text whose only changes are control chars the charsmap makes one
 other char (newlines and tabs, which become spaces) is encoded after they
-are swapped (``Precompiled.control_swaps``). For any other text it says
-so, and the tokenizer takes the general path.
+are swapped (``Precompiled.control_swaps``). Any other text the charsmap
+changes is normalized line by line with its alignment
+(``_aligned.aligned_precompiled``), encoded, and its offsets mapped back;
+where that cannot be done the tokenizer takes the general path.
 
 >>> from pieceworks import Tokenizer
 >>> from pieceworks.models import Unigram
@@ -24,12 +26,13 @@ so, and the tokenizer takes the general path.
 
 from __future__ import annotations
 
-from .._kernels.raw_encoding import pack
+from .._kernels.raw_encoding import offset_list, pack
 from .._regex import Regex
 from ..models.unigram import Unigram
 from ..normalizers import Precompiled, Replace, Sequence
 from ..pre_tokenizers import Metaspace
 from . import register_plan
+from ._aligned import aligned_precompiled
 
 __all__ = ["unigram_plan", "UnigramMetaspacePlan"]
 
@@ -121,7 +124,24 @@ class UnigramMetaspacePlan:
             if plain is not text and plain != text:
                 result = model._core.hf_metaspace_encode(plain, model._pieces, rules, pre.replacement, prepend,
                                                          pre.split, collapse)
+        if result is None and charsmap is not None:
+            result = self._encode_aligned(text, setup)
         return setup, result
+
+    def _encode_aligned(self, text: str, setup: tuple):
+        """:meth:`encode_plain`'s result for a text the charsmap changes: normalized line by line with its
+        alignment (``_aligned.aligned_precompiled``), encoded, offsets mapped back; or None."""
+        pieces, _, collapse, replacement, prepend, split = setup
+        view = aligned_precompiled(self._precompiled(), text)
+        if view is None:
+            return None
+        result = self.model._core.hf_metaspace_encode(view.text, pieces, None, replacement, prepend, split, collapse)
+        if result is None:
+            return None
+        ids, tokens, offsets, words, n_words = result
+        n = len(ids)
+        raw = view.remap(pack(ids, [a for a, _ in offsets], [b for _, b in offsets], words), n)
+        return ids, tokens, offset_list(raw, n, 0), words, n_words
 
     def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast).

@@ -63,7 +63,6 @@ cdef class BpeEncoder:
     cdef vector[uint32_t] cut_unsafe     #   but where the char before it is one of these
     cdef bint cut_after_unknown          #   or has no token of its own, unless this is set (see _find_cuts)
 
-    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1
     cdef int _missing_unk(self) except -1
     cdef int _split_chars(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
                           vector[int32_t]& char_at) noexcept nogil

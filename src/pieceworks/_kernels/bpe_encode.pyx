@@ -443,13 +443,6 @@ cdef class BpeEncoder:
         return <double>((x * 0x2545F4914F6CDD1DULL) >> 11) * (1.0 / 9007199254740992.0)
 
     # -- piece -> symbols --------------------------------------------------------
-    cdef int _split(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at) except -1:
-        """:meth:`_split_chars` of ``piece``, raising the error it reports."""
-        if self._split_chars(PyUnicode_KIND(piece), PyUnicode_DATA(piece), PyUnicode_GET_LENGTH(piece), syms,
-                             char_at) < 0:
-            self._missing_unk()
-        return 0
-
     cdef int _missing_unk(self) except -1:
         """Raise what :meth:`_split_chars`'s -1 means: an unknown char, and no unk token to spell it."""
         from pieceworks.errors import UnknownTokenError
@@ -659,7 +652,7 @@ cdef class BpeEncoder:
         """The piece's symbols, split and merged (:meth:`_split_merged`); raises the error it reports."""
         if self._split_merged(PyUnicode_KIND(piece), PyUnicode_DATA(piece), PyUnicode_GET_LENGTH(piece), syms,
                               char_at, banned) < 0:
-            self._split(piece, syms, char_at)   # (raises)
+            self._missing_unk()
         return 0
 
     cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
@@ -683,8 +676,7 @@ cdef class BpeEncoder:
             return 0
         for i in range(n + 1):
             if i < n:
-                cp = ((<const uint8_t*>data)[i] if kind == 1 else (<const uint16_t*>data)[i] if kind == 2
-                      else (<const uint32_t*>data)[i])
+                cp = read_char(kind, data, i)
                 cut = cp == self.cut_mark and i > start and self._cuts_before(previous)
                 previous = cp
                 if not cut:
@@ -956,7 +948,7 @@ cdef class BpeEncoder:
                                   fronts[k]),
                           <Py_ssize_t>(sym_end[k] - start_sym))
             elif status[k] < 0:
-                out[k] = self.encode_raw(pieces[k], fronts[k])      # (raises the error _split names)
+                out[k] = self.encode_raw(pieces[k], fronts[k])      # (raises the error _missing_unk names)
             start_sym, start_char = sym_end[k], char_end[k]
         return out
 

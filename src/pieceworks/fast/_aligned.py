@@ -6,7 +6,7 @@ where the general path carries an alignment per char through every stage.
 Only the parts a normalizer changes are mapped char by char; the stretches
 between them only move. :class:`AlignedNfc` normalizes with NFC (the gaps
 between added tokens, each on its own, as Hugging Face does);
-:func:`aligned_precompiled` with a SentencePiece charsmap, line by line.
+:func:`aligned_precompiled` with a SentencePiece charsmap, word by word.
 """
 
 from __future__ import annotations

@@ -42,7 +42,6 @@ from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
 
-# Runs of chars that are not White_Space (Rust's char::is_whitespace: str.isspace without U+001C..U+001F).
 # Metaspace's prepend scheme as the kernel's word-by-word call takes it (see encode_words_raw_batch).
 _FRONT_MODES = {"never": 0, "always": 1, "first": 2}
 
@@ -212,7 +211,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
 
     A text the charsmap leaves alone but for control chars it makes one other char (each a grapheme
     of its own, swapped one for one: ``Precompiled.control_swaps``) is encoded as it is; any other
-    is normalized line by line with its alignment (``_aligned.aligned_precompiled``), encoded, and
+    is normalized word by word with its alignment (``_aligned.aligned_precompiled``), encoded, and
     its offsets mapped back. A text that holds a ``▁`` (Metaspace would cut a word there), before
     or after normalizing, takes the general way.
     """

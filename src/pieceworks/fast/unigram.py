@@ -11,7 +11,7 @@ Viterbi on each, giving the general path's ids, tokens, offsets and word
 ids. A text whose only changes are control chars the charsmap makes one
 other char (newlines and tabs, which become spaces) is encoded after they
 are swapped (``Precompiled.control_swaps``). Any other text the charsmap
-changes is normalized line by line with its alignment
+changes is normalized word by word with its alignment
 (``_aligned.aligned_precompiled``), encoded, and its offsets mapped back;
 where that cannot be done the tokenizer takes the general path.
 
@@ -129,7 +129,7 @@ class UnigramMetaspacePlan:
         return setup, result
 
     def _encode_aligned(self, text: str, setup: tuple):
-        """:meth:`encode_plain`'s result for a text the charsmap changes: normalized line by line with its
+        """:meth:`encode_plain`'s result for a text the charsmap changes: normalized word by word with its
         alignment (``_aligned.aligned_precompiled``), encoded, offsets mapped back; or None."""
         pieces, _, collapse, replacement, prepend, split = setup
         view = aligned_precompiled(self._precompiled(), text)

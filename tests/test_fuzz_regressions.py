@@ -151,3 +151,15 @@ def test_tiktoken_rank_far_past_the_ranks_is_a_config_error():
             Encoding("broken", pat_str=r"\S+|\s+", mergeable_ranks={**ranks, b"ab": rank}, special_tokens={})
     gappy = Encoding("gappy", pat_str=r"\S+|\s+", mergeable_ranks={**ranks, b"ab": 1000}, special_tokens={})
     assert gappy.encode("ab") == [1000]
+
+
+def test_an_excluded_char_token_is_still_the_chars_spelling():
+    """The fuzz harness counted this a leak (excluded_char_own_token): a BPE with a ## prefix, the
+    piece "s", and the id of "s" excluded. A char's own token is its only spelling, so it is still
+    given; a merge's token built from it is not."""
+    from pieceworks.models import BPE
+
+    model = BPE({"s": 0, "t": 1, "st": 2, "##t": 3}, [("s", "##t")], continuing_subword_prefix="##")
+    assert [t.id for t in model.tokenize("s", frozenset([0]))] == [0]
+    assert [t.value for t in model.tokenize("st", frozenset([0]))] == ["st"]
+    assert [t.value for t in model.tokenize("st", frozenset([0, 2]))] == ["s", "##t"]

@@ -150,20 +150,13 @@ ADDED_PIECES = CHARS + ["<|endoftext|>", "wörld", "cat", "ca", "<|endof"]
 @settings(max_examples=200, deadline=None)
 @given(text=st.lists(st.sampled_from(ADDED_PIECES), max_size=30).map("".join), offsets_first=st.booleans())
 def test_texts_cut_around_added_tokens_work_out_their_spans_joined(name, text, offsets_first):
-    # The segments between a few added tokens hand over their ids alone; the joined encoding works
-    # out every segment's offsets and words, shifted into the text, when one is first read. Between
-    # more, the segments go through one batch call, offsets and all.
-    from pieceworks.tokenizer import _DEFERRED_MAX_TOKENS
-
+    # The segments between added tokens hand over their ids alone; the joined encoding works out
+    # every segment's offsets and words, shifted into the text, when one is first read.
     tok = WITH_ADDED[name]
     enc = tok.encode(text)
     splits = tok._added.extract_and_normalize(None, text, False).splits
-    n_added = sum(len(s.tokens) for s in splits if s.tokens is not None)
-    if n_added and any(s.tokens is None and s.normalized.normalized for s in splits):
-        if n_added <= _DEFERRED_MAX_TOKENS:
-            assert type(enc._spans_from).__name__ == "JoinedSpans", "the joined ids-only way"
-        else:
-            assert enc._spans_from is None and enc._raw is not None, "the batch way"
+    if any(s.tokens is not None for s in splits) and any(s.tokens is None and s.normalized.normalized for s in splits):
+        assert type(enc._spans_from).__name__ == "JoinedSpans", "the joined ids-only way"
     if offsets_first:
         enc.offsets
     # (Against Hugging Face: the pipeline's _encode_general takes this same way for such texts.)

@@ -448,10 +448,10 @@ class Tokenizer:
         if layout is None:
             return None
         text, found, view = layout
-        # A few segments: their offsets are worked out when first read, where the plan can defer them
-        # (not through a view: its map moves them once, all made). Many: one batch call for them all.
+        # The segments' offsets are worked out when first read, where the plan can defer them (not
+        # through a view: its map moves them once, all made); else one batch call for them all.
         deferred = None if view is not None else getattr(plan, "encode_raw_deferred", None)
-        if deferred is None or len(found) > _DEFERRED_MAX_TOKENS:
+        if deferred is None:
             return self._encode_layouts(plan, [layout], frame, limit)[0]
         results = []
         for start, stop in _gaps(found, len(text)):
@@ -966,8 +966,6 @@ def _takes_excluded_ids(model) -> bool:
 
 # Raw encodings hold int32 offsets.
 _RAW_MAX_CHARS = 2**31 - 1
-# A text with more added tokens than this has its segments encoded in one batch call.
-_DEFERRED_MAX_TOKENS = 4
 # The general pipeline pauses the cyclic collector for texts this long (see pieceworks._collector).
 _PAUSE_COLLECTOR_CHARS = 4096
 

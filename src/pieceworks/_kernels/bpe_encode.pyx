@@ -47,7 +47,7 @@ from operator import index
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
-from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ
+from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ, PyUnicode_READ_CHAR
 from cython.operator cimport dereference as deref
 from libcpp.vector cimport vector
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint16_t, uint32_t, uint64_t
@@ -745,21 +745,26 @@ cdef class BpeEncoder:
         cdef Py_ssize_t rank, n = merges.shape[0] // 3
         cdef uint64_t found
         cdef set unsafe = set()
-        cdef str left, right, sign = chr(mark)
+        cdef list id_to_token = self.id_to_token
+        cdef object left, right
+        cdef Py_UCS4 last
         self.cut_mark = NO_MARK
         self.cut_unsafe.clear()
         if self.has_prefix or self.has_suffix or not map_get(&self.chars, (<uint64_t>mark) << 2, &found):
             return
-        id_to_token = self.id_to_token
-        for rank in range(n):
+        for rank in range(n):     # (514k merges in Gemma 3: chars read in C, no 1-char strs made)
             right = id_to_token[merges[3 * rank + 1]]
-            if right and right[0] == sign:
-                left = id_to_token[merges[3 * rank]]
-                if left and left[len(left) - 1] != sign:
-                    unsafe.add(left[len(left) - 1])
-        for ch in unsafe:
-            self.cut_unsafe.push_back(ord(ch))
-        self.cut_after_unknown = self.byte_fallback and all(b >= 0 for b in self.byte_ids) and ">" not in unsafe
+            if right is None or PyUnicode_GET_LENGTH(right) == 0 or PyUnicode_READ_CHAR(right, 0) != mark:
+                continue
+            left = id_to_token[merges[3 * rank]]
+            if left is not None and PyUnicode_GET_LENGTH(left):
+                last = PyUnicode_READ_CHAR(left, PyUnicode_GET_LENGTH(left) - 1)
+                if last != mark:
+                    unsafe.add(<uint32_t>last)     # (code points: ints)
+        for cp in unsafe:
+            self.cut_unsafe.push_back(<uint32_t>cp)
+        self.cut_after_unknown = (self.byte_fallback and all(b >= 0 for b in self.byte_ids)
+                                  and ord(">") not in unsafe)
         self.cut_mark = mark
 
     def _word_cuts(self):

@@ -753,6 +753,19 @@ class Precompiled(Normalizer):
                                                                               False, False))
         return made[1]
 
+    def swap_controls(self, text: str) -> str:
+        """``text`` with the control chars :meth:`control_swaps` lists swapped, one for one (so its
+        offsets stay); ``text`` itself if it holds a CR (CR LF is one grapheme cluster, which a rule
+        may map whole) or the charsmap swaps none.
+
+        >>> Precompiled(b"").swap_controls("a\\nb")
+        'a\\nb'
+        """
+        table = self.control_swaps()
+        if not table or "\r" in text:
+            return text
+        return text.translate(table)
+
     def control_swaps(self) -> dict[int, str]:
         """``{code point: char}`` for the control chars (CR aside) the charsmap makes one other char.
 

@@ -289,6 +289,20 @@ cdef void unflag_values(const U64Map* m, vector[uint8_t]& flags) noexcept nogil:
                 flags[tid] = 0
 
 
+cdef inline void symbol_span(const int32_t* char_at, int64_t last, int64_t pos, int64_t end, bint front,
+                             int64_t* start, int64_t* stop) noexcept nogil:
+    """The char span of the symbol over the piece's bytes ``[pos, end)``: Hugging Face's byte offsets
+    made chars, from the char of its first byte to after the char of its last (``char_at[b]``: the
+    char of byte ``b``, ``char_at[last]`` the piece's length). ``front``: the piece's first char was
+    put in front (see :meth:`BpeEncoder.encode_raw`), so each char moves one back, and that one
+    spans the first char."""
+    start[0] = char_at[min(pos, last)]
+    stop[0] = char_at[min(end - 1, last - 1)] + 1 if last else 0
+    if front:
+        start[0] = start[0] - 1 if start[0] > 0 else 0
+        stop[0] = stop[0] - 1 if stop[0] > 1 else 1
+
+
 cdef bytes _raw_of(const Symbol* syms, Py_ssize_t n, const int32_t* char_at, Py_ssize_t last, bint front):
     """A raw encoding (``raw_encoding``'s int32 blocks: ids, char starts, char ends, words 0) of a piece's
     ``n`` merged symbols; ``char_at[b]``: the char of the piece's byte ``b``, ``char_at[last]`` its length.
@@ -299,12 +313,8 @@ cdef bytes _raw_of(const Symbol* syms, Py_ssize_t n, const int32_t* char_at, Py_
     cdef int64_t pos = 0, end, start, stop
     for i in range(n):
         end = pos + syms[i].nbytes
-        start = char_at[min(pos, last)]
-        stop = char_at[min(end - 1, last - 1)] + 1 if last else 0
+        symbol_span(char_at, last, pos, end, front, &start, &stop)
         pos = end
-        if front:
-            start = start - 1 if start > 0 else 0
-            stop = stop - 1 if stop > 1 else 1
         out[i] = syms[i].id
         out[n + i] = <int32_t>start
         out[2 * n + i] = <int32_t>stop
@@ -472,8 +482,7 @@ cdef class BpeEncoder:
         cdef const vector[uint8_t]* before
         cdef const vector[uint8_t]* after
         for i in range(n):
-            cp = ((<const uint8_t*>data)[i] if kind == 1 else (<const uint16_t*>data)[i] if kind == 2
-                  else (<const uint32_t*>data)[i])
+            cp = read_char(kind, data, i)
             nb = utf8_encode(cp, buf)
             for k in range(nb):
                 char_at.push_back(<int32_t>i)
@@ -620,7 +629,7 @@ cdef class BpeEncoder:
         cdef vector[Symbol] syms
         cdef vector[int32_t] char_at
         cdef size_t i, last = 0
-        cdef int64_t pos = 0, end
+        cdef int64_t pos = 0, end, start, stop
         cdef bint use_cache = self.dropout <= 0.0
         cdef tuple result
         cdef dict cache = self.cache
@@ -639,8 +648,9 @@ cdef class BpeEncoder:
         last = char_at.size() - 1      # char_at[last] is the piece's length
         for i in range(syms.size()):
             end = pos + syms[i].nbytes
-            starts.append(char_at[min(<size_t>pos, last)])
-            ends.append(char_at[min(<size_t>(end - 1), last - 1)] + 1 if last else 0)
+            symbol_span(char_at.data(), <int64_t>last, pos, end, False, &start, &stop)
+            starts.append(start)
+            ends.append(stop)
             pos = end
         result = (ids, starts, ends)
         if use_cache and len(cache) < self.cache_capacity and PyUnicode_GET_LENGTH(piece) < 256:
@@ -971,7 +981,7 @@ cdef class BpeEncoder:
         >>> n, n_words, array("i", raw).tolist()
         (3, 2, [3, 1, 3, 1, 2, 4, 2, 3, 5, 0, 0, 1])
         """
-        cdef Py_ssize_t count = len(texts), k, i, n, start, w, first, pos, end
+        cdef Py_ssize_t count = len(texts), k, i, n, start, w, first, pos, end, s
         cdef vector[int] kinds, modes
         cdef vector[const void*] datas
         cdef vector[Py_ssize_t] lengths
@@ -1022,15 +1032,11 @@ cdef class BpeEncoder:
                     # Offsets as _raw_of gives them, moved to where the word starts.
                     last = <int64_t>char_at.size() - 1
                     pos = 0
-                    for first in range(<Py_ssize_t>syms.size()):
-                        end = pos + syms[first].nbytes
-                        a = char_at[min(<int64_t>pos, last)]
-                        b = char_at[min(<int64_t>end - 1, last - 1)] + 1 if last else 0
+                    for s in range(<Py_ssize_t>syms.size()):
+                        end = pos + syms[s].nbytes
+                        symbol_span(char_at.data(), last, pos, end, front, &a, &b)
                         pos = end
-                        if front:
-                            a = a - 1 if a > 0 else 0
-                            b = b - 1 if b > 1 else 1
-                        all_syms.push_back(syms[first])
+                        all_syms.push_back(syms[s])
                         all_starts.push_back(<int32_t>(a + start))
                         all_ends.push_back(<int32_t>(b + start))
                         all_words.push_back(<int32_t>w)

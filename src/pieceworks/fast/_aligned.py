@@ -140,8 +140,7 @@ def aligned_precompiled(precompiled, text: str) -> "AlignedText | None":
     checker = precompiled.rule_checker()
     if checker is None:
         return None
-    table = precompiled.control_swaps()
-    swapped = text.translate(table) if table and "\r" not in text else text
+    swapped = precompiled.swap_controls(text)
     view = AlignedText(swapped)
     leaves = checker.leaves
     kept = 0        # where the stretch to keep as it is began

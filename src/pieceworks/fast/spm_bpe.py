@@ -235,9 +235,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
             return None
         checker = None if precompiled is None else precompiled.rule_checker()
         if checker is not None:
-            table = precompiled.control_swaps()
-            if table and "\r" not in text:
-                text = text.translate(table)
+            text = precompiled.swap_controls(text)
             if not checker.leaves(text):
                 return None
         return text

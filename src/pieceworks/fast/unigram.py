@@ -117,10 +117,9 @@ class UnigramMetaspacePlan:
         rules = None if charsmap is None else self._precompiled().rule_checker()
         result = model._core.hf_metaspace_encode(text, model._pieces, rules, pre.replacement, prepend, pre.split,
                                                  collapse)
-        if result is None and charsmap is not None and "\r" not in text:
+        if result is None and charsmap is not None:
             # Most often a newline, which the charsmap makes a space: see Precompiled.control_swaps.
-            table = self._precompiled().control_swaps()
-            plain = text.translate(table) if table else text
+            plain = self._precompiled().swap_controls(text)
             if plain is not text and plain != text:
                 result = model._core.hf_metaspace_encode(plain, model._pieces, rules, pre.replacement, prepend,
                                                          pre.split, collapse)

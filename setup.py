@@ -17,9 +17,12 @@ KERNELS = Path("src/pieceworks/_kernels")
 # Free-threaded Python (3.13t, 3.14t): the kernels are not yet declared safe without
 # the GIL ("freethreading_compatible": True, Cython >= 3.1), so importing pieceworks
 # on such a build turns the GIL back on (Python warns) and everything runs as today.
-# Audited (see README, Development): bpe_encode, raw_encoding, single_text, wordlevel, suffix_array,
+# Audited (see README, Development): bpe_encode, single_text, wordlevel, suffix_array,
 # count, bpe_train and wordpiece_train are safe (read-only after construction, per-call
 # objects, or atomic state). Not yet, and why:
+#   raw_encoding        basis_for's one-entry cache (_last_basis) is a module global
+#                       replaced without a lock, and a Basis fills its with_frame and
+#                       settled() caches on first use;
 #   bert_fast, bytebpe  (scratch pools now pop-or-create, bert_fast's int table is
 #                       built at import) bytebpe's _classes_bytes is still built lazily
 #                       into a module global, and its count of workspaces in use (the

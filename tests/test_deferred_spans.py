@@ -240,3 +240,43 @@ def test_a_hand_made_ids_only_encoding_gets_an_error_not_a_bad_read():
     bad = raw_encoding.make_raw(Encoding, unknown_id, 1, None, None, None, ByteSpans(kernel, False), "x")
     with pytest.raises(ValueError, match="not in this model"):
         bad.words
+
+
+def test_a_batch_chunks_encodings_share_one_small_basis():
+    # What each encoding of a batch costs is mostly its size: 64 bytes, its strings, frame and
+    # chunk held once per chunk, not once per encoding.
+    import sys
+
+    tok = TOKENIZERS["plain"]
+    texts = CORPUS[:6] * 50
+    batch = tok.encode_batch(texts)
+    assert all(enc._spans_from is not None for enc in batch), "the job's way"
+    chunks = {id(enc._spans_from) for enc in batch}
+    assert len({id(enc._basis) for enc in batch}) == len(chunks) < len(batch) // 10
+    assert sys.getsizeof(batch[0]) <= 64
+    # Read, an encoding takes its settled basis, shared in turn, and its other lists' side object.
+    tokens = [enc.tokens for enc in batch]
+    assert len({id(enc._basis) for enc in batch}) == len(chunks)
+    assert all(enc._basis.spans_from is None and enc._lists.tokens is t for enc, t in zip(batch, tokens))
+
+
+def test_no_text_or_chunk_outlives_the_encodings_that_hold_it():
+    # The one basis kept between calls (for the next call's encodings to share) holds the
+    # strings and frame alone: a text encoded the ids-only way, or a batch job's chunk, goes
+    # when its encodings go.
+    import gc
+    import sys
+
+    tok = TOKENIZERS["plain"]
+    text = "hello world, a text only this test holds " * 100
+    held = sys.getrefcount(text)
+    enc = tok.encode(text)
+    assert enc._source is text and sys.getrefcount(text) > held
+    del enc
+    gc.collect()
+    assert sys.getrefcount(text) == held
+    batch = tok.encode_batch(CORPUS[:6] * 10)
+    chunk = batch[0]._spans_from
+    del batch
+    gc.collect()
+    assert sys.getrefcount(chunk) == 2      # (this name and the call's argument)

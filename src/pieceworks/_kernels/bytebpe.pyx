@@ -85,9 +85,10 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from pieceworks._kernels.board cimport pw_board
 from pieceworks._kernels.scan cimport code_point
-from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, EncodingBase, SpanSource, encoding_of, framed_ids,
-                                               ids_raw, int_ref, make_with_ids, prefetch_int, prefetch_next_ints,
-                                               pw_prefetch_write, share_ints_below, shared_int_table)
+from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
+                                               framed_ids, ids_raw, int_ref, lazy_with_ids, prefetch_int,
+                                               prefetch_next_ints, pw_prefetch_write, share_ints_below,
+                                               shared_int_table)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
@@ -1268,7 +1269,7 @@ cdef class ByteSpans(SpanSource):
 
 cdef class ChunkSpans(SpanSource):
     """What the encodings of one chunk of a raw :class:`BatchJob`'s texts share: its ids and
-    piece ends, from which an encoding that holds its ids list alone (``make_with_ids``) works
+    piece ends, from which an encoding that holds its ids list alone (``lazy_with_ids``) works
     out its offsets and words when first read, as :class:`ByteSpans` does for one text.
 
     ``full(text, k, n)``: the raw encoding of the chunk's text ``k`` (of
@@ -2421,6 +2422,7 @@ cdef class BatchJob:
         cdef list before = None if self.frame is None else self.frame.ids_before
         cdef list after = None if self.frame is None else self.frame.ids_after
         cdef ChunkSpans shared = ChunkSpans.__new__(ChunkSpans)
+        cdef Basis basis = basis_for(self.strings, self.frame, None, shared, None)     # (the chunk's encodings share it)
         shared.bpe = self.bpe
         shared.ids.swap(chunk.ids)
         shared.ends.swap(chunk.ends)
@@ -2435,9 +2437,9 @@ cdef class BatchJob:
             elif self.eager_ids and n <= max_length:
                 prefetch_next_ints(self.bpe._int_table, self.bpe._n_ints, <const uint32_t*>shared.ids.data(),
                                    shared.ends[k], shared.ids.size())
-                encoding = make_with_ids(self.cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before,
+                encoding = lazy_with_ids(self.cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before,
                                                               after),
-                                         n, self.strings, self.frame, shared, text, k)
+                                         n, basis, text, k)
             else:
                 encoding = encoding_of(self.cls, shared.full(text, k, n), n, self.strings, self.frame,
                                        self.truncation)

@@ -1,3 +1,4 @@
+cimport cython
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, uint32_t
 
@@ -51,18 +52,40 @@ cdef class SpanSource:
     cdef bytes full(self, object source, Py_ssize_t at, Py_ssize_t n)
 
 
+@cython.no_gc
+cdef class Basis:
+    cdef readonly object strings, frame, word_index, source
+    cdef readonly SpanSource spans_from
+    cdef dict framed                  # with_frame's bases, by id(frame)
+    cdef Basis settled_form           # settled()'s, once made
+
+    cdef Basis with_frame(self, object frame)
+    cdef Basis settled(self)
+
+
+@cython.no_gc
+cdef class Lists:
+    cdef public object type_ids, tokens, words, offsets, special_tokens_mask, attention_mask, overflowing, ranges
+
+
+@cython.no_gc
 cdef class EncodingBase:
-    cdef public object _ids, _type_ids, _tokens, _words, _offsets
-    cdef public object _special_tokens_mask, _attention_mask, _overflowing, _ranges
-    cdef public object _raw, _strings, _word_index, _frame
-    cdef public object _spans_from, _source
-    cdef public Py_ssize_t _n
-    cdef Py_ssize_t _at               # make_with_ids: where its tokens begin in its SpanSource
-
-    cdef bint never_read(self)
-    cdef int spans_ready(self) except -1
+    cdef public object _ids
+    cdef public Basis _basis          # None: an eager encoding (its lists all set)
+    cdef object _data                 # the raw encoding, or (_no_raw) a batch job's text
+    cdef public Lists _lists          # the other lists, once one is built or set
+    cdef public int32_t _n
+    cdef int32_t _at                  # make_with_ids: where its tokens begin in its SpanSource
+    cdef bint _no_raw                 # make_with_ids, until its spans are worked out
 
 
+
+cpdef Basis basis_for(object strings, object frame, object word_index, SpanSource spans_from, object source)
+cdef Lists _lists_of(EncodingBase e)
+cpdef EncodingBase lazy_copy(EncodingBase e)
+cdef EncodingBase lazy_with_ids(type cls, list ids, Py_ssize_t n, Basis basis, object source, Py_ssize_t at)
+cdef bint never_read(EncodingBase self)
+cdef int spans_ready(EncodingBase self) except -1
 cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame,
                             SpanSource spans_from=*, object source=*)
 cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation,

@@ -26,6 +26,7 @@ first read.
 ([5, 7], [(0, 2), (3, 8)], [0, 1], ['hi', 'there'])
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromSsize_t
@@ -34,7 +35,7 @@ from cpython.object cimport PyObject
 from cpython.object cimport PyObject_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t
 from libc.string cimport memcpy
 
 cdef extern from "Python.h":
@@ -385,24 +386,109 @@ def ids_bytes(bytes raw not None, Py_ssize_t n) -> bytes:
 
 
 
+@cython.no_gc
+cdef class Basis:
+    """What lazy encodings build their lists from, besides their own raw: shared by all the
+    encodings of a call or batch, so each encoding holds one reference, not five.
+
+    ``strings[id]`` is each id's token; ``frame`` the special tokens around
+    the sequence (None: none); ``word_index`` (pre-tokenized input) replaces
+    every word index; ``spans_from`` (a SpanSource), for an encoding that
+    holds its ids alone, works out its offsets and words from ``source``
+    (a single text's; a batch job's encodings each hold their own text).
+
+    >>> b = basis_for({5: "hi"}, None, None, None, None)
+    >>> b.strings, b is basis_for(b.strings, None, None, None, None)
+    ({5: 'hi'}, True)
+    """
+
+    cdef Basis with_frame(self, object frame):
+        """This basis with ``frame`` instead (padding a never-read encoding), made once per frame."""
+        if frame is self.frame:
+            return self
+        if self.framed is None:
+            self.framed = {}
+        cdef Basis out = self.framed.get(id(frame))
+        if out is None or out.frame is not frame:
+            out = _new_basis(self.strings, frame, self.word_index, self.spans_from, self.source)
+            if len(self.framed) < 1024:     # (fixed padding makes one per length at most)
+                self.framed[id(frame)] = out
+        return out
+
+    cdef Basis settled(self):
+        """This basis without its SpanSource and source: for an encoding whose raw is full now."""
+        if self.spans_from is None:
+            return self
+        if self.settled_form is None:
+            self.settled_form = basis_for(self.strings, self.frame, self.word_index, None, None)
+        return self.settled_form
+
+
+cdef inline Basis _new_basis(object strings, object frame, object word_index, SpanSource spans_from, object source):
+    cdef Basis basis = Basis.__new__(Basis)
+    basis.strings = strings
+    basis.frame = frame
+    basis.word_index = word_index
+    basis.spans_from = spans_from
+    basis.source = source
+    return basis
+
+
+# The basis made last without a SpanSource: the encodings of one batch, or of one tokenizer's
+# calls, come one after another with the same strings and frame. (It keeps the last
+# tokenizer's token strings and frame alive until another is asked for.)
+cdef Basis _last_basis = _new_basis(None, None, None, None, None)
+
+
+cpdef Basis basis_for(object strings, object frame, object word_index, SpanSource spans_from, object source):
+    """The :class:`Basis` of these: the one made last when it holds the same objects and no
+    SpanSource (a basis with one is its caller's to share: a batch job's chunk, or one text)."""
+    global _last_basis
+    cdef Basis last = _last_basis
+    if spans_from is not None:
+        return _new_basis(strings, frame, word_index, spans_from, source)
+    if last.strings is strings and last.frame is frame and last.word_index is word_index:
+        return last
+    _last_basis = _new_basis(strings, frame, word_index, None, None)
+    return _last_basis
+
+
+@cython.no_gc
+cdef class Lists:
+    """An encoding's lists other than its ids, each None until built or assigned (see EncodingBase)."""
+
+
+cdef Lists _lists_of(EncodingBase e):
+    if e._lists is None:
+        e._lists = Lists.__new__(Lists)
+    return e._lists
+
+
+@cython.no_gc
 cdef class EncodingBase:
     """The storage of :class:`pieceworks.Encoding`, and its most-read fields as C getters.
 
-    Each ``_name`` slot holds a built list, or None while a lazy encoding
-    has not built it; ``_raw``, ``_n``, ``_strings``, ``_word_index`` and
-    ``_frame`` are what it is built from (see :meth:`Encoding.from_raw`).
+    An encoding holds its ids list (``_ids``; None while a lazy one has not
+    built it), its other lists in one side object (``_lists``, made when the
+    first is built or assigned), and what a lazy one builds them from: its
+    ``_data`` (the raw encoding, or the text of a batch job's encoding that
+    holds its ids list alone: see :func:`make_with_ids`), ``_n`` tokens, and
+    a :class:`Basis` shared with the other encodings of its batch. So an
+    encoding of a batch is a 64-byte object: a batch of short lines makes
+    one per line, and its size, more than the work, is what each costs.
+
     ``ids``, ``tokens``, ``offsets``, ``words`` and ``attention_mask`` build
     here, with no Python frame: a short text's encoding is read in about the
-    time a Python property takes just to be called. Encoding (a Python
-    subclass) holds the rest.
+    time a Python property takes just to be called. Encoding (a subclass)
+    holds the rest.
 
-    Those five lists hold only ints, strs, None and int pairs, so they are
-    made untracked by the cyclic garbage collector, like the encoding
-    itself: a program that keeps millions of them does not have the
-    collector walk them all, over and over, as they pile up (it cost about
-    as much as the encoding itself on short lines). The price: a cycle made
-    by putting a container that refers back to such a list *into* it is not
-    collected.
+    Encodings are not tracked by the cyclic garbage collector (the type
+    takes no part in it: no GC header, no tracking), and neither are the five lists above (they hold only
+    ints, strs, None and int pairs): a program that keeps millions of them
+    does not have the collector walk them all, over and over, as they pile
+    up (it cost about as much as the encoding itself on short lines). The
+    price: a cycle made by putting an encoding, or a container that refers
+    back to it or to one of those lists, inside them is not collected.
 
     >>> e = make_raw(EncodingBase, pack([5], [0], [2], [0]), 1, {5: "hi"}, None, None)
     >>> e.ids, e.tokens, e.offsets, e.words, e._ids
@@ -414,58 +500,54 @@ cdef class EncodingBase:
 
     def __len__(self):
         if self._ids is None:       # lazy: no need to build the ids to count them
-            return self._n + (0 if self._frame is None else <Py_ssize_t>self._frame.size)
+            return self._n + frame_size(self)
         return len(self._ids)
 
-    cdef bint never_read(self):
-        """A lazy encoding none of whose lists was built (or assigned) yet.
-
-        Overflowing parts that raw truncation made (never-read lazy encodings
-        themselves) do not count as read.
-        """
-        if not (self._raw is not None and self._ids is None and self._type_ids is None and self._tokens is None
-                and self._words is None and self._offsets is None and self._special_tokens_mask is None
-                and self._attention_mask is None and self._ranges is None):
-            return False
-        if self._overflowing is None:
-            return True
-        if type(self._overflowing) is not list:
-            return False
-        for part in <list>self._overflowing:
-            if not isinstance(part, EncodingBase) or (<EncodingBase>part)._overflowing is not None \
-                    or not (<EncodingBase>part).never_read():
-                return False
-        return True
-
     def _never_read(self):
-        return self.never_read()
-
-    cdef int spans_ready(self) except -1:
-        """Work out the offsets and words of an ids-only raw encoding, once (see the module doc)."""
-        if self._spans_from is None:
-            return 0
-        if self._raw is None:       # (see make_with_ids)
-            self._raw = (<SpanSource>self._spans_from).full(self._source, self._at, self._n)
-        else:
-            self._raw = full_raw(<SpanSource>self._spans_from, self._source, self._raw, self._n)
-        self._spans_from = None
-        self._source = None
-        return 0
+        return never_read(self)
 
     def _ready_spans(self):
         """:meth:`spans_ready` from Python: after it ``_raw`` holds all four blocks."""
-        self.spans_ready()
+        spans_ready(self)
+
+    # -- what a lazy encoding is built from, for Encoding's Python code and for tests --
+    @property
+    def _raw(self):
+        """The raw encoding (bytes), or None."""
+        return raw_of(self)
+
+    @property
+    def _frame(self):
+        """The frame of a lazy encoding (None: no special tokens, or an eager encoding)."""
+        return frame_of(self)
+
+    @property
+    def _spans_from(self):
+        """The SpanSource that will work out the offsets and words of an ids-only encoding, or None."""
+        return None if self._basis is None else self._basis.spans_from
+
+    @property
+    def _source(self):
+        """What the SpanSource works them out from (the text), or None."""
+        if self._basis is None or self._basis.spans_from is None:
+            return None
+        return self._data if self._no_raw else self._basis.source
+
+    @property
+    def _overflowing(self):
+        """The overflowing list as set or built so far (None: not yet)."""
+        return overflowing_parts(self)
 
     @property
     def ids(self):
         """The token ids."""
         cdef object frame
         if self._ids is None:
-            if self._raw is None:
-                self.spans_ready()
-            frame = self._frame
-            self._ids = (_id_list(self._raw, self._n, None, None) if frame is None
-                         else _id_list(self._raw, self._n, frame.ids_before, frame.ids_after))
+            if self._no_raw:
+                spans_ready(self)
+            frame = frame_of(self)
+            self._ids = (_id_list(raw_of(self), self._n, None, None) if frame is None
+                         else _id_list(raw_of(self), self._n, frame.ids_before, frame.ids_after))
             untracked(self._ids)
         return self._ids
 
@@ -477,79 +559,142 @@ cdef class EncodingBase:
     def tokens(self):
         """The token strings."""
         cdef object frame
-        if self._tokens is None:
-            if self._raw is None:
-                self.spans_ready()      # (an encoding that holds its ids list alone: its tokens come from the text)
-            frame = self._frame
-            self._tokens = (_token_list(self._raw, self._n, self._strings, None, None) if frame is None else
-                            _token_list(self._raw, self._n, self._strings, frame.tokens_before, frame.tokens_after))
-            untracked(self._tokens)
-        return self._tokens
+        cdef Lists lists = _lists_of(self)
+        if lists.tokens is None:
+            spans_ready(self)      # (an encoding that holds its ids list alone: its tokens come from the text)
+            frame = frame_of(self)
+            strings = self._basis.strings
+            lists.tokens = (_token_list(raw_of(self), self._n, strings, None, None) if frame is None else
+                            _token_list(raw_of(self), self._n, strings, frame.tokens_before, frame.tokens_after))
+            untracked(lists.tokens)
+        return lists.tokens
 
     @tokens.setter
     def tokens(self, value):
-        self._tokens = value
+        _lists_of(self).tokens = value
 
     @property
     def offsets(self):
         """The (start, end) char span of each token in its input."""
         cdef object frame
         cdef Py_ssize_t nb
-        if self._offsets is None:
-            self.spans_ready()
-            frame = self._frame
+        cdef Lists lists = _lists_of(self)
+        if lists.offsets is None:
+            spans_ready(self)
+            frame = frame_of(self)
             if frame is None:
-                self._offsets = _offset_list(self._raw, self._n, 0, 0, 0)
+                lists.offsets = _offset_list(raw_of(self), self._n, 0, 0, 0)
             else:
                 nb = len(frame.ids_before)
-                self._offsets = _offset_list(self._raw, self._n, 0, nb, len(frame.ids_after))
+                lists.offsets = _offset_list(raw_of(self), self._n, 0, nb, len(frame.ids_after))
                 if frame.trim is not None:      # (a processor that trims offsets: ByteLevel's)
-                    frame.trim(self._offsets, self.tokens, nb, nb + self._n)
-            untracked(self._offsets)
-        return self._offsets
+                    frame.trim(lists.offsets, self.tokens, nb, nb + self._n)
+            untracked(lists.offsets)
+        return lists.offsets
 
     @offsets.setter
     def offsets(self, value):
-        self._offsets = value
+        _lists_of(self).offsets = value
 
     @property
     def words(self):
         """The word index of each token (None for special tokens)."""
         cdef object frame
         cdef Py_ssize_t word_index
-        if self._words is None:
-            self.spans_ready()
-            frame = self._frame
-            word_index = -1 if self._word_index is None else self._word_index
-            self._words = (_word_list(self._raw, self._n, word_index, 0, 0) if frame is None else
-                           _word_list(self._raw, self._n, word_index, len(frame.ids_before), len(frame.ids_after)))
-            untracked(self._words)
-        return self._words
+        cdef Lists lists = _lists_of(self)
+        if lists.words is None:
+            spans_ready(self)
+            frame = frame_of(self)
+            word_index = -1 if self._basis.word_index is None else self._basis.word_index
+            lists.words = (_word_list(raw_of(self), self._n, word_index, 0, 0) if frame is None else
+                           _word_list(raw_of(self), self._n, word_index, len(frame.ids_before), len(frame.ids_after)))
+            untracked(lists.words)
+        return lists.words
 
     @words.setter
     def words(self, value):
-        self._words = value
+        _lists_of(self).words = value
 
     @property
     def attention_mask(self):
         """0 for padding, else 1."""
         cdef object frame
         cdef Py_ssize_t pads_before, pads_after, size
-        if self._attention_mask is None:
-            frame = self._frame
+        cdef Lists lists = _lists_of(self)
+        if lists.attention_mask is None:
+            frame = frame_of(self)
             if frame is None:
-                self._attention_mask = [1] * self._n
+                lists.attention_mask = [1] * self._n
             else:
                 pads_before, pads_after, size = frame.pads_before, frame.pads_after, frame.size
                 attended = [1] * (self._n + size - pads_before - pads_after)
-                self._attention_mask = (([0] * pads_before + attended + [0] * pads_after)
+                lists.attention_mask = (([0] * pads_before + attended + [0] * pads_after)
                                         if pads_before or pads_after else attended)
-            untracked(self._attention_mask)
-        return self._attention_mask
+            untracked(lists.attention_mask)
+        return lists.attention_mask
 
     @attention_mask.setter
     def attention_mask(self, value):
-        self._attention_mask = value
+        _lists_of(self).attention_mask = value
+
+
+cdef inline object frame_of(EncodingBase self):
+    """The frame of a lazy encoding (None: no special tokens; always None for an eager one)."""
+    return None if self._basis is None else self._basis.frame
+
+
+cdef inline Py_ssize_t frame_size(EncodingBase self) except -1:
+    frame = frame_of(self)
+    return 0 if frame is None else <Py_ssize_t>frame.size
+
+
+cdef inline object raw_of(EncodingBase self):
+    """The raw encoding (None for an eager encoding, or a batch job's before its spans are read)."""
+    return self._data if not self._no_raw else None
+
+
+cdef bint never_read(EncodingBase self):
+    """A lazy encoding none of whose lists was built (or assigned) yet.
+
+    Overflowing parts that raw truncation made (never-read lazy encodings
+    themselves) do not count as read.
+    """
+    cdef Lists lists = self._lists
+    if self._basis is None or self._no_raw or self._ids is not None:
+        return False
+    if lists is None:
+        return True
+    if not (lists.type_ids is None and lists.tokens is None and lists.words is None and lists.offsets is None
+            and lists.special_tokens_mask is None and lists.attention_mask is None and lists.ranges is None):
+        return False
+    if lists.overflowing is None:
+        return True
+    if type(lists.overflowing) is not list:
+        return False
+    for part in <list>lists.overflowing:
+        if not isinstance(part, EncodingBase) or overflowing_parts(<EncodingBase>part) is not None \
+                or not never_read(<EncodingBase>part):
+            return False
+    return True
+
+
+cdef inline object overflowing_parts(EncodingBase self):
+    """The overflowing list as set or built (None: none yet)."""
+    return None if self._lists is None else self._lists.overflowing
+
+
+cdef int spans_ready(EncodingBase self) except -1:
+    """Work out the offsets and words of an ids-only raw encoding, once (see the module doc)."""
+    cdef Basis basis = self._basis
+    if basis is None or basis.spans_from is None:
+        return 0
+    if self._no_raw:       # (see make_with_ids: _data is its text)
+        self._data = basis.spans_from.full(self._data, self._at, self._n)
+        self._no_raw = False
+    else:
+        self._data = full_raw(basis.spans_from, basis.source, self._data, self._n)
+    self._basis = basis.settled()
+    return 0
 
 
 cdef inline void untracked(object obj):
@@ -563,28 +708,15 @@ cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, o
     ``frame`` None: no special tokens around them. ``spans_from``: ``raw``
     holds the ids alone, and ``spans_from`` works out the rest from
     ``source`` when first asked. Untracked by the collector, as
-    :func:`untrack` says.
+    :class:`EncodingBase` says.
     """
-    if n < 0:
+    if n < 0 or n > INT32_MAX:
         raise ValueError(f"a raw encoding cannot hold {n} tokens")
     block(raw, n, 0 if spans_from is not None else 3)        # (raises unless raw holds n tokens)
-    cdef EncodingBase self = _new_lazy(cls, n, strings, frame, spans_from, source)
-    self._raw = raw
-    self._word_index = word_index
-    return self
-
-
-cdef inline EncodingBase _new_lazy(type cls, Py_ssize_t n, object strings, object frame, SpanSource spans_from,
-                                   object source):
-    """A ``cls`` encoding of ``n`` tokens with what every lazy one holds, untracked (see :func:`untrack`)."""
     cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
-    self._n = n
-    self._strings = strings
-    self._frame = frame
-    if spans_from is not None:
-        self._spans_from = spans_from
-        self._source = source
-    PyObject_GC_UnTrack(<void*>self)
+    self._n = <int32_t>n
+    self._basis = basis_for(strings, frame, word_index, spans_from, None if spans_from is None else source)
+    self._data = raw
     return self
 
 
@@ -596,13 +728,47 @@ cpdef EncodingBase make_with_ids(type cls, list ids, Py_ssize_t n, object string
 
     Its other lists never derive from ``ids``, so a caller that changes that
     list (padding does) does not change them. Untracked, as :func:`make_raw`.
+    A kernel making many with one SpanSource shares one basis among them
+    (:func:`lazy_with_ids`).
     """
-    if n < 0 or spans_from is None:
-        raise ValueError(f"make_with_ids: need n >= 0 and a SpanSource, got n {n}, spans_from {spans_from!r}")
-    cdef EncodingBase self = _new_lazy(cls, n, strings, frame, spans_from, source)
+    if spans_from is None:
+        raise ValueError("make_with_ids: needs a SpanSource")
+    return lazy_with_ids(cls, ids, n, basis_for(strings, frame, None, spans_from, None), source, at)
+
+
+cdef EncodingBase lazy_with_ids(type cls, list ids, Py_ssize_t n, Basis basis, object source, Py_ssize_t at):
+    """:func:`make_with_ids` on a basis of strings, frame and SpanSource the caller made (one for a batch chunk)."""
+    if not 0 <= n <= INT32_MAX or not 0 <= at <= INT32_MAX or basis.spans_from is None:
+        raise ValueError(f"make_with_ids: need 0 <= n, at < 2**31 and a SpanSource, got n {n}, at {at}, "
+                         f"spans_from {basis.spans_from!r}")
+    cdef EncodingBase self = <EncodingBase>cls.__new__(cls)
+    self._n = <int32_t>n
+    self._at = <int32_t>at
+    self._no_raw = True
+    self._basis = basis
+    self._data = source
     self._ids = ids
-    self._at = at
     return self
+
+
+cpdef EncodingBase lazy_copy(EncodingBase e):
+    """A copy of a never-read lazy encoding: the same raw buffer and basis (raw truncation's
+    overflowing parts copied alike, by their ``copy``).
+
+    >>> e = make_raw(EncodingBase, pack([5], [0], [2], [0]), 1, {5: "hi"}, None, None)
+    >>> c = lazy_copy(e); c is e, c.tokens, c._raw is e._raw
+    (False, ['hi'], True)
+    """
+    cdef EncodingBase out = <EncodingBase>type(e).__new__(type(e))
+    cdef object parts = overflowing_parts(e)
+    out._basis = e._basis
+    out._data = e._data
+    out._n = e._n
+    out._at = e._at
+    out._no_raw = e._no_raw
+    if parts is not None:
+        _lists_of(out).overflowing = [part.copy() for part in parts]
+    return out
 
 
 def fill_encodings(type cls, list out, where, list results, object frame, tuple truncation=None):
@@ -689,7 +855,7 @@ def truncated(type cls, bytes raw not None, Py_ssize_t n, object strings, object
                 break
             last -= step
     first = <EncodingBase>parts[0]
-    first._overflowing = parts[1:]
+    _lists_of(first).overflowing = parts[1:]
     return first
 
 
@@ -716,12 +882,12 @@ def pad_never_read(list encodings, Py_ssize_t length, str direction not None, pa
     cdef EncodingBase e
     cdef Py_ssize_t missing
     for obj in encodings:
-        if not isinstance(obj, EncodingBase) or not (<EncodingBase>obj).never_read() or (<EncodingBase>obj)._frame is None:
+        if not isinstance(obj, EncodingBase) or not never_read(<EncodingBase>obj) or frame_of(<EncodingBase>obj) is None:
             rest.append(obj)
             continue
         e = <EncodingBase>obj
         _pad_frame(e, length, padded, direction, pad_id, pad_type_id, pad_token)
-        for part in e._overflowing or ():   # raw truncation's parts: padded to the same length
+        for part in overflowing_parts(e) or ():   # raw truncation's parts: padded to the same length
             _pad_frame(<EncodingBase>part, length, padded, direction, pad_id, pad_type_id, pad_token)
     return rest
 
@@ -729,14 +895,15 @@ def pad_never_read(list encodings, Py_ssize_t length, str direction not None, pa
 cdef void _pad_frame(EncodingBase e, Py_ssize_t length, dict padded, str direction, pad_id, pad_type_id,
                      pad_token) except *:
     """Pad ``e`` to ``length`` tokens by its frame (``padded``: the frames made so far, by frame and count)."""
-    cdef Py_ssize_t missing = length - (e._n + <Py_ssize_t>e._frame.size)
+    cdef object own = frame_of(e)
+    cdef Py_ssize_t missing = length - (e._n + <Py_ssize_t>own.size)
     if missing <= 0:
         return
-    key = (e._frame, missing)
+    key = (own, missing)
     frame = padded.get(key)
     if frame is None:
-        frame = padded[key] = e._frame.padded(missing, direction, pad_id, pad_type_id, pad_token)
-    e._frame = frame
+        frame = padded[key] = own.padded(missing, direction, pad_id, pad_type_id, pad_token)
+    e._basis = e._basis.with_frame(frame)
 
 
 def remap_offsets(bytes raw not None, Py_ssize_t n, const int64_t[::1] seg_starts, const int64_t[::1] seg_shift,

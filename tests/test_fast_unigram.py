@@ -28,6 +28,7 @@ from hypothesis import given, settings, strategies as st
 
 import pieceworks.sentencepiece as pw_spm
 from pieceworks import Tokenizer
+from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from pieceworks._regex import Regex
 from pieceworks.errors import InputTypeError, UnknownTokenError
 from pieceworks.fast.unigram import UnigramMetaspacePlan, unigram_plan
@@ -590,6 +591,55 @@ def test_a_text_with_an_unknown_char_is_encoded_once_and_options_are_read_each_t
         tok.pre_tokenizer.prepend_scheme = "always" if scheme == "never" else "never"
         assert fields(tok.encode(text)) == fields(general.encode(text)), scheme
     assert [fields(e) for e in tok.encode_batch([text, "plain"])] == [fields(general.encode(t)) for t in [text, "plain"]]
+
+
+# Texts for the batch: plain ones, unknown chars (ruT5 has no "{", "😀" or "Ω"), controls the
+# charsmap swaps, chars it changes (the aligned way), runs of spaces, CR, the replacement char.
+BATCH_CHARS = list("ab cd  .\n\t\r{}😀ΩÄ①ﬁ\u00a0\u3000\u2581\u0301") + [" hello", "мир ", "x\x0c"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(BATCH_CHARS), max_size=12).map("".join), max_size=12),
+       scheme=st.sampled_from(["always", "first", "never"]))
+def test_the_kernels_batch_is_the_general_path_text_by_text(shared_data, texts, scheme):
+    """SpmCore.hf_metaspace_raw_batch (the whole list, the GIL released) gives each text what the general
+    path gives, unknown chars spelled by their own text included; so do two threads."""
+    fast, general = rut5(shared_data)
+    fast.pre_tokenizer.prepend_scheme = scheme
+    try:
+        want = [fields(general.encode(t)) for t in texts]
+        assert [fields(e) for e in fast.encode_batch(texts)] == want
+        plan = fast._current_plan()
+        ats = [k % 3 for k in range(len(texts))]        # (positions past 0: "first" prepends at 0 only)
+        for text, at, result in zip(texts, ats, plan.encode_raw_batch(texts, ats)):
+            alone = plan.encode_plain(text, at)
+            if result is None:
+                assert alone is None or fast.model.unk_id in alone[0], repr(text)
+                continue
+            raw, n = result[0], result[1]
+            assert alone is not None and (id_list(raw, n), offset_list(raw, n, 0)) == (alone[0], alone[2])
+            assert result[2] == alone[4] and word_list(raw, n, -1) == alone[3]
+            assert (token_list(raw, n, result[3]) if len(result) == 4 else result[4]) == alone[1], repr(text)
+    finally:
+        fast.pre_tokenizer.prepend_scheme = "always"
+
+
+def test_a_batch_of_lines_on_two_threads_matches_hugging_face(shared_data, monkeypatch):
+    from tokenizers import Tokenizer as HfTokenizer
+
+    from pieceworks.fast._pool import _gil_free_work
+
+    fast, _ = rut5(shared_data)
+    theirs = HfTokenizer.from_file(str(shared_data / RUT5))
+    lines = [line + "\n" for line in corpus_lines(shared_data, 3_000)] + ["{x} 😀\n", "Ω\tω\n", "①\n"] * 50
+    plan = fast._current_plan()
+    assert _gil_free_work(lines, plan, True)       # (the pool splits such a batch into ranges)
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    ours = fast.encode_batch(lines)
+    want = theirs.encode_batch(lines)
+    assert [(e.ids, e.tokens, e.offsets) for e in ours] == [(e.ids, e.tokens, e.offsets) for e in want]
+    spelled = [k for k, result in enumerate(plan.encode_raw_batch(lines)) if result is not None and len(result) == 5]
+    assert spelled and all(ours[k].tokens != [fast.model._pieces[i] for i in ours[k].ids] for k in spelled)
 
 
 def test_control_swaps_are_what_the_charsmap_does_to_each_control_char(shared_data):

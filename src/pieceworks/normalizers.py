@@ -764,7 +764,22 @@ class Precompiled(Normalizer):
         table = self.control_swaps()
         if not table or "\r" in text:
             return text
-        return text.translate(table)
+        # The few swapped chars a text holds, each replaced by a C scan: str.translate looks up every
+        # char of the text (most of a line of UDHR's scripts' time through the SentencePiece plans).
+        for ch in set(self._swap_finder().findall(text)):
+            text = text.replace(ch, table[ord(ch)])
+        return text
+
+    def _swap_finder(self) -> "re.Pattern[str]":
+        """A pattern matching each char :meth:`control_swaps` lists (made once per charsmap)."""
+        made = self.__dict__.get("_swap_finder_made")
+        if made is None or made[0] is not self.precompiled_charsmap:
+            import re
+
+            chars = "".join(re.escape(chr(cp)) for cp in sorted(self.control_swaps()))
+            made = self.__dict__["_swap_finder_made"] = (self.precompiled_charsmap,
+                                                          re.compile(f"[{chars}]" if chars else "(?!)"))
+        return made[1]
 
     def control_swaps(self) -> dict[int, str]:
         """``{code point: char}`` for the control chars (CR aside) the charsmap makes one other char.

@@ -488,8 +488,10 @@ class Tokenizer:
                 continue
             text, found, view = layout
             mine = [next(results) for _ in _gaps(found, len(text))]
-            out.append(None if None in mine else self._joined_around_added(
-                plan, text, found, [(*result, None, None) for result in mine], view, frame, limit))
+            # (A result with its own tokens list, a text with an unknown char, takes the long way.)
+            joinable = all(result is not None and len(result) == 4 for result in mine)
+            out.append(self._joined_around_added(plan, text, found, [(*result, None, None) for result in mine],
+                                                 view, frame, limit) if joinable else None)
         return out
 
     def _added_layout(self, plan, text: str, split_special: bool) -> tuple | None:

@@ -775,25 +775,44 @@ def fill_encodings(type cls, list out, where, list results, object frame, tuple 
     """``out[where[k]]``: a lazy ``cls`` encoding (:func:`make_raw`) of ``results[k]``.
 
     ``results[k]`` is ``(raw, n_tokens, n_words, strings)`` (a plan's
-    ``encode_raw_batch``), or anything else to leave that place None.
+    ``encode_raw_batch``), or with a fifth item, the tokens list when not
+    every token is spelled by ``strings[id]`` (an unknown char spelled by
+    its own text), or anything else to leave that place None.
     ``truncation``: None, or ``(max_length, stride, left, cut)`` (see
     :func:`truncated`); a result longer than ``max_length`` is cut there if
-    ``cut``, else left None.
+    ``cut`` and holds no tokens list, else left None.
 
     >>> out = [None, None, None]
-    >>> fill_encodings(EncodingBase, out, [0, 2], [(pack([5], [0], [2], [0]), 1, 1, {5: "hi"}), None], None)
-    >>> out[0].tokens, none_positions(out)
-    (['hi'], [1, 2])
+    >>> fill_encodings(EncodingBase, out, [0, 1], [(pack([5], [0], [2], [0]), 1, 1, {5: "hi"}),
+    ...                                            (pack([0], [0], [1], [0]), 1, 1, {0: "<unk>"}, ["?"])], None)
+    >>> out[0].tokens, out[1].tokens, out[1].ids, none_positions(out)
+    (['hi'], ['?'], [0], [2])
     """
-    cdef Py_ssize_t k
-    cdef object result
+    cdef Py_ssize_t k, n
+    cdef object result, encoding
+    cdef tuple parts
     if len(where) != len(results):
         raise ValueError("fill_encodings: where and results differ in length")
     for k in range(len(results)):
         result = results[k]
-        if type(result) is tuple and len(<tuple>result) == 4:
-            out[where[k]] = encoding_of(cls, (<tuple>result)[0], (<tuple>result)[1], (<tuple>result)[3], frame,
-                                        truncation)
+        if type(result) is not tuple or not 4 <= len(<tuple>result) <= 5:
+            continue
+        parts = <tuple>result
+        n = parts[1]
+        if len(parts) == 5 and (truncation is not None and n > <Py_ssize_t>truncation[0]
+                                or type(parts[4]) is not list or len(<list>parts[4]) != n):
+            continue    # (its own tokens, cut: the long way)
+        encoding = encoding_of(cls, parts[0], n, parts[3], frame, truncation)
+        if len(parts) == 5:
+            _lists_of(<EncodingBase>encoding).tokens = _framed_tokens(<list>parts[4], frame)
+        out[where[k]] = encoding
+
+
+cdef list _framed_tokens(list tokens, object frame):
+    """``tokens`` between ``frame``'s special tokens (None: no frame), untracked (strs only)."""
+    cdef list out = tokens if frame is None else frame.around(tokens, frame.tokens_before, frame.tokens_after)
+    untracked(out)
+    return out
 
 
 cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, object frame, tuple truncation,

@@ -71,6 +71,10 @@ class SpmCore:
         self, text: str, pieces: list[str], rules: SpmNormalizer | None, replacement: str, prepend: bool,
         split: bool, collapse_spaces: bool, excluded: bytes | None = ...,
     ) -> tuple[list[int], list[str], list[tuple[int, int]], list[int], int] | None: ...
+    def hf_metaspace_raw_batch(
+        self, texts: list[str], prepends: list[bool], pieces: list[str], rules: SpmNormalizer | None,
+        replacement: str, split: bool, collapse_spaces: bool,
+    ) -> list[tuple[bytes, int, int, list[str] | None] | None]: ...
 
 class SpmEncoder:
     def __init__(self, core: SpmCore, normalizer: SpmNormalizer, pieces: list[str], unk_piece: str) -> None: ...

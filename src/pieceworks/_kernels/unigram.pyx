@@ -1330,6 +1330,40 @@ cdef struct Lattice:
     int32_t length
 
 
+ctypedef struct HfText:
+    # One text through Hugging Face's Metaspace + Unigram (SpmCore._hf_metaspace): ids, char offsets
+    # into the text, word indices; the tokens spelled by their own text (an unknown run's token is
+    # its text) by index, their normalized UTF-8 one after another (spelled_ends: where each ends).
+    vector[int32_t] ids
+    vector[int32_t] starts
+    vector[int32_t] ends
+    vector[int32_t] words
+    vector[int32_t] spelled_at
+    vector[uint8_t] spelled_text
+    vector[Py_ssize_t] spelled_ends
+    Py_ssize_t n_words
+
+
+ctypedef struct HfScratch:
+    # SpmCore._hf_metaspace's buffers, reused from text to text.
+    vector[uint8_t] utf8
+    vector[uint8_t] norm
+    vector[int32_t] char_of         # normalized byte -> normalized char
+    vector[int32_t] orig_of         # normalized char -> original char
+    vector[Seg] raw
+    vector[Seg] fused
+    vector[double] bscore
+    vector[int32_t] bstart
+    vector[int32_t] bid
+
+
+cdef inline void _hf_put(HfText& out, int32_t token_id, int32_t start, int32_t end, int32_t word) noexcept nogil:
+    out.ids.push_back(token_id)
+    out.starts.push_back(start)
+    out.ends.push_back(end)
+    out.words.push_back(word)
+
+
 cdef class SpmCore:
     """A SentencePiece (or Hugging Face) Unigram / SentencePiece BPE model over bytes.
 
@@ -2319,36 +2353,94 @@ cdef class SpmCore:
         :meth:`hf_tokenize`.
         """
         cdef Source src
-        cdef vector[uint8_t] utf8, norm
-        cdef vector[int32_t] char_of          # normalized byte -> normalized char
-        cdef vector[int32_t] orig_of          # normalized char -> original char
-        cdef vector[Seg] raw, fused
-        cdef vector[double] bscore
-        cdef vector[int32_t] bstart, bid
+        cdef HfScratch w
+        cdef HfText out
+        cdef bytes rep = replacement.encode("utf-8")
         cdef const uint8_t* s
+        cdef Py_ssize_t n, i
+        cdef const uint8_t* excl = self._mask(excluded)
+        if PyBytes_GET_SIZE(rep) == 0 or _source_of(text, &src) < 0:
+            return None
+        n = _text_utf8(&src, w.utf8, &s)
+        if n < 0 or self._hf_metaspace(s, n, rules, <const uint8_t*>PyBytes_AS_STRING(rep), PyBytes_GET_SIZE(rep),
+                                       prepend, split, collapse_spaces, excl, w, out) < 0:
+            return None
+        tokens = _hf_token_list(out, pieces)
+        offsets = [(out.starts[i], out.ends[i]) for i in range(<Py_ssize_t>out.ids.size())]
+        return list(out.ids), tokens, offsets, list(out.words), out.n_words
+
+    def hf_metaspace_raw_batch(self, list texts, list prepends, list pieces, SpmNormalizer rules, str replacement,
+                               bint split, bint collapse_spaces):
+        """:meth:`hf_metaspace_encode` of each text (``prepends[k]``: its ``prepend``), the GIL released, as
+        raw encodings (see raw_encoding): ``(raw, n_tokens, n_words, spelled)`` or None per text.
+
+        ``spelled`` is None, or, when a token is spelled by its own text (an
+        unknown run: Hugging Face's token is the run's text, not the unknown
+        piece), the text's token strings.
+
+        >>> core = SpmCore(["<unk>", "▁a", "b"], [0.0, -1.0, -2.0], [2, 1, 1], 1, False, True, 0)
+        >>> [r if r is None else r[1:] for r in core.hf_metaspace_raw_batch(["ab", "a?"], [True, True],
+        ...                                                                  ["<unk>", "▁a", "b"], None, "▁", True, False)]
+        [(2, 1, None), (2, 1, ['▁a', '?'])]
+        """
+        cdef Py_ssize_t n_texts = len(texts), k, n
+        cdef vector[Source] srcs
+        cdef vector[int] status
+        cdef vector[char] prepend
+        cdef vector[HfText] outs
+        cdef HfScratch w
         cdef bytes rep = replacement.encode("utf-8")
         cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(rep)
-        cdef Py_ssize_t rn = PyBytes_GET_SIZE(rep), n, i, j, m, word_start, n_words = 0
+        cdef Py_ssize_t rn = PyBytes_GET_SIZE(rep)
+        cdef const uint8_t* s
+        if len(prepends) != n_texts:
+            raise ValueError(f"hf_metaspace_raw_batch: {n_texts} texts, {len(prepends)} prepends")
+        srcs.resize(n_texts)
+        status.assign(n_texts, -1)
+        prepend.resize(n_texts)
+        outs.resize(n_texts)
+        for k in range(n_texts):
+            if rn > 0 and type(texts[k]) is str and _source_of(texts[k], &srcs[k]) == 0:
+                status[k] = 0
+            prepend[k] = True if prepends[k] else False
+        with nogil:
+            for k in range(n_texts):
+                if status[k] == 0:
+                    n = _text_utf8(&srcs[k], w.utf8, &s)
+                    status[k] = -1 if n < 0 else self._hf_metaspace(s, n, rules, r, rn, prepend[k], split,
+                                                                    collapse_spaces, NULL, w, outs[k])
+        results = PyList_New(n_texts)
+        for k in range(n_texts):
+            result = None if status[k] < 0 else (_hf_raw(outs[k]), <Py_ssize_t>outs[k].ids.size(), outs[k].n_words,
+                                                   _hf_token_list(outs[k], pieces) if outs[k].spelled_at.size() else None)
+            Py_INCREF(result)
+            PyList_SET_ITEM(results, k, result)
+        return results
+
+    cdef int _hf_metaspace(self, const uint8_t* s, Py_ssize_t n, SpmNormalizer rules, const uint8_t* r, Py_ssize_t rn,
+                           bint prepend, bint split, bint collapse_spaces, const uint8_t* excl, HfScratch& w,
+                           HfText& out) noexcept nogil:
+        """:meth:`hf_metaspace_encode` of the UTF-8 text ``s[:n]`` into ``out`` (``w``: buffers reused from
+        call to call): 0, or -1 when the general path must run."""
+        cdef Py_ssize_t i, j, m, word_start
         cdef int32_t oc = 0
-        cdef list ids = [], tokens = [], offsets = [], words = []
-        cdef const uint8_t* excl = self._mask(excluded)
-        if rn == 0 or _source_of(text, &src) < 0:
-            return None
-        if src.kind == 0:
-            s = <const uint8_t*>src.data
-            n = src.length
-        else:
-            n = _str_to_utf8(&src, utf8)
-            if n < 0:
-                return None
-            s = utf8.data()
+        out.ids.clear()
+        out.starts.clear()
+        out.ends.clear()
+        out.words.clear()
+        out.spelled_at.clear()
+        out.spelled_text.clear()
+        out.spelled_ends.clear()
+        out.n_words = 0
+        w.norm.clear()
+        w.orig_of.clear()
         if n == 0:
-            return ids, tokens, offsets, words, 0
+            return 0
         if rules is not None and not rules.untouched(s, n):
-            return None
+            return -1
         # Metaspace: spaces become the replacement; one goes in front unless the text starts with one.
         if prepend and s[0] != 32 and not (n >= rn and memcmp(s, r, rn) == 0):
-            _put_char(norm, orig_of, r, rn, 0)
+            _put_char(w.norm, w.orig_of, r, rn, 0)
         i = 0
         while i < n:
             if s[i] == 32:
@@ -2356,67 +2448,61 @@ cdef class SpmCore:
                 if collapse_spaces:
                     while j < n and s[j] == 32:
                         j += 1
-                _put_char(norm, orig_of, r, rn, oc + <int32_t>(j - i - 1))
+                _put_char(w.norm, w.orig_of, r, rn, oc + <int32_t>(j - i - 1))
                 oc += <int32_t>(j - i)
                 i = j
                 continue
             j = i + one_char_len(s[i])
-            _put_char(norm, orig_of, s + i, j - i, oc)
+            _put_char(w.norm, w.orig_of, s + i, j - i, oc)
             oc += 1
             i = j
-        m = norm.size()
-        char_of.resize(m + 1)
+        m = w.norm.size()
+        w.char_of.resize(m + 1)
         j = 0
         for i in range(m):
-            if not is_trail(norm[i]):
+            if not is_trail(w.norm[i]):
                 j += 1
-            char_of[i] = <int32_t>(j - 1)
-        char_of[m] = <int32_t>j
+            w.char_of[i] = <int32_t>(j - 1)
+        w.char_of[m] = <int32_t>j
         # Pieces: a cut before each replacement char (merged with the next piece).
         word_start = 0
         i = 0
         while i <= m:
-            if i == m or (split and i > word_start and m - i >= rn and memcmp(norm.data() + i, r, rn) == 0):
+            if i == m or (split and i > word_start and m - i >= rn and memcmp(w.norm.data() + i, r, rn) == 0):
                 if i > word_start:
-                    if self._viterbi_with(norm.data() + word_start, <int32_t>(i - word_start), raw,
-                                          bscore, bstart, bid, excl) < 0:
-                        return None
-                    if not self._hf_emit(norm.data(), word_start, raw, fused, pieces, char_of, orig_of, n_words,
-                                         ids, tokens, offsets, words, excl):
-                        return None
-                    n_words += 1
+                    if self._viterbi_with(w.norm.data() + word_start, <int32_t>(i - word_start), w.raw,
+                                          w.bscore, w.bstart, w.bid, excl) < 0:
+                        return -1
+                    if not self._hf_emit(w.norm.data(), word_start, w, <int32_t>out.n_words, out, excl):
+                        return -1
+                    out.n_words += 1
                 word_start = i
             if i == m:
                 break
             i += 1
-        return ids, tokens, offsets, words, n_words
+        return 0
 
-    cdef bint _hf_emit(self, const uint8_t* norm, Py_ssize_t word_start, vector[Seg]& raw, vector[Seg]& fused,
-                       list pieces, vector[int32_t]& char_of, vector[int32_t]& orig_of, Py_ssize_t word,
-                       list ids, list tokens, list offsets, list words, const uint8_t* excl) except -1:
+    cdef bint _hf_emit(self, const uint8_t* norm, Py_ssize_t word_start, HfScratch& w, int32_t word, HfText& out,
+                       const uint8_t* excl) noexcept nogil:
         """Append one Metaspace piece's tokens (as ``_hf_tokens`` makes them), offsets into the original.
 
-        ``raw`` holds the piece's segments (bytes from ``word_start``);
-        ``char_of`` maps normalized bytes to chars, ``orig_of`` chars to
+        ``w.raw`` holds the piece's segments (bytes from ``word_start``);
+        ``w.char_of`` maps normalized bytes to chars, ``w.orig_of`` chars to
         original chars. False: an unknown char and no unknown piece.
         """
         cdef const uint8_t* s = norm + word_start
         cdef Seg seg
         cdef size_t k
-        cdef int32_t b, bid
+        cdef int32_t b, bid, start, end
         cdef bint ok
-        cdef object span, word_obj = word
-        _fuse_unknown(raw, fused, self.unk_id)
-        for k in range(fused.size()):
-            seg = fused[k]
-            span = (orig_of[char_of[word_start + seg.start]], orig_of[char_of[word_start + seg.end] - 1] + 1)
+        _fuse_unknown(w.raw, w.fused, self.unk_id)
+        for k in range(w.fused.size()):
+            seg = w.fused[k]
+            start = w.orig_of[w.char_of[word_start + seg.start]]
+            end = w.orig_of[w.char_of[word_start + seg.end] - 1] + 1
             if seg.flag == SEG_PLAIN:
-                ids.append(seg.id)
-                tokens.append(pieces[seg.id])
-                offsets.append(span)
-                words.append(word_obj)
+                _hf_put(out, seg.id, start, end, word)
                 continue
-            value = PyUnicode_DecodeUTF8(<const char*>s + seg.start, seg.end - seg.start, NULL)
             bid = self._hf_lookup(s + seg.start, seg.end - seg.start, excl)
             if bid < 0 and self.byte_fallback:
                 ok = True
@@ -2424,21 +2510,18 @@ cdef class SpmCore:
                     if not self._hf_byte_ok(s[b], excl):
                         ok = False
                         break
-                if ok:
+                if ok:      # (each byte's token is its "<0xNN>" piece)
                     for b in range(seg.start, seg.end):
-                        ids.append(self.hf_bytes[s[b]])
-                        tokens.append(f"<0x{s[b]:02X}>")
-                        offsets.append(span)
-                        words.append(word_obj)
+                        _hf_put(out, self.hf_bytes[s[b]], start, end, word)
                     continue
             if bid < 0:
                 if self.unk_id < 0:
                     return False
-                bid = self.unk_id
-            ids.append(bid)
-            tokens.append(value)
-            offsets.append(span)
-            words.append(word_obj)
+                bid = self.unk_id       # spelled by the run's own text, not the unknown piece
+                out.spelled_at.push_back(<int32_t>out.ids.size())
+                out.spelled_text.insert(out.spelled_text.end(), s + seg.start, s + seg.end)
+                out.spelled_ends.push_back(<Py_ssize_t>out.spelled_text.size())
+            _hf_put(out, bid, start, end, word)    # (a run found whole is its piece: the same text)
         return True
 
     cdef inline int32_t _hf_lookup(self, const uint8_t* s, Py_ssize_t n, const uint8_t* excl) noexcept nogil:
@@ -3035,6 +3118,42 @@ cdef Py_ssize_t _str_to_utf8(Source* src, vector[uint8_t]& buf) noexcept nogil:
         else:
             m += put_utf8(cp, o + m)
     return m
+
+
+cdef Py_ssize_t _text_utf8(Source* src, vector[uint8_t]& buf, const uint8_t** s) noexcept nogil:
+    """``src``'s UTF-8 (its own bytes when it has them, else made in ``buf``) in ``s``; its length, or -1
+    for a lone surrogate."""
+    cdef Py_ssize_t n
+    if src.kind == 0:
+        s[0] = <const uint8_t*>src.data
+        return src.length
+    n = _str_to_utf8(src, buf)
+    s[0] = buf.data()
+    return n
+
+
+cdef bytes _hf_raw(HfText& out):
+    """``out`` as a raw encoding: four blocks of int32 (ids, starts, ends, words)."""
+    cdef Py_ssize_t n = out.ids.size()
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+    cdef char* dst = PyBytes_AS_STRING(raw)
+    if n:
+        memcpy(dst, out.ids.data(), 4 * n)
+        memcpy(dst + 4 * n, out.starts.data(), 4 * n)
+        memcpy(dst + 8 * n, out.ends.data(), 4 * n)
+        memcpy(dst + 12 * n, out.words.data(), 4 * n)
+    return raw
+
+
+cdef list _hf_token_list(HfText& out, list pieces):
+    """The token strings of ``out``: each id's piece, or a spelled token's own text."""
+    cdef Py_ssize_t i, k, start = 0
+    cdef list tokens = [pieces[out.ids[i]] for i in range(<Py_ssize_t>out.ids.size())]
+    for k in range(<Py_ssize_t>out.spelled_at.size()):
+        tokens[out.spelled_at[k]] = PyUnicode_DecodeUTF8(<const char*>out.spelled_text.data() + start,
+                                                         out.spelled_ends[k] - start, NULL)
+        start = out.spelled_ends[k]
+    return tokens
 
 
 # -- helpers -------------------------------------------------------------------

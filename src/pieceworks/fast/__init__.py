@@ -36,7 +36,11 @@ and takes it as ``encode_plain(text, at)``, ``encode_raw(text, at)`` and
 past 0.
 
 ``raw`` is a raw encoding (:mod:`pieceworks._kernels.raw_encoding`: int32
-ids, starts, ends, words) and ``strings[id]`` spells a token. A plan with
+ids, starts, ends, words) and ``strings[id]`` spells a token. A batch
+result may carry a fifth item, the text's token strings, when a token is
+spelled by its own text (an unknown char, in Hugging Face's Unigram);
+``raw_encoding.fill_encodings`` sets them, and a caller that cannot takes
+the text the long way. A plan with
 ``releases_gil = True`` runs ``encode_raw_batch`` without the GIL for the
 whole list, so the threads of ``encode_batch`` overlap fully.
 

@@ -26,6 +26,8 @@ where that cannot be done the tokenizer takes the general path.
 
 from __future__ import annotations
 
+import sys
+
 from .._kernels.raw_encoding import offset_list, pack
 from .._regex import Regex
 from ..models.unigram import Unigram
@@ -77,11 +79,16 @@ def _collapses_spaces(replace: Replace) -> bool:
 class UnigramMetaspacePlan:
     """Encodes a plain text segment in one kernel call; reads the stages' options on every call.
 
-    The kernel builds the result lists as it goes, holding the GIL, so
-    ``encode_batch`` keeps such a tokenizer on one thread.
+    ``encode_raw_batch`` runs the kernel on the whole list with the GIL
+    released (``SpmCore.hf_metaspace_raw_batch``), so ``encode_batch`` runs
+    ranges of a batch on threads; only the texts the charsmap changes come
+    back to Python.
     """
 
-    releases_gil = False
+    releases_gil = True
+    nogil_min_chars = sys.maxsize       # (encode_plain keeps the GIL: no text is long enough)
+    # The Viterbi costs ~100 ns a char: ranges of lines pay on threads from ~32 chars a line.
+    raw_min_average_chars = 32
     #: encode_raw and encode_raw_batch exist (see pieceworks.fast): the kernel's lists packed, so
     #: frames (the post-processor's special tokens) and batches are put together in C.
     has_raw = True
@@ -161,9 +168,45 @@ class UnigramMetaspacePlan:
             self.model._pieces
 
     def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
-        """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (``ats``: each text's start in its input; 0s if None)."""
-        encode = self.encode_raw
-        return [encode(text) for text in texts] if ats is None else [encode(t, at) for t, at in zip(texts, ats)]
+        """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (``ats``: each text's start in its input; 0s if
+        None), but a text with an unknown char comes as ``(raw, n_tokens, n_words, strings, tokens)``:
+        ``tokens`` its token strings, for a caller that sets them (one that cannot takes it as None).
+
+        All texts go through the kernel at once, the GIL released; those the
+        charsmap changes then take :meth:`encode_raw`'s ways, one by one.
+        """
+        model, pre = self.model, self.pre_tokenizer
+        parts = _normalizer_parts(self.normalizer)
+        if model.alpha or parts is None:
+            return [None] * len(texts)      # sampling, or an edited normalizer: the general path
+        charsmap, collapse = parts
+        ats = ats if ats is not None else [0] * len(texts)
+        scheme = pre.prepend_scheme
+        prepends = [scheme == "always" or scheme == "first" and not at for at in ats]
+        rules = None if charsmap is None else self._precompiled().rule_checker()
+        results = self._raw_results(texts, prepends, rules, collapse)
+        redo = [k for k, result in enumerate(results) if result is None] if charsmap is not None else []
+        if redo:    # most often a newline, which the charsmap makes a space: see Precompiled.control_swaps
+            swap = self._precompiled().swap_controls
+            swapped = [(k, plain) for k in redo for plain in (swap(texts[k]),)
+                       if plain is not texts[k] and plain != texts[k]]
+            for (k, _), result in zip(swapped, self._raw_results([plain for _, plain in swapped],
+                                                                 [prepends[k] for k, _ in swapped], rules, collapse)):
+                results[k] = result     # (a swap is one char for one: the offsets hold)
+            for k in redo:
+                if results[k] is None:
+                    results[k] = self.encode_raw(texts[k], ats[k])
+        return results
+
+    def _raw_results(self, texts: list[str], prepends: list[bool], rules, collapse: bool) -> list:
+        """The kernel's batch, as ``encode_raw_batch`` hands its results on."""
+        model = self.model
+        pieces = model._pieces
+        return [None if result is None else (*result[:3], pieces) if result[3] is None else (*result[:3], pieces,
+                                                                                              result[3])
+                for result in model._core.hf_metaspace_raw_batch(texts, prepends, pieces, rules,
+                                                                 self.pre_tokenizer.replacement,
+                                                                 self.pre_tokenizer.split, collapse)]
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` less its

@@ -390,3 +390,29 @@ def test_batch_equals_one_by_one_around_added_tokens(texts):
     assert [e.offsets for e in batch] == [tok.encode(t).offsets for t in texts]
     special = tok.token_to_id("<|endoftext|>")
     assert any(special in e.ids for e in batch) == any("<|endoftext|>" in t for t in texts)
+
+
+# Tokens with every option (single_word, lstrip, rstrip) and without, sharing starts and ends.
+_SPAN_TOKENS = [("<s>", dict(special=True)), ("<s>x", dict(special=True)), ("ab", dict(single_word=True)),
+                ("[M]", dict(lstrip=True, special=True)), ("zz", dict(rstrip=True)), ("\n", {})]
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(["<s>", "x", "ab", "[M]", "zz", " ", "\n", "a", "é"]), max_size=12)
+                      .map("".join), max_size=8),
+       split=st.booleans())
+def test_token_spans_of_a_batch_are_where_hugging_face_finds_the_tokens(texts, split):
+    """AddedVocabulary.token_spans_of (all texts in one C call, the options applied where a token has
+    one) finds each text's added tokens where Hugging Face does, and as token_spans does alone."""
+    from pieceworks.added_vocabulary import AddedVocabulary
+
+    theirs = hf.Tokenizer(hf.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    theirs.add_tokens([hf.AddedToken(content, normalized=False, **options) for content, options in _SPAN_TOKENS])
+    theirs.encode_special_tokens = split
+    added = AddedVocabulary()
+    model = pw.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]")
+    added.add([pw.AddedToken(content, normalized=False, **options) for content, options in _SPAN_TOKENS], model, None)
+    want = [[(start, stop, i) for i, (start, stop) in zip(e.ids, e.offsets) if i > 0]
+            for e in theirs.encode_batch(texts, add_special_tokens=False)]
+    assert added.token_spans_of(texts, split) == want
+    assert [added.token_spans(text, split) for text in texts] == want

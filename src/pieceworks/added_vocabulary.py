@@ -375,6 +375,29 @@ class AddedVocabulary:
             at = stop
         return out
 
+    def token_spans_of(self, texts: list[str], split_special: bool = False) -> list[list[tuple[int, int, int]]]:
+        """:meth:`token_spans` of each text; with no token matched after normalizing, found in C
+        for all the texts at once (``TokenTrie.spans_of``), but those a token's options move.
+
+        >>> from pieceworks.models import BPE
+        >>> v = AddedVocabulary()
+        >>> v.add([AddedToken("<s>", special=True), AddedToken("ab", rstrip=True)], BPE(), None)
+        2
+        >>> v.token_spans_of(["x<s>y", "ab  c"]), v.token_spans_of(["x<s>y"], split_special=True)
+        ([[(1, 4, 0)], [(0, 4, 1)]], [[]])
+        """
+        raw, normed = self._matchers(split_special)
+        if normed is not None:
+            return [self.token_spans(text, split_special) for text in texts]
+        if raw is None:
+            return [[] for _ in texts]
+        tokens, table = raw
+        out = tokens.trie().spans_of(texts, tokens.ids(table, self.by_id))
+        for k, spans in enumerate(out):
+            if spans is None:
+                out[k] = self._match_spans(texts[k], raw)
+        return out
+
     def token_spans_normalized(self, view, split_special: bool = False) -> list[tuple[int, int, int]]:
         """:meth:`token_spans` with a normalizer: ``(start, stop, id)`` in the text ``view`` makes.
 
@@ -420,10 +443,14 @@ class AddedVocabulary:
         """``(start, stop, id)`` of each token ``matcher`` finds in ``text``, as its single_word,
         lstrip and rstrip options say."""
         tokens, table = matcher
+        found = tokens.spans(text)
+        ids = tokens.ids(table, self.by_id)
+        if all([ids[k] is not None for _, _, k in found]):     # no option moves a span: them as found
+            return [(start, stop, ids[k]) for start, stop, k in found]
         contents = tokens.contents
         out = []
         start_offset = 0
-        for start, stop, k in tokens.spans(text):
+        for start, stop, k in found:
             tid = table[contents[k]]
             tok = self.by_id[tid]
             if tok.single_word:
@@ -526,19 +553,40 @@ class _Tokens:
     [(1, 4, 0), (4, 6, 2), (6, 10, 1)]
     """
 
-    __slots__ = ("contents", "_trie")
+    __slots__ = ("contents", "_trie", "_ids")
 
     def __init__(self, contents: tuple[str, ...]):
         self.contents = contents
         self._trie = None
+        self._ids = None
+
+    def ids(self, table: dict[str, int], by_id: dict) -> list:
+        """Per token, its id when it has no single_word, lstrip or rstrip option (its span is the
+        match as found), else None; made on first use (the tokens of a matcher do not change).
+
+        >>> from pieceworks.added_vocabulary import AddedToken
+        >>> _Tokens(("<s>", "ab")).ids({"<s>": 0, "ab": 1}, {0: AddedToken("<s>"), 1: AddedToken("ab", rstrip=True)})
+        [0, None]
+        """
+        ids = self._ids
+        if ids is None:
+            ids = []
+            for content in self.contents:
+                tok = by_id[table[content]]
+                ids.append(None if tok.single_word or tok.lstrip or tok.rstrip else table[content])
+            self._ids = ids
+        return ids
 
     def spans(self, text: str) -> list[tuple[int, int, int]]:
-        """``(start, end, k)`` of each token found, ``contents[k]`` (two threads may both make the
-        trie; either is kept)."""
+        """``(start, end, k)`` of each token found, ``contents[k]``."""
+        return self.trie().spans(text)
+
+    def trie(self) -> TokenTrie:
+        """The tokens' trie, made on first use (two threads may both make it; either is kept)."""
         trie = self._trie
         if trie is None:
             trie = self._trie = TokenTrie(self.contents)
-        return trie.spans(text)
+        return trie
 
     def __getstate__(self):
         return self.contents
@@ -546,3 +594,4 @@ class _Tokens:
     def __setstate__(self, contents):
         self.contents = contents
         self._trie = None
+        self._ids = None

@@ -21,15 +21,16 @@ from __future__ import annotations
 import os
 import warnings
 from functools import partial
+from itertools import accumulate
 from typing import Iterable, Iterator
 
 from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
 from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join_around as _raw_join_around,
-                                    join_lazily as _raw_join_lazily, none_positions as _none_positions,
-                                    pack as _raw_pack,
-                                    pad_never_read as _pad_never_read, untrack as _untrack)
+                                    join_layouts as _raw_join_layouts, join_lazily as _raw_join_lazily,
+                                    layout_segments as _raw_layout_segments, none_positions as _none_positions,
+                                    pack as _raw_pack, pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
@@ -466,32 +467,49 @@ class Tokenizer:
         """:meth:`_encode_raw_around_added` of each text, the segments of all of them encoded by one
         ``plan.encode_raw_batch`` call (the GIL released once: lines that each end in an added
         token, Gemma's newline, or hold one, GPT-NeoX's indents)."""
-        return self._encode_layouts(plan, [self._added_layout(plan, text, split_special) for text in texts],
-                                    frame, limit)
+        normalized = self._normalizer is not None and self._added.has_normalized_tokens()
+        if normalized or any([len(text) >= _RAW_MAX_CHARS for text in texts]):
+            layouts = [self._added_layout(plan, text, split_special) for text in texts]
+        else:       # (tokens matched in each text as it is, so no view: found for all the texts at once)
+            founds = self._added.token_spans_of(texts, split_special)
+            layouts = [(text, found, None) for text, found in zip(texts, founds)]
+        return self._encode_layouts(plan, layouts, frame, limit)
 
     def _encode_layouts(self, plan, layouts: list, frame, limit: int | None) -> list:
         """The encoding of each :meth:`_added_layout` (None stays None), the segments of all of
-        them through one ``plan.encode_raw_batch`` call."""
-        gaps = [(text, start, stop) for layout in layouts if layout is not None
-                for text, found, _ in (layout,) for start, stop in _gaps(found, len(text))]
-        segments = [text[start:stop] for text, start, stop in gaps]
+        them through one ``plan.encode_raw_batch`` call, and joined in C (``raw_encoding.join_layouts``)."""
+        keep = [k for k, layout in enumerate(layouts) if layout is not None]
+        texts = [layouts[k][0] for k in keep]
+        founds = [layouts[k][1] for k in keep]
+        segments, starts, counts = _raw_layout_segments(texts, founds)
         if not segments:
-            results = iter(())
+            results = []
         elif getattr(plan, "takes_position", False):    # (Metaspace's "first" prepends at 0 only)
-            results = iter(plan.encode_raw_batch(segments, [start for _, start, _ in gaps]))
+            results = plan.encode_raw_batch(segments, starts)
         else:
-            results = iter(plan.encode_raw_batch(segments))
-        out: list = []
-        for layout in layouts:
-            if layout is None:
-                out.append(None)
-                continue
-            text, found, view = layout
-            mine = [next(results) for _ in _gaps(found, len(text))]
-            # (A result with its own tokens list, a text with an unknown char, takes the long way.)
-            joinable = all(result is not None and len(result) == 4 for result in mine)
-            out.append(self._joined_around_added(plan, text, found, [(*result, None, None) for result in mine],
-                                                 view, frame, limit) if joinable else None)
+            results = plan.encode_raw_batch(segments)
+        # Tokens are spelled from one table: the plan's (the same for every segment), with the added
+        # tokens it lacks if a text's are not in it.
+        strings = next((result[3] for result in results if result is not None), None)
+        if strings is None:     # (only added tokens, or no segment the plan took)
+            empty = plan.encode_raw("")
+            strings = None if empty is None else empty[3]
+        joined = _raw_join_layouts(texts, founds, results, counts, strings, -1 if limit is None else limit)
+        if any(made is False for made in joined):    # added tokens the plan's table lacks: a table with them
+            again = [j for j, made in enumerate(joined) if made is False]
+            extended = None if strings is None else self._strings_with_added(strings)
+            moved = [None] * len(again) if extended is None else _raw_join_layouts(
+                [texts[j] for j in again], [founds[j] for j in again], _results_of(results, counts, again),
+                [counts[j] for j in again], extended, -1 if limit is None else limit)
+            for j, made in zip(again, moved):
+                joined[j] = made or None
+        for j, k in enumerate(keep):
+            view = layouts[k][2]
+            if view is not None and joined[j]:      # offsets in the view's normalized text: mapped back
+                raw, n, n_words, table = joined[j]
+                joined[j] = (view.remap(raw, n), n, n_words, table)
+        out: list = [None] * len(layouts)
+        _fill_encodings(Encoding, out, keep, joined, frame, None)
         return out
 
     def _added_layout(self, plan, text: str, split_special: bool) -> tuple | None:
@@ -590,8 +608,13 @@ class Tokenizer:
         plain, where = [], []
         out: list = [None] * (stop - start)
         chunk = items[start:stop]
-        if not normalized_added and only_str(chunk) and not (check_added and added.may_occur_in_any(chunk)):
+        asked = added.texts_to_ask(chunk) if check_added and not normalized_added and only_str(chunk) else None
+        if not normalized_added and only_str(chunk) and not asked:
             plain, where = chunk, range(len(chunk))   # every text plain, found without a loop per text
+        elif asked is not None:     # the texts that hold no added token, found in C
+            holding = set(asked)
+            where = [k for k in range(len(chunk)) if k not in holding]
+            plain = [chunk[k] for k in where]
         else:
             for i in range(start, stop):
                 item = items[i]
@@ -985,6 +1008,16 @@ def _gaps(found: list, length: int):
         at = stop
     if at < length:
         yield at, length
+
+
+def _results_of(results: list, counts: list[int], picks: list[int]) -> list:
+    """The results of the texts ``picks``, in a row, from ``results`` (``counts[k]`` of them text ``k``'s, in a row).
+
+    >>> _results_of(["a", "b", "c", "d"], [1, 0, 3], [0, 2])
+    ['a', 'b', 'c', 'd']
+    """
+    starts = list(accumulate(counts, initial=0))
+    return [result for k in picks for result in results[starts[k]:starts[k] + counts[k]]]
 
 
 def _spells(strings, token_id: int, value: str) -> bool:

@@ -35,6 +35,7 @@ from cpython.object cimport PyObject
 from cpython.object cimport PyObject_GetItem
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.unicode cimport PyUnicode_Tailmatch
 from libc.stdint cimport INT32_MAX, int32_t, int64_t
 from libc.string cimport memcpy
 
@@ -1081,3 +1082,91 @@ def join_around(list found, list results, Py_ssize_t length) -> tuple:
     if k != count:
         raise ValueError(f"join_around: {count} results for {k} segments")
     return out, total
+
+
+def layout_segments(list texts, list founds) -> tuple:
+    """The segments between the added tokens of each text, all texts in a row: ``(segments, starts,
+    counts)``, ``counts[k]`` how many are text ``k``'s (``founds[k]``: its tokens ``(start, stop, id)``,
+    in order; the non-empty stretches around them, as ``Tokenizer._gaps`` cuts them).
+
+    >>> layout_segments(["ab\\n", "\\n"], [[(2, 3, 9)], [(0, 1, 9)]])
+    (['ab'], [0], [1, 0])
+    """
+    cdef list segments = [], starts = [], counts = []
+    cdef Py_ssize_t k, at, start, before
+    cdef str text
+    cdef tuple token
+    if len(texts) != len(founds):
+        raise ValueError("layout_segments: one list of tokens per text")
+    for k in range(len(texts)):
+        text = <str?>texts[k]
+        before = len(segments)
+        at = 0
+        for token in <list?>founds[k]:
+            start = token[0]
+            if at < start:
+                segments.append(text[at:start])
+                starts.append(at)
+            at = token[1]
+        if at < len(text):
+            segments.append(text[at:])
+            starts.append(at)
+        counts.append(len(segments) - before)
+    return segments, starts, counts
+
+
+def join_layouts(list texts, list founds, list results, list counts, object strings, Py_ssize_t limit) -> list:
+    """:func:`join_around` of each text's added tokens and its segments' raw encodings: a list of
+    ``(raw, n, 0, strings)`` (for :func:`fill_encodings`), None, or False.
+
+    ``results`` holds the segments' results of all texts in a row (``counts``:
+    how many are each text's; :func:`layout_segments`). None where a
+    segment's result is not a plain ``(raw, n, n_words, strings)`` or the
+    text joins to more than ``limit`` tokens (``limit`` < 0: none); False
+    where ``strings`` does not spell one of its added tokens as the text
+    does (the caller then takes a table that holds them).
+
+    >>> texts, founds = ["ab\\n", "?"], [[(2, 3, 9)], [(0, 1, 8)]]
+    >>> joined = join_layouts(texts, founds, [(pack([1], [0], [2], [0]), 1, 1, None)], [1, 0], ["", "ab", "", "", "", "", "", "", "", "\\n"], -1)
+    >>> id_list(joined[0][0], joined[0][1]), offset_list(joined[0][0], joined[0][1], 0), joined[1]
+    ([1, 9], [(0, 2), (2, 3)], False)
+    """
+    cdef list out = []
+    cdef Py_ssize_t k, at = 0, count
+    cdef str text
+    cdef list mine, found
+    if not len(texts) == len(founds) == len(counts):
+        raise ValueError("join_layouts: one list of tokens and one count per text")
+    for k in range(len(texts)):
+        text = <str?>texts[k]
+        found = <list?>founds[k]
+        count = counts[k]
+        mine = results[at:at + count]
+        at += count
+        if len(mine) != count or not all(type(r) is tuple and len(<tuple>r) == 4 for r in mine):
+            out.append(None)
+        elif not _spelled(strings, text, found):
+            out.append(False)
+        else:
+            raw, n = join_around(found, mine, len(text))
+            out.append(None if 0 <= limit < n else (raw, n, 0, strings))
+    return out
+
+
+cdef bint _spelled(object strings, str text, list found) except -1:
+    """Whether ``strings[id]`` is the text's own ``text[start:stop]`` for each token ``(start, stop, id)``."""
+    cdef tuple token
+    cdef Py_ssize_t start, stop, token_id
+    cdef list dense = strings if type(strings) is list else None
+    for token in found:
+        start, stop, token_id = token[0], token[1], token[2]
+        if dense is not None:
+            if not 0 <= token_id < len(dense):
+                return False
+            value = dense[token_id]
+        else:
+            value = strings.get(token_id) if strings is not None else None
+        if type(value) is not str or len(<str>value) != stop - start \
+                or PyUnicode_Tailmatch(text, value, start, stop, -1) != 1:
+            return False
+    return True

@@ -208,6 +208,37 @@ cdef class TokenTrie:
                 out.append((found[k].start, at, found[k].index))
         return out
 
+    def spans_of(self, list texts, list ids) -> list:
+        """:meth:`spans` of each text (a str), each index given as ``ids[index]``; None for a text
+        where a match's id is None (its caller works that text out its own way).
+
+        >>> TokenTrie(["<s>", "ab"]).spans_of(["x<s>y", "", "ab<s>"], [7, None])
+        [[(1, 4, 7)], [], None]
+        """
+        cdef vector[Found] found
+        cdef list out = [], spans
+        cdef Py_ssize_t k, at
+        cdef object token_id
+        for text in texts:
+            if type(text) is not str:
+                raise TypeError(f"expected str, got {type(text).__name__}")
+            found.clear()
+            self._read(<str>text, &found)
+            spans = []
+            at = 0
+            for k in range(<Py_ssize_t>found.size() - 1, -1, -1):     # (found from the right)
+                if found[k].start >= at:
+                    at = found[k].start + found[k].length
+                    if found[k].index >= len(ids):
+                        raise ValueError(f"TokenTrie.spans_of: {len(ids)} ids for string {found[k].index}")
+                    token_id = ids[found[k].index]
+                    if token_id is None:
+                        spans = None
+                        break
+                    spans.append((found[k].start, at, token_id))
+            out.append(spans)
+        return out
+
     def holds(self, str text not None) -> bool:
         """Whether ``text`` holds one of the strings."""
         return self._read(text, NULL)

@@ -429,9 +429,15 @@ class Tokenizer:
         frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
         if frame is None:
             return None
-        if added.by_content and (added.may_occur_in(text) or self._matched_after_normalizing(plan, text)
-                                 and not plan.normalizes_nothing(text)):
-            return self._encode_raw_around_added(plan, text, split_special, frame, limit)
+        if added.by_content:
+            if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
+                return self._encode_raw_around_added(plan, text, split_special, frame, limit)
+            # Where the tokens are, or that there are none: one read of the text (asking first whether
+            # it holds one read it again up to the first).
+            found = added.token_spans(text, split_special) if len(text) < _RAW_MAX_CHARS else None
+            if found is None or found:
+                return self._encode_raw_around_added(plan, text, split_special, frame, limit,
+                                                     None if found is None else (text, found, None))
         result = plan.encode_raw(text)
         if result is None or limit is not None and result[1] > limit:
             return None
@@ -442,10 +448,10 @@ class Tokenizer:
         return self._normalizer is not None and self._added.has_normalized_tokens()
 
     def _encode_raw_around_added(self, plan, text: str, split_special: bool, frame,
-                                 limit: int | None = None) -> Encoding | None:
-        """Added tokens found in ``text`` (:meth:`_added_layout`), the segments between them through the
-        plan, joined raw; None to take the long way."""
-        layout = self._added_layout(plan, text, split_special)
+                                 limit: int | None = None, layout: tuple | None = None) -> Encoding | None:
+        """Added tokens found in ``text`` (:meth:`_added_layout`, unless ``layout`` is it already), the
+        segments between them through the plan, joined raw; None to take the long way."""
+        layout = layout or self._added_layout(plan, text, split_special)
         if layout is None:
             return None
         text, found, view = layout

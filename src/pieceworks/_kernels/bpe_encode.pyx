@@ -53,6 +53,7 @@ from libcpp.vector cimport vector
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 
+from pieceworks._kernels.raw_encoding cimport pw_prefetch_read
 from pieceworks.errors import InputTypeError
 
 cdef extern from *:
@@ -1194,7 +1195,23 @@ cdef class _VocabTable:
 
     cdef int64_t find(self, const Span* a, const Span* b) noexcept:
         """The id of the chars of ``a`` then ``b``; -1 if no key spells them."""
-        cdef uint64_t h = hash_spans(a, b)
+        return self.find_hashed(a, b, hash_spans(a, b))
+
+    cdef void load_slot(self, uint64_t h) noexcept:
+        """Start loading the slot where a look-up of hash ``h`` begins."""
+        pw_prefetch_read(&self.slots[h & self.mask])
+
+    cdef void load_key(self, uint64_t h) noexcept:
+        """Start loading the key a look-up of hash ``h`` compares first (its slot loaded already)."""
+        cdef size_t i = h & self.mask
+        while self.slots[i].h:
+            if self.slots[i].h == h:
+                pw_prefetch_read(self.slots[i].key)     # (a compact str: its chars follow its header)
+                return
+            i = (i + 1) & self.mask
+
+    cdef int64_t find_hashed(self, const Span* a, const Span* b, uint64_t h) noexcept:
+        """:meth:`find` with the hash of ``a`` then ``b`` given."""
         cdef size_t i = h & self.mask
         while self.slots[i].h:
             if self.slots[i].h == h and spells(self.slots[i].key, a, b):
@@ -1239,6 +1256,44 @@ cdef bint merge_sides(object m, Span* left, Span* right) noexcept:
     return True
 
 
+cdef struct MergeLookup:
+    # one merge's sides, the token they join into (``joined`` after ``left``) and the hash of each
+    Span left, right, joined, empty
+    uint64_t h[3]
+
+
+cdef enum:
+    MERGE_RING = 32         # merges in flight in resolve_merges (more than SLOTS_AHEAD)
+    SLOTS_AHEAD = 16
+    KEYS_AHEAD = 6
+
+
+cdef bint _hash_merge(_VocabTable table, object merge, Py_ssize_t cut, const Span* want,
+                      MergeLookup* look) noexcept:
+    """Fill ``look`` for ``merge`` (its right side less the prefix ``want[:cut]`` for the joined
+    token), start loading its three slots; False if it is malformed."""
+    cdef Py_ssize_t k
+    if not merge_sides(merge, &look.left, &look.right):
+        return False
+    look.empty = Span(1, NULL, 0, 0)
+    look.joined = look.right
+    if cut:
+        if look.right.end - look.right.start < cut:
+            return False
+        for k in range(cut):
+            if (PyUnicode_READ(look.right.kind, look.right.data, look.right.start + k)
+                    != PyUnicode_READ(want.kind, want.data, k)):
+                return False
+        look.joined.start += cut
+    look.h[0] = hash_spans(&look.left, &look.empty)
+    look.h[1] = hash_spans(&look.right, &look.empty)
+    look.h[2] = hash_spans(&look.left, &look.joined)
+    table.load_slot(look.h[0])
+    table.load_slot(look.h[1])
+    table.load_slot(look.h[2])
+    return True
+
+
 def resolve_merges(dict vocab, list merges, prefix):
     """Merges as a flat ``array("I")`` of ``left_id, right_id, new_id`` per merge.
 
@@ -1254,34 +1309,38 @@ def resolve_merges(dict vocab, list merges, prefix):
     >>> resolve_merges({"a": 0}, ["a b"], None) is None
     True
     """
-    cdef Py_ssize_t i, k, n = len(merges)
+    cdef Py_ssize_t i, n = len(merges)
     cdef Py_ssize_t cut = 0 if prefix is None else len(prefix)
     cdef vector[uint32_t] flat
     cdef _VocabTable table = _VocabTable(vocab)
-    cdef Span left, right, joined, empty = Span(1, NULL, 0, 0), want
+    cdef Span want
+    cdef MergeLookup ring[MERGE_RING]
+    cdef MergeLookup* look
     cdef int64_t a_id, b_id, new_id
     if not table.usable or cut and type(prefix) is not str:
         return None
     if cut:
         want = span_of(prefix, 0, cut)
     flat.reserve(3 * n)
-    for i in range(n):
-        if not merge_sides(merges[i], &left, &right):
-            return None
-        a_id = table.find(&left, &empty)
-        b_id = table.find(&right, &empty)
-        if a_id < 0 or b_id < 0:
-            return None
-        joined = right
-        if cut:
-            if right.end - right.start < cut:
-                return None
-            for k in range(cut):
-                if PyUnicode_READ(right.kind, right.data, right.start + k) != PyUnicode_READ(want.kind, want.data, k):
-                    return None
-            joined.start += cut
-        new_id = table.find(&left, &joined)
-        if new_id < 0:
+    # Three look-ups a merge, each two cache misses (its slot, then its key's chars) in tables
+    # of megabytes: a merge's slots start loading SLOTS_AHEAD merges before it is resolved,
+    # and its keys KEYS_AHEAD before, so the misses of several merges overlap.
+    for i in range(-SLOTS_AHEAD, n):
+        if i + SLOTS_AHEAD < n and not _hash_merge(table, merges[i + SLOTS_AHEAD], cut, &want,
+                                                   &ring[(i + SLOTS_AHEAD) % MERGE_RING]):
+            return None     # (the caller's careful pass says which merge, and what is wrong)
+        if 0 <= i + KEYS_AHEAD < n:
+            look = &ring[(i + KEYS_AHEAD) % MERGE_RING]
+            table.load_key(look.h[0])
+            table.load_key(look.h[1])
+            table.load_key(look.h[2])
+        if i < 0:
+            continue
+        look = &ring[i % MERGE_RING]
+        a_id = table.find_hashed(&look.left, &look.empty, look.h[0])
+        b_id = table.find_hashed(&look.right, &look.empty, look.h[1])
+        new_id = table.find_hashed(&look.left, &look.joined, look.h[2])
+        if a_id < 0 or b_id < 0 or new_id < 0:
             return None
         flat.push_back(<uint32_t>a_id)
         flat.push_back(<uint32_t>b_id)
@@ -1294,12 +1353,17 @@ cdef object _keep_last_of_each_pair(const vector[uint32_t]& flat, Py_ssize_t n):
     (None for the pair of two ids 2**32 - 1, whose key is the map's empty mark)."""
     cdef U64Map last
     cdef uint64_t key, seen
+    cdef size_t ahead
     cdef Py_ssize_t i
     cdef bint repeated = False
     out = array("I")
     map_init(&last, <size_t>n)
     try:
         for i in range(n):
+            if i + SLOTS_AHEAD < n:     # (the map is megabytes: its slots load a few pairs ahead)
+                ahead = mix(pair_key(flat[3 * (i + SLOTS_AHEAD)], flat[3 * (i + SLOTS_AHEAD) + 1])) & last.mask
+                pw_prefetch_read(&last.keys[ahead])
+                pw_prefetch_read(&last.values[ahead])
             key = pair_key(flat[3 * i], flat[3 * i + 1])
             if key == EMPTY_KEY:
                 return None

@@ -85,6 +85,8 @@ cdef struct Model:
     const uint8_t* classes        # per code point: K_* bits
     const uint8_t* rebuilds       # bit t: plain BPE of token t's bytes gives t
     const TokenMerge* token_merge # per token: its last merge
+    const uint8_t* inexact        # bit t: token t's merges are not in rank order (see _mark_rebuilds)
+    bint any_inexact
     const uint32_t* low_pairs     # rank of a b for ids a, b < 256 at [a << 8 | b] (UINT32_MAX: none)
 
 
@@ -118,6 +120,8 @@ cdef cppclass State:
     vector[uint32_t] piece_pos    # ... and the byte where each starts
     vector[uint32_t] region       # long pieces: a re-encoded stretch
     vector[uint32_t] char_ids     # one char's tokens (char_tokens)
+    vector[uint8_t] pair_bytes    # a seam checked by running BPE (pair_ok): the two tokens' bytes
+    vector[uint32_t] pair_ids     # ... and their BPE
     uint32_t last_merge[2]
     uint64_t block_epoch          # the piece cache's epoch when this thread claimed the blocks below
     size_t key_at, key_end        # this thread's claimed part of the cache's key arena
@@ -138,6 +142,7 @@ cdef class ByteBPE:
     cdef vector[uint8_t] _has_token
     cdef vector[uint8_t] _rebuilds
     cdef vector[TokenMerge] _token_merge
+    cdef vector[uint8_t] _inexact
     cdef object _classes_ref
     cdef PyObject** _int_table         # raw_encoding's shared ints, _n_ints of them (at least n_ids)
     cdef Py_ssize_t _n_ints
@@ -161,6 +166,10 @@ cdef class ByteBPE:
     cdef list _id_list(self, State* st, size_t start, size_t end)
     cdef list _bytes_piece(self, bytes piece, bint whole)
     cdef bint _bytes_known(self, uint32_t tid)
+    cdef bint _spells_pair(self, uint32_t t, uint32_t x, uint32_t y)
+    cdef void _mark_by_bpe(self, uint32_t tid, State* st)
+    cdef void _load_splits(self, uint32_t tid, vector[uint64_t]& hashes) noexcept
+    cdef void _find_splits(self, uint32_t tid, const vector[uint64_t]& hashes, vector[TokenMerge]& found) noexcept
     cdef Py_ssize_t _run(self, State* st, str text, bint piece_ends, bint one_piece) except -1
     cdef Py_ssize_t _run_more(self, State* st, str text, bint piece_ends=*, bint one_piece=*) except -1
     cdef int _read_texts(self, texts, bint refuse_surrogates, TextRefs* refs, tuple keep=*) except -1

@@ -30,7 +30,10 @@ ones use a heap over linked symbols.
 github/rust-gems ``bpe``): a token sequence is the BPE encoding of its bytes
 if and only if every two adjacent tokens ``x y`` are, i.e. ``bpe(bytes(x) +
 bytes(y)) == [x, y]``. :func:`pair_ok` checks that without running BPE, by
-replaying the two tokens' merges backwards. Two routes use it:
+replaying the two tokens' merges backwards, highest rank first: BPE's own
+order when each merge ranks above the merges that made its parts, as trained
+merges do. For a token made otherwise (an "inexact" one: Llama 3 has about a
+hundred) the check runs BPE on the two tokens instead. Two routes use it:
 
 * text with multi-byte chars (CJK, Thai, Cyrillic...) is first encoded char
   by char (cached by char), then merged from those tokens: a guess that
@@ -87,11 +90,11 @@ from pieceworks._kernels.board cimport pw_board
 from pieceworks._kernels.scan cimport code_point
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
                                                framed_ids, ids_raw, int_ref, lazy_with_ids, prefetch_int,
-                                               prefetch_next_ints, pw_prefetch_write, share_ints_below,
-                                               shared_int_table)
+                                               prefetch_next_ints, pw_prefetch_read, pw_prefetch_write,
+                                               share_ints_below, shared_int_table)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
-from libc.stdint cimport UINT32_MAX, UINT64_MAX, uint16_t
+from libc.stdint cimport UINT32_MAX, UINT64_MAX, int16_t, uint16_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp, memcpy, memmove, memset
 
@@ -114,6 +117,11 @@ cdef extern from *:
 cdef extern from "Python.h":
     int PyUnicode_IS_ASCII(object)
     Py_UCS4 PyUnicode_READ_CHAR(object, Py_ssize_t)
+    bint PyBytes_CheckExact_p "PyBytes_CheckExact"(PyObject*)
+    bint PyLong_CheckExact_p "PyLong_CheckExact"(PyObject*)
+    bint PyDict_Next(object, Py_ssize_t*, PyObject**, PyObject**)
+    Py_ssize_t PyLong_AsSsize_t(object) noexcept    # (-1 with an error set: see rank_table)
+    void PyErr_Clear()
     void Py_INCREF_p "Py_INCREF"(PyObject*)
     void PyList_SET_ITEM_p "PyList_SET_ITEM"(object, Py_ssize_t, PyObject*)
     void PyObject_GC_UnTrack(void* op)
@@ -634,20 +642,43 @@ cdef bint pair_ok(const Model* m, uint32_t x, uint32_t y, State* st) noexcept no
     cdef uint64_t* slot = st.seams.data() + (mix64(key ^ 0x5bd1e995) & (RECENT_SEAMS - 1))
     if (slot[0] >> 1) == key:
         return slot[0] & 1
-    cdef bint valid = seam_valid(m, x, y, st)
+    cdef bint valid = seam_holds(m, x, y, st)
     slot[0] = (key << 1) | valid
     return valid
 
 
-cdef bint seam_valid(const Model* m, uint32_t x, uint32_t y, State* st) noexcept nogil:
+cdef bint seam_holds(const Model* m, uint32_t x, uint32_t y, State* st) noexcept nogil:
+    """:func:`pair_ok` without its table of answers: the replay, or BPE run on the two tokens
+    when the replay cannot take one of them (see ``ByteBPE._mark_rebuilds``)."""
+    if token_inexact(m, x) or token_inexact(m, y):
+        return seam_by_bpe(m, x, y, st)
+    return seam_valid(m, x, y, st, False)
+
+
+cdef bint seam_by_bpe(const Model* m, uint32_t x, uint32_t y, State* st) noexcept nogil:
+    """Whether plain BPE of the bytes of ``x`` then ``y`` gives ``x y``, by running it (for tokens
+    whose merges are out of rank order, which the replay of :func:`seam_valid` cannot take)."""
+    cdef const uint8_t* bx = m.token_bytes + m.token_off[x]
+    cdef const uint8_t* by = m.token_bytes + m.token_off[y]
+    st.pair_bytes.assign(bx, bx + token_len(m, x))
+    st.pair_bytes.insert(st.pair_bytes.end(), by, by + token_len(m, y))
+    st.pair_ids.clear()
+    bpe_plain(m, st.pair_bytes.data(), st.pair_bytes.size(), st.pair_ids, st)
+    return st.pair_ids.size() == 2 and st.pair_ids[0] == x and st.pair_ids[1] == y
+
+
+cdef bint seam_valid(const Model* m, uint32_t x, uint32_t y, State* st, bint merging) noexcept nogil:
+    """The replay of :func:`pair_ok` (for tokens whose merges are in rank order); ``merging``: whether
+    BPE of the bytes of ``x y`` reaches ``x y`` and then merges it (only the steps before are checked)."""
     cdef uint32_t limit = UINT32_MAX, r, ra, rb
     cdef const TokenMerge* tm = m.token_merge
     if not (token_rebuilds(m, x) and token_rebuilds(m, y)):
         return False        # a token plain BPE never makes cannot be in its output
     while True:
         r = pair_rank_cached(m, st.recent.data(), x, y)
-        if r < limit:
+        if r < limit and not merging:
             return False
+        merging = False
         ra = tm[x].rank
         rb = tm[y].rank
         if ra == 0 and rb == 0:
@@ -775,6 +806,11 @@ cdef void bpe_text(const Model* m, const uint8_t* p, size_t n, vector[uint32_t]&
 cdef inline bint token_rebuilds(const Model* m, uint32_t t) noexcept nogil:
     """Whether plain BPE of the token's bytes gives the token (it can be a BPE output)."""
     return m.rebuilds[t >> 3] >> (t & 7) & 1
+
+
+cdef inline bint token_inexact(const Model* m, uint32_t t) noexcept nogil:
+    """Whether the merges that make the token are out of rank order (its seams are checked by BPE)."""
+    return m.any_inexact and m.inexact[t >> 3] >> (t & 7) & 1
 
 
 cdef void bpe_cached(const Model* m, const uint8_t* p, size_t n, uint64_t h, vector[uint32_t]& out,
@@ -1297,6 +1333,91 @@ cdef class ChunkSpans(SpanSource):
                       self.pieces[k] - first_piece, <str>source, False)
 
 
+# -- a vocabulary's bytes, from its token strings or tiktoken's ranks ---------------------------
+
+cdef enum:
+    ALPHABET_LIMIT = 0x200  # byte-level alphabets (GPT-2's ends at U+0143) are chars below this
+    PAIR_PREFETCH = 16      # pairs put ahead of the one whose slot is loading (_fill_pairs_from_ranks)
+
+def spelled_bytes(list tokens not None, str alphabet not None) -> list:
+    """The bytes each token spells in ``alphabet`` (256 chars: the char of byte 0, 1, ...), None for a
+    token with a char outside it, or None itself (a 128k-token vocabulary in a few milliseconds).
+
+    >>> spelled_bytes(["ab", None, "a?"], "".join(map(chr, range(256))).replace("?", "\\u0100"))
+    [b'ab', None, None]
+    """
+    cdef int16_t table[ALPHABET_LIMIT]
+    cdef Py_ssize_t i, k, n = len(tokens), length
+    cdef Py_UCS4 c
+    cdef int kind
+    cdef const void* data
+    cdef char* out_bytes
+    cdef str token
+    if PyUnicode_GET_LENGTH(alphabet) != 256:
+        raise ValueError(f"spelled_bytes: the alphabet has 256 chars, got {len(alphabet)}")
+    memset(table, 0xFF, sizeof(table))      # (-1: no byte)
+    for i in range(256):
+        c = PyUnicode_READ_CHAR(alphabet, i)
+        if c >= ALPHABET_LIMIT:
+            raise ValueError(f"spelled_bytes: alphabet char U+{c:04X} is past U+{ALPHABET_LIMIT - 1:04X}")
+        table[c] = <int16_t>i
+    out = PyList_New(n)
+    for i in range(n):
+        item = tokens[i]
+        spelled = None
+        if item is not None:
+            token = item
+            length = PyUnicode_GET_LENGTH(token)
+            kind, data = PyUnicode_KIND(token), PyUnicode_DATA(token)
+            spelled = PyBytes_FromStringAndSize(NULL, length)
+            out_bytes = PyBytes_AS_STRING(spelled)
+            for k in range(length):
+                c = code_point(kind, data, k)
+                if c >= ALPHABET_LIMIT or table[c] < 0:
+                    spelled = None
+                    break
+                out_bytes[k] = <char>table[c]
+        Py_INCREF_p(<PyObject*>spelled)
+        PyList_SET_ITEM_p(out, i, <PyObject*>spelled)
+    return out
+
+
+def rank_table(dict ranks not None, Py_ssize_t max_size):
+    """Each rank's token (None in a gap) from tiktoken's ``bytes -> rank`` dict, in two C passes;
+    None when a key is not bytes, a rank not an int from 0, two tokens share a rank, or the largest
+    rank reaches ``max_size`` (the caller's careful pass then says which).
+
+    >>> rank_table({b"a": 0, b"b": 2}, 100), rank_table({b"a": 0, b"b": 0}, 100)
+    ([b'a', None, b'b'], None)
+    """
+    cdef Py_ssize_t pos = 0, rank, size = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    while PyDict_Next(ranks, &pos, &key, &value):
+        if not PyBytes_CheckExact_p(key) or not PyLong_CheckExact_p(value):
+            return None
+        rank = PyLong_AsSsize_t(<object>value)      # (past Py_ssize_t: -1, an error set, refused below)
+        if rank < 0 or rank >= max_size:
+            PyErr_Clear()
+            return None
+        size = max(size, rank + 1)
+    out = PyList_New(size)
+    cdef Py_ssize_t i
+    for i in range(size):
+        Py_INCREF_p(<PyObject*>None)
+        PyList_SET_ITEM_p(out, i, <PyObject*>None)
+    cdef PyObject** items = PySequence_Fast_ITEMS(out)
+    pos = 0
+    while PyDict_Next(ranks, &pos, &key, &value):
+        rank = PyLong_AsSsize_t(<object>value)
+        if items[rank] != <PyObject*>None:
+            return None     # (two tokens, one rank)
+        Py_DECREF_p(items[rank])
+        Py_INCREF_p(key)
+        items[rank] = key
+    return out
+
+
 # -- the class table -----------------------------------------------------------------------
 
 cdef object _classes_bytes = None
@@ -1660,39 +1781,70 @@ cdef class ByteBPE:
         # tiktoken merges the adjacent pair whose concatenation has the lowest
         # rank. Parts are always tokens, so that is the pair (a, b) for every
         # token t = a + b with a and b tokens, ranked by t: rank = id.
-        cdef Py_ssize_t tid, count = 0
-        cdef uint32_t length, k
-        cdef const uint8_t* p
-        cdef const BytesSlot* left
-        cdef const BytesSlot* right
-        cdef size_t capacity = 16
-        while capacity < 4 * <size_t>len(token_bytes) + 16:
-            capacity <<= 1
-        if len(token_bytes) > MAX_PAIR_ID:
+        #
+        # Each look-up here is a cache miss (the vocabulary and the pair table are
+        # megabytes), and waiting for them one at a time was most of a tiktoken load:
+        # a token's splits are looked up while the next token's slots load, and each
+        # pair is put while the slots of the pairs a little further on load.
+        cdef Py_ssize_t tid, pending = -1, n = len(token_bytes)
+        cdef size_t count, i, capacity = 16
+        cdef vector[uint64_t] hashes[2]     # a token's prefix hashes, then its suffix hashes
+        cdef vector[TokenMerge] found       # (left, right, rank = the token they make)
+        cdef int turn = 0
+        if n > MAX_PAIR_ID:
             from pieceworks.errors import ConfigError
-            raise ConfigError(f"{len(token_bytes)} tokens: the kernel handles at most {MAX_PAIR_ID}")
-        self._pairs.assign(capacity, EMPTY_PAIR)
-        for tid in range(len(token_bytes)):
+            raise ConfigError(f"{n} tokens: the kernel handles at most {MAX_PAIR_ID}")
+        for tid in range(n):
             if token_bytes[tid] is None:
                 continue
-            length = token_len(&self.m, <uint32_t>tid)
-            p = self.m.token_bytes + self.m.token_off[tid]
-            for k in range(1, length):
-                left = vocab_find(&self.m, p, k, hash_bytes(p, k))
-                if left == NULL:
-                    continue
-                right = vocab_find(&self.m, p + k, length - k, hash_bytes(p + k, length - k))
-                if right == NULL:
-                    continue
-                if 2 * (count + 1) > <Py_ssize_t>self._pairs.size():
-                    self._grow_pairs()
-                pair_put(&self.m, self._pairs, left.value, right.value, <uint32_t>tid, False)
-                count += 1
+            self._load_splits(<uint32_t>tid, hashes[turn])
+            if pending >= 0:
+                self._find_splits(<uint32_t>pending, hashes[1 - turn], found)
+            pending, turn = tid, 1 - turn
+        if pending >= 0:
+            self._find_splits(<uint32_t>pending, hashes[1 - turn], found)
+        count = found.size()
+        while capacity < 2 * count + 16:
+            capacity <<= 1
+        self._pairs.assign(capacity, EMPTY_PAIR)
+        for i in range(count):
+            if i + PAIR_PREFETCH < count:
+                pw_prefetch_read(&self._pairs[mix64(pair_key(&self.m, found[i + PAIR_PREFETCH].left,
+                                                             found[i + PAIR_PREFETCH].right)) & (capacity - 1)])
+            pair_put(&self.m, self._pairs, found[i].left, found[i].right, found[i].rank, False)
         self.n_merges = count
         self._install_pairs(count)
         self.m.merge_new = NULL
         self.m.rank_shift = 0
         self.ranks_by_id = True
+
+    cdef void _load_splits(self, uint32_t tid, vector[uint64_t]& hashes) noexcept:
+        """Hash each split of token ``tid`` (prefixes, then suffixes) and start loading their slots."""
+        cdef uint32_t length = token_len(&self.m, tid), k
+        cdef const uint8_t* p = self.m.token_bytes + self.m.token_off[tid]
+        hashes.resize(2 * length)
+        for k in range(1, length):
+            hashes[k] = hash_bytes(p, k)
+            hashes[length + k] = hash_bytes(p + k, length - k)
+            pw_prefetch_read(&self.m.vocab[hashes[k] & self.m.vocab_mask])
+            pw_prefetch_read(&self.m.vocab[hashes[length + k] & self.m.vocab_mask])
+
+    cdef void _find_splits(self, uint32_t tid, const vector[uint64_t]& hashes, vector[TokenMerge]& found) noexcept:
+        """Append ``(left, right, tid)`` for each split of token ``tid`` into two tokens."""
+        cdef uint32_t length = token_len(&self.m, tid), k
+        cdef const uint8_t* p = self.m.token_bytes + self.m.token_off[tid]
+        cdef const BytesSlot* left
+        cdef const BytesSlot* right
+        cdef TokenMerge pair
+        for k in range(1, length):
+            left = vocab_find(&self.m, p, k, hashes[k])
+            if left == NULL:
+                continue
+            right = vocab_find(&self.m, p + k, length - k, hashes[length + k])
+            if right == NULL:
+                continue
+            pair.left, pair.right, pair.rank = left.value, right.value, tid
+            found.push_back(pair)
 
     def _fill_pairs_from_merges(self, merges):
         cdef const uint32_t[::1] flat = merges
@@ -1775,29 +1927,148 @@ cdef class ByteBPE:
                 self._low_pairs[(a << 8) | b] = pair_rank(&self.m, a, b)
         self.m.low_pairs = self._low_pairs.data()
 
-    def _grow_pairs(self):
-        cdef vector[uint64_t] old = self._pairs
-        cdef size_t i
-        self._pairs.assign(2 * old.size(), EMPTY_PAIR)
-        for i in range(old.size()):
-            if old[i] != EMPTY_PAIR:
-                pair_put(&self.m, self._pairs, <uint32_t>(old[i] >> (self.m.rank_bits + self.m.id_bits)),
-                         <uint32_t>((old[i] >> self.m.rank_bits) & ((1 << self.m.id_bits) - 1)),
-                         <uint32_t>(old[i] & rank_mask(&self.m)), False)
-
     def _mark_rebuilds(self):
         # Whether plain BPE of a token's bytes gives the token: only those can
         # come out of the merges. Without whole-piece look-ups, a piece that is
         # such a token is that token, and the merges can be skipped.
         # Each such token also records its last merge (pair and rank + 1; 0 for
         # a single byte), which the seam check (pair_ok) replays backwards.
+        #
+        # The seam check replays a token's merges highest rank first: the order BPE made
+        # them in when each merge ranks above the merges that made its two parts. Trained
+        # merges do; merges listed in another order may not (Llama 3 has 81 tokens whose
+        # last merge ranks below a part's: tokens added after tiktoken's, that tiktoken's
+        # own tokens are made of). A token with such a merge anywhere among those that made
+        # it is ``inexact``, and a seam next to it is checked by running BPE.
+        #
+        # Worked out from the merges, shortest tokens first, rather than by running BPE on
+        # each token (that was most of a load): BPE of t's bytes ends in a merge ``x y``
+        # -> t ranked above x's and y's last merges, x and y exact, exactly when x and y
+        # each come out of their own bytes and no merge crosses between them on the way
+        # (merges inside x see only x's pairs, so they run as in x alone): the seam check,
+        # less its last step, where ``x y`` merges. A token no such merge makes, that
+        # another merge may make, is run through BPE (before any longer token is looked at).
+        # _rebuild_table_by_bpe is the direct way, for tests.
+        cdef TokenMerge none
+        cdef Workspace ws = Workspace()
+        cdef vector[TokenMerge] made, order        # (x, y, rank) of each merge, then by length made
+        cdef vector[uint32_t] lengths, doubtful
+        cdef vector[size_t] starts
+        cdef size_t i, k, group_end
+        cdef uint64_t slot, key, id_mask = ((<uint64_t>1) << self.m.id_bits) - 1
+        cdef uint32_t x, y, new, length, longest = 0
+        cdef int b
+        none.left = none.right = none.rank = 0
+        self._rebuilds.assign(self.m.n_ids // 8 + 1, 0)
+        self._inexact.assign(self.m.n_ids // 8 + 1, 0)
+        self._token_merge.assign(self.m.n_ids, none)
+        self.m.rebuilds = self._rebuilds.data()
+        self.m.inexact = self._inexact.data()
+        self.m.any_inexact = False
+        self.m.token_merge = self._token_merge.data()
+        for b in range(256):
+            if self.m.byte_id[b] >= 0 and self._has_token[self.m.byte_id[b]]:
+                self._rebuilds[self.m.byte_id[b] >> 3] |= 1 << (self.m.byte_id[b] & 7)
+        # The merges out of the pair table, ordered by the length of the token each makes
+        # (a counting sort); merges that make no token of the vocabulary are left out.
+        made.reserve(self.n_merges)
+        lengths.reserve(self.n_merges)
+        for i in range(self._pairs.size()):
+            slot = self._pairs[i]
+            if slot == EMPTY_PAIR:
+                continue
+            key = slot >> self.m.rank_bits
+            none.rank = <uint32_t>(slot & rank_mask(&self.m))
+            new = merged_id(&self.m, none.rank)
+            if new >= self.m.n_ids or not self._has_token[new]:
+                continue
+            none.left, none.right = <uint32_t>(key >> self.m.id_bits), <uint32_t>(key & id_mask)
+            made.push_back(none)
+            lengths.push_back(token_len(&self.m, new))
+            longest = max(longest, lengths.back())
+        starts.assign(longest + 2, 0)
+        for length in lengths:
+            starts[length + 1] += 1
+        for k in range(1, longest + 2):
+            starts[k] += starts[k - 1]
+        order.resize(made.size())
+        for i in range(made.size()):
+            order[starts[lengths[i]]] = made[i]
+            starts[lengths[i]] += 1
+        # (starts[L] is now where the merges making tokens of L bytes end)
+        i = 0
+        for length in range(longest + 1):
+            group_end = starts[length]
+            while i < group_end:
+                x, y = order[i].left, order[i].right
+                new = merged_id(&self.m, order[i].rank)
+                if (token_rebuilds(&self.m, new) or not token_rebuilds(&self.m, x)
+                        or not token_rebuilds(&self.m, y) or not self._spells_pair(new, x, y)):
+                    pass
+                elif (token_inexact(&self.m, x) or token_inexact(&self.m, y)
+                        or order[i].rank < self._token_merge[x].rank or order[i].rank < self._token_merge[y].rank):
+                    doubtful.push_back(new)     # (the seam check cannot say)
+                elif seam_valid(&self.m, x, y, ws.st, True):
+                    self._rebuilds[new >> 3] |= 1 << (new & 7)
+                    self._token_merge[new] = order[i]
+                    self._token_merge[new].rank += 1
+                i += 1
+            for new in doubtful:
+                if not token_rebuilds(&self.m, new):
+                    self._mark_by_bpe(new, ws.st)
+            doubtful.clear()
+
+    cdef void _mark_by_bpe(self, uint32_t tid, State* st):
+        """Mark token ``tid`` as :meth:`_mark_rebuilds` does if plain BPE of its bytes gives it
+        back, with its last merge, and as inexact if that merge ranks below a part's or a part is."""
+        cdef vector[uint32_t] out
+        cdef uint32_t x, y
+        bpe_plain(&self.m, self.m.token_bytes + self.m.token_off[tid], token_len(&self.m, tid), out, st)
+        if out.size() != 1 or out[0] != tid:
+            return
+        x, y = st.last_merge[0], st.last_merge[1]
+        self._rebuilds[tid >> 3] |= 1 << (tid & 7)
+        self._token_merge[tid].left, self._token_merge[tid].right = x, y
+        self._token_merge[tid].rank = pair_rank(&self.m, x, y) + 1
+        if (token_inexact(&self.m, x) or token_inexact(&self.m, y)
+                or self._token_merge[tid].rank <= self._token_merge[x].rank
+                or self._token_merge[tid].rank <= self._token_merge[y].rank):
+            self._inexact[tid >> 3] |= 1 << (tid & 7)
+            self.m.any_inexact = True
+
+    def _inexact_tokens(self):
+        """The tokens whose seams are checked by running BPE (see :meth:`_mark_rebuilds`)."""
+        cdef uint32_t tid
+        return [tid for tid in range(self.m.n_ids) if token_inexact(&self.m, tid)]
+
+    def _seam_holds(self, uint32_t x, uint32_t y):
+        """``(seam check, plain BPE)``: whether ``x y`` is the BPE encoding of its bytes, as the
+        encoder's seam check says and as running BPE on them says (for tests)."""
+        if x >= self.m.n_ids or y >= self.m.n_ids:
+            raise IndexError(f"_seam_holds: ids below {self.m.n_ids}, got {x} and {y}")
+        cdef Workspace ws = Workspace()
+        cdef vector[uint32_t] out
+        joined = self.token_bytes(x) + self.token_bytes(y)
+        bpe_plain(&self.m, <const uint8_t*>PyBytes_AS_STRING(joined), len(joined), out, ws.st)
+        return (bool(seam_holds(&self.m, x, y, ws.st)),
+                out.size() == 2 and out[0] == x and out[1] == y)
+
+    cdef bint _spells_pair(self, uint32_t t, uint32_t x, uint32_t y):
+        """Whether token ``t``'s bytes are ``x``'s then ``y``'s, neither empty."""
+        cdef uint32_t lx = token_len(&self.m, x), ly = token_len(&self.m, y)
+        cdef const uint8_t* p = self.m.token_bytes + self.m.token_off[t]
+        return (lx > 0 and ly > 0 and token_len(&self.m, t) == lx + ly
+                and memcmp(p, self.m.token_bytes + self.m.token_off[x], lx) == 0
+                and memcmp(p + lx, self.m.token_bytes + self.m.token_off[y], ly) == 0)
+
+    def _rebuild_table_by_bpe(self):
+        """``(rebuilds, token_merge)`` as :meth:`_rebuild_table` gives them, worked out by running
+        plain BPE on each token's bytes: the direct way, which the kernel's must equal."""
         cdef Workspace ws = Workspace()
         cdef uint32_t tid, length
         cdef vector[uint32_t] out
-        cdef TokenMerge none
-        none.left = none.right = none.rank = 0
-        self._rebuilds.assign(self.m.n_ids // 8 + 1, 0)
-        self._token_merge.assign(self.m.n_ids, none)
+        rebuilds = bytearray(self.m.n_ids // 8 + 1)
+        merges = [(0, 0, 0)] * self.m.n_ids
         for tid in range(self.m.n_ids):
             length = token_len(&self.m, tid)
             if length == 0 or not self._has_token[tid] or not self._bytes_known(tid):
@@ -1805,13 +2076,18 @@ cdef class ByteBPE:
             out.clear()
             bpe_plain(&self.m, self.m.token_bytes + self.m.token_off[tid], length, out, ws.st)
             if out.size() == 1 and out[0] == tid:
-                self._rebuilds[tid >> 3] |= 1 << (tid & 7)
+                rebuilds[tid >> 3] |= 1 << (tid & 7)
                 if length > 1:
-                    self._token_merge[tid].left = ws.st.last_merge[0]
-                    self._token_merge[tid].right = ws.st.last_merge[1]
-                    self._token_merge[tid].rank = pair_rank(&self.m, ws.st.last_merge[0], ws.st.last_merge[1]) + 1
-        self.m.rebuilds = self._rebuilds.data()
-        self.m.token_merge = self._token_merge.data()
+                    merges[tid] = (ws.st.last_merge[0], ws.st.last_merge[1],
+                                   pair_rank(&self.m, ws.st.last_merge[0], ws.st.last_merge[1]) + 1)
+        return bytes(rebuilds), merges
+
+    def _rebuild_table(self):
+        """``(rebuilds, token_merge)``: the bit of each token plain BPE of its bytes gives, and each
+        one's last merge ``(left, right, rank + 1)``, ``(0, 0, 0)`` for the others and single bytes."""
+        cdef uint32_t tid
+        return (bytes(self._rebuilds), [(self._token_merge[tid].left, self._token_merge[tid].right,
+                                         self._token_merge[tid].rank) for tid in range(self.m.n_ids)])
 
     cdef bint _bytes_known(self, uint32_t tid):
         cdef uint32_t k

@@ -9,9 +9,19 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline void pw_prefetch_write(const void* p) { _mm_prefetch((const char*)p, _MM_HINT_T0); }
+    static inline void pw_prefetch_read(const void* p) { _mm_prefetch((const char*)p, _MM_HINT_T0); }
+    #else
     static inline void pw_prefetch_write(const void* p) { __builtin_prefetch(p, 1, 3); }
+    static inline void pw_prefetch_read(const void* p) { __builtin_prefetch(p, 0, 3); }
+    #endif
     """
+    # Start loading the cache line at p (tables megabytes wide: a look-up is a cache miss,
+    # and several started at once wait together).
     void pw_prefetch_write(const void* p) noexcept nogil
+    void pw_prefetch_read(const void* p) noexcept nogil
 
 
 cdef enum:

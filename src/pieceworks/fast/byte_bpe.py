@@ -36,7 +36,7 @@ from functools import partial
 
 from .._kernels.bytebpe import ByteBPE, OneText, Pattern
 from .._kernels.raw_encoding import untrack
-from ..byte_level import byte_chars_to_bytes_or_none, tokens_to_bytes
+from ..byte_level import tokens_to_bytes
 from ..errors import ConfigError
 from ..models.bpe import BPE
 from ..normalizers import NFC
@@ -354,8 +354,7 @@ def _build(model: BPE, pattern: Pattern):
     size = max(model.vocab_r, default=-1) + 1
     tokens = list(map(model.vocab_r.get, range(size)))
     # (None: a gap in the ids, or a char outside GPT-2's alphabet, so no byte sequence merges into it)
-    token_bytes = (tokens_to_bytes(tokens) if len(model.vocab_r) == size
-                   else [None if token is None else byte_chars_to_bytes_or_none(token) for token in tokens])
+    token_bytes = tokens_to_bytes(tokens)
     merges = model._merge_ids
     if None in token_bytes and not {tid for tid, raw in enumerate(token_bytes) if raw is not None}.issuperset(merges):
         # Drop the merges of (or into) a token with no bytes.

@@ -690,3 +690,36 @@ def test_bert_normalize_str_on_ascii_equals_the_aligned_path_and_huggingface(cle
         aligned = NormalizedString(text)
         ours.normalize(aligned)
         assert ours.normalize_str(text) == aligned.normalized == theirs.normalize_str(text), repr(text)
+
+
+# NFC/NFD/NFKC/NFKD, Lowercase and Sequence give normalize_str its own plain-string way (no
+# alignment: adding many tokens and counting a training corpus normalize text by text). It must
+# give the aligned way's text, Σ (lowercased char by char, as Rust does) and compatibility forms too.
+PLAIN_WAY = {name: NORMALIZERS[name] for name in ("NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Seq-nfkd-strip-lower",
+                                                  "Seq-llama", "Seq-nfc-strip-nmt")}
+PLAIN_WAY["Seq-nfkc-lower"] = Sequence([NFKC(), Lowercase()])
+
+
+@pytest.mark.parametrize("name", list(PLAIN_WAY))
+@settings(max_examples=150, deadline=None)
+@given(text=text_st | st.text(st.sampled_from(list("ΑΣσς ΌΣ.İIıẞßǅﬁ\u0301\u0345e\n")), max_size=30))
+def test_normalize_str_is_the_aligned_text(name, text):
+    normalizer = PLAIN_WAY[name]
+    aligned = NormalizedString(text)
+    normalizer.normalize(aligned)
+    assert normalizer.normalize_str(text) == aligned.normalized
+
+
+def test_a_sequence_with_a_normalizer_of_the_users_shares_one_normalized_string():
+    # Its own normalize_str chains the members' plain strings; a member of the user's may read the
+    # original text, which is the Sequence's input only when they share one NormalizedString.
+    class Original(Normalizer):
+        def normalize(self, normalized):
+            normalized.append("|" + normalized.original)
+
+    sequence = Sequence([Lowercase(), Original()])
+    assert sequence.normalize_str("AB") == "ab|AB"
+    custom = Sequence([Lowercase(), Normalizer.custom(Original())])
+    assert custom.normalize_str("AB") == "ab|AB"
+    nested = Sequence([Lowercase(), Sequence([NFC(), Normalizer.custom(Original())])])
+    assert nested.normalize_str("AB") == "ab|AB"

@@ -25,7 +25,7 @@ from itertools import repeat
 
 from ._component import Component, CustomComponent, Fields, stage_base
 from ._regex import Regex, escape
-from ._unicode_forms import char_set, normalize_aligned
+from ._unicode_forms import char_set, normalize, normalize_aligned
 from ._unicode_tables import LOWERCASE_AFTER_UNICODE_14, bert_accent_marks, bert_controls, strip_accents_marks
 from .alignment import NormalizedString, is_whitespace
 from .byte_level import bytes_to_byte_chars
@@ -96,6 +96,13 @@ class _UnicodeForm(_FieldlessNormalizer):
     def normalize(self, normalized: NormalizedString) -> None:
         normalize_aligned(normalized, self.form)
 
+    def normalize_str(self, sequence: str) -> str:
+        """As :meth:`Normalizer.normalize_str`, with no alignment worked out (adding tokens and
+        counting a training corpus normalize text by text)."""
+        if type(sequence) is not str:
+            return super().normalize_str(sequence)
+        return normalize(sequence, self.form)
+
 
 class NFD(_UnicodeForm):
     """Canonical decomposition: ``é`` → ``e`` + combining acute.
@@ -154,6 +161,13 @@ class Lowercase(_FieldlessNormalizer):
 
     def normalize(self, normalized: NormalizedString) -> None:
         lowercase_aligned(normalized)
+
+    def normalize_str(self, sequence: str) -> str:
+        """As :meth:`Normalizer.normalize_str`, with no alignment worked out: each char on its own
+        where a Σ is (see :func:`lowercase_aligned`), else the whole text at once."""
+        if type(sequence) is not str:
+            return super().normalize_str(sequence)
+        return "".join(map(lower, sequence)) if "Σ" in sequence else lower(sequence)
 
 
 def lowercase_aligned(normalized: NormalizedString) -> None:
@@ -528,6 +542,21 @@ class Sequence(Normalizer):
     def normalize(self, normalized: NormalizedString) -> None:
         for normalizer in self.normalizers:
             normalizer.normalize(normalized)
+
+    def normalize_str(self, sequence: str) -> str:
+        """Each member's :meth:`~Normalizer.normalize_str` in turn: what each of ours makes depends
+        only on the text before it. (A member of the user's may read the whole NormalizedString,
+        its original text too: then the members share one, as :meth:`normalize` does.)"""
+        if type(sequence) is not str or not self._reads_only_its_input():
+            return super().normalize_str(sequence)
+        for normalizer in self.normalizers:
+            sequence = normalizer.normalize_str(sequence)
+        return sequence
+
+    def _reads_only_its_input(self) -> bool:
+        """Whether every member, nested ones too, is one of ours (a custom one's wrapper is not)."""
+        return all(type(n).__module__ == __name__ and not isinstance(n, CustomComponent)
+                   and (type(n) is not Sequence or n._reads_only_its_input()) for n in self.normalizers)
 
     def __len__(self) -> int:
         return len(self.normalizers)

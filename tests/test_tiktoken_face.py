@@ -553,9 +553,24 @@ def test_bad_constructor_arguments(ranks):
     for bad, message in [({b"\xff\xff": -1}, "got b'\\xff\\xff': -1"), ({b"\xff\xff": True}, "got b'\\xff\\xff': True"),
                          ({"ab": 256}, "got 'ab': 256"), ({b"ab": 256.0}, "got b'ab': 256.0"),
                          ({b"ab": 7}, "rank 7 is given to both b'\\x07' and b'ab'"),
-                         ({b"ab": 10**9}, "largest rank is 1,000,000,000")]:
+                         ({b"ab": 10**9}, "largest rank is 1,000,000,000"),
+                         ({b"ab": 10**70}, "largest rank is 10,000,000,000")]:
         with pytest.raises(ConfigError, match=re.escape(message)):
             pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={**byte_ranks, **bad}, special_tokens={})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.binary(max_size=3) | st.sampled_from(["a", 7]),
+                       st.integers(-2, 40) | st.sampled_from([True, 10**30, 2.0]), max_size=12))
+def test_rank_table_is_each_ranks_token_or_none_for_the_careful_pass(ranks):
+    # The C pass behind Encoding's constructor: the table when every key is bytes and every rank a
+    # distinct int in range, else None (the Python pass then names the fault).
+    from pieceworks._kernels.bytebpe import rank_table
+
+    valid = (all(type(k) is bytes and type(r) is int and 0 <= r < 20 for k, r in ranks.items())
+             and len(set(ranks.values())) == len(ranks))
+    want = [{r: k for k, r in ranks.items()}.get(i) for i in range(max(ranks.values(), default=-1) + 1)] if valid else None
+    assert rank_table(ranks, 20) == want
 
 
 def test_ranks_of_an_int_subclass_are_ranks():

@@ -19,7 +19,7 @@ import functools
 from bisect import bisect_left
 from typing import AbstractSet, Collection, Literal, Sequence
 
-from .._kernels.bytebpe import ByteBPE, Pattern
+from .._kernels.bytebpe import ByteBPE, Pattern, rank_table
 from .._kernels.raw_encoding import untrack
 from ..errors import ConfigError, DecodeError, InputTypeError, OutOfRangeError, SpecialTokenError
 from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS  # noqa: F401 (GPT2_PATTERN: the doctest's)
@@ -383,10 +383,9 @@ def _tokens_by_rank(name: str, ranks: dict[bytes, int]) -> list[bytes | None]:
     >>> _tokens_by_rank("toy", {b"a": 0, b"b": 2})
     [b'a', None, b'b']
     """
-    if set(map(type, ranks)) == {bytes} and set(map(type, ranks.values())) == {int} and min(ranks.values()) >= 0:
-        by_rank = dict(zip(ranks.values(), ranks))
-        if len(by_rank) == len(ranks):      # (the common case, in C loops: 200k ranks in milliseconds)
-            return _rank_table(name, by_rank)
+    table = rank_table(ranks, _max_table(len(ranks)))     # (the common case: 200k ranks in milliseconds)
+    if table is not None:
+        return table
     by_rank = {}                            # one at a time, to name the fault
     for token, rank in ranks.items():
         if not isinstance(token, (bytes, bytearray)) or isinstance(rank, bool) or not isinstance(rank, int) \
@@ -400,10 +399,14 @@ def _tokens_by_rank(name: str, ranks: dict[bytes, int]) -> list[bytes | None]:
     return _rank_table(name, by_rank)
 
 
+def _max_table(n_ranks: int) -> int:
+    # Ranks index a table: a few gaps are fine, a rank of 10**9 (or 10**70) is a broken file.
+    return min(2**31 - 1, 4 * n_ranks + 65536)
+
+
 def _rank_table(name: str, by_rank: dict[int, bytes]) -> list[bytes | None]:
     size = max(by_rank) + 1
-    # Ranks index a table: a few gaps are fine, a rank of 10**9 (or 10**70) is a broken file.
-    if size > min(2**31 - 1, 4 * len(by_rank) + 65536):
+    if size > _max_table(len(by_rank)):
         raise ConfigError(f"encoding {name!r}: the largest rank is {size - 1:,} for {len(by_rank):,} tokens",
                           fix="ranks must number the tokens from 0 with few gaps; check the .tiktoken file")
     return list(map(by_rank.get, range(size)))

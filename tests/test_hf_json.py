@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 import tokenizers as hf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pieceworks as pw
-from pieceworks.errors import TokenizerFileError, UnknownComponentError
+from pieceworks._component import Fields
+from pieceworks.added_vocabulary import AddedToken
+from pieceworks.errors import PieceworksError, TokenizerFileError, UnknownComponentError
 
 from parity import assert_same_encoding
 
@@ -217,3 +221,34 @@ def test_save_replaces_atomically_and_leaves_no_temporary_files(tmp_path):
     tok.save(str(path))
     assert json.loads(path.read_text())["model"]["type"] == "WordLevel"
     assert [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
+_ENTRY_VALUES = st.sampled_from([True, False, None, 0, 1, 7, "x", "<s>", 1.0, [], {}])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["id", "content", "special", "single_word", "lstrip", "rstrip", "normalized",
+                                        "extra"]), _ENTRY_VALUES, max_size=8)
+       | st.fixed_dictionaries({"id": st.integers(0, 9), "content": st.text(max_size=4)},
+                               optional={k: st.booleans() for k in ("special", "single_word", "lstrip", "rstrip",
+                                                                    "normalized")}))
+def test_an_added_token_entry_reads_as_through_its_fields(entry):
+    # Well-formed entries are read directly (Gemma 3 has 6k); any entry must give what the Fields
+    # way gives: the same token and id, or the same error.
+    from pieceworks.formats import hf_json
+
+    def through_fields():
+        f = Fields(entry, "added_tokens[0]", "t.json")
+        special = f.get("special", bool, False)
+        token = AddedToken(f.get("content", str), single_word=f.get("single_word", bool, False),
+                           lstrip=f.get("lstrip", bool, False), rstrip=f.get("rstrip", bool, False),
+                           normalized=f.get("normalized", bool, not special), special=special)
+        return f.get("id", int), token
+
+    def outcome(read):
+        try:
+            tid, token = read()
+        except PieceworksError as exc:
+            return type(exc), str(exc)
+        return tid, token.content, token.single_word, token.lstrip, token.rstrip, token.normalized, token.special
+    assert outcome(lambda: hf_json._added_token_of(entry, 0, "t.json")) == outcome(through_fields)

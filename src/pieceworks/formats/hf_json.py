@@ -140,16 +140,7 @@ def _load_stage(top: Fields, name: str, base, path):
 
 
 def _load_added_tokens(tok, entries: list, path) -> None:
-    tokens: list[tuple[int, AddedToken]] = []
-    for i, entry in enumerate(entries):
-        f = Fields(entry, f"added_tokens[{i}]", path)
-        special = f.get("special", bool, False)
-        token = AddedToken(
-            f.get("content", str), single_word=f.get("single_word", bool, False),
-            lstrip=f.get("lstrip", bool, False), rstrip=f.get("rstrip", bool, False),
-            normalized=f.get("normalized", bool, not special), special=special)
-        tid = f.get("id", int)
-        tokens.append((tid, token))
+    tokens = [_added_token_of(entry, i, path) for i, entry in enumerate(entries)]
     # Hugging Face re-adds the tokens and keeps the ids that gives; say so if
     # the file disagrees, as it does.
     tok._added.add([t for _, t in tokens], tok.model, tok.normalizer)
@@ -158,6 +149,26 @@ def _load_added_tokens(tok, entries: list, path) -> None:
         if got != tid:
             warnings.warn(f"{path or 'tokenizer.json'}: added token {token.content!r} has id {tid} in the "
                           f"file but gets id {got}, as in Hugging Face tokenizers", stacklevel=4)
+
+
+def _added_token_of(entry, i: int, path) -> tuple[int, AddedToken]:
+    """``(id, AddedToken)`` of one ``added_tokens`` entry: a well-formed one read directly (Gemma 3
+    has 6k), any other through Fields, which names what is wrong."""
+    if type(entry) is dict:
+        get = entry.get
+        content, tid, special = get("content"), get("id"), get("special", False)
+        flags = (special, get("single_word", False), get("lstrip", False), get("rstrip", False),
+                 get("normalized", not special))
+        if type(content) is str and type(tid) is int and all([type(flag) is bool for flag in flags]):
+            return tid, AddedToken(content, single_word=flags[1], lstrip=flags[2], rstrip=flags[3],
+                                   normalized=flags[4], special=special)
+    f = Fields(entry, f"added_tokens[{i}]", path)
+    special = f.get("special", bool, False)
+    token = AddedToken(
+        f.get("content", str), single_word=f.get("single_word", bool, False),
+        lstrip=f.get("lstrip", bool, False), rstrip=f.get("rstrip", bool, False),
+        normalized=f.get("normalized", bool, not special), special=special)
+    return f.get("id", int), token
 
 
 def _load_truncation(tok, f: Fields | None) -> None:

@@ -4,7 +4,7 @@ seam checks, and its encoding, each against running plain BPE.
 The input picks merges of pairs of tokens over a few letters and a two-byte
 char (so tokens are made several ways, and merges name tokens later merges
 make: out of rank order), either as a merges list or as tiktoken-style ranks,
-then a one-piece text of those letters (up to 1500 of them).
+then a one-piece text of those letters (up to 1500 of them, or runs of one).
 
     python fuzz/fuzz_bytebpe_merges.py -max_total_time=60 CORPUS_DIR
 """
@@ -70,7 +70,10 @@ def test_one_input(data: bytes) -> None:
         x, y = inp.int_in(kernel.n_ids), inp.int_in(kernel.n_ids)
         check, bpe = kernel._seam_holds(x, y)
         assert check == bpe, (x, y)
-    text = "".join("abcé"[inp.int_in(4)] for _ in range(inp.int_in(1500)))     # one piece
+    if inp.flag():      # one piece
+        text = "".join("abcé"[inp.int_in(4)] for _ in range(inp.int_in(1500)))
+    else:               # runs of one char, long ones cut into copies of a token
+        text = "".join("abcé"[inp.int_in(4)] * inp.int_in(300) for _ in range(inp.int_in(8)))
     # (a piece that is a token is that token with whole_piece: tiktoken's rule, then BPE)
     plain = kernel.encode_bytes_piece if kernel.whole_piece else kernel.encode_bytes_plain
     assert kernel.encode(text) == plain(text.encode()), text

@@ -115,6 +115,50 @@ def test_encoding_is_plain_bpe_with_merges_in_any_order(seed, length, accents):
     assert kernel.encode(text) == kernel.encode_bytes_plain(text.encode()), (kernel._inexact_tokens(), text)
 
 
+def made_up_runs(seed: int, unit: bytes) -> tuple[list[bytes], array]:
+    """Tokens of runs of the char ``unit`` (its bytes merged first, when it has several), each
+    merged from two runs already made (lengths double quickly, so some reach hundreds of bytes; a
+    run may be made several ways), then some merges swapped out of rank order."""
+    rng = random.Random(seed)
+    token_bytes = [bytes([b]) for b in range(256)]
+    ids, merges = {}, []
+    made = unit[:1]
+    for b in unit[1:]:      # the char itself
+        token_bytes.append(made + bytes([b]))
+        merges.append((token_bytes.index(made), b, len(token_bytes) - 1))
+        made += bytes([b])
+    ids[1] = token_bytes.index(unit)
+    pairs = set()
+    for _ in range(rng.randrange(1, 40)):
+        x, y = rng.choice(list(ids)), rng.choice(list(ids))
+        if (x, y) in pairs or (x + y) * len(unit) > 400:
+            continue
+        if x + y not in ids:
+            ids[x + y] = len(token_bytes)
+            token_bytes.append(unit * (x + y))
+        pairs.add((x, y))
+        merges.append((ids[x], ids[y], ids[x + y]))
+    for _ in range(rng.randrange(len(merges) + 1)):
+        i, j = rng.randrange(len(merges)), rng.randrange(len(merges))
+        merges[i], merges[j] = merges[j], merges[i]
+    return token_bytes, array("I", [i for merge in merges for i in merge])
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32), unit=st.sampled_from(["a", "é", "—", "😀"]),
+       runs=st.lists(st.integers(0, 600), min_size=1, max_size=4), ranks=st.booleans())
+def test_long_runs_of_one_char_are_plain_bpe(seed, unit, runs, ranks):
+    # A long run of one char is cut into copies of the longest token of it that BPE gives back and
+    # that does not merge with itself; here runs with a char between them (of the run's class, so
+    # the text is one piece), over run tokens that BPE may not give back, that may merge with
+    # themselves, with merges out of rank order.
+    token_bytes, merges = made_up_runs(seed, unit.encode())
+    kernel = ByteBPE(token_bytes, None if ranks else merges, pattern=Pattern.PAT_GPT2, whole_piece=ranks)
+    text = ("b" if unit.isalpha() else "-").join(unit * count for count in runs)
+    plain = kernel.encode_bytes_piece if ranks else kernel.encode_bytes_plain
+    assert kernel.encode(text) == plain(text.encode()), (text.count(unit), [len(t) for t in token_bytes[256:]])
+
+
 def test_llama3_seams_next_to_its_inexact_tokens(shared_data):
     # Llama 3's tokens added after tiktoken's make some of tiktoken's (".:." of ".:.:"), so their
     # merges run out of rank order; the replay got some seams next to them wrong (" б" "ерату").

@@ -133,6 +133,21 @@ def test_any_text_matches(name, text, official):
     assert ours.encode_ordinary(text) == ref.encode_ordinary(text)
 
 
+_run = st.tuples(st.sampled_from(list(" -*=/#._%a0\t\n—\u3000é中") + [" \t", "ab", "ÃÂ"]), st.integers(1, 400))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=st.lists(_run, min_size=1, max_size=6), words=st.lists(st.sampled_from(["x", " x", "if", "\n", ""]),
+                                                                       min_size=6, max_size=6))
+def test_long_runs_of_one_char_match(name, runs, words, pairs):
+    # Long runs of one char are cut into copies of one long token (128 spaces, 96 dashes); the ends
+    # of the run, and what stands next to it, still go through BPE and the seam checks.
+    ours, ref = pairs[name]
+    text = "".join(word + unit * count for (unit, count), word in zip(runs, words))
+    assert ours.encode_ordinary(text) == ref.encode_ordinary(text), repr(text)
+
+
 def test_lone_surrogates_are_replaced_like_tiktoken(pairs):
     ours, ref = pairs["cl100k_base"]
     # (The last three are stored four bytes a char, for the astral char: another scan.)

@@ -99,6 +99,10 @@ cdef struct TextRefs:
 
 
 # One caller's scratch space and piece cache; one thread uses it at a time.
+cdef enum:
+    RUN_SLOTS = 64    # State's table of the tokens long runs of one char are cut into
+
+
 cdef cppclass State:
     vector[uint32_t] ids          # output: token ids
     vector[int32_t] piece_ends    # output: each text's token count after each piece (when asked)
@@ -122,12 +126,13 @@ cdef cppclass State:
     vector[uint32_t] char_ids     # one char's tokens (char_tokens)
     vector[uint8_t] pair_bytes    # a seam checked by running BPE (pair_ok): the two tokens' bytes
     vector[uint32_t] pair_ids     # ... and their BPE
-    uint32_t last_merge[2]
+    uint64_t run_keys[RUN_SLOTS]  # long runs of one char: the char (its bytes << 8 | its width; 0: empty) ...
+    uint32_t run_tokens[RUN_SLOTS]  # ... and the token they are cut into (see run_token)
+    uint32_t last_merge[2]        # the pair of the last merge done
     uint64_t block_epoch          # the piece cache's epoch when this thread claimed the blocks below
     size_t key_at, key_end        # this thread's claimed part of the cache's key arena
     size_t id_at, id_end          # ... and of its id arena
     size_t slots_left             # ... and how many more slots it may fill
-    size_t stats[8]        # the pair of the last merge done
 
 
 cdef class ByteBPE:

@@ -41,7 +41,12 @@ hundred) the check runs BPE on the two tokens instead. Two routes use it:
   seam of the guess is checked, and one that fails is re-encoded from bytes;
 * long ASCII pieces (more than ``LONG_PIECE`` bytes: a megabyte of one
   letter, random letters, digits under GPT-2's pattern) are cut into chunks
-  encoded alone; only the seams between chunks need checking.
+  encoded alone; only the seams between chunks need checking. A long run of
+  one char (indentation, a line of dashes or em dashes) is cut into copies
+  of the longest token of that char that BPE makes and that does not merge
+  with itself (cl100k: 128 spaces, 96 dashes): chunks shorter than that
+  token failed nearly every seam, and each repair re-encoded hundreds of
+  bytes (a megabyte of spaces took 20 times as long as one of prose).
 
 A failed seam is re-encoded from a stretch of tokens around it, the stretch
 doubling until both of its own seams hold. No input is quadratic.
@@ -161,6 +166,11 @@ cdef uint32_t DEAD = UINT32_MAX
 # ASCII pieces longer than this (in bytes) are encoded in chunks of about CHUNK bytes.
 cdef size_t LONG_PIECE = 48
 cdef size_t CHUNK = 32
+# Runs of one byte at least this long are cut into copies of one token (see run_token).
+cdef size_t RUN_MIN = 2 * CHUNK
+# The longest token of a run looked for (in bytes).
+cdef enum:
+    RUN_MAX_TOKEN = 256
 # Stretches up to this many bytes merge by scanning ranks; longer ones use the heap.
 cdef size_t SMALL_MAX = 128
 # The shared piece cache: slots (at most half used), and the arenas' sizes. When one is
@@ -832,30 +842,122 @@ cdef void bpe_cached(const Model* m, const uint8_t* p, size_t n, uint64_t h, vec
     cache_put(m.cache, st, p, n, h, out.data() + first, out.size() - first)
 
 
+cdef uint32_t run_token(const Model* m, const uint8_t* unit, size_t width, State* st) noexcept nogil:
+    """The token a long run of the char ``unit[:width]`` is cut into, or DEAD: the longest run of
+    it that is a token BPE makes (it rebuilds) and whose copies stay apart (``pair_ok(t, t)``),
+    so that copies of it are the BPE of their bytes; remembered per workspace.
+
+    (Only long runs ask: what the copies meet at either end is checked as any seam is.)
+    """
+    cdef uint8_t run[RUN_MAX_TOKEN]
+    cdef const BytesSlot* hit
+    cdef uint64_t key = width
+    cdef size_t j, k
+    for k in range(width):
+        key |= (<uint64_t>unit[k]) << (8 * k + 8)
+    cdef size_t slot = mix64(key) & (RUN_SLOTS - 1)
+    if st.run_keys[slot] == key:
+        return st.run_tokens[slot]
+    for k in range(RUN_MAX_TOKEN // width):
+        memcpy(run + k * width, unit, width)
+    st.run_keys[slot] = key
+    st.run_tokens[slot] = DEAD
+    j = min(<size_t>m.max_token_len, <size_t>RUN_MAX_TOKEN) // width * width
+    while j >= 2 * width:
+        hit = vocab_find(m, run, j, hash_bytes(run, j))
+        if hit != NULL and token_rebuilds(m, hit.value) and pair_ok(m, hit.value, hit.value, st):
+            st.run_tokens[slot] = hit.value
+            break
+        j -= width
+    return st.run_tokens[slot]
+
+
+cdef inline size_t run_length(const uint8_t* p, size_t n, size_t width) noexcept nogil:
+    """How many bytes from ``p`` (at most ``n``) repeat its first char (``width`` bytes), in whole chars."""
+    cdef size_t k = width
+    while k < n and p[k] == p[k - width]:
+        k += 1
+    return k // width * width
+
+
+cdef size_t encode_run(const Model* m, const uint8_t* p, size_t start, size_t n, vector[uint32_t]* ids,
+                       vector[uint32_t]* pos, State* st) noexcept nogil:
+    """Copies of :func:`run_token` for the run of one char at ``p[start:]`` (a char's start), if it
+    is long; the bytes covered (0: none). At least CHUNK bytes of the run are left to BPE, which
+    ends it, and the seam with the tokens before is checked and repaired as a chunk's is.
+    """
+    cdef size_t r, count, k, first, width, length
+    cdef uint32_t t
+    if n - start < RUN_MIN:
+        return 0
+    width = char_length(p + start, n - start)
+    if p[start + CHUNK // width * width] != p[start]:
+        return 0    # (most chunks of a long piece: no run)
+    t = run_token(m, p + start, width, st)
+    if t == DEAD:
+        return 0    # (before the run's length: chunk after chunk of one run asks again)
+    r = run_length(p + start, n - start, width)
+    if r < RUN_MIN:
+        return 0
+    length = token_len(m, t)
+    count = (r - CHUNK) // length
+    if count == 0:
+        return 0
+    first = ids.size()
+    for k in range(count):
+        ids.push_back(t)
+        pos.push_back(<uint32_t>(start + k * length))
+    if first > 0 and not pair_ok(m, ids[0][first - 1], t, st):
+        repair_seam(m, p, start + count * length, first, ids, pos, st)
+    return count * length
+
+
+cdef size_t next_run(const uint8_t* p, size_t start, size_t n) noexcept nogil:
+    """Where the first run of one char of at least RUN_MIN bytes begins after ``start``
+    (both char starts), or ``n``; a run that begins at ``start`` is passed over."""
+    cdef size_t k = start, width, r
+    while k < n:
+        width = char_length(p + k, n - k)
+        r = run_length(p + k, n - k, width) if k + width < n and p[k + width] == p[k] else width
+        if r >= RUN_MIN and k > start:
+            return k
+        k += r
+    return n
+
+
 cdef void encode_long(const Model* m, const uint8_t* p, size_t n, vector[uint32_t]& out,
                       State* st) noexcept nogil:
     """BPE of a long piece: chunks encoded alone, seams checked and repaired (see the module doc).
 
-    (Pieces with multi-byte chars go to :func:`bpe_text` whole instead.)
+    Pieces with multi-byte chars go to :func:`bpe_text` whole instead, but for
+    their long runs of one char, which are cut into copies of a token.
     """
     cdef vector[uint32_t]* ids = &st.piece_ids
     cdef vector[uint32_t]* pos = &st.piece_pos
-    cdef size_t start = 0, end, first, k, b
+    cdef size_t start = 0, end, first, k, b, step
+    cdef bint ascii = True
     for k in range(n):
         if p[k] & 0x80:
-            # Text with multi-byte chars: the guess from whole chars (bpe_text) is
-            # nearly always right, while chunk seams cut words and fail often.
-            bpe_text(m, p, n, out, st)
-            return
+            ascii = False
+            break
+    if not ascii and next_run(p, 0, n) == n and run_length(p, n, char_length(p, n)) < RUN_MIN:
+        # Text with multi-byte chars: the guess from whole chars (bpe_text) is
+        # nearly always right, while chunk seams cut words and fail often.
+        bpe_text(m, p, n, out, st)
+        return
     ids.clear()
     pos.clear()
     while start < n:
-        end = start + CHUNK
-        if end + CHUNK // 2 >= n:
-            end = n
+        step = encode_run(m, p, start, n, ids, pos, st)
+        if step:
+            start += step
+            continue
+        if not ascii:
+            end = next_run(p, start, n)
         else:
-            while end < n and (p[end] & 0xC0) == 0x80:
-                end += 1      # cut between chars: tokens rarely cross them, so seams rarely fail
+            end = start + CHUNK
+            if end + CHUNK // 2 >= n:
+                end = n
         first = ids.size()
         # Not cached: chunks of long pieces seldom repeat, and would push out pieces that do.
         bpe_text(m, p + start, end - start, ids[0], st)
@@ -1598,11 +1700,13 @@ cdef class Workspace:
         self.st.chars.assign(CHAR_SLOTS, CharEntry(0, 0, [0, 0, 0, 0]))
         self.st.recent.assign(RECENT_PAIRS, EMPTY_PAIR)
         self.st.seams.assign(RECENT_SEAMS, EMPTY_PAIR)
+        memset(self.st.run_keys, 0, sizeof(self.st.run_keys))
 
     cdef void forget(self) noexcept:
         memset(self.st.chars.data(), 0, self.st.chars.size() * sizeof(CharEntry))
         memset(self.st.recent.data(), 0xFF, self.st.recent.size() * sizeof(uint64_t))
         memset(self.st.seams.data(), 0xFF, self.st.seams.size() * sizeof(uint64_t))
+        memset(self.st.run_keys, 0, sizeof(self.st.run_keys))
         self.stale = False
 
     def __dealloc__(self):

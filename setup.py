@@ -18,7 +18,7 @@ KERNELS = Path("src/pieceworks/_kernels")
 # the GIL ("freethreading_compatible": True, Cython >= 3.1), so importing pieceworks
 # on such a build turns the GIL back on (Python warns) and everything runs as today.
 # Audited (see README, Development): bpe_encode, single_text, wordlevel, suffix_array,
-# count, bpe_train and wordpiece_train are safe (read-only after construction, per-call
+# count, bpe_train, wordpiece_train and aligned_nfc (no state of its own) are safe (read-only after construction, per-call
 # objects, or atomic state). Not yet, and why:
 #   raw_encoding        basis_for's one-entry cache (_last_basis) is a module global
 #                       replaced without a lock, and a Basis fills its with_frame and

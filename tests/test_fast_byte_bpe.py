@@ -430,3 +430,33 @@ def test_tokens_matched_after_normalizing_keep_the_fast_way(trio, monkeypatch, s
             assert fast.encode(text).ids == hf.encode(text).ids
             assert [e.ids for e in fast.encode_batch([text] * 3)] == [e.ids for e in hf.encode_batch([text] * 3)]
         assert fast.token_to_id("é") in fast.encode("cafe\u0301").ids
+
+
+_nfc_chars = st.sampled_from(list("ae o\nx\u0301\u0323\u0345\u0300\u1100\u1161\u11a8\uac00\u212b\u2126\u0958\u093c"
+                                  "\u0915\uf900\u0f73\u0f71\u0f72\u3099\u304b\u00e9\u1e0b\u0307\U0001d15e\U0001d165"
+                                  "\U00011099\U000110ba\U0002f800\r"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(_nfc_chars, max_size=40), cut=st.tuples(st.integers(0, 40), st.integers(0, 40)))
+def test_aligned_nfc_in_c_is_the_segment_by_segment_splice(text, cut):
+    """``AlignedNfc.normalize`` (segments found and spliced in C) against the Python way it replaced:
+    ``changed_segments``' segments kept or replaced one by one, on any part of a text that is kept
+    before it: the same text, the same maps, so the same offsets back."""
+    from pieceworks._unicode_forms import changed_segments
+    from pieceworks.fast._aligned import AlignedNfc, AlignedText
+
+    start, end = sorted(min(c, len(text)) for c in cut)
+    ours, ref = AlignedNfc(text), AlignedText(text)
+    ours.keep(0, start), ref.keep(0, start)
+    done = start
+    for seg_start, seg_end, changes in changed_segments(text[start:end], "NFC"):
+        ref.keep(done, start + seg_start)
+        ref.replace(start + seg_start, start + seg_end, changes)
+        done = start + seg_end
+    ref.keep(done, end)
+    made = ours.normalize(start, end)
+    assert ours.text == ref.text and made == ref.text[start:]
+    for name in ("_seg_starts", "_seg_shift", "_seg_map", "_map_starts", "_map_ends"):
+        assert getattr(ours, name) == getattr(ref, name), name
+    assert ours.length == ref.length == len(ref.text)

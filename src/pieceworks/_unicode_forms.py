@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from array import array
 from itertools import repeat
 
 from ._unicode_tables import NO_CANONICAL_DECOMPOSITION, NO_COMPATIBILITY_DECOMPOSITION, code_points
@@ -107,13 +108,11 @@ def normalize(text: str, form: str) -> str:
     """
     if unicodedata.is_normalized(form, text):   # (then no older table changes it either)
         return text
-    parts = []
-    done = 0
-    for start, end, segment_changes in changed_segments(text, form):
-        parts.append(text[done:start])
-        parts.append("".join(ch for ch, _ in segment_changes))
-        done = end
-    parts.append(text[done:])
+    from ._kernels.aligned_nfc import splice_segments   # (here: the kernels' modules import this one)
+
+    parts: list[str] = []
+    splice_segments(text, 0, len(text), segment_kinds(form), segment_edits(form), _EDIT_OF[form], parts,
+                    array("q"), array("q"), array("q"), array("i"), array("i"), 0)
     return "".join(parts)
 
 
@@ -320,8 +319,96 @@ def _segmenter(form: str) -> "re.Pattern[str]":
     return pattern
 
 
+_SEGMENT_KINDS: dict[str, bytes] = {}
+
+
+def segment_kinds(form: str) -> bytes:
+    """What each code point is to :func:`_segmenter`, a byte each: 1 if it is a non-boundary char,
+    2 if a boundary char that changes alone (``aligned_nfc.INNER`` and ``CHANGING``); code points
+    past the table are neither.
+
+    >>> kinds = segment_kinds("NFC")
+    >>> kinds[0x301], kinds[ord("e")], kinds[0x212B]      # a mark, a letter, the angstrom sign
+    (1, 0, 2)
+    """
+    table = _SEGMENT_KINDS.get(form)
+    if table is None:
+        inner, changing = _segment_tables(form)
+        kinds = bytearray(max(inner + changing, default=-1) + 1)
+        for cp in inner:
+            kinds[cp] = 1
+        for cp in changing:
+            kinds[cp] = 2
+        table = _SEGMENT_KINDS[form] = bytes(kinds)
+    return table
+
+
+_EDITS: dict[str, dict[str, tuple[str, bytes] | None]] = {}
+_EDITS_SIZE = 16384
+
+
+def segment_edit(segment: str, form: str) -> tuple[str, bytes] | None:
+    """None if ``form`` leaves ``segment`` (one of :func:`_segmenter`'s) as it is; else what it makes of
+    it, and the int32 pairs (machine order) of the segment's chars each of those spans, as
+    ``AlignedText.replace`` maps them. Short segments are remembered, in ``segment_edits(form)``.
+
+    >>> made, pairs = segment_edit("e\u0301", "NFC")
+    >>> made, array("i", pairs).tolist()
+    ('é', [0, 1])
+    """
+    if unicodedata.is_normalized(form, segment):
+        entry = None
+    else:
+        made = _cached_changes(segment, form)
+        entry = ("".join([ch for ch, _ in made]), span_pairs(made).tobytes())
+    if len(segment) <= _CACHED_SEGMENT_LENGTH:
+        edits = segment_edits(form)
+        if len(edits) >= _EDITS_SIZE:
+            edits.clear()
+        edits[segment] = entry
+    return entry
+
+
+_EDIT_OF = {form: (lambda segment, form=form: segment_edit(segment, form)) for form in _COMPOSING}
+
+
+def segment_edits(form: str) -> dict:
+    """The segments :func:`segment_edit` remembers for ``form``, with their entries."""
+    return _EDITS.setdefault(form, {})
+
+
+def span_pairs(made: list[tuple[str, int]]) -> array:
+    """For each char of ``changes``' output, the ``(start, end)`` of the input chars it spans, flat:
+    a char that stands for several spans its first one (Hugging Face's alignment), an inserted
+    char (``change`` 1, never the first) the one before it.
+
+    >>> span_pairs([("a", -1), ("b", 1), ("c", 0)]).tolist()     # a of two chars, b inserted after it
+    [0, 1, 1, 2, 2, 3]
+    """
+    pairs = array("i")
+    at = 0
+    for _, change in made:
+        if change > 0:
+            pairs.append(at - 1)
+            pairs.append(at)
+        else:
+            pairs.append(at)
+            pairs.append(at + 1)
+            at += 1 - change if change < 0 else 1
+    return pairs
+
+
+_SEGMENT_TABLES: dict[str, tuple[list[int], list[int]]] = {}
+
+
 def _segment_tables(form: str) -> tuple[list[int], list[int]]:
     """(non-boundary code points, boundary code points that change alone) for ``form``."""
+    if form not in _SEGMENT_TABLES:
+        _SEGMENT_TABLES[form] = _find_segment_tables(form)
+    return _SEGMENT_TABLES[form]
+
+
+def _find_segment_tables(form: str) -> tuple[list[int], list[int]]:
     if not _COMPOSITIONS:
         _build_composition_table()
     decomposed = _DECOMPOSED_FORM[form]

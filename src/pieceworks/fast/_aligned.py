@@ -15,8 +15,9 @@ from array import array
 
 import regex
 
+from .._kernels.aligned_nfc import splice_segments
 from .._kernels.raw_encoding import remap_offsets
-from .._unicode_forms import changed_segments
+from .._unicode_forms import _EDIT_OF, segment_edits, segment_kinds, span_pairs
 
 __all__ = ["AlignedText", "AlignedNfc", "aligned_precompiled"]
 
@@ -72,15 +73,9 @@ class AlignedText:
         self._seg_starts.append(self.length)
         self._seg_shift.append(start)       # the segment's map is relative to its start
         self._seg_map.append(len(self._map_starts))
-        at = 0
-        for _, change in changes:
-            if change > 0:      # an inserted char (never a part's first: ``at`` >= 1): the one before it
-                self._map_starts.append(at - 1)
-                self._map_ends.append(at)
-            else:
-                self._map_starts.append(at)
-                self._map_ends.append(at + 1)
-                at += 1 - change if change < 0 else 1
+        pairs = span_pairs(changes)
+        self._map_starts.extend(pairs[0::2])
+        self._map_ends.extend(pairs[1::2])
         part = "".join([ch for ch, _ in changes])
         self._parts.append(part)
         self.length += len(changes)
@@ -98,7 +93,8 @@ class AlignedNfc(AlignedText):
     """:class:`AlignedText` whose :meth:`normalize` appends NFC of a part, normalized on its own.
 
     Only the segments NFC changes (a char and the marks it composes with:
-    ``_unicode_forms.changed_segments``) are replaced; the rest is kept.
+    ``_unicode_forms.changed_segments``) are replaced; the rest is kept. The
+    segments are found and spliced in C (``_kernels/aligned_nfc``).
 
     >>> view = AlignedNfc("<s>e\u0301!")
     >>> view.keep(0, 3), view.normalize(3, 6), view.text
@@ -108,13 +104,20 @@ class AlignedNfc(AlignedText):
     def normalize(self, start: int, end: int) -> str:
         """Append NFC of ``source[start:end]``, normalized on its own; that text."""
         made = len(self._parts)
-        done = start
-        for seg_start, seg_end, changes in changed_segments(self.source[start:end], "NFC"):
-            self.keep(done, seg_start + start)
-            self.replace(seg_start + start, seg_end + start, changes)
-            done = seg_end + start
-        self.keep(done, end)
+        self.length = splice_segments(self.source, start, end, _NFC_KINDS or _nfc_kinds(), segment_edits("NFC"),
+                                      _EDIT_OF["NFC"], self._parts, self._seg_starts, self._seg_shift, self._seg_map,
+                                      self._map_starts, self._map_ends, self.length)
         return "".join(self._parts[made:])
+
+
+_NFC_KINDS = b""
+
+
+def _nfc_kinds() -> bytes:
+    global _NFC_KINDS
+    _NFC_KINDS = segment_kinds("NFC")
+    return _NFC_KINDS
+
 
 
 def aligned_precompiled(precompiled, text: str) -> "AlignedText | None":

@@ -1,0 +1,9 @@
+from array import array
+from typing import Callable
+
+INNER: int
+CHANGING: int
+
+def splice_segments(source: str, start: int, end: int, kinds: bytes, edits: dict[str, tuple[str, bytes] | None],
+                    edit_of: Callable[[str], tuple[str, bytes] | None], parts: list[str], seg_starts: array,
+                    seg_shift: array, seg_map: array, map_starts: array, map_ends: array, length: int) -> int: ...

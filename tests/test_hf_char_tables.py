@@ -10,6 +10,8 @@ both libraries on every code point between two letters.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pieceworks import normalizers as ours
 
@@ -57,3 +59,47 @@ def test_a_pair_only_newer_tables_compose_stays_apart():
     text = "a\U00011935\U00011930b \u32ff"
     for form in ("NFC", "NFKC"):
         assert ours.__dict__[form]().normalize_str(text) == getattr(hf, form)().normalize_str(text)
+
+
+FORMS = ["NFC", "NFD", "NFKC", "NFKD"]
+
+
+def python_edit(text: str, form: str) -> tuple[str, bytes]:
+    from pieceworks._unicode_forms import changes, span_pairs
+
+    made = changes(text, form)
+    return "".join(ch for ch, _ in made), span_pairs(made).tobytes()
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_form_tables_in_c_edit_every_char_as_python_does(form):
+    # A long segment (a char with thousands of marks) is edited by the C tables: the same output
+    # and the same alignment as the Python decompose / reorder / compose, on every code point.
+    from pieceworks._unicode_forms import form_tables
+
+    tables = form_tables(form)
+    for low in range(0, 0x30000, 4000):
+        text = "".join(chr(cp) for cp in range(low, low + 4000) if not 0xD800 <= cp <= 0xDFFF)
+        assert tables.edit(text) == python_edit(text, form), f"U+{low:04X}.."
+
+
+_marked = st.lists(st.tuples(st.sampled_from(list("ae\u1100\uac00\u0915\u0f40\u212b\u3131\u304b\u00c5")),
+                             st.lists(st.sampled_from(list("\u0301\u0323\u0345\u0300\u031b\u0f71\u0f72\u0f80"
+                                                           "\u093c\u3099\u1161\u11a8\u05b0\U0001d165")),
+                                      max_size=60)), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=_marked, form=st.sampled_from(FORMS))
+def test_form_tables_in_c_edit_marked_text_as_python_does(parts, form):
+    # Reordering by class (marks out of order, classes tied), composition blocked and not, Hangul.
+    from pieceworks._unicode_forms import form_tables
+
+    text = "".join(base + "".join(marks) for base, marks in parts)
+    assert form_tables(form).edit(text) == python_edit(text, form)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_char_with_thousands_of_marks_normalizes_as_hugging_face(form):
+    text = "ab" + "e" + "\u0301\u0323" * 2000 + " x\u0345\u0300" * 50 + "\u1100\u1161\u11a8" + "\u0300" * 40
+    assert getattr(ours, form)().normalize_str(text) == getattr(hf, form)().normalize_str(text)

@@ -358,6 +358,8 @@ def segment_edit(segment: str, form: str) -> tuple[str, bytes] | None:
     """
     if unicodedata.is_normalized(form, segment):
         entry = None
+    elif len(segment) > _CACHED_SEGMENT_LENGTH:     # (a char with thousands of marks: in C)
+        entry = form_tables(form).edit(segment)
     else:
         made = _cached_changes(segment, form)
         entry = ("".join([ch for ch, _ in made]), span_pairs(made).tobytes())
@@ -370,6 +372,31 @@ def segment_edit(segment: str, form: str) -> tuple[str, bytes] | None:
 
 
 _EDIT_OF = {form: (lambda segment, form=form: segment_edit(segment, form)) for form in _COMPOSING}
+
+
+_FORM_TABLES: dict = {}
+
+
+def form_tables(form: str):
+    """``form``'s tables in C (``aligned_nfc.FormTables``), built on first use: their ``edit(text)`` is
+    :func:`changes` of ``text``, as :func:`segment_edit` gives it, without a Python step per char."""
+    tables = _FORM_TABLES.get(form)
+    if tables is None:
+        from ._kernels.aligned_nfc import FormTables
+
+        decomposed = _DECOMPOSED_FORM[form]
+        decompositions = {}
+        for cp in range(_SCAN_END):
+            ch = chr(cp)
+            if unicodedata.decomposition(ch) or _S_BASE <= cp < _S_BASE + _S_COUNT:
+                full = _full_decomposition(ch, decomposed)
+                if full != ch:
+                    decompositions[cp] = full
+        if not _COMPOSITIONS:
+            _build_composition_table()
+        classes = bytes(map(_combining, map(chr, range(_SCAN_END))))
+        tables = _FORM_TABLES[form] = FormTables(classes, decompositions, _COMPOSITIONS, _COMPOSING[form])
+    return tables
 
 
 def segment_edits(form: str) -> dict:

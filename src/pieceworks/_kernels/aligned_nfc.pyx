@@ -18,6 +18,11 @@ Segments are found exactly as ``_unicode_forms._segmenter``'s regex finds
 them, line by line: an INNER char (one that may join the char before it)
 run after any other char, or at a line's start; or a CHANGING char alone.
 
+A long segment (a char with thousands of marks) is not remembered, and its
+edit, worked out per char in Python, cost over a microsecond a char: a
+megabyte of one letter and its marks took fifty times as long as prose.
+:class:`FormTables` works it out in C from the same tables.
+
 >>> kinds = bytearray(0x80); kinds[ord("~")] = INNER; kinds[ord("*")] = CHANGING
 >>> edits = {"a~": ("A", b"\\x00\\x00\\x00\\x00\\x01\\x00\\x00\\x00"), "*": None}
 >>> from array import array
@@ -128,3 +133,177 @@ def splice_segments(str source, Py_ssize_t start, Py_ssize_t end, bytes kinds, d
 
 cdef inline uint8_t _kind(Py_UCS4 c, const uint8_t* table, Py_ssize_t table_size) noexcept:
     return table[c] if c < table_size else 0
+
+
+# -- a long segment's edit ---------------------------------------------------------------
+
+cdef extern from "<algorithm>" namespace "std" nogil:
+    void stable_sort[Iter, Compare](Iter first, Iter last, Compare comp) except +
+
+cdef extern from "Python.h":
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
+    int PyUnicode_4BYTE_KIND
+
+from cython.operator cimport dereference as deref
+from libcpp.unordered_map cimport unordered_map
+from libc.stdint cimport uint32_t, uint64_t
+
+cdef struct Item:
+    uint32_t cp
+    int32_t change
+    uint8_t klass
+
+cdef bint by_class(const Item& a, const Item& b) noexcept nogil:
+    return a.klass < b.klass
+
+# Hangul: syllables compose algorithmically from leading, vowel and trailing jamo.
+cdef enum:
+    S_BASE = 0xAC00
+    L_BASE = 0x1100
+    V_BASE = 0x1161
+    T_BASE = 0x11A7
+    L_COUNT = 19
+    V_COUNT = 21
+    T_COUNT = 28
+    S_COUNT = L_COUNT * V_COUNT * T_COUNT
+
+
+cdef class FormTables:
+    """One normalization form's tables in C, for :meth:`edit` (the edit of a long segment).
+
+    ``classes``: each code point's canonical combining class, a byte each;
+    ``decompositions``: code point to its full decomposition (a str), for
+    every char that has one other than itself; ``compositions``: two-char
+    str to its primary composite (Hangul is worked out, not listed);
+    ``composing``: whether the form composes (NFC, NFKC).
+
+    >>> from array import array
+    >>> tables = FormTables(bytes(0x301) + bytes([230]), {0xe9: "e\\u0301"}, {"e\\u0301": "\\xe9"}, True)
+    >>> made, pairs = tables.edit("e\\u0301\\u0301")       # e and a mark compose; the second mark stays
+    >>> made == "\\xe9\\u0301", array("i", pairs).tolist()
+    (True, [0, 1, 2, 3])
+    """
+
+    cdef vector[uint8_t] classes
+    cdef vector[uint32_t] decomp_at     # per code point: 0, or 1 + where its decomposition starts in decomp
+    cdef vector[uint32_t] decomp        # each decomposition: its length, then its chars
+    cdef unordered_map[uint64_t, uint32_t] pairs
+    cdef bint composing
+
+    def __init__(self, bytes classes, dict decompositions, dict compositions, bint composing):
+        cdef Py_ssize_t k
+        self.classes.assign(<const uint8_t*>PyBytes_AS_STRING(classes),
+                            <const uint8_t*>PyBytes_AS_STRING(classes) + PyBytes_GET_SIZE(classes))
+        self.decomp_at.assign(self.classes.size(), 0)
+        for cp, chars in decompositions.items():
+            if cp >= <Py_ssize_t>self.decomp_at.size():
+                raise ValueError(f"FormTables: U+{cp:04X} decomposes but is past the class table")
+            self.decomp_at[cp] = self.decomp.size() + 1
+            self.decomp.push_back(len(chars))
+            for k in range(len(chars)):
+                self.decomp.push_back(ord(chars[k]))
+        for pair, composite in compositions.items():
+            self.pairs[(<uint64_t>ord(pair[0])) << 21 | ord(pair[1])] = ord(composite)
+        self.composing = composing
+
+    cdef inline uint8_t klass(self, uint32_t c) noexcept:
+        return self.classes[c] if c < self.classes.size() else 0
+
+    cdef uint32_t compose(self, uint32_t a, uint32_t b) noexcept:
+        """The primary composite of ``a b``, or 0."""
+        if L_BASE <= a < L_BASE + L_COUNT and V_BASE <= b < V_BASE + V_COUNT:
+            return S_BASE + ((a - L_BASE) * V_COUNT + (b - V_BASE)) * T_COUNT
+        if S_BASE <= a < S_BASE + S_COUNT and (a - S_BASE) % T_COUNT == 0 and T_BASE < b < T_BASE + T_COUNT:
+            return a + b - T_BASE
+        cdef unordered_map[uint64_t, uint32_t].iterator found = self.pairs.find((<uint64_t>a) << 21 | b)
+        return 0 if found == self.pairs.end() else deref(found).second
+
+    def edit(self, str segment):
+        """What the form makes of ``segment`` and the int32 pairs of the chars each output char spans,
+        as ``_unicode_forms.segment_edit`` gives them (the crate's decompose, reorder and compose)."""
+        cdef vector[Item] items
+        cdef int kind = PyUnicode_KIND(segment)
+        cdef const void* data = PyUnicode_DATA(segment)
+        cdef Py_ssize_t i, n = len(segment), pending = 0
+        cdef uint32_t c, at, length, k
+        cdef uint8_t cls, last = 0
+        cdef bint unsorted = False
+        cdef Item item
+        for i in range(n):
+            c = PyUnicode_READ(kind, data, i)
+            at = self.decomp_at[c] if c < self.decomp_at.size() else 0
+            length = self.decomp[at - 1] if at else 1
+            for k in range(length):
+                item.cp = self.decomp[at + k] if at else c
+                item.change = 1 if k else 0
+                item.klass = self.klass(item.cp)
+                if item.klass == 0:
+                    if unsorted:
+                        stable_sort(items.begin() + pending, items.end(), by_class)
+                        unsorted = False
+                    pending = items.size()
+                elif item.klass < last:
+                    unsorted = True
+                last = item.klass
+                items.push_back(item)
+        if unsorted:
+            stable_sort(items.begin() + pending, items.end(), by_class)
+        if self.composing:
+            items = self._recompose(items)
+        return self._edit_of(items)
+
+    cdef vector[Item] _recompose(self, vector[Item]& stream):
+        """The crate's ``Recompositions`` state machine (``_unicode_forms._recompose``)."""
+        cdef vector[Item] out, buffer
+        cdef Item composee, ch
+        cdef bint have = False
+        cdef int last = -1          # the class of the last char put in the buffer (-1: none)
+        cdef uint32_t composite
+        for ch in stream:
+            if not have:
+                if ch.klass != 0:
+                    out.push_back(ch)
+                else:
+                    composee, have = ch, True
+                continue
+            if last >= 0 and last >= ch.klass:
+                if ch.klass == 0:
+                    out.push_back(composee)
+                    out.insert(out.end(), buffer.begin(), buffer.end())
+                    buffer.clear()
+                    composee, last = ch, -1
+                else:
+                    buffer.push_back(ch)
+                    last = ch.klass
+                continue
+            composite = self.compose(composee.cp, ch.cp)
+            if composite:
+                composee.cp = composite
+                composee.change = composee.change + ch.change - 1
+            elif ch.klass == 0 and last < 0:
+                out.push_back(composee)
+                composee = ch
+            else:
+                buffer.push_back(ch)
+                last = ch.klass
+        if have:
+            out.push_back(composee)
+        out.insert(out.end(), buffer.begin(), buffer.end())
+        return out
+
+    cdef tuple _edit_of(self, vector[Item]& items):
+        cdef vector[uint32_t] chars
+        cdef vector[int32_t] pairs
+        cdef int32_t at = 0
+        cdef Item item
+        for item in items:
+            chars.push_back(item.cp)
+            if item.change > 0:
+                pairs.push_back(at - 1)
+                pairs.push_back(at)
+            else:
+                pairs.push_back(at)
+                pairs.push_back(at + 1)
+                at += 1 - item.change if item.change < 0 else 1
+        text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, chars.data(), chars.size())
+        return text, (<char*>pairs.data())[:pairs.size() * 4]

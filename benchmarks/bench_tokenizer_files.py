@@ -2,9 +2,11 @@
 
     python benchmarks/bench_tokenizer_files.py              # 300 KB of prose, code and multilingual text
     python benchmarks/bench_tokenizer_files.py --size 1     # 1 MB each
+    python benchmarks/bench_tokenizer_files.py --files qwen3,neox   # only the files whose folder holds one
 
 For each file (byte-level BPE, SentencePiece-style BPE, Unigram, WordPiece)
-and each corpus: the text as one string, and its lines as one batch, on the
+and each corpus (and the multilingual one in NFD, decomposed: what files with an
+NFC normalizer must put back together): the text as one string, and its lines as one batch, on the
 default threads of each library. Ids are checked equal before a speed is
 reported. The last column says which way pieceworks took: the fused plan's
 name, or "general" (the Python pipeline, for stages no plan covers). Quote
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import unicodedata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,7 +34,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=float, default=0.3, help="MB of each corpus (default 0.3)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per cell (median; default 3)")
+    parser.add_argument("--files", default="", help="comma-separated parts of folder names (default: every file)")
     args = parser.parse_args(argv)
+    wanted = [part for part in args.files.split(",") if part]
     try:
         import tokenizers
     except ImportError:
@@ -40,10 +45,13 @@ def main(argv=None) -> int:
     from pieceworks import Tokenizer
 
     texts = corpora(int(args.size * 1_000_000))
+    texts["multi NFD"] = unicodedata.normalize("NFD", texts["multilingual"])
     print(f"# pieceworks.Tokenizer against tokenizers {tokenizers.__version__}: speed ratio (above 1: "
           f"pieceworks faster), {args.size:g} MB per corpus, median of {args.repeat}")
     print(f"{'file':<28}{'corpus':<14}{'one string':>12}{'lines':>10}  way")
     for path in files():
+        if wanted and not any(part in path.parent.name for part in wanted):
+            continue
         ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
         plan = ours._current_plan()
         way = "general" if plan is None else type(plan).__name__

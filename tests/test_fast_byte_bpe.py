@@ -460,3 +460,20 @@ def test_aligned_nfc_in_c_is_the_segment_by_segment_splice(text, cut):
     for name in ("_seg_starts", "_seg_shift", "_seg_map", "_map_starts", "_map_ends"):
         assert getattr(ours, name) == getattr(ref, name), name
     assert ours.length == ref.length == len(ref.text)
+
+
+@pytest.mark.parametrize("name", ["qwen3", "gpt-neox-20b"])
+def test_a_batch_with_texts_nfc_changes(name, trio, shared_data):
+    """Lines NFC changes (here every other one is in NFD), in a batch with lines it leaves: every
+    field as the general path and Hugging Face."""
+    import unicodedata
+
+    fast, general, hf = trio[name]
+    udhr = [json.loads(line)["text"] for line in
+            (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()][:120]
+    lines = [unicodedata.normalize("NFD" if k % 2 else "NFC", text[:300]) for k, text in enumerate(udhr)]
+    lines += ["e\u0301", "", "\u0301x", "\u1100\u1161\u11a8 \u0958", "a\u0323\u0302\n"]
+    assert sum(not unicodedata.is_normalized("NFC", line) for line in lines) >= 30
+    for ours, theirs, ref in zip(fast.encode_batch(lines), general.encode_batch(lines), hf.encode_batch(lines)):
+        same(ours, theirs, "batch")
+        assert (ours.ids, ours.offsets, ours.tokens) == (ref.ids, ref.offsets, ref.tokens)

@@ -38,11 +38,18 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_Substring
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from cython.operator cimport dereference as deref
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
+
+cdef extern from "<algorithm>" namespace "std" nogil:
+    void stable_sort[Iter, Compare](Iter first, Iter last, Compare comp) except +
 
 cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) nogil
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
+    int PyUnicode_4BYTE_KIND
     int PyUnicode_KIND(object o)
     const void* PyUnicode_DATA(object o)
 
@@ -136,17 +143,6 @@ cdef inline uint8_t _kind(Py_UCS4 c, const uint8_t* table, Py_ssize_t table_size
 
 
 # -- a long segment's edit ---------------------------------------------------------------
-
-cdef extern from "<algorithm>" namespace "std" nogil:
-    void stable_sort[Iter, Compare](Iter first, Iter last, Compare comp) except +
-
-cdef extern from "Python.h":
-    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
-    int PyUnicode_4BYTE_KIND
-
-from cython.operator cimport dereference as deref
-from libcpp.unordered_map cimport unordered_map
-from libc.stdint cimport uint32_t, uint64_t
 
 cdef struct Item:
     uint32_t cp

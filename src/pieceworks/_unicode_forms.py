@@ -405,9 +405,9 @@ def segment_edits(form: str) -> dict:
 
 
 def span_pairs(made: list[tuple[str, int]]) -> array:
-    """For each char of ``changes``' output, the ``(start, end)`` of the input chars it spans, flat:
-    a char that stands for several spans its first one (Hugging Face's alignment), an inserted
-    char (``change`` 1, never the first) the one before it.
+    """For each char of ``made`` (what :func:`changes` gives), the ``(start, end)`` of the input chars
+    it spans, flat: a char that stands for several spans its first one (Hugging Face's alignment),
+    an inserted char (``change`` 1, never the first) the one before it.
 
     >>> span_pairs([("a", -1), ("b", 1), ("c", 0)]).tolist()     # a of two chars, b inserted after it
     [0, 1, 1, 2, 2, 3]

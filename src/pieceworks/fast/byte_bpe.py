@@ -182,8 +182,7 @@ class ByteBpePlan:
     def _encode_raw_nfc(self, kernel: ByteBPE, text: str) -> tuple[bytes, int, int]:
         """``kernel.encode_raw`` of NFC(``text``), its offsets mapped back into ``text`` (see :class:`AlignedNfc`)."""
         view = AlignedNfc(text)
-        view.normalize(0, len(text))
-        raw, n_tokens, n_pieces = kernel.encode_raw(view.text, False)
+        raw, n_tokens, n_pieces = kernel.encode_raw(view.normalize(0, len(text)), False)    # (the view's whole text)
         return view.remap(raw, n_tokens), n_tokens, n_pieces
 
     def aligned_view(self, text: str) -> "AlignedNfc | None":

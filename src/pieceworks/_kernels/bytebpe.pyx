@@ -891,8 +891,9 @@ cdef size_t encode_run(const Model* m, const uint8_t* p, size_t start, size_t n,
     if n - start < RUN_MIN:
         return 0
     width = char_length(p + start, n - start)
-    if p[start + CHUNK // width * width] != p[start] or run_length(p + start, RUN_MIN, width) < RUN_MIN:
-        return 0    # (most chunks of a long piece: no run)
+    if (p[start + CHUNK // width * width] != p[start]
+            or run_length(p + start, min(n - start, RUN_MIN + width), width) < RUN_MIN):
+        return 0    # (most chunks of a long piece: no run; whole chars, so RUN_MIN + width bytes are read)
     t = run_token(m, p + start, width, st)
     if t == DEAD:
         return 0    # (before the whole run's length: chunk after chunk of one run asks again)

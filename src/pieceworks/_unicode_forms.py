@@ -40,6 +40,7 @@ import unicodedata
 from array import array
 from itertools import repeat
 
+from ._kernels.aligned_nfc import FormTables, splice_segments
 from ._unicode_tables import NO_CANONICAL_DECOMPOSITION, NO_COMPATIBILITY_DECOMPOSITION, code_points
 
 __all__ = ["FORMS", "changes", "normalize_aligned", "compose_pair", "char_set"]
@@ -108,8 +109,6 @@ def normalize(text: str, form: str) -> str:
     """
     if unicodedata.is_normalized(form, text):   # (then no older table changes it either)
         return text
-    from ._kernels.aligned_nfc import splice_segments   # (here: the kernels' modules import this one)
-
     parts: list[str] = []
     splice_segments(text, 0, len(text), segment_kinds(form), segment_edits(form), _EDIT_OF[form], parts,
                     array("q"), array("q"), array("q"), array("i"), array("i"), 0)
@@ -356,18 +355,17 @@ def segment_edit(segment: str, form: str) -> tuple[str, bytes] | None:
     >>> made, array("i", pairs).tolist()
     ('é', [0, 1])
     """
+    if len(segment) > _CACHED_SEGMENT_LENGTH:       # (a char with thousands of marks: in C, not kept)
+        return None if unicodedata.is_normalized(form, segment) else form_tables(form).edit(segment)
     if unicodedata.is_normalized(form, segment):
         entry = None
-    elif len(segment) > _CACHED_SEGMENT_LENGTH:     # (a char with thousands of marks: in C)
-        entry = form_tables(form).edit(segment)
     else:
-        made = _cached_changes(segment, form)
+        made = changes(segment, form)       # (not _cached_changes: the entry is what is kept)
         entry = ("".join([ch for ch, _ in made]), span_pairs(made).tobytes())
-    if len(segment) <= _CACHED_SEGMENT_LENGTH:
-        edits = segment_edits(form)
-        if len(edits) >= _EDITS_SIZE:
-            edits.clear()
-        edits[segment] = entry
+    edits = segment_edits(form)
+    if len(edits) >= _EDITS_SIZE:
+        edits.clear()
+    edits[segment] = entry
     return entry
 
 
@@ -382,8 +380,6 @@ def form_tables(form: str):
     :func:`changes` of ``text``, as :func:`segment_edit` gives it, without a Python step per char."""
     tables = _FORM_TABLES.get(form)
     if tables is None:
-        from ._kernels.aligned_nfc import FormTables
-
         decomposed = _DECOMPOSED_FORM[form]
         decompositions = {}
         for cp in range(_SCAN_END):

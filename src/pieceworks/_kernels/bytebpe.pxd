@@ -126,7 +126,7 @@ cdef cppclass State:
     vector[uint32_t] char_ids     # one char's tokens (char_tokens)
     vector[uint8_t] pair_bytes    # a seam checked by running BPE (pair_ok): the two tokens' bytes
     vector[uint32_t] pair_ids     # ... and their BPE
-    uint64_t run_keys[RUN_SLOTS]  # long runs of one char: the char (its bytes << 8 | its width; 0: empty) ...
+    uint64_t run_keys[RUN_SLOTS]  # long runs of one char: the char (char_key; 0: empty) ...
     uint32_t run_tokens[RUN_SLOTS]  # ... and the token they are cut into (see run_token)
     uint32_t last_merge[2]        # the pair of the last merge done
     uint64_t block_epoch          # the piece cache's epoch when this thread claimed the blocks below

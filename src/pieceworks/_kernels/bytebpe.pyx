@@ -166,7 +166,7 @@ cdef uint32_t DEAD = UINT32_MAX
 # ASCII pieces longer than this (in bytes) are encoded in chunks of about CHUNK bytes.
 cdef size_t LONG_PIECE = 48
 cdef size_t CHUNK = 32
-# Runs of one byte at least this long are cut into copies of one token (see run_token).
+# Runs of one char at least this many bytes long are cut into copies of one token (see run_token).
 cdef size_t RUN_MIN = 2 * CHUNK
 # The longest token of a run looked for (in bytes).
 cdef enum:
@@ -747,12 +747,19 @@ cdef inline size_t char_length(const uint8_t* p, size_t n) noexcept nogil:
     return k
 
 
-cdef void char_tokens(const Model* m, const uint8_t* p, size_t n, State* st) noexcept nogil:
-    """Append the BPE of one char's bytes to ``st.syms`` (through a small cache by char)."""
+cdef inline uint64_t char_key(const uint8_t* p, size_t n) noexcept nogil:
+    """One char's ``n`` bytes (at most 4) and its width in one word: a key no other char has, never 0."""
     cdef uint64_t key = n
     cdef size_t k
     for k in range(n):
         key |= (<uint64_t>p[k]) << (8 * k + 8)
+    return key
+
+
+cdef void char_tokens(const Model* m, const uint8_t* p, size_t n, State* st) noexcept nogil:
+    """Append the BPE of one char's bytes to ``st.syms`` (through a small cache by char)."""
+    cdef uint64_t key = char_key(p, n)
+    cdef size_t k
     cdef CharEntry* e = &st.chars[mix64(key) & (CHAR_SLOTS - 1)]
     if e.key != key:
         st.char_ids.clear()
@@ -851,10 +858,8 @@ cdef uint32_t run_token(const Model* m, const uint8_t* unit, size_t width, State
     """
     cdef uint8_t run[RUN_MAX_TOKEN]
     cdef const BytesSlot* hit
-    cdef uint64_t key = width
+    cdef uint64_t key = char_key(unit, width)
     cdef size_t j, k
-    for k in range(width):
-        key |= (<uint64_t>unit[k]) << (8 * k + 8)
     cdef size_t slot = mix64(key) & (RUN_SLOTS - 1)
     if st.run_keys[slot] == key:
         return st.run_tokens[slot]

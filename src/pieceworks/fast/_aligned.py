@@ -104,20 +104,10 @@ class AlignedNfc(AlignedText):
     def normalize(self, start: int, end: int) -> str:
         """Append NFC of ``source[start:end]``, normalized on its own; that text."""
         made = len(self._parts)
-        self.length = splice_segments(self.source, start, end, _NFC_KINDS or _nfc_kinds(), segment_edits("NFC"),
+        self.length = splice_segments(self.source, start, end, segment_kinds("NFC"), segment_edits("NFC"),
                                       _EDIT_OF["NFC"], self._parts, self._seg_starts, self._seg_shift, self._seg_map,
                                       self._map_starts, self._map_ends, self.length)
         return "".join(self._parts[made:])
-
-
-_NFC_KINDS = b""
-
-
-def _nfc_kinds() -> bytes:
-    global _NFC_KINDS
-    _NFC_KINDS = segment_kinds("NFC")
-    return _NFC_KINDS
-
 
 
 def aligned_precompiled(precompiled, text: str) -> "AlignedText | None":

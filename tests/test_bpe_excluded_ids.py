@@ -135,14 +135,16 @@ def test_excluded_ids_tokenize_as_if_those_tokens_were_not_in_the_vocabulary(set
 
 @SETTINGS
 @given(model_setups(), st.lists(pieces, min_size=1, max_size=6))
-def test_linear_and_heap_paths_agree_with_excluded_ids(setup, texts):
+def test_linear_heap_and_bucket_paths_agree_with_excluded_ids(setup, texts):
     vocab, merges, options, excluded = setup
     model = BPE(vocab, merges, cache_capacity=0, **options)
     encoder = model._get_encoder()
     for text in texts:
-        encoder.small_piece = 10**9
+        encoder.small_piece, encoder.bucket_piece = 10**9, 10**9
         linear = tokens(model, text, excluded)
         encoder.small_piece = 0
+        assert tokens(model, text, excluded) == linear
+        encoder.bucket_piece = 0
         assert tokens(model, text, excluded) == linear
 
 

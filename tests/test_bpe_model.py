@@ -95,15 +95,51 @@ def test_tokenize_matches_huggingface(setup, texts):
 
 @SETTINGS
 @given(model_setups(), st.lists(pieces, min_size=1, max_size=8))
-def test_linear_and_heap_paths_agree(setup, texts):
+def test_linear_heap_and_bucket_paths_agree(setup, texts):
     vocab, merges, options = setup
     model = BPE(vocab, merges, cache_capacity=0, **options)
     encoder = model._get_encoder()
     for text in texts:
-        encoder.small_piece = 10**9
+        encoder.small_piece, encoder.bucket_piece = 10**9, 10**9
         linear = our_tokens(model, text)
         encoder.small_piece = 0
         assert our_tokens(model, text) == linear
+        encoder.bucket_piece = 0
+        assert our_tokens(model, text) == linear
+
+
+@st.composite
+def made_up_merges(draw):
+    """Merges of pairs of tokens over three letters, drawn in any order: some name a token a later
+    merge makes, so a merge's new pairs can rank below it (the bucket path's heap of late pairs)."""
+    vocab = {c: i for i, c in enumerate("abc")}
+    merges = []
+    for _ in range(draw(st.integers(0, 40))):
+        left, right = draw(st.sampled_from(sorted(vocab))), draw(st.sampled_from(sorted(vocab)))
+        if (left, right) in merges or len(left + right) > 12:
+            continue
+        vocab.setdefault(left + right, len(vocab))
+        merges.append((left, right))
+    return vocab, draw(st.permutations(merges))
+
+
+_runs = st.lists(st.tuples(st.sampled_from(["a", "b", "c", "ab", "abc", "aab"]), st.integers(1, 30)), max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(made_up_merges(), _runs.map(lambda runs: "".join(unit * count for unit, count in runs))
+       | st.text(alphabet="abc", max_size=300))
+def test_long_pieces_through_buckets_match_huggingface_with_merges_in_any_order(setup, text):
+    # (Repeated units put a merge's pairs side by side, as "ababab" does (ab ab) after (a b):
+    # which of them merges first is the order the buckets must keep.)
+    vocab, merges = setup
+    model = BPE(vocab, merges, cache_capacity=0)
+    encoder = model._get_encoder()
+    encoder.small_piece, encoder.bucket_piece = 0, 0
+    buckets = our_tokens(model, text)
+    encoder.bucket_piece = 10**9
+    assert our_tokens(model, text) == buckets
+    assert hf_tokens(models.BPE(vocab, merges), text) == buckets
 
 
 @SETTINGS

@@ -28,6 +28,13 @@ cdef struct Candidate:
     uint32_t new_id
 
 
+# Long pieces (see BpeEncoder._merge_buckets): the merges still to try, a bucket per rank.
+cdef struct MergeQueue:
+    vector[int32_t] later_head    # per rank: the newest entry of its list in ``later`` (-1: none)
+    vector[uint64_t] later        # entries pushed while merging: (pos << 32 | new_id), and next at [i + 1]
+    vector[Candidate] late        # a heap of entries of a rank at or below the one being merged
+
+
 cdef class Exclusion:
     cdef vector[uint8_t] flags   # per id: 1 = must not be produced
     cdef bint active             # some flagged id can come out of a merge, a char or a whole-piece look-up
@@ -58,6 +65,8 @@ cdef class BpeEncoder:
     cdef Py_ssize_t cache_capacity
     cdef object token_cls
     cdef public Py_ssize_t small_piece   # pieces up to this many symbols take the linear path
+    cdef public Py_ssize_t bucket_piece  # pieces of at least this many take buckets (see _merge_buckets)
+    cdef uint32_t n_ranks                # merges (ranks run 0 .. n_ranks - 1)
     cdef dict exclusions      # frozenset of ids -> Exclusion
     cdef uint32_t cut_mark               # a piece is merged word by word, each word from this char on
     cdef vector[uint32_t] cut_unsafe     #   but where the char before it is one of these
@@ -73,6 +82,9 @@ cdef class BpeEncoder:
     cdef void _merge(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil
+    cdef void _merge_buckets(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
+    cdef void _merge_at(self, vector[Symbol]& syms, int32_t pos, uint32_t new_id, uint32_t rank, MergeQueue* q,
+                        const uint8_t* banned) noexcept nogil
     cdef double _random(self) noexcept nogil
     cdef int _symbols(self, str piece, vector[Symbol]& syms, vector[int32_t]& char_at,
                       const uint8_t* banned) except -1

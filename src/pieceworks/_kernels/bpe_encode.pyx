@@ -12,9 +12,13 @@ none is left:
   array that is updated only beside each merge (at most two lookups per
   merge);
 * long pieces and BPE-dropout: Hugging Face's heap of ``(rank, position)``
-  over a doubly linked list of symbols, so no input is quadratic.
+  over a doubly linked list of symbols, so no input is quadratic;
+* very long pieces (``bucket_piece``: 4096 symbols, more for big
+  vocabularies), without dropout: the same merges in the same order from a
+  bucket per rank (:meth:`BpeEncoder._merge_buckets`), which stays in cache
+  where a heap of a megabyte's pairs does not.
 
-Both give the same result: a stale heap entry is skipped when its pair no
+All give the same result: a stale heap entry is skipped when its pair no
 longer makes the same token, and tokens only grow, so the lowest rank
 present is always the one merged.
 
@@ -49,6 +53,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ, PyUnicode_READ_CHAR
 from cython.operator cimport dereference as deref
+from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
@@ -88,6 +93,9 @@ cdef uint64_t EMPTY_KEY = UINT64_MAX
 cdef uint32_t WORD_MARK = 0x2581
 cdef uint32_t NO_MARK = UINT32_MAX
 cdef Py_ssize_t SMALL_PIECE = 96
+# Pieces of at least this many symbols (and a sixteenth of the ranks: each piece clears a few
+# words a rank) merge through buckets, not the heap.
+cdef Py_ssize_t BUCKET_PIECE = 4096
 
 # -- the hash map ---------------------------------------------------------------
 
@@ -379,6 +387,43 @@ cdef bytes _whole_raw(object tid, Py_ssize_t length, bint front):
     return raw
 
 
+cdef inline bint still_makes(const U64Map* merges, vector[Symbol]& syms, int32_t pos, uint32_t new_id,
+                             const uint8_t* banned) noexcept nogil:
+    """Whether the pair at ``pos`` (linked symbols) is still there and merges into ``new_id``."""
+    cdef uint64_t value
+    if not syms[pos].alive or syms[pos].next == -1:
+        return False
+    return merge_of(merges, syms[pos].id, syms[syms[pos].next].id, &value, banned) \
+        and <uint32_t>(value & 0xFFFFFFFFULL) == new_id
+
+
+cdef inline void join_next(vector[Symbol]& syms, int32_t pos, uint32_t new_id) noexcept nogil:
+    """Merge the symbol at ``pos`` with the next one into ``new_id``, the next one unlinked."""
+    cdef int32_t nxt = syms[pos].next
+    syms[pos].id = <int32_t>new_id
+    syms[pos].nbytes += syms[nxt].nbytes
+    syms[pos].next = syms[nxt].next
+    syms[nxt].alive = False
+    if syms[pos].next != -1:
+        syms[syms[pos].next].prev = pos
+
+
+cdef inline void queue_pair(MergeQueue* q, int32_t pos, uint64_t merge, uint32_t rank) noexcept nogil:
+    """Queue the pair at ``pos`` (``merge``: its rank << 32 | new_id) while rank ``rank`` merges:
+    in its rank's bucket if it ranks after, else on the heap of late ones."""
+    cdef uint32_t r = <uint32_t>(merge >> 32)
+    cdef Candidate c
+    if r > rank:
+        q.later.push_back(((<uint64_t>pos) << 32) | (merge & 0xFFFFFFFFULL))
+        q.later.push_back(<uint64_t>q.later_head[r])     # (-1 reads back as -1 through int32)
+        q.later_head[r] = <int32_t>(q.later.size() - 2)
+    else:
+        c.rank = r
+        c.pos = pos
+        c.new_id = <uint32_t>(merge & 0xFFFFFFFFULL)
+        heap_push(q.late, c)
+
+
 cdef class BpeEncoder:
     """Everything a BPE model needs to encode, in C form.
 
@@ -405,6 +450,7 @@ cdef class BpeEncoder:
                  prefix=None, suffix=None, dropout=None, seed=None, Py_ssize_t cache_capacity=10000,
                  token_cls=None):
         cdef Py_ssize_t rank, n = merges.shape[0] // 3
+        self.n_ranks = <uint32_t>n
         map_init(&self.merges, n)
         for rank in range(n):
             map_put(&self.merges, pair_key(merges[3 * rank], merges[3 * rank + 1]),
@@ -441,6 +487,7 @@ cdef class BpeEncoder:
             from pieceworks.pretokenized import Token as token_cls
         self.token_cls = token_cls
         self.small_piece = SMALL_PIECE
+        self.bucket_piece = max(BUCKET_PIECE, n // 16)
         self.exclusions = {}
         self._find_cuts(merges, WORD_MARK)
 
@@ -585,19 +632,9 @@ cdef class BpeEncoder:
                 heap_push(heap, skipped[i])
             skipped.clear()
             pos = top.pos
-            if not syms[pos].alive or syms[pos].next == -1:
-                continue
-            nxt = syms[pos].next
-            # A stale entry: the pair here changed and no longer makes this token.
-            if not merge_of(&self.merges, syms[pos].id, syms[nxt].id, &value, banned) \
-                    or <uint32_t>(value & 0xFFFFFFFFULL) != top.new_id:
-                continue
-            syms[pos].id = <int32_t>top.new_id
-            syms[pos].nbytes += syms[nxt].nbytes
-            syms[pos].next = syms[nxt].next
-            syms[nxt].alive = False
-            if syms[pos].next != -1:
-                syms[syms[pos].next].prev = pos
+            if not still_makes(&self.merges, syms, pos, top.new_id, banned):
+                continue        # a stale entry: the pair here changed since it was pushed
+            join_next(syms, pos, top.new_id)
             prv = syms[pos].prev
             if prv != -1 and merge_of(&self.merges, syms[prv].id, syms[pos].id, &value, banned):
                 c.rank = <uint32_t>(value >> 32)
@@ -617,6 +654,103 @@ cdef class BpeEncoder:
                 syms[kept] = syms[i]
                 kept += 1
         syms.resize(kept)
+
+    cdef void _merge_buckets(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil:
+        """:meth:`_merge_heap` without dropout, for long pieces: the same merges in the same order
+        (lowest rank first, leftmost on ties), from a bucket per rank instead of a heap.
+
+        A heap of a long piece's pairs is larger than the caches, and each
+        pop walked it down, a cache miss a level (a megabyte of random
+        letters under Mistral's merges: 60% of the time). Here the pairs
+        of the piece as it starts are sorted by rank in two passes (counted,
+        then placed: each rank's in text order), and the ranks are taken in
+        order, each rank's pairs left to right. A merge's new pairs rank
+        after it (trained merges make a token before they use it): they
+        join their rank's bucket, which is sorted when its turn comes. A new
+        pair ranking at or below the current one (merges out of order) goes
+        to a small heap that is drained before the bucket goes on, so the
+        order is exactly the heap's.
+        """
+        cdef size_t n = syms.size(), i, j, count
+        cdef uint32_t r, n_ranks = self.n_ranks
+        cdef uint64_t value
+        cdef int32_t k
+        cdef vector[uint32_t] rank_at
+        cdef vector[uint32_t] id_at
+        cdef vector[int32_t] first
+        cdef vector[uint64_t] initial
+        cdef vector[uint64_t] bucket
+        cdef Candidate c
+        cdef MergeQueue q
+        for i in range(n):
+            syms[i].prev = <int32_t>i - 1
+            syms[i].next = <int32_t>i + 1 if i + 1 < n else -1
+        rank_at.resize(n - 1)
+        id_at.resize(n - 1)
+        first.assign(n_ranks + 1, 0)
+        for i in range(n - 1):
+            if merge_of(&self.merges, syms[i].id, syms[i + 1].id, &value, banned):
+                rank_at[i] = <uint32_t>(value >> 32)
+                id_at[i] = <uint32_t>(value & 0xFFFFFFFFULL)
+                first[rank_at[i] + 1] += 1
+            else:
+                rank_at[i] = UINT32_MAX
+        for r in range(n_ranks):
+            first[r + 1] += first[r]
+        initial.resize(first[n_ranks])
+        for i in range(n - 1):
+            if rank_at[i] != UINT32_MAX:
+                initial[first[rank_at[i]]] = ((<uint64_t>i) << 32) | id_at[i]
+                first[rank_at[i]] += 1
+        # (first[r] now ends rank r's entries: they start where rank r - 1's end)
+        q.later_head.assign(n_ranks, -1)
+        for r in range(n_ranks):
+            i = first[r - 1] if r > 0 else 0
+            if i == <size_t>first[r] and q.later_head[r] == -1:
+                continue
+            bucket.assign(initial.begin() + i, initial.begin() + first[r])
+            k = q.later_head[r]
+            if k != -1:
+                while k != -1:
+                    bucket.push_back(q.later[k])
+                    k = <int32_t>q.later[k + 1]
+                sort(bucket.begin(), bucket.end())
+            j = 0
+            count = bucket.size()
+            while True:
+                # Late pairs come before the bucket's next: they rank no higher, and stand at or
+                # left of the merge that queued them (its place, or the one before it).
+                if q.late.size():
+                    c = heap_pop(q.late)
+                    self._merge_at(syms, c.pos, c.new_id, r, &q, banned)
+                elif j < count:
+                    self._merge_at(syms, <int32_t>(bucket[j] >> 32), <uint32_t>(bucket[j] & 0xFFFFFFFFULL), r, &q,
+                                   banned)
+                    j += 1
+                else:
+                    break
+        cdef size_t kept = 0
+        for i in range(n):
+            if syms[i].alive:
+                syms[kept] = syms[i]
+                kept += 1
+        syms.resize(kept)
+
+    cdef void _merge_at(self, vector[Symbol]& syms, int32_t pos, uint32_t new_id, uint32_t rank, MergeQueue* q,
+                        const uint8_t* banned) noexcept nogil:
+        """Merge the pair at ``pos`` into ``new_id`` unless it changed since it was queued; queue its
+        new neighbours' pairs (``rank``: the rank being merged, see :meth:`_merge_buckets`)."""
+        cdef int32_t nxt, prv
+        cdef uint64_t value
+        if not still_makes(&self.merges, syms, pos, new_id, banned):
+            return
+        join_next(syms, pos, new_id)
+        prv = syms[pos].prev
+        if prv != -1 and merge_of(&self.merges, syms[prv].id, syms[pos].id, &value, banned):
+            queue_pair(q, prv, value, rank)
+        nxt = syms[pos].next
+        if nxt != -1 and merge_of(&self.merges, syms[pos].id, syms[nxt].id, &value, banned):
+            queue_pair(q, pos, value, rank)
 
     cdef tuple _encode(self, str piece, Exclusion ex):
         """``(ids, starts, ends)`` of one piece, through the cache when there is no dropout.
@@ -723,6 +857,8 @@ cdef class BpeEncoder:
             self._merge_heap(syms, self.dropout, banned)
         elif <Py_ssize_t>syms.size() <= self.small_piece:
             self._merge_small(syms, banned)
+        elif <Py_ssize_t>syms.size() >= self.bucket_piece:
+            self._merge_buckets(syms, banned)
         else:
             self._merge_heap(syms, 0.0, banned)
 

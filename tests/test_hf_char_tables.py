@@ -100,6 +100,25 @@ def test_form_tables_in_c_edit_marked_text_as_python_does(parts, form):
 
 
 @pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("segment", ["x" + "\u0301" * 100, "a" + "\u0316" * 50 + "\u0301" * 50, "e" + "\u0301" * 100,
+                                     "a" + "\u0301\u0316" * 50, "\u212b" + "\u0316" * 80, "\uff21" + "\u0301" * 80])
+def test_a_long_segment_is_left_exactly_when_the_form_keeps_it(form, segment):
+    # A segment past the cached length is edited in C and compared, not checked by is_normalized
+    # first (which normalizes all of it too): None exactly when the form leaves it as it is.
+    import unicodedata
+
+    from pieceworks._unicode_forms import _CACHED_SEGMENT_LENGTH, form_tables, segment_edit
+
+    assert len(segment) > _CACHED_SEGMENT_LENGTH
+    edit = segment_edit(segment, form)
+    if unicodedata.is_normalized(form, segment):
+        assert edit is None
+    else:
+        assert edit == form_tables(form).edit(segment)
+        assert edit[0] == unicodedata.normalize(form, segment)
+
+
+@pytest.mark.parametrize("form", FORMS)
 def test_a_char_with_thousands_of_marks_normalizes_as_hugging_face(form):
     text = "ab" + "e" + "\u0301\u0323" * 2000 + " x\u0345\u0300" * 50 + "\u1100\u1161\u11a8" + "\u0300" * 40
     assert getattr(ours, form)().normalize_str(text) == getattr(hf, form)().normalize_str(text)

@@ -356,7 +356,9 @@ def segment_edit(segment: str, form: str) -> tuple[str, bytes] | None:
     ('é', [0, 1])
     """
     if len(segment) > _CACHED_SEGMENT_LENGTH:       # (a char with thousands of marks: in C, not kept)
-        return None if unicodedata.is_normalized(form, segment) else form_tables(form).edit(segment)
+        # (Not asking is_normalized first: for a segment of marks it normalizes the whole of it too.)
+        edit = form_tables(form).edit(segment)
+        return None if edit[0] == segment else edit
     if unicodedata.is_normalized(form, segment):
         entry = None
     else:

@@ -21,7 +21,9 @@ arrays, as SentencePiece itself does:
   byte, no lattice kept), n-best by A* over a lattice, forward-filtering
   backward-sampling, sampling without replacement (Gumbel-top-k by a
   stochastic A*), the lattice entropy, SentencePiece BPE (merge the
-  adjacent pair whose merged piece scores highest; ties to the left), and
+  adjacent pair whose merged piece scores highest; ties to the left; word
+  by word where no piece joins across a ``▁``, a long word from a bucket
+  per score instead of a heap: :meth:`SpmCore._bpe`), and
   the char and word models (one piece per char or per ``▁``-word). Also
   Hugging Face's Unigram (``hf_tokenize``; pieces can be left out of the
   search by an exclusion mask) and its Metaspace + Unigram pipeline in one
@@ -69,7 +71,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.math cimport exp, expm1, fabs, log, log1p
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
-from libcpp.algorithm cimport sort
+from libcpp.algorithm cimport sort, stable_sort
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
@@ -97,6 +99,10 @@ cdef int MAX_AGENDA = 10000
 cdef double INF_D = float("inf")
 cdef int MIN_AGENDA = 512
 
+# SentencePiece BPE: words of at least this many symbols (and a sixteenth of the distinct scores: each
+# word clears a few words a score) merge through buckets, not the heap (SpmCore._bpe_merge_buckets).
+cdef Py_ssize_t BUCKET_WORD = 4096
+
 # A '▁' (U+2581) in UTF-8.
 cdef uint8_t WS0 = 0xE2, WS1 = 0x96, WS2 = 0x81
 
@@ -118,6 +124,15 @@ cdef inline int one_char_len(uint8_t c) noexcept nogil:
 
 cdef inline bint is_trail(uint8_t c) noexcept nogil:
     return (c & 0xC0) == 0x80
+
+
+cdef inline uint32_t utf8_char(const uint8_t* p, int32_t n) noexcept nogil:
+    """The code point of the UTF-8 char ``p[:n]`` (``n`` its length: 1 to 4)."""
+    cdef uint32_t c = p[0] if n == 1 else p[0] & (0x3F >> (n - 1))
+    cdef int32_t k
+    for k in range(1, n):
+        c = (c << 6) | (p[k] & 0x3F)
+    return c
 
 
 cdef inline int valid_utf8_len(const uint8_t* s, Py_ssize_t n) noexcept nogil:
@@ -1381,6 +1396,12 @@ cdef class SpmCore:
     cdef readonly int32_t unk_id
     cdef readonly int model_type
     cdef readonly bint byte_fallback, hf, has_unused, has_user
+    cdef public bint bpe_by_words   # BPE merges word by word (see _bpe_word_cuts); settable for tests
+    cdef public Py_ssize_t bpe_bucket_word  # words of at least this many symbols merge through buckets
+    cdef vector[uint32_t] score_rank  # BPE: each piece's score among the distinct scores, highest first
+    cdef Py_ssize_t score_rank_count
+    cdef int32_t longest_piece        # bytes of the trie's longest key
+    cdef vector[uint32_t] bpe_unsafe  # ... but not where the char before the word's ▁ is one of these
     cdef readonly double min_score, max_score, unk_score
     cdef int32_t n_pieces
     cdef vector[VCell] vcells      # the trie again, packed for the Viterbi (SentencePiece mode)
@@ -1444,6 +1465,45 @@ cdef class SpmCore:
             self.byte_ids[i] = self._piece_to_id_bytes(name)
             self.hf_bytes[i] = self.trie.exact(<const uint8_t*>PyBytes_AS_STRING(name), 6)
         self.fast_f32 = not hf and model_type == MODEL_UNIGRAM and self._pack_trie(pieces)
+        self.bpe_by_words = model_type == MODEL_BPE and self._bpe_word_cuts(trie_keys)
+        self.longest_piece = max(map(len, trie_keys), default=0)
+        if model_type == MODEL_BPE:
+            self._rank_scores(scores)
+
+    def _rank_scores(self, list scores):
+        """``score_rank``: each piece's place among the distinct scores, highest first (ties share
+        one), for :meth:`_bpe_merge_buckets`; ``bpe_bucket_word``: the word length it takes from."""
+        cdef dict place = {score: k for k, score in enumerate(sorted(set(scores), reverse=True))}
+        self.score_rank.resize(len(scores))
+        for i, score in enumerate(scores):
+            self.score_rank[i] = place[score]
+        self.score_rank_count = len(place)
+        self.bpe_bucket_word = max(BUCKET_WORD, self.score_rank_count // 16)
+
+    def _bpe_word_cuts(self, list keys):
+        """Whether BPE may merge word by word, a word from each ▁ on, and the chars before a ▁ where
+        it may not (``bpe_unsafe``): those a piece holds just before a ▁ (Llama 2's: ▁ alone).
+
+        A merge makes a piece of the trie, so where no piece holds the char
+        before a ▁ followed by that ▁, no merge ever joins across: the words
+        merge alone, in the order the whole text would, and each one's heap
+        stays small (a megabyte's heap missed the cache at every level).
+        Not with unused pieces, whose splits are kept for the whole text.
+        """
+        cdef set unsafe = set()
+        if self.has_unused:
+            return False
+        for key in keys:
+            text = (<bytes>key).decode("utf-8", "replace")
+            for k in range(1, len(text)):
+                if text[k] == "\u2581":
+                    unsafe.add(ord(text[k - 1]))
+        if len(unsafe) > 8:
+            return False
+        self.bpe_unsafe.clear()
+        for c in sorted(unsafe):
+            self.bpe_unsafe.push_back(c)
+        return True
 
     cdef bint _pack_trie(self, list pieces) except -1:
         """Build ``vcells``, the float Viterbi's trie; False if it cannot be exact (then it is not used)."""
@@ -1653,13 +1713,13 @@ cdef class SpmCore:
 
     # -- SentencePiece BPE -----------------------------------------------------
     cdef void _bpe(self, const uint8_t* s, int32_t n, double alpha, Rng* rng, vector[Seg]& out) noexcept nogil:
-        """SentencePiece BPE; with ``alpha`` > 0 each merge is skipped with that probability (``rng`` draws)."""
+        """SentencePiece BPE; with ``alpha`` > 0 each merge is skipped with that probability (``rng`` draws).
+        Without, word by word where :meth:`_bpe_word_cuts` allows (the same merges)."""
         cdef vector[int32_t] prev, nxt, start, length
         cdef vector[uint8_t] freeze
         cdef vector[Pair] heap
         cdef unordered_map[int32_t, Quad] rev
-        cdef int32_t i, m, pos = 0, best
-        cdef Pair top
+        cdef int32_t i, m, pos = 0, best, word = 0
         cdef bint found
         out.clear()
         if n == 0:
@@ -1679,50 +1739,168 @@ cdef class SpmCore:
             freeze.push_back(found)
             pos += best
             nxt.push_back(m + 1 if pos < n else -1)
-        for i in range(1, <int32_t>start.size()):
+        m = <int32_t>start.size()
+        for i in range(1, m + 1):
+            if i < m and (alpha > 0.0 or not self.bpe_by_words or not self._word_starts(s, i, start, length, freeze)):
+                continue
+            # The word of symbols word .. i - 1, merged alone.
+            prev[word] = -1
+            nxt[i - 1] = -1
+            if alpha == 0.0 and i - word >= self.bpe_bucket_word:
+                self._bpe_merge_buckets(s, word, i, prev, nxt, start, length, freeze, rev)
+            else:
+                self._bpe_merge(s, word, i, alpha, rng, prev, nxt, start, length, freeze, heap, rev)
+            while word != -1:
+                self._resegment(s, start[word], length[word], rev, out)
+                word = nxt[word]
+            word = i
+
+    cdef bint _word_starts(self, const uint8_t* s, int32_t i, vector[int32_t]& start, vector[int32_t]& length,
+                           vector[uint8_t]& freeze) noexcept nogil:
+        """Whether BPE may cut before symbol ``i``: a ▁ that no merge joins to the char before it."""
+        cdef int32_t at = start[i], back
+        cdef uint32_t before
+        cdef size_t k
+        if freeze[i] or length[i] != 3 or s[at] != WS0 or s[at + 1] != WS1 or s[at + 2] != WS2:
+            return False
+        if freeze[i - 1]:
+            return True
+        back = at - 1
+        while back > start[i - 1] and is_trail(s[back]):
+            back -= 1
+        before = utf8_char(s + back, at - back)
+        for k in range(self.bpe_unsafe.size()):
+            if self.bpe_unsafe[k] == before:
+                return False
+        return True
+
+    cdef void _bpe_merge(self, const uint8_t* s, int32_t first, int32_t end, double alpha, Rng* rng,
+                         vector[int32_t]& prev, vector[int32_t]& nxt, vector[int32_t]& start,
+                         vector[int32_t]& length, vector[uint8_t]& freeze, vector[Pair]& heap,
+                         unordered_map[int32_t, Quad]& rev) noexcept nogil:
+        """The merges of symbols ``first .. end - 1`` (linked, none past them): the pair whose piece
+        scores highest first, the leftmost on ties."""
+        cdef int32_t i
+        cdef Pair top
+        heap.clear()
+        for i in range(first + 1, end):
             self._add_pair(s, i - 1, i, start, length, freeze, heap, rev)
         while heap.size():
             top = heap[0]
             _heap_pop(heap)
-            if length[top.left] == 0 or length[top.right] == 0 or \
-                    length[top.left] + length[top.right] != top.size:
+            if not _pair_current(top, length):
                 continue
             if alpha > 0.0 and (alpha >= 1.0 or rng_uniform(rng) < alpha):
                 continue  # BPE-dropout
-            length[top.left] += length[top.right]
-            nxt[top.left] = nxt[top.right]
-            if nxt[top.right] >= 0:
-                prev[nxt[top.right]] = top.left
-            length[top.right] = 0
+            _join_pair(top, prev, nxt, length)
             if prev[top.left] >= 0:
                 self._add_pair(s, prev[top.left], top.left, start, length, freeze, heap, rev)
             if nxt[top.left] >= 0:
                 self._add_pair(s, top.left, nxt[top.left], start, length, freeze, heap, rev)
-        i = 0
-        while i != -1:
-            self._resegment(s, start[i], length[i], rev, out)
-            i = nxt[i]
 
     cdef void _add_pair(self, const uint8_t* s, int32_t left, int32_t right, vector[int32_t]& start,
                         vector[int32_t]& length, vector[uint8_t]& freeze, vector[Pair]& heap,
                         unordered_map[int32_t, Quad]& rev) noexcept nogil:
-        cdef int32_t v
         cdef Pair p
+        if self._pair_at(s, left, right, start, length, freeze, rev, &p) >= 0:
+            _heap_push(heap, p)
+
+    cdef int32_t _pair_at(self, const uint8_t* s, int32_t left, int32_t right, vector[int32_t]& start,
+                          vector[int32_t]& length, vector[uint8_t]& freeze, unordered_map[int32_t, Quad]& rev,
+                          Pair* p) noexcept nogil:
+        """The piece the symbols ``left`` and ``right`` make (-1: none, or one is frozen), its pair in
+        ``p``; an unused piece's split is kept in ``rev`` (the last one made wins, as in SentencePiece)."""
+        cdef int32_t v
         cdef Quad q
-        if freeze[left] or freeze[right]:
-            return
+        if freeze[left] or freeze[right] or length[left] + length[right] > self.longest_piece:
+            return -1           # (the last: no walk down the trie, as far as the longest piece)
         v = self.trie.exact(s + start[left], length[left] + length[right])
         if v < 0:
-            return
+            return -1
         p.left = left
         p.right = right
         p.score = self.scores[v]
         p.size = length[left] + length[right]
-        _heap_push(heap, p)
         if self.kinds[v] == K_UNUSED:
             q.a_start = start[left]; q.a_len = length[left]
             q.b_start = start[right]; q.b_len = length[right]
             rev[v] = q
+        return v
+
+    cdef void _bpe_merge_buckets(self, const uint8_t* s, int32_t first, int32_t end, vector[int32_t]& prev,
+                                 vector[int32_t]& nxt, vector[int32_t]& start, vector[int32_t]& length,
+                                 vector[uint8_t]& freeze, unordered_map[int32_t, Quad]& rev) noexcept nogil:
+        """:meth:`_bpe_merge` without dropout for long words: the same merges in the same order,
+        from a bucket per score (``score_rank``, highest first) instead of a heap.
+
+        A heap of a long word's pairs is larger than the caches, and each pop
+        walked it down, a cache miss a level. Here the word's first pairs are
+        sorted by score in two passes (counted, then placed: each score's in
+        text order) and the scores taken in order, each one's pairs left to
+        right. A merge's new pairs score below it (a piece is made before
+        the pieces made from it): they join their score's bucket, sorted
+        when its turn comes. One scoring at or above the current score goes
+        to a small heap, drained first: its pairs stand at or left of the
+        merge that made them, so before the bucket's next. The pairs are
+        found (``_pair_at``) in the heap's order, so unused pieces keep the
+        same splits.
+        """
+        cdef uint32_t n_ranks = <uint32_t>self.score_rank_count, r
+        cdef vector[Pair] pairs, initial, bucket, late, later
+        cdef vector[uint32_t] ranks
+        cdef vector[int32_t] ends, later_head, later_next
+        cdef Pair p, top
+        cdef int32_t i, v, k
+        cdef size_t j, count
+        for i in range(first + 1, end):
+            v = self._pair_at(s, i - 1, i, start, length, freeze, rev, &p)
+            if v >= 0:
+                pairs.push_back(p)
+                ranks.push_back(self.score_rank[v])
+        ends.assign(n_ranks + 1, 0)
+        for j in range(ranks.size()):
+            ends[ranks[j] + 1] += 1
+        for r in range(n_ranks):
+            ends[r + 1] += ends[r]
+        initial.resize(pairs.size())
+        for j in range(pairs.size()):
+            initial[ends[ranks[j]]] = pairs[j]
+            ends[ranks[j]] += 1
+        # (ends[r] now ends score r's pairs: they start where score r - 1's end)
+        later_head.assign(n_ranks, -1)
+        for r in range(n_ranks):
+            j = <size_t>ends[r - 1] if r > 0 else 0
+            if j == <size_t>ends[r] and later_head[r] == -1:
+                continue
+            bucket.assign(initial.begin() + j, initial.begin() + ends[r])
+            k = later_head[r]
+            if k != -1:
+                while k != -1:
+                    bucket.push_back(later[k])
+                    k = later_next[k]
+                stable_sort(bucket.begin(), bucket.end(), _left_before)
+            j = 0
+            count = bucket.size()
+            while True:
+                if late.size():
+                    top = late[0]
+                    _heap_pop(late)
+                elif j < count:
+                    top = bucket[j]
+                    j += 1
+                else:
+                    break
+                if not _pair_current(top, length):
+                    continue
+                _join_pair(top, prev, nxt, length)
+                if prev[top.left] >= 0:
+                    v = self._pair_at(s, prev[top.left], top.left, start, length, freeze, rev, &p)
+                    if v >= 0:
+                        _queue_pair(later, later_next, later_head, late, p, self.score_rank[v], r)
+                if nxt[top.left] >= 0:
+                    v = self._pair_at(s, top.left, nxt[top.left], start, length, freeze, rev, &p)
+                    if v >= 0:
+                        _queue_pair(later, later_next, later_head, late, p, self.score_rank[v], r)
 
     cdef void _resegment(self, const uint8_t* s, int32_t st, int32_t ln, unordered_map[int32_t, Quad]& rev,
                          vector[Seg]& out) noexcept nogil:
@@ -3213,6 +3391,37 @@ cdef inline double _log_sum_exp(double x, double y, int init) noexcept nogil:
 
 
 # BPE agenda: max-heap by (score, then smaller left first).
+cdef inline bint _pair_current(const Pair& p, vector[int32_t]& length) noexcept nogil:
+    """Whether the pair ``p`` is still there (neither side merged away or grown since it was queued)."""
+    return length[p.left] != 0 and length[p.right] != 0 and length[p.left] + length[p.right] == p.size
+
+
+cdef inline void _join_pair(const Pair& p, vector[int32_t]& prev, vector[int32_t]& nxt,
+                            vector[int32_t]& length) noexcept nogil:
+    """Merge the pair ``p``: its right symbol joins the left one and leaves the links."""
+    length[p.left] += length[p.right]
+    nxt[p.left] = nxt[p.right]
+    if nxt[p.right] >= 0:
+        prev[nxt[p.right]] = p.left
+    length[p.right] = 0
+
+
+cdef bint _left_before(const Pair& a, const Pair& b) noexcept nogil:
+    return a.left < b.left
+
+
+cdef inline void _queue_pair(vector[Pair]& later, vector[int32_t]& later_next, vector[int32_t]& later_head,
+                             vector[Pair]& late, const Pair& p, uint32_t rank, uint32_t current) noexcept nogil:
+    """Queue a pair of score ``rank`` while score ``current`` merges (``SpmCore._bpe_merge_buckets``):
+    in its score's bucket (a list through ``later``) if it comes after, else on the heap of late ones."""
+    if rank > current:
+        later.push_back(p)
+        later_next.push_back(later_head[rank])
+        later_head[rank] = <int32_t>later.size() - 1
+    else:
+        _heap_push(late, p)
+
+
 cdef inline bint _pair_less(const Pair& a, const Pair& b) noexcept nogil:
     return a.score < b.score or (a.score == b.score and a.left > b.left)
 

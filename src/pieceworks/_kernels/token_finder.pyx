@@ -29,6 +29,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
 cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_FindChar(object text, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t end, int direction) except -2
     int PyUnicode_KIND(object text)
     void* PyUnicode_DATA(object text)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
@@ -42,6 +43,8 @@ ctypedef fused char_t:
     uint32_t
 
 cdef uint32_t NO_NODE = 0xFFFFFFFF
+# Strings that start with at most this many distinct chars: a text holding none of them is passed over.
+cdef size_t FEW_FIRSTS = 4
 cdef Py_UCS4 SEVERAL = 0xFFFFFFFF
 
 
@@ -89,6 +92,7 @@ cdef class TokenTrie:
     cdef uint8_t last_bits[8192]         # bit c & 0xFFFF: some string ends with char c (or one alike)
     cdef Py_UCS4 only_last               # the one char all strings end with, or SEVERAL
     cdef Py_ssize_t shortest             # no text shorter holds a string (0: there are no strings)
+    cdef vector[Py_UCS4] firsts          # the chars the strings start with, if at most FEW_FIRSTS
 
     def __cinit__(self, strings):
         cdef list contents = list(strings)
@@ -111,6 +115,10 @@ cdef class TokenTrie:
             self.only_last = ord(next(iter(lasts)))
         for c in lasts:
             self.last_bits[(ord(c) & 0xFFFF) >> 3] |= 1 << (ord(c) & 7)
+        firsts = {s[0] for s in contents}
+        if len(firsts) <= FEW_FIRSTS:
+            for c in sorted(firsts):
+                self.firsts.push_back(ord(c))
         self._build(contents, total)
 
     cdef int _build(self, list contents, Py_ssize_t total) except -1:
@@ -264,7 +272,7 @@ cdef class TokenTrie:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         cdef int kind = PyUnicode_KIND(text)
         cdef void* data = PyUnicode_DATA(text)
-        if n < self.shortest or self.shortest == 0:
+        if n < self.shortest or self.shortest == 0 or not self._may_hold(text, n):
             return False
         if found != NULL and n > 0x7FFFFFFF:
             raise ValueError(f"TokenTrie: a text of {n} chars is too long (at most 2**31 - 1)")
@@ -273,6 +281,22 @@ cdef class TokenTrie:
         if kind == 2:
             return self._read_chars(<const uint16_t*>data, n, found)
         return self._read_chars(<const uint32_t*>data, n, found)
+
+    cdef bint _may_hold(self, str text, Py_ssize_t n) except -1:
+        """False if ``text`` holds none of the chars the strings start with (when they are few).
+
+        Tokens that end with chars the text is full of (``aaaaaaaa7`` in a
+        megabyte of digits) keep the automaton off its root, a probe a
+        char; a find per first char (memchr for Latin-1 text) rules such a
+        text out at once.
+        """
+        cdef size_t k
+        if self.firsts.empty():
+            return True
+        for k in range(self.firsts.size()):
+            if PyUnicode_FindChar(text, self.firsts[k], 0, n, 1) >= 0:
+                return True
+        return False
 
     cdef int _read_chars(self, const char_t* s, Py_ssize_t n, vector[Found]* found) except -1:
         cdef Py_ssize_t i = n

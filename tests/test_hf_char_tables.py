@@ -99,6 +99,47 @@ def test_form_tables_in_c_edit_marked_text_as_python_does(parts, form):
     assert form_tables(form).edit(text) == python_edit(text, form)
 
 
+@pytest.mark.parametrize("form", ["NFC", "NFKC"])
+def test_quick_check_is_sound_on_every_code_point(form):
+    # 0 only for a text our form keeps, 1 only for one it changes (2: cannot tell), for each char
+    # alone, after a starter it may compose with, and before marks. (Ours, as the fast path then
+    # normalizes with it, not unicodedata's: a char newer than Hugging Face's tables, as U+32FF,
+    # both leave alone.)
+    from pieceworks._unicode_forms import quick_check
+
+    quick, theirs = quick_check(form), getattr(ours, form)()
+    alone = 0
+    for cp in range(0x30000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        for text in (ch, "e" + ch, "\u1100" + ch, ch + "\u0301", ch + "\u0316\u0301"):
+            verdict = quick(text)
+            if verdict != 2:
+                assert verdict == (0 if theirs.normalize_str(text) == text else 1), (f"U+{cp:04X}", text)
+        alone += quick(ch) != 2
+    assert alone > 0.99 * 0x2F800      # (a char alone is told without normalizing, but for a few marks)
+
+
+_quick_parts = st.lists(st.sampled_from(list("ae\u1100\u1161\u11a8\uac00\u0915\u093c\u0301\u0316\u0323\u0345"
+                                             "\u212b\u00c5\u0340\u0bc6\u0bbe\u3099\u304b\uff76\u32ffx ")), max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(parts=_quick_parts, form=st.sampled_from(["NFC", "NFKC"]))
+def test_quick_check_is_sound_on_mixed_text(parts, form):
+    import unicodedata
+
+    from pieceworks._unicode_forms import changes_text, quick_check
+
+    text = "".join(parts)
+    verdict = quick_check(form)(text)
+    if verdict != 2:
+        assert verdict == (0 if getattr(ours, form)().normalize_str(text) == text else 1), text
+    else:
+        assert changes_text(form, text) == (not unicodedata.is_normalized(form, text))
+
+
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("segment", ["x" + "\u0301" * 100, "a" + "\u0316" * 50 + "\u0301" * 50, "e" + "\u0301" * 100,
                                      "a" + "\u0301\u0316" * 50, "\u212b" + "\u0316" * 80, "\uff21" + "\u0301" * 80])

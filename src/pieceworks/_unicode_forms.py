@@ -397,6 +397,64 @@ def form_tables(form: str):
     return tables
 
 
+def quick_table(form: str) -> bytes:
+    """Unicode's quick-check values for ``form`` (NFC or NFKC), a byte per code point below _SCAN_END:
+    1 (no) for a char the form never keeps, 2 (maybe) for one that may compose with the char before
+    it, else 0 (yes); from the segment tables, without normalizing each char.
+
+    A boundary char the form changes is in the segment tables' changing
+    list; a non-boundary char that decomposes (canonically; for NFKC, at
+    all) never recomposes (such decompositions are excluded from
+    composition). The maybes are the second chars of the compositions and
+    the Hangul vowel and trailing jamo.
+
+    >>> table = quick_table("NFC")
+    >>> table[ord("e")], table[0x212B], table[0x301], table[0x340], table[0x1161]
+    (0, 1, 2, 1, 2)
+    """
+    inner, changing = _segment_tables(form)
+    table = bytearray(_SCAN_END)
+    for cp in changing:
+        table[cp] = 1
+    for cp in inner:
+        decomposition = unicodedata.decomposition(chr(cp))
+        if decomposition and (not decomposition.startswith("<") or form == "NFKC"):
+            table[cp] = 1
+    for pair in _COMPOSITIONS:
+        if not table[ord(pair[1])]:
+            table[ord(pair[1])] = 2
+    for cp in list(range(_V_BASE, _V_BASE + _V_COUNT)) + list(range(_T_BASE + 1, _T_BASE + _T_COUNT)):
+        table[cp] = table[cp] or 2
+    return bytes(table)
+
+
+def quick_check(form: str):
+    """``form``'s :meth:`FormTables.quick <pieceworks._kernels.aligned_nfc.FormTables.quick>` (0: the
+    form keeps a text, 1: it changes it, 2: cannot tell), its tables built on first use."""
+    quick = _QUICK.get(form)
+    if quick is None:
+        tables = form_tables(form)
+        tables.set_quick(quick_table(form))
+        quick = _QUICK[form] = tables.quick
+    return quick
+
+
+_QUICK: dict = {}
+
+
+def changes_text(form: str, text: str) -> bool:
+    """Whether ``form`` changes ``text``: :func:`quick_check`, and ``unicodedata.is_normalized``
+    only when that cannot tell.
+
+    >>> changes_text("NFC", "e\u0301"), changes_text("NFC", "x\u0301"), changes_text("NFC", "plain")
+    (True, False, False)
+    """
+    if text.isascii():
+        return False
+    verdict = quick_check(form)(text)
+    return verdict == 1 or (verdict == 2 and not unicodedata.is_normalized(form, text))
+
+
 def segment_edits(form: str) -> dict:
     """The segments :func:`segment_edit` remembers for ``form``, with their entries."""
     return _EDITS.setdefault(form, {})

@@ -52,6 +52,7 @@ cdef extern from "Python.h":
     int PyUnicode_4BYTE_KIND
     int PyUnicode_KIND(object o)
     const void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
 
 # A char's kind, one byte each in the table (code points past it are neither).
 cpdef enum:
@@ -185,6 +186,7 @@ cdef class FormTables:
     cdef vector[uint32_t] decomp        # each decomposition: its length, then its chars
     cdef unordered_map[uint64_t, uint32_t] pairs
     cdef bint composing
+    cdef vector[uint8_t] qc             # per code point (see quick): 0 yes, 1 no, 2 maybe; empty: not set
 
     def __init__(self, bytes classes, dict decompositions, dict compositions, bint composing):
         cdef Py_ssize_t k
@@ -201,6 +203,55 @@ cdef class FormTables:
         for pair, composite in compositions.items():
             self.pairs[(<uint64_t>ord(pair[0])) << 21 | ord(pair[1])] = ord(composite)
         self.composing = composing
+
+    def set_quick(self, bytes qc not None):
+        """The form's quick-check values a byte per code point (0 yes, 1 no, 2 maybe: ``_unicode_forms``'s
+        ``quick_table``), for :meth:`quick`; no longer than the class table."""
+        if PyBytes_GET_SIZE(qc) > <Py_ssize_t>self.classes.size():
+            raise ValueError("FormTables.set_quick: the table is longer than the class table")
+        self.qc.assign(<const uint8_t*>PyBytes_AS_STRING(qc), <const uint8_t*>PyBytes_AS_STRING(qc) + PyBytes_GET_SIZE(qc))
+
+    def quick(self, str text not None):
+        """0 if the form leaves ``text`` as it is, 1 if it changes it, 2 if this cannot tell.
+
+        Unicode's quick check (UAX #15): marks out of canonical order, or a
+        char the form never keeps (``no``), change the text; a text of chars
+        it always keeps, in order, stays. A char that may join the one
+        before it (``maybe``) changes the text when it stands right after a
+        starter it composes with; otherwise only normalizing tells (2).
+        ``unicodedata.is_normalized`` normalizes the whole text in that
+        case, as the caller then does anyway for a text it changes.
+
+        >>> from pieceworks._unicode_forms import quick_check
+        >>> [quick_check("NFC")(t) for t in ["plain é", "e\u0301", "x\u0301", "\u212b", "x\u0316", "x\u0301\u0316"]]
+        [0, 1, 2, 1, 0, 1]
+        """
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const void* data = PyUnicode_DATA(text)
+        cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(text)
+        cdef uint32_t c, before = 0
+        cdef uint8_t cls, last = 0, q
+        cdef bint after_starter = False, unsure = False
+        if self.qc.empty():
+            return 2
+        for i in range(n):
+            c = PyUnicode_READ(kind, data, i)
+            if c >= self.qc.size():
+                return 2
+            cls = self.classes[c]
+            if cls != 0 and last > cls:
+                return 1
+            q = self.qc[c]
+            if q == 1:
+                return 1
+            if q == 2:
+                if after_starter and self.compose(before, c) != 0:
+                    return 1
+                unsure = True
+            last = cls
+            before = c
+            after_starter = cls == 0
+        return 2 if unsure else 0
 
     cdef inline uint8_t klass(self, uint32_t c) noexcept:
         return self.classes[c] if c < self.classes.size() else 0

@@ -2914,14 +2914,14 @@ cdef class OneText:
     cdef ByteBPE kernel
     cdef bint prefix_space, nfc
     cdef Py_ssize_t max_chars
-    cdef object is_normalized, not_nfc
+    cdef object changes_text, not_nfc
     cdef ByteSpans spans, prefixed_spans
 
     def __init__(self, ByteBPE kernel not None, bint prefix_space, bint nfc, Py_ssize_t max_chars, not_nfc=None):
-        import unicodedata
+        from pieceworks._unicode_forms import changes_text
 
         self.kernel, self.prefix_space, self.nfc, self.max_chars = kernel, prefix_space, nfc, max_chars
-        self.is_normalized = unicodedata.is_normalized
+        self.changes_text = changes_text
         self.not_nfc = not_nfc
         self.spans, self.prefixed_spans = ByteSpans(kernel, False), ByteSpans(kernel, True)
 
@@ -2929,7 +2929,7 @@ cdef class OneText:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         if n >= self.max_chars:
             return None
-        if self.nfc and not PyUnicode_IS_ASCII(text) and not self.is_normalized("NFC", text):
+        if self.nfc and not PyUnicode_IS_ASCII(text) and self.changes_text("NFC", text):
             return None if self.not_nfc is None else self.not_nfc(text)
         # The ids alone: most callers read only them, and the offsets are worked out if asked.
         if self.prefix_space and n and PyUnicode_READ_CHAR(text, 0) != 0x20:

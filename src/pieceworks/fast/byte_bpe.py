@@ -30,7 +30,6 @@ send the text to the general path.
 
 from __future__ import annotations
 
-import unicodedata
 from array import array
 from functools import partial
 
@@ -42,7 +41,7 @@ from ..models.bpe import BPE
 from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
-from .._unicode_forms import normalize
+from .._unicode_forms import changes_text, normalize
 from ..alignment import NormalizedString
 from . import register_plan
 from ._aligned import AlignedNfc
@@ -133,7 +132,7 @@ class ByteBpePlan:
         if ready is None:
             return None
         kernel, prefix_space = ready
-        if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
+        if self.normalizer is not None and changes_text("NFC", text):
             return None if prefix_space else self._encode_normalized(kernel, text)
         if prefix_space and text and text[0] != " ":
             return kernel.encode_with_offsets(" " + text, self._tokens, True)
@@ -141,7 +140,7 @@ class ByteBpePlan:
 
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer (none, or NFC) leaves ``text`` as it is."""
-        return self.normalizer is None or unicodedata.is_normalized("NFC", text)
+        return self.normalizer is None or not changes_text("NFC", text)
 
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast)."""
@@ -149,7 +148,7 @@ class ByteBpePlan:
         if ready is None or len(text) >= _RAW_MAX_CHARS:
             return None
         kernel, prefix_space = ready
-        if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
+        if self.normalizer is not None and changes_text("NFC", text):
             # (With a prefix space the offsets shift too: encode_plain's job.)
             return None if prefix_space else (*self._encode_raw_nfc(kernel, text), self._tokens)
         if prefix_space and text and text[0] != " ":
@@ -248,7 +247,7 @@ class ByteBpePlan:
         for k, text in enumerate(texts):
             if len(text) >= _RAW_MAX_CHARS:
                 continue
-            if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
+            if self.normalizer is not None and changes_text("NFC", text):
                 if not prefix_space:
                     out[k] = (*self._encode_raw_nfc(kernel, text), self._tokens)
                 continue
@@ -280,7 +279,7 @@ class ByteBpePlan:
         if ready is None:
             return None
         kernel, prefix_space = ready
-        if self.normalizer is not None and not unicodedata.is_normalized("NFC", text):
+        if self.normalizer is not None and changes_text("NFC", text):
             if prefix_space:
                 return None
             text = normalize(text, "NFC")

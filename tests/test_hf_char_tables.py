@@ -99,6 +99,23 @@ def test_form_tables_in_c_edit_marked_text_as_python_does(parts, form):
     assert form_tables(form).edit(text) == python_edit(text, form)
 
 
+@pytest.mark.parametrize("form", FORMS)
+def test_every_mark_reorders_as_hugging_face(form):
+    # Hugging Face's tables lack the classes of marks newer than them (U+0898...): starters there,
+    # never reordered. Each char with a class in unicodedata, between "a" and marks of class 1 and
+    # 230, on either side, through each form (the Python path and the C one of long segments).
+    import unicodedata
+
+    from pieceworks._unicode_forms import form_tables
+
+    mine, theirs = getattr(ours, form)(), getattr(hf, form)()
+    marked = [chr(cp) for cp in range(0x110000) if unicodedata.combining(chr(cp))]
+    texts = [probe for ch in marked for probe in ("a" + ch + "\u0334", "a\u0301" + ch, "a" + ch + "\u0316\u0301")]
+    assert [mine.normalize_str(t) for t in texts] == [theirs.normalize_str(t) for t in texts]
+    long_text = "a" + "".join(texts) + "\u0301" * 40
+    assert form_tables(form).edit(long_text)[0] == theirs.normalize_str(long_text)
+
+
 @pytest.mark.parametrize("form", ["NFC", "NFKC"])
 def test_quick_check_is_sound_on_every_code_point(form):
     # 0 only for a text our form keeps, 1 only for one it changes (2: cannot tell), for each char

@@ -34,6 +34,7 @@ from tokenizers import normalizers as hfn
 
 from pieceworks._regex import Regex
 from pieceworks._unicode_forms import _SCAN_END, changes
+from pieceworks._unicode_tables import NO_COMBINING_CLASS, code_points
 from pieceworks.alignment import NormalizedString
 from pieceworks.errors import InputTypeError, TokenizerFileError, UnknownComponentError
 from pieceworks.normalizers import (
@@ -319,9 +320,12 @@ def _normalization_test_rows(shared_data):
 def test_unicode_conformance_file(shared_data):
     # NormalizationTest.txt's invariants (c2 = NFC(c1), c3 = NFD(c1), c4 = NFKC(c1), c5 = NFKD(c1)),
     # on its multi-char parts. Rows with chars new in Unicode 15.0 are skipped: Python 3.11 knows 14.0.
+    # So are rows with a mark Hugging Face's tables give no class (NO_COMBINING_CLASS): the forms
+    # follow Hugging Face there, as test_hf_char_tables checks, not the standard.
+    no_class = code_points(NO_COMBINING_CLASS)
     rows = [(p, cols) for p, cols in _normalization_test_rows(shared_data)
-            if p != "@Part1" and all(unicodedata.category(c) != "Cn" for c in cols[0])]
-    assert len(rows) > 1900
+            if p != "@Part1" and all(unicodedata.category(c) != "Cn" and ord(c) not in no_class for c in cols[0])]
+    assert len(rows) > 1300         # (of 2025 rows past Part 1 that Python knows: the file was read)
     forms_excluded = _disagreeing_chars("forms")
     for _, (c1, c2, c3, c4, c5) in rows:
         expected = {"NFC": c2, "NFD": c3, "NFKC": c4, "NFKD": c5}

@@ -8,7 +8,9 @@ output char, a *change* in the sense of
 Offsets agree with Hugging Face only if the changes agree, so this module
 reproduces that crate's two state machines, step for step; the Unicode data
 itself comes from Python's :mod:`unicodedata`, less the decompositions the
-crate's older tables lack (``_unicode_tables.NO_*_DECOMPOSITION``).
+crate's older tables lack (``_unicode_tables.NO_*_DECOMPOSITION``) and the
+combining classes of the marks they lack (``NO_COMBINING_CLASS``: starters
+there, never reordered).
 
 >>> changes("ﬁ", "NFKC")                  # one char becomes two: the second is new
 [('f', 0), ('i', 1)]
@@ -41,7 +43,8 @@ from array import array
 from itertools import repeat
 
 from ._kernels.aligned_nfc import FormTables, splice_segments
-from ._unicode_tables import NO_CANONICAL_DECOMPOSITION, NO_COMPATIBILITY_DECOMPOSITION, code_points
+from ._unicode_tables import (NO_CANONICAL_DECOMPOSITION, NO_COMBINING_CLASS, NO_COMPATIBILITY_DECOMPOSITION,
+                              code_points)
 
 __all__ = ["FORMS", "changes", "normalize_aligned", "compose_pair", "char_set"]
 
@@ -59,7 +62,17 @@ _S_COUNT = _L_COUNT * _V_COUNT * _T_COUNT
 # all of Unicode to check this, so the tables need not.
 _SCAN_END = 0x30000
 
-_combining = unicodedata.combining
+_NO_CLASS = code_points(NO_COMBINING_CLASS)
+
+
+def _combining(ch: str) -> int:
+    """``ch``'s canonical combining class in the crate's tables: unicodedata's, but 0 for the marks
+    they lack (``_unicode_tables.NO_COMBINING_CLASS``), which the crate neither reorders nor blocks with.
+
+    >>> _combining("\u0301"), _combining("\u0898"), _combining("a")
+    (230, 0, 0)
+    """
+    return 0 if ord(ch) in _NO_CLASS else unicodedata.combining(ch)
 
 
 def changes(text: str, form: str) -> list[tuple[str, int]]:

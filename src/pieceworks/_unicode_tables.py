@@ -39,7 +39,7 @@ from ._unicode_scripts import script_ranges
 __all__ = ["WHITESPACE", "WORD", "PUNCT", "NUMERIC", "LETTER", "NUMBER",
            "char_flags", "script_table", "SCRIPT_ANY", "bert_accent_marks", "strip_accents_marks",
            "bert_controls", "LOWERCASE_AFTER_UNICODE_14", "NO_CANONICAL_DECOMPOSITION",
-           "NO_COMPATIBILITY_DECOMPOSITION", "code_points"]
+           "NO_COMPATIBILITY_DECOMPOSITION", "NO_COMBINING_CLASS", "code_points"]
 
 WHITESPACE = 1
 WORD = 2
@@ -162,6 +162,21 @@ NO_COMPATIBILITY_DECOMPOSITION = (
     (0x32FF, 0x32FF), (0xA7F2, 0xA7F4), (0xAB69, 0xAB69), (0x10781, 0x10785),
     (0x10787, 0x107B0), (0x107B2, 0x107BA), (0x11938, 0x11938), (0x1F16C, 0x1F16C),
     (0x1FBF0, 0x1FBF9),
+)
+
+# Marks with a canonical combining class in Python 3.11 (Unicode 14.0) that Hugging
+# Face's normalization tables (older) lack: there they are starters (class 0), so
+# NFD and NFC do not reorder them. Measured against tokenizers 0.23 on every code
+# point with a class and no decomposition (each after "a", before U+0334 of class 1,
+# or after U+0301 of class 230 for those of class 1: reordered or not).
+NO_COMBINING_CLASS = (
+    (0x07FD, 0x07FD), (0x0898, 0x089F), (0x08CA, 0x08D3), (0x09FE, 0x09FE), (0x0C3C, 0x0C3C),
+    (0x0D3B, 0x0D3C), (0x0EBA, 0x0EBA), (0x1715, 0x1715), (0x1ABF, 0x1ACE), (0x1DF6, 0x1DFA),
+    (0xA82C, 0xA82C), (0x10D24, 0x10D27), (0x10EAB, 0x10EAC), (0x10F46, 0x10F50), (0x10F82, 0x10F85),
+    (0x11070, 0x11070), (0x1133B, 0x1133B), (0x1145E, 0x1145E), (0x11839, 0x1183A), (0x1193D, 0x1193E),
+    (0x11943, 0x11943), (0x119E0, 0x119E0), (0x11A34, 0x11A34), (0x11A47, 0x11A47), (0x11A99, 0x11A99),
+    (0x11D42, 0x11D42), (0x11D44, 0x11D45), (0x11D97, 0x11D97), (0x16FF0, 0x16FF1), (0x1E130, 0x1E136),
+    (0x1E2AE, 0x1E2AE), (0x1E2EC, 0x1E2EF),
 )
 
 ASCII_PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"

@@ -120,7 +120,7 @@ def normalize(text: str, form: str) -> str:
     >>> normalize("cafe\u0301", "NFC"), normalize("\u32ff", "NFKC") == "\u32ff"
     ('café', True)
     """
-    if unicodedata.is_normalized(form, text):   # (then no older table changes it either)
+    if not changes_text(form, text):
         return text
     parts: list[str] = []
     splice_segments(text, 0, len(text), segment_kinds(form), segment_edits(form), _EDIT_OF[form], parts,
@@ -456,15 +456,17 @@ _QUICK: dict = {}
 
 
 def changes_text(form: str, text: str) -> bool:
-    """Whether ``form`` changes ``text``: :func:`quick_check`, and ``unicodedata.is_normalized``
-    only when that cannot tell.
+    """Whether ``form`` may change ``text`` (False: it surely does not, as Hugging Face's tables have
+    it): for NFC and NFKC :func:`quick_check`, and ``unicodedata.is_normalized`` when that cannot
+    tell (which normalizes the whole text); for NFD and NFKD that alone. (When unicodedata keeps a
+    text, no older table changes it either.)
 
     >>> changes_text("NFC", "e\u0301"), changes_text("NFC", "x\u0301"), changes_text("NFC", "plain")
     (True, False, False)
     """
     if text.isascii():
         return False
-    verdict = quick_check(form)(text)
+    verdict = quick_check(form)(text) if _COMPOSING[form] else 2
     return verdict == 1 or (verdict == 2 and not unicodedata.is_normalized(form, text))
 
 

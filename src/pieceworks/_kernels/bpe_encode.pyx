@@ -387,6 +387,24 @@ cdef bytes _whole_raw(object tid, Py_ssize_t length, bint front):
     return raw
 
 
+cdef inline void link_symbols(vector[Symbol]& syms) noexcept nogil:
+    """Link each symbol to its neighbours (-1: none), for the heap and bucket paths."""
+    cdef size_t i, n = syms.size()
+    for i in range(n):
+        syms[i].prev = <int32_t>i - 1
+        syms[i].next = <int32_t>i + 1 if i + 1 < n else -1
+
+
+cdef inline void drop_merged(vector[Symbol]& syms) noexcept nogil:
+    """Keep the symbols still alive (the others were merged into their left neighbours), in order."""
+    cdef size_t i, kept = 0
+    for i in range(syms.size()):
+        if syms[i].alive:
+            syms[kept] = syms[i]
+            kept += 1
+    syms.resize(kept)
+
+
 cdef inline bint still_makes(const U64Map* merges, vector[Symbol]& syms, int32_t pos, uint32_t new_id,
                              const uint8_t* banned) noexcept nogil:
     """Whether the pair at ``pos`` (linked symbols) is still there and merges into ``new_id``."""
@@ -614,9 +632,7 @@ cdef class BpeEncoder:
         cdef size_t i
         cdef int32_t pos, nxt, prv
         cdef uint64_t value
-        for i in range(syms.size()):
-            syms[i].prev = <int32_t>i - 1
-            syms[i].next = <int32_t>i + 1 if i + 1 < syms.size() else -1
+        link_symbols(syms)
         for i in range(syms.size() - 1 if syms.size() else 0):
             if merge_of(&self.merges, syms[i].id, syms[i + 1].id, &value, banned):
                 c.rank = <uint32_t>(value >> 32)
@@ -647,13 +663,7 @@ cdef class BpeEncoder:
                 c.pos = pos
                 c.new_id = <uint32_t>(value & 0xFFFFFFFFULL)
                 heap_push(heap, c)
-        # Drop the merged-away symbols.
-        cdef size_t kept = 0
-        for i in range(syms.size()):
-            if syms[i].alive:
-                syms[kept] = syms[i]
-                kept += 1
-        syms.resize(kept)
+        drop_merged(syms)
 
     cdef void _merge_buckets(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil:
         """:meth:`_merge_heap` without dropout, for long pieces: the same merges in the same order
@@ -682,9 +692,7 @@ cdef class BpeEncoder:
         cdef vector[uint64_t] bucket
         cdef Candidate c
         cdef MergeQueue q
-        for i in range(n):
-            syms[i].prev = <int32_t>i - 1
-            syms[i].next = <int32_t>i + 1 if i + 1 < n else -1
+        link_symbols(syms)
         rank_at.resize(n - 1)
         id_at.resize(n - 1)
         first.assign(n_ranks + 1, 0)
@@ -729,12 +737,7 @@ cdef class BpeEncoder:
                     j += 1
                 else:
                     break
-        cdef size_t kept = 0
-        for i in range(n):
-            if syms[i].alive:
-                syms[kept] = syms[i]
-                kept += 1
-        syms.resize(kept)
+        drop_merged(syms)
 
     cdef void _merge_at(self, vector[Symbol]& syms, int32_t pos, uint32_t new_id, uint32_t rank, MergeQueue* q,
                         const uint8_t* banned) noexcept nogil:

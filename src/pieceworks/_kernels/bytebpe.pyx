@@ -302,15 +302,30 @@ cdef inline uint32_t pair_rank_cached(const Model* m, uint64_t* recent, uint32_t
         return m.low_pairs[(a << 8) | b]
     cdef uint64_t key = pair_key(m, a, b)
     cdef uint64_t h = mix64(key)
-    cdef uint64_t* slot = recent + (h & (RECENT_PAIRS - 1))
-    cdef uint64_t none = rank_mask(m)
     cdef uint32_t r
-    if (slot[0] >> m.rank_bits) == key:
-        r = <uint32_t>(slot[0] & none)
-        return UINT32_MAX if r == none else r
+    if recent_answer(m, recent, key, h, &r):
+        return r
     r = pair_rank_h(m, key, h)
-    slot[0] = (key << m.rank_bits) | (none if r == UINT32_MAX else r)
+    remember_answer(m, recent, key, h, r)
     return r
+
+
+cdef inline bint recent_answer(const Model* m, const uint64_t* recent, uint64_t key, uint64_t h,
+                               uint32_t* rank) noexcept nogil:
+    """Whether the table of recent answers knows the pair ``key`` (hash ``h``); its rank (or
+    UINT32_MAX: no merge) into ``rank``. A slot is a pair slot (see Model.pairs), rank all ones: none."""
+    cdef uint64_t slot = recent[h & (RECENT_PAIRS - 1)]
+    cdef uint64_t none = rank_mask(m)
+    if (slot >> m.rank_bits) != key:
+        return False
+    rank[0] = UINT32_MAX if (slot & none) == none else <uint32_t>(slot & none)
+    return True
+
+
+cdef inline void remember_answer(const Model* m, uint64_t* recent, uint64_t key, uint64_t h,
+                                 uint32_t rank) noexcept nogil:
+    """Keep the rank of the pair ``key`` (UINT32_MAX: no merge) in the table of recent answers."""
+    recent[h & (RECENT_PAIRS - 1)] = (key << m.rank_bits) | (rank_mask(m) if rank == UINT32_MAX else rank)
 
 
 cdef inline uint32_t merged_id(const Model* m, uint32_t rank) noexcept nogil:
@@ -487,6 +502,7 @@ cdef inline uint32_t token_len(const Model* m, uint32_t t) noexcept nogil:
 cdef enum:
     PLACE_BITS = 7
     SCAN_MAX = 1 << PLACE_BITS
+    PLACE_MASK = SCAN_MAX - 1
 
 # A candidate that does not merge: above every rank (ranks stay below MAX_RANK + 1 < 2**25).
 cdef uint32_t NO_MERGE = UINT32_MAX << PLACE_BITS
@@ -511,7 +527,7 @@ cdef size_t merge_scan(const Model* m, uint32_t* syms, size_t cnt, uint32_t* can
     """
     cdef uint8_t nxt[SCAN_MAX]
     cdef uint8_t prv[SCAN_MAX]
-    cdef size_t k, best, nx, nn, pv, live = cnt
+    cdef size_t k, best, nn, pv, live = cnt
     cdef uint32_t least
     if cnt < 2:
         return cnt
@@ -522,35 +538,63 @@ cdef size_t merge_scan(const Model* m, uint32_t* syms, size_t cnt, uint32_t* can
         cand[k] = candidate(pair_rank_cached(m, recent, syms[k], syms[k + 1]), <uint32_t>k)
     cand[cnt - 1] = NO_MERGE
     while live > 1:
-        least = UINT32_MAX
-        for k in range(cnt - 1):
-            least = cand[k] if cand[k] < least else least
+        least = least_candidate(cand, cnt)
         if least >= NO_MERGE:
             break
-        best = least & ((1 << PLACE_BITS) - 1)
-        nx = nxt[best]
-        nn = nxt[nx]
-        last[0] = syms[best]
-        last[1] = syms[nx]
-        syms[best] = merged_id(m, least >> PLACE_BITS)
-        cand[nx] = NO_MERGE
-        nxt[best] = <uint8_t>nn
-        if nn < cnt:
-            prv[nn] = <uint8_t>best
+        last[0] = syms[least & PLACE_MASK]
+        last[1] = syms[nxt[least & PLACE_MASK]]
+        best = merge_least(m, syms, cand, nxt, prv, cnt, least, &nn)
         live -= 1
         if best > 0:
             pv = prv[best]
             cand[pv] = candidate(pair_rank_cached(m, recent, syms[pv], syms[best]), <uint32_t>pv)
         if nn < cnt:
             cand[best] = candidate(pair_rank_cached(m, recent, syms[best], syms[nn]), <uint32_t>best)
-        else:
-            cand[best] = NO_MERGE
-    if live < cnt:
-        k = nxt[0]
-        for nx in range(1, live):
-            syms[nx] = syms[k]
-            k = nxt[k]
+    compact_linked(syms, nxt, cnt, NULL)
     return live
+
+
+cdef inline uint32_t least_candidate(const uint32_t* cand, size_t size) noexcept nogil:
+    """The least of ``cand[:size - 1]`` (the last place has no pair): the next merge, or NO_MERGE or
+    above. A min with no branch, which the compiler does several places at a time."""
+    cdef uint32_t least = UINT32_MAX
+    cdef size_t k
+    for k in range(size - 1):
+        least = cand[k] if cand[k] < least else least
+    return least
+
+
+cdef inline size_t merge_least(const Model* m, uint32_t* syms, uint32_t* cand, uint8_t* nxt, uint8_t* prv,
+                               size_t size, uint32_t least, size_t* after) noexcept nogil:
+    """Do the merge the candidate ``least`` names, over symbols linked in place (``nxt``/``prv``;
+    ``size`` past the last): its symbol takes the next one's place, which dies. Returns its place;
+    ``after`` gets its new right neighbour (``size``: none), whose pair's candidate is left to the
+    caller, as is the one on its left (set to NO_MERGE here when there is no right neighbour)."""
+    cdef size_t best = least & PLACE_MASK
+    cdef size_t nx = nxt[best]
+    cdef size_t nn = nxt[nx]
+    syms[best] = merged_id(m, least >> PLACE_BITS)
+    cand[nx] = NO_MERGE
+    nxt[best] = <uint8_t>nn
+    if nn < size:
+        prv[nn] = <uint8_t>best
+    else:
+        cand[best] = NO_MERGE
+    after[0] = nn
+    return best
+
+
+cdef inline size_t compact_linked(uint32_t* syms, const uint8_t* nxt, size_t size, uint8_t* starts) noexcept nogil:
+    """Move the live symbols (linked from place 0) to the front; their first places into ``starts``
+    (if not NULL). Returns how many live."""
+    cdef size_t k = 0, c = 0
+    while k < size:
+        syms[c] = syms[k]
+        if starts != NULL:
+            starts[c] = <uint8_t>k
+        c += 1
+        k = nxt[k]
+    return c
 
 
 # Chunks of a long ASCII piece merged side by side (see merge_chunks).
@@ -588,12 +632,9 @@ cdef inline size_t ask_pair(const Model* m, uint64_t* recent, uint32_t a, uint32
 cdef inline bint recall_pair(const Model* m, const uint64_t* recent, const Lookup* q) noexcept nogil:
     """Answer a look-up from the table of recent answers (True), or start loading the Bloom filter's
     block and the pair table's slot it will read (False)."""
-    cdef uint64_t slot = recent[q.h & (RECENT_PAIRS - 1)], none
     cdef uint32_t r
-    if (slot >> m.rank_bits) == q.key:
-        none = rank_mask(m)
-        r = <uint32_t>(slot & none)
-        q.target[0] = candidate(UINT32_MAX if r == none else r, q.place)
+    if recent_answer(m, recent, q.key, q.h, &r):
+        q.target[0] = candidate(r, q.place)
         return True
     pw_prefetch_read(m.bloom + 8 * ((q.h >> 48) & m.bloom_mask))
     pw_prefetch_read(m.pairs + (q.h & m.pair_mask))
@@ -603,7 +644,7 @@ cdef inline bint recall_pair(const Model* m, const uint64_t* recent, const Looku
 cdef inline void answer_pair(const Model* m, uint64_t* recent, const Lookup* q) noexcept nogil:
     """Finish a look-up the recent answers did not know, keeping its answer there."""
     cdef uint32_t r = pair_rank_h(m, q.key, q.h)
-    recent[q.h & (RECENT_PAIRS - 1)] = (q.key << m.rank_bits) | (rank_mask(m) if r == UINT32_MAX else r)
+    remember_answer(m, recent, q.key, q.h, r)
     q.target[0] = candidate(r, q.place)
 
 
@@ -643,7 +684,7 @@ cdef void merge_chunks(const Model* m, const uint8_t* p, const size_t* bounds, s
     cdef size_t size[GROUP]
     cdef Lookup pending[GROUP * GROUP_CHUNK_MAX]
     cdef bint live[GROUP]
-    cdef size_t g, k, c, best, nx, nn, pv, n_pending = 0, active = 0
+    cdef size_t g, k, c, best, nn, pv, n_pending = 0, active = 0
     cdef uint32_t least
     for g in range(count):
         c = bounds[g + 1] - bounds[g]
@@ -667,43 +708,26 @@ cdef void merge_chunks(const Model* m, const uint8_t* p, const size_t* bounds, s
         for g in range(count):
             if not live[g]:
                 continue
-            least = UINT32_MAX
-            for k in range(size[g] - 1):
-                least = cand[g][k] if cand[g][k] < least else least
+            least = least_candidate(cand[g], size[g])
             if least >= NO_MERGE:
                 live[g] = False
                 active -= 1
                 continue
-            best = least & ((1 << PLACE_BITS) - 1)
-            nx = nxt[g][best]
-            nn = nxt[g][nx]
-            syms[g][best] = merged_id(m, least >> PLACE_BITS)
-            cand[g][nx] = NO_MERGE
-            nxt[g][best] = <uint8_t>nn
-            if nn < size[g]:
-                prv[g][nn] = <uint8_t>best
+            best = merge_least(m, syms[g], cand[g], nxt[g], prv[g], size[g], least, &nn)
             cnt[g] -= 1
             if cnt[g] == 1:
                 live[g] = False
                 active -= 1
                 continue
-            pv = prv[g][best]
             if best > 0:
+                pv = prv[g][best]
                 n_pending += ask_pair(m, recent, syms[g][pv], syms[g][best], &cand[g][pv], <uint32_t>pv,
                                       &pending[n_pending])
             if nn < size[g]:
                 n_pending += ask_pair(m, recent, syms[g][best], syms[g][nn], &cand[g][best], <uint32_t>best,
                                       &pending[n_pending])
-            else:
-                cand[g][best] = NO_MERGE
     for g in range(count):
-        k = 0
-        c = 0
-        while k < size[g]:
-            syms[g][c] = syms[g][k]
-            starts[g][c] = <uint8_t>k
-            c += 1
-            k = nxt[g][k]
+        compact_linked(syms[g], nxt[g], size[g], starts[g])
 
 
 cdef inline bint heap_before(const HeapItem& a, const HeapItem& b) noexcept nogil:
@@ -1075,6 +1099,12 @@ cdef inline size_t run_length(const uint8_t* p, size_t n, size_t width) noexcept
     return k // width * width
 
 
+cdef inline bint run_may_start(const uint8_t* p, size_t start, size_t n, size_t width) noexcept nogil:
+    """:func:`encode_run`'s first test at ``start``, a char of ``width`` bytes: at least RUN_MIN bytes
+    left, and the char CHUNK bytes on the same; False rules out a run there."""
+    return n - start >= RUN_MIN and p[start + CHUNK // width * width] == p[start]
+
+
 cdef size_t encode_run(const Model* m, const uint8_t* p, size_t start, size_t n, vector[uint32_t]* ids,
                        vector[uint32_t]* pos, State* st) noexcept nogil:
     """Copies of :func:`run_token` for the run of one char at ``p[start:]`` (a char's start), if it
@@ -1086,7 +1116,7 @@ cdef size_t encode_run(const Model* m, const uint8_t* p, size_t start, size_t n,
     if n - start < RUN_MIN:
         return 0
     width = char_length(p + start, n - start)
-    if (p[start + CHUNK // width * width] != p[start]
+    if (not run_may_start(p, start, n, width)
             or run_length(p + start, min(n - start, RUN_MIN + width), width) < RUN_MIN):
         return 0    # (most chunks of a long piece: no run; whole chars, so RUN_MIN + width bytes are read)
     t = run_token(m, p + start, width, st)
@@ -1135,7 +1165,7 @@ cdef size_t encode_chunks(const Model* m, const uint8_t* p, size_t start, size_t
     cdef size_t count = 0, s = start, e, g, k, first
     bounds[0] = start
     while count < GROUP and s < n:
-        if count > 0 and n - s >= RUN_MIN and p[s + CHUNK] == p[s]:
+        if count > 0 and run_may_start(p, s, n, 1):
             break
         e = s + CHUNK
         if e + CHUNK // 2 >= n:

@@ -126,15 +126,6 @@ cdef inline bint is_trail(uint8_t c) noexcept nogil:
     return (c & 0xC0) == 0x80
 
 
-cdef inline uint32_t utf8_char(const uint8_t* p, int32_t n) noexcept nogil:
-    """The code point of the UTF-8 char ``p[:n]`` (``n`` its length: 1 to 4)."""
-    cdef uint32_t c = p[0] if n == 1 else p[0] & (0x3F >> (n - 1))
-    cdef int32_t k
-    for k in range(1, n):
-        c = (c << 6) | (p[k] & 0x3F)
-    return c
-
-
 cdef inline int valid_utf8_len(const uint8_t* s, Py_ssize_t n) noexcept nogil:
     """Length of the valid UTF-8 char at ``s``, or 0 if it is malformed (SentencePiece's DecodeUTF8)."""
     cdef uint32_t cp
@@ -1720,7 +1711,7 @@ cdef class SpmCore:
         cdef vector[Pair] heap
         cdef unordered_map[int32_t, Quad] rev
         cdef int32_t i, m, pos = 0, best, word = 0
-        cdef bint found
+        cdef bint found, by_words = alpha == 0.0 and self.bpe_by_words
         out.clear()
         if n == 0:
             return
@@ -1741,7 +1732,7 @@ cdef class SpmCore:
             nxt.push_back(m + 1 if pos < n else -1)
         m = <int32_t>start.size()
         for i in range(1, m + 1):
-            if i < m and (alpha > 0.0 or not self.bpe_by_words or not self._word_starts(s, i, start, length, freeze)):
+            if i < m and not (by_words and self._word_starts(s, i, start, length, freeze)):
                 continue
             # The word of symbols word .. i - 1, merged alone.
             prev[word] = -1
@@ -1768,7 +1759,7 @@ cdef class SpmCore:
         back = at - 1
         while back > start[i - 1] and is_trail(s[back]):
             back -= 1
-        before = utf8_char(s + back, at - back)
+        before = _decode_utf8(s + back, at - back)
         for k in range(self.bpe_unsafe.size()):
             if self.bpe_unsafe[k] == before:
                 return False
@@ -3390,7 +3381,7 @@ cdef inline double _log_sum_exp(double x, double y, int init) noexcept nogil:
     return vmax + log(exp(vmin - vmax) + 1.0)
 
 
-# BPE agenda: max-heap by (score, then smaller left first).
+# SentencePiece BPE's pairs of linked symbols (SpmCore._bpe_merge, _bpe_merge_buckets).
 cdef inline bint _pair_current(const Pair& p, vector[int32_t]& length) noexcept nogil:
     """Whether the pair ``p`` is still there (neither side merged away or grown since it was queued)."""
     return length[p.left] != 0 and length[p.right] != 0 and length[p.left] + length[p.right] == p.size
@@ -3422,6 +3413,7 @@ cdef inline void _queue_pair(vector[Pair]& later, vector[int32_t]& later_next, v
         _heap_push(late, p)
 
 
+# BPE agenda: max-heap by (score, then smaller left first).
 cdef inline bint _pair_less(const Pair& a, const Pair& b) noexcept nogil:
     return a.score < b.score or (a.score == b.score and a.left > b.left)
 

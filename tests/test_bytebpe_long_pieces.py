@@ -1,7 +1,7 @@
 """Long ASCII pieces: encoded in chunks side by side, their seams checked and repaired.
 
 A piece of more than 48 ASCII bytes (random letters, digits under GPT-2's
-pattern, a line of punctuation) is cut into chunks of about 32 bytes, and
+pattern, a line of punctuation) is cut into chunks of about 48 bytes, and
 up to eight chunks are merged at once, one merge of each in turn
 (``merge_chunks``), before their seams are checked. Whatever the merges,
 the result must be plain BPE of the whole piece: here against the kernel's
@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pieceworks._kernels.bytebpe import ByteBPE, Pattern
+from pieceworks.reference.bpe import encode_word
 
 LETTERS = b"abc"
 
@@ -96,3 +97,50 @@ def test_long_pieces_of_real_vocabularies_match_tiktoken(name, seed, alphabet, s
     ours, ref = tiktoken_pairs[name]
     text = "".join(random.Random(seed).choices(alphabet, k=size))
     assert ours.encode_ordinary(text) == ref.encode_ordinary(text)
+
+
+
+def test_ranks_carrying_ids_past_two_to_the_seventeen():
+    # Merges that make ids in order carry the id in the rank (id << bits | which of the merges
+    # that make a token this one is), and the merge loops keep that rank above 7 bits of place in
+    # 32. One token made 129 ways takes 8 bits, so an id of 2**17 or more would overflow the word
+    # and wrap to a low rank: such a model must rank its merges by number instead. Here 'xy' is
+    # merged last, with id 2**17: 'xyz' must still be x + yz. The filler is over bytes >= 0x80,
+    # so on ASCII text plain BPE with the other merges alone (the reference) is the answer.
+    token_bytes = [bytes([b]) for b in range(256)]
+    merges, ascii_merges = [], []
+
+    def add(left: int, right: int) -> None:
+        token = token_bytes[left] + token_bytes[right]
+        if not (merges and token_bytes[merges[-1][2]] == token):
+            token_bytes.append(token)
+        merges.append((left, right, len(token_bytes) - 1))
+        if token.isascii():
+            ascii_merges.append((token_bytes[left].decode(), token_bytes[right].decode()))
+
+    for k in range(2, 130):                 # 'aa' ... 'a' * 129
+        add(len(token_bytes) - 1 if k > 2 else ord("a"), ord("a"))
+    runs = {len(t): i for i, t in enumerate(token_bytes) if t.startswith(b"a")}
+    for k in range(1, 130):                 # 'a' * 130, made 129 ways
+        add(runs[k], runs[130 - k])
+    add(ord("y"), ord("z"))
+    high = list(range(0x80, 0x100))
+    pairs = []
+    for x in high:
+        for y in high:
+            if len(token_bytes) < 2**17:
+                add(x, y)
+                pairs.append(len(token_bytes) - 1)
+    for k in range(2**17 - len(token_bytes)):
+        add(pairs[k // len(high)], high[k % len(high)])
+    add(ord("x"), ord("y"))
+    assert merges[-1][2] == 2**17
+    kernel = ByteBPE(token_bytes, array("I", [i for merge in merges for i in merge]), pattern=Pattern.PAT_GPT2,
+                     whole_piece=False)
+    vocab = {t.decode("latin-1"): i for i, t in enumerate(token_bytes)}
+    rng = random.Random(5)
+    texts = ["xyz", "xyzxyz", "a" * 130 + "xyz"] + ["".join(rng.choices("xyza", k=n)) for n in range(2, 300, 7)]
+    for text in texts:
+        expected = [vocab[t] for t in encode_word(text, vocab, ascii_merges)]
+        assert kernel.encode(text) == expected, text
+        assert kernel.encode_bytes_plain(text.encode()) == expected, text

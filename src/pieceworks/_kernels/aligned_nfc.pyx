@@ -48,8 +48,9 @@ cdef extern from "<algorithm>" namespace "std" nogil:
 
 cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) nogil
-    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
-    int PyUnicode_4BYTE_KIND
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value) nogil
+    object PyBytes_FromStringAndSize(const char* v, Py_ssize_t size)
     int PyUnicode_KIND(object o)
     const void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
@@ -276,6 +277,7 @@ cdef class FormTables:
         cdef uint8_t cls, last = 0
         cdef bint unsorted = False
         cdef Item item
+        items.reserve(n)        # (a char makes one item at least: no growing a megabyte's items by copies)
         for i in range(n):
             c = PyUnicode_READ(kind, data, i)
             at = self.decomp_at[c] if c < self.decomp_at.size() else 0
@@ -296,61 +298,63 @@ cdef class FormTables:
         if unsorted:
             stable_sort(items.begin() + pending, items.end(), by_class)
         if self.composing:
-            items = self._recompose(items)
+            self._recompose(items)
         return self._edit_of(items)
 
-    cdef vector[Item] _recompose(self, vector[Item]& stream):
-        """The crate's ``Recompositions`` state machine (``_unicode_forms._recompose``)."""
-        cdef vector[Item] out, buffer
-        cdef Item composee, ch
+    cdef void _recompose(self, vector[Item]& items) noexcept:
+        """The crate's ``Recompositions`` state machine (``_unicode_forms._recompose``), in place.
+
+        The crate holds the starter that may still compose (the composee) and
+        the chars it passed over (a buffer), and writes the composee, then the
+        buffer, when the next starter takes its place. Here the composee is
+        written when it is met, at its place in the output (``at``; updated
+        there as it composes), and each char it passes over right after: the
+        same output, with no buffer to copy. Each item read writes one at
+        most, at or before its own place, so the output overwrites ``items``.
+        """
+        cdef Item ch
+        cdef size_t k, write = 0, at = 0
         cdef bint have = False
-        cdef int last = -1          # the class of the last char put in the buffer (-1: none)
+        cdef int last = -1          # the class of the last char passed over (-1: none since the composee)
         cdef uint32_t composite
-        for ch in stream:
-            if not have:
-                if ch.klass != 0:
-                    out.push_back(ch)
-                else:
-                    composee, have = ch, True
-                continue
-            if last >= 0 and last >= ch.klass:
-                if ch.klass == 0:
-                    out.push_back(composee)
-                    out.insert(out.end(), buffer.begin(), buffer.end())
-                    buffer.clear()
-                    composee, last = ch, -1
-                else:
-                    buffer.push_back(ch)
-                    last = ch.klass
-                continue
-            composite = self.compose(composee.cp, ch.cp)
-            if composite:
-                composee.cp = composite
-                composee.change = composee.change + ch.change - 1
-            elif ch.klass == 0 and last < 0:
-                out.push_back(composee)
-                composee = ch
-            else:
-                buffer.push_back(ch)
+        for k in range(items.size()):
+            ch = items[k]
+            if have and not (last >= 0 and last >= ch.klass):     # (else blocked)
+                composite = self.compose(items[at].cp, ch.cp)
+                if composite:
+                    items[at].cp = composite
+                    items[at].change = items[at].change + ch.change - 1
+                    continue
+            if ch.klass == 0:       # a new composee
+                at, have, last = write, True, -1
+            elif have:
                 last = ch.klass
-        if have:
-            out.push_back(composee)
-        out.insert(out.end(), buffer.begin(), buffer.end())
-        return out
+            items[write] = ch
+            write += 1
+        items.resize(write)
 
     cdef tuple _edit_of(self, vector[Item]& items):
-        cdef vector[uint32_t] chars
-        cdef vector[int32_t] pairs
+        """The text ``items`` spell and the int32 pairs of the chars each spans, made in place (a
+        megabyte's text and pairs were a vector each, copied into their objects)."""
+        cdef Py_ssize_t k, n = items.size()
+        cdef uint32_t widest = 0
         cdef int32_t at = 0
         cdef Item item
-        for item in items:
-            chars.push_back(item.cp)
+        for k in range(n):
+            widest = max(widest, items[k].cp)
+        text = PyUnicode_New(n, widest)
+        cdef int kind = PyUnicode_KIND(text)
+        cdef void* data = PyUnicode_DATA(text)
+        pairs = PyBytes_FromStringAndSize(NULL, 8 * n)
+        cdef int32_t* spans = <int32_t*>PyBytes_AS_STRING(pairs)
+        for k in range(n):
+            item = items[k]
+            PyUnicode_WRITE(kind, data, k, item.cp)
             if item.change > 0:
-                pairs.push_back(at - 1)
-                pairs.push_back(at)
+                spans[2 * k] = at - 1
+                spans[2 * k + 1] = at
             else:
-                pairs.push_back(at)
-                pairs.push_back(at + 1)
+                spans[2 * k] = at
+                spans[2 * k + 1] = at + 1
                 at += 1 - item.change if item.change < 0 else 1
-        text = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, chars.data(), chars.size())
-        return text, (<char*>pairs.data())[:pairs.size() * 4]
+        return text, pairs

@@ -159,6 +159,38 @@ def test_long_runs_of_one_char_are_plain_bpe(seed, unit, runs, ranks):
     assert kernel.encode(text) == plain(text.encode()), (text.count(unit), [len(t) for t in token_bytes[256:]])
 
 
+
+def test_a_run_is_cut_into_the_char_alone_only_when_its_copies_stay_apart():
+    # With no longer token of a run that BPE gives back and that stays apart from its copies, the
+    # char's own token may be the one: each copy one char ('é' here, no 'éé' token). But not when
+    # two copies merge: 'a' with tokens of 2, 4, ..., 512 'a's, each the next one's half, so none
+    # the run search reads (256 bytes at most) stays apart, and neither does 'a'.
+    token_bytes = [bytes([b]) for b in range(256)] + ["é".encode()]
+    merges = [(0xC3, 0xA9, 256)]
+    made = ord("a")
+    for length in [2, 4, 8, 16, 32, 64, 128, 256, 512]:
+        token_bytes.append(b"a" * length)
+        merges.append((made, made, len(token_bytes) - 1))
+        made = len(token_bytes) - 1
+    kernel = ByteBPE(token_bytes, array("I", [i for merge in merges for i in merge]), pattern=Pattern.PAT_GPT2,
+                     whole_piece=False)
+    for text in ["é" * 3000, "xé" * 40 + "é" * 3000 + "a", "a" * 3000, "é" + "a" * 1500 + "é" * 700 + "a" * 90]:
+        assert kernel.encode(text) == kernel.encode_bytes_plain(text.encode()), text[:20]
+    assert kernel.encode("é" * 3000) == [256] * 3000
+
+
+@pytest.mark.parametrize("name", ["qwen3", "llama3", "gpt-neox-20b"])
+def test_runs_of_chars_no_longer_token_holds_match_hugging_face(name, shared_data):
+    # Combining marks after a letter (one piece: letters and marks), CJK, emoji, Thai: long runs
+    # whose char is, in most vocabularies, the longest token of the run that stays apart.
+    tokenizers = pytest.importorskip("tokenizers")
+    path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
+    ours, theirs = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+    for text in ["e" + "\u0301" * 3000, "a" + "\u0316" * 200 + "\u0301" * 2000, "漢" * 2000 + "字",
+                 "😀" * 1500, "ก" * 2500 + "ข", "x" + "\u0301\u0302" * 1500, "\u0301" * 2500]:
+        assert ours.encode(text).ids == theirs.encode(text).ids, text[:4]
+
+
 def test_llama3_seams_next_to_its_inexact_tokens(shared_data):
     # Llama 3's tokens added after tiktoken's make some of tiktoken's (".:." of ".:.:"), so their
     # merges run out of rank order; the replay got some seams next to them wrong (" б" "ерату").

@@ -1125,7 +1125,9 @@ cdef void bpe_cached(const Model* m, const uint8_t* p, size_t n, uint64_t h, vec
 cdef uint32_t run_token(const Model* m, const uint8_t* unit, size_t width, State* st) noexcept nogil:
     """The token a long run of the char ``unit[:width]`` is cut into, or DEAD: the longest run of
     it that is a token BPE makes (it rebuilds) and whose copies stay apart (``pair_ok(t, t)``),
-    so that copies of it are the BPE of their bytes; remembered per workspace.
+    so that copies of it are the BPE of their bytes; remembered per workspace. That may be the
+    char alone, when no longer run of it is such a token (a combining mark, in most vocabularies:
+    then each copy is one char, instead of a megabyte of them merged and checked char by char).
 
     (Only long runs ask: what the copies meet at either end is checked as any seam is.)
     """
@@ -1141,7 +1143,7 @@ cdef uint32_t run_token(const Model* m, const uint8_t* unit, size_t width, State
     st.run_keys[slot] = key
     st.run_tokens[slot] = DEAD
     j = min(<size_t>m.max_token_len, <size_t>RUN_MAX_TOKEN) // width * width
-    while j >= 2 * width:
+    while j >= width:
         hit = vocab_find(m, run, j, hash_bytes(run, j))
         if hit != NULL and token_rebuilds(m, hit.value) and pair_ok(m, hit.value, hit.value, st):
             st.run_tokens[slot] = hit.value

@@ -1162,8 +1162,11 @@ cdef inline size_t run_length(const uint8_t* p, size_t n, size_t width) noexcept
 
 cdef inline bint run_may_start(const uint8_t* p, size_t start, size_t n, size_t width) noexcept nogil:
     """:func:`encode_run`'s first test at ``start``, a char of ``width`` bytes: at least RUN_MIN bytes
-    left, and the char CHUNK bytes on the same; False rules out a run there."""
-    return n - start >= RUN_MIN and p[start + CHUNK // width * width] == p[start]
+    left, the next 8 bytes repeating the char, and the char CHUNK bytes on the same; False rules out
+    a run there. (The char CHUNK bytes on alone held at every chunk of text with a period that
+    divides CHUNK, as " \t\n" repeated: each chunk then ended its group, merged on its own.)"""
+    return (n - start >= RUN_MIN and memcmp(p + start, p + start + width, 8) == 0
+            and p[start + CHUNK // width * width] == p[start])
 
 
 cdef size_t encode_run(const Model* m, const uint8_t* p, size_t start, size_t n, vector[uint32_t]* ids,

@@ -466,7 +466,16 @@ def changes_text(form: str, text: str) -> bool:
     """
     if text.isascii():
         return False
-    verdict = quick_check(form)(text) if _COMPOSING[form] else 2
+    return verdict_changes(form, text, quick_check(form)(text) if _COMPOSING[form] else 2)
+
+
+def verdict_changes(form: str, text: str, verdict: int) -> bool:
+    """Whether ``form`` changes ``text``, given its quick check's ``verdict`` (0: it keeps it, 1: it
+    changes it, 2: ``unicodedata.is_normalized`` tells).
+
+    >>> verdict_changes("NFC", "a\u0316\u0301", 2), verdict_changes("NFC", "x\u0316\u0301", 2)
+    (True, False)
+    """
     return verdict == 1 or (verdict == 2 and not unicodedata.is_normalized(form, text))
 
 

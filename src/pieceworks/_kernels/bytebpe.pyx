@@ -571,6 +571,15 @@ cdef inline size_t candidate_width(size_t size) noexcept nogil:
     return (size + 15) & ~(<size_t>15)
 
 
+cdef inline size_t close_candidates(uint32_t* cand, size_t size) noexcept nogil:
+    """Fill ``cand`` from place ``size - 1`` (the last symbol: no pair) to the stretch's
+    :func:`candidate_width` with NO_MERGE_KEPT; returns that width."""
+    cdef size_t k, width = candidate_width(size)
+    for k in range(size - 1, width):
+        cand[k] = NO_MERGE_KEPT
+    return width
+
+
 cdef size_t merge_scan(const Model* m, uint32_t* syms, size_t cnt, uint32_t* cand, uint32_t* last,
                        uint64_t* recent) noexcept nogil:
     """Merge ``syms[:cnt]`` (at most SCAN_MAX) in place, lowest rank first, leftmost on ties;
@@ -578,8 +587,8 @@ cdef size_t merge_scan(const Model* m, uint32_t* syms, size_t cnt, uint32_t* can
 
     ``cand[k]`` holds the :func:`candidate` of the pair at ``k`` (``cand``
     has room for :func:`candidate_width` places): the least is the next
-    merge, found by one min (:func:`least_candidate`) with no search after it. Symbols stay where they start, linked
-    to their live neighbours: a merge marks its right one dead instead of
+    merge, found by one min (:func:`least_candidate`) with no search after
+    it. Symbols stay where they start, linked to their live neighbours: a merge marks its right one dead instead of
     moving the rest left, and costs two look-ups, for its new neighbours.
     """
     cdef uint8_t nxt[SCAN_MAX]
@@ -593,9 +602,7 @@ cdef size_t merge_scan(const Model* m, uint32_t* syms, size_t cnt, uint32_t* can
         prv[k] = <uint8_t>(k - 1)       # (k = 0: 255, no place)
     for k in range(cnt - 1):
         cand[k] = candidate(pair_rank_cached(m, recent, syms[k], syms[k + 1]), <uint32_t>k)
-    width = candidate_width(cnt)
-    for k in range(cnt - 1, width):
-        cand[k] = NO_MERGE_KEPT
+    width = close_candidates(cand, cnt)
     while live > 1:
         least = least_candidate(cand, width)
         if least >= NO_MERGE:
@@ -752,9 +759,7 @@ cdef void merge_chunks(const Model* m, const uint8_t* p, const size_t* bounds, s
         for k in range(c - 1):
             n_pending += ask_pair(m, recent, syms[g][k], syms[g][k + 1], &cand[g][k], <uint32_t>k,
                                   &pending[n_pending])
-        width[g] = candidate_width(c)
-        for k in range(c - 1, width[g]):
-            cand[g][k] = NO_MERGE_KEPT
+        width[g] = close_candidates(cand[g], c)
         size[g] = c
         cnt[g] = c
         live[g] = c > 1
@@ -2677,9 +2682,7 @@ cdef class ByteBPE:
         encoding's ``ids`` list is built as it is made (on the calling
         thread, while the others encode), for callers that read them all.
         """
-        import unicodedata
-
-        from pieceworks._unicode_forms import quick_check
+        from pieceworks._unicode_forms import quick_check, verdict_changes
 
         cdef BatchJob job = BatchJob.__new__(BatchJob)
         cdef Py_ssize_t k
@@ -2699,7 +2702,7 @@ cdef class ByteBPE:
                 job.skip[k] = 1
             elif nfc and not job.texts.asciis[k]:
                 verdict = quick(job.keep[k])
-                if verdict == 1 or (verdict == 2 and not unicodedata.is_normalized("NFC", job.keep[k])):
+                if verdict and verdict_changes("NFC", job.keep[k], verdict):
                     job.skip[k] = 1
         return job
 

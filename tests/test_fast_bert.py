@@ -28,7 +28,7 @@ from pieceworks._kernels import bert_fast, raw_encoding
 from pieceworks.errors import ConfigError, InputTypeError, UnknownTokenError
 from pieceworks.fast import _pool, bert
 from pieceworks.models import WordPiece
-from pieceworks.normalizers import BertNormalizer, Lowercase, _bert_control_runs
+from pieceworks.normalizers import NFC, BertNormalizer, Lowercase, _bert_control_runs
 from pieceworks.pre_tokenizers import BertPreTokenizer, Metaspace, Whitespace, WhitespaceSplit
 from pieceworks.pretokenized import PreTokenizedString
 from test_normalizers import excluded_chars, without
@@ -133,11 +133,12 @@ def udhr_lines(shared_data) -> list[str]:
 
 def test_the_plan_takes_bert_pipelines_only(vocab):
     model = WordPiece(vocab)
-    for normalizer, pre in product([None, BertNormalizer()], [BertPreTokenizer(), Whitespace(), WhitespaceSplit()]):
+    for normalizer, pre in product([None, BertNormalizer(), Lowercase()],
+                                   [BertPreTokenizer(), Whitespace(), WhitespaceSplit()]):
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = normalizer, pre
         assert isinstance(bert.bert_plan(tok), bert.BertWordPiecePlan)
-    for normalizer, pre in [(Lowercase(), BertPreTokenizer()), (BertNormalizer(), Metaspace()), (None, None)]:
+    for normalizer, pre in [(NFC(), BertPreTokenizer()), (BertNormalizer(), Metaspace()), (None, None)]:
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = normalizer, pre
         assert bert.bert_plan(tok) is None
@@ -249,10 +250,11 @@ def test_plan_equals_general_path_on_any_text(twins_by_pre_tokenizer, text, opts
         assert resolved[2] and not bert.nfd_keeps_order(text, resolved[0]), repr(text)
 
 
+@pytest.mark.parametrize("normalizer", [None, Lowercase()])
 @pytest.mark.parametrize("pre_tokenizer", [BertPreTokenizer(), Whitespace(), WhitespaceSplit()])
-def test_plan_without_a_normalizer(vocab, pre_tokenizer):
+def test_plan_without_a_normalizer_or_with_lowercase(vocab, normalizer, pre_tokenizer):
     fast = Tokenizer(WordPiece(vocab))
-    fast.pre_tokenizer = pre_tokenizer
+    fast.normalizer, fast.pre_tokenizer = normalizer, pre_tokenizer
     general = twin(fast)
     assert fast._current_plan() is not None
     rng = random.Random(4)

@@ -1,9 +1,10 @@
 # cython: language_level=3
-"""C-level layout of the fused BERT WordPiece encoder (see bert_fast.pyx)."""
+"""C-level layout of the fused class-run encoder, WordPiece or BPE (see bert_fast.pyx)."""
 
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
+from pieceworks._kernels.bpe_encode cimport BpeEncoder, Symbol
 from pieceworks._kernels.wordpiece_encode cimport WordPieceMatcher
 
 # A char-map entry: bits 0-20 a code point (or, for ENTRY_MULTI and ENTRY_CHECK, an offset
@@ -57,7 +58,8 @@ cdef enum:
 
 
 cdef class TokenTable:
-    cdef WordPieceMatcher matcher
+    cdef WordPieceMatcher matcher   # the model's matcher (WordPiece), or None
+    cdef BpeEncoder bpe             # the model's encoder (BPE), or None
     cdef list ids
     cdef list texts
     cdef dict values
@@ -71,6 +73,8 @@ cdef class Scratch:
     cdef vector[Py_UCS4] word       # the open piece, mapped chars
     cdef vector[Py_ssize_t] src     # the original char index of each
     cdef vector[int32_t] nodes, stack
+    cdef vector[Symbol] syms        # BPE: the open piece's symbols, and the char of each byte
+    cdef vector[int32_t] char_at
     cdef vector[Tok] toks
     cdef int32_t n_words
     cdef uint32_t run               # class of the open piece, NO_RUN: none
@@ -81,9 +85,12 @@ cdef class Scratch:
     cdef size_t cache_used
     cdef object cache_owner         # the TokenTable (so the matcher) the cache is for
 
-    cdef int flush(self, WordPieceMatcher m, const Params* p) noexcept nogil
+    cdef int flush(self, WordPieceMatcher m, BpeEncoder b, const Params* p) noexcept nogil
+    cdef int flush_bpe(self, BpeEncoder b, int32_t word) noexcept nogil
+    cdef void bpe_tokens(self, BpeEncoder b, int32_t* count) noexcept nogil
     cdef void push_tokens(self, WordPieceMatcher m, const int32_t* nodes, int32_t count, int32_t word) noexcept nogil
-    cdef const int32_t* match_cached(self, WordPieceMatcher m, int32_t* count) noexcept nogil
+    cdef const int32_t* tokens_cached(self, WordPieceMatcher m, BpeEncoder b, int32_t* count) noexcept nogil
+    cdef void tokens_of(self, WordPieceMatcher m, BpeEncoder b, int32_t* count) noexcept nogil
     cdef void clear_cache(self) noexcept nogil
     cdef void use_cache_of(self, TokenTable table)
     cdef void reset(self)

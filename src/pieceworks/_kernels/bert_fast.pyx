@@ -1,6 +1,6 @@
 # distutils: language = c++
 # cython: language_level=3
-"""BERT's whole encode pipeline in one pass over the code points.
+"""BERT's whole encode pipeline in one pass over the code points, with WordPiece or BPE.
 
 BertNormalizer (clean text, space out CJK ideographs, strip accents,
 lowercase), a class-run pre-tokenizer (BertPreTokenizer, Whitespace,
@@ -10,6 +10,11 @@ pre-tokenizer does with the result; word chars collect into a buffer with
 their original index, and a finished piece goes straight to the LinMaxMatch
 matcher of ``wordpiece_encode``. Token ids and original-text offsets land in
 C buffers; Python lists are built once at the end.
+
+A :class:`TokenTable` made for a BPE model's encoder (``bpe_encode``) in
+place of a matcher hands each piece to that encoder's merges instead: the
+same stages with char-level BPE (a tokenizer trained with ``BpeTrainer``
+and ``Whitespace``, Hugging Face's quick tour).
 
 Why a per-char map is exact: every step of BertNormalizer is a function of
 one char except NFD's canonical reordering, which only moves chars of
@@ -42,10 +47,11 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_FromLong
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 from libcpp.vector cimport vector
 
+from pieceworks._kernels.bpe_encode cimport BpeEncoder, symbol_span
 from pieceworks._kernels.raw_encoding cimport int_object, span_tuple
 from pieceworks._kernels.wordpiece_encode cimport WordPieceMatcher
 
@@ -54,7 +60,7 @@ cdef Py_ssize_t N_CODE_POINTS = 0x110000
 # What a call returns instead of tokens (Python sees these as module ints).
 cdef enum:
     NEEDS_ORDER_CHECK = 1       # an ENTRY_CHECK char, and order_checked was not set
-    NO_UNK_TOKEN = 2            # a piece needs unk_token, which the vocabulary lacks
+    NO_UNK_TOKEN = 2            # a piece needs unk_token, which the vocabulary lacks (BPE: or names one it lacks)
     TOO_LONG = 3                # encode_raw: offsets past int32 (use encode)
 
 cdef Py_ssize_t INT32_LIMIT = 0x7FFFFFFF
@@ -130,8 +136,8 @@ cdef class CharMap:
 cdef class Scratch:
     """Per-call buffers, reused through a pool (so one per thread at a time)."""
 
-    cdef int flush(self, WordPieceMatcher m, const Params* p) noexcept nogil:
-        # The open piece is complete: WordPiece it into toks.
+    cdef int flush(self, WordPieceMatcher m, BpeEncoder b, const Params* p) noexcept nogil:
+        # The open piece is complete: WordPiece (or BPE, when b is given) it into toks.
         cdef Py_ssize_t n = self.word.size(), i
         cdef int32_t count
         cdef const int32_t* nodes
@@ -141,7 +147,10 @@ cdef class Scratch:
             return 0
         tok.word = self.n_words
         self.n_words += 1
-        if p.collect:
+        if b is not None and not p.collect:
+            if self.flush_bpe(b, tok.word) < 0:
+                return NO_UNK_TOKEN
+        elif p.collect:
             # Pieces only (for the tests): each char as a "token" (id = the char).
             tok.unk = 0
             for i in range(n):
@@ -152,7 +161,7 @@ cdef class Scratch:
         else:
             count = -1
             if n <= p.max_chars:
-                nodes = self.match_cached(m, &count)
+                nodes = self.tokens_cached(m, None, &count)
             if count < 0:
                 if p.unk_id < 0:
                     return NO_UNK_TOKEN
@@ -166,6 +175,43 @@ cdef class Scratch:
         self.word.clear()
         self.src.clear()
         return 0
+
+    cdef int flush_bpe(self, BpeEncoder b, int32_t word) noexcept nogil:
+        # The open piece's BPE tokens into toks; -1 if it needs an unk token the vocabulary lacks.
+        # Each cached token is (id, first char, end char) in the piece, which src maps to the text.
+        cdef int32_t count, k
+        cdef const int32_t* spans = self.tokens_cached(None, b, &count)
+        cdef Tok tok
+        if count < 0:
+            return -1
+        tok.word = word
+        tok.unk = 0
+        for k in range(count):
+            tok.id = spans[3 * k]
+            tok.start = self.src[spans[3 * k + 1]]
+            tok.end = self.src[spans[3 * k + 2] - 1] + 1
+            self.toks.push_back(tok)
+        return 0
+
+    cdef void bpe_tokens(self, BpeEncoder b, int32_t* count) noexcept nogil:
+        # The open piece split into chars and merged (BpeEncoder's own steps), as triples in nodes.
+        cdef Py_ssize_t s, last
+        cdef int64_t pos = 0, end, start, stop
+        self.syms.clear()
+        self.char_at.clear()
+        self.nodes.clear()
+        if b._split_merged(4, self.word.data(), <Py_ssize_t>self.word.size(), self.syms, self.char_at, NULL) < 0:
+            count[0] = -1
+            return
+        last = <Py_ssize_t>self.char_at.size() - 1     # char_at[last] is the piece's length
+        for s in range(<Py_ssize_t>self.syms.size()):
+            end = pos + self.syms[s].nbytes
+            symbol_span(self.char_at.data(), last, pos, end, False, &start, &stop)
+            pos = end
+            self.nodes.push_back(self.syms[s].id)
+            self.nodes.push_back(<int32_t>start)
+            self.nodes.push_back(<int32_t>stop)
+        count[0] = <int32_t>self.syms.size()
 
     cdef void push_tokens(self, WordPieceMatcher m, const int32_t* nodes, int32_t count, int32_t word) noexcept nogil:
         # One token per trie node; each covers depth[node] chars of the piece.
@@ -183,9 +229,10 @@ cdef class Scratch:
             self.toks.push_back(tok)
             pos += length
 
-    cdef const int32_t* match_cached(self, WordPieceMatcher m, int32_t* count) noexcept nogil:
-        # The trie nodes of the open piece's tokens (count = -1: an unknown
-        # word), from the word cache when the piece is short enough to cache.
+    cdef const int32_t* tokens_cached(self, WordPieceMatcher m, BpeEncoder b, int32_t* count) noexcept nogil:
+        # The open piece's tokens, from the word cache when the piece is short enough to cache:
+        # WordPiece's trie nodes (m), or BPE's (id, start, end) triples (b); count = -1 for none
+        # (WordPiece: an unknown word; BPE: an unknown char and no unk token to spell it).
         cdef Py_ssize_t n = self.word.size()
         cdef const Py_UCS4* chars = self.word.data()
         cdef uint64_t h
@@ -193,7 +240,7 @@ cdef class Scratch:
         cdef Py_ssize_t i
         cdef int32_t* entry
         if n > CACHE_MAX_CHARS:
-            count[0] = self.nodes.size() if m.match_array(chars, n, self.nodes, self.stack) else -1
+            self.tokens_of(m, b, count)
             return self.nodes.data()
         h = hash_chars(chars, n)
         slot = h & CACHE_MASK
@@ -204,22 +251,30 @@ cdef class Scratch:
                     count[0] = entry[1 + n]
                     return entry + 2 + n
             slot = (slot + 1) & CACHE_MASK
-        count[0] = self.nodes.size() if m.match_array(chars, n, self.nodes, self.stack) else -1
+        self.tokens_of(m, b, count)
         if self.cache_used >= CACHE_SLOTS * 3 // 4 or self.cache_data.size() > CACHE_MAX_DATA:
             self.clear_cache()                      # full: start over (a cheap, rare event)
             slot = h & CACHE_MASK
-        # Entry: [n, chars..., count, nodes...] (count -1: no nodes).
+        # Entry: [n, chars..., count, tokens...] (count -1: no tokens).
         at = self.cache_data.size()
         self.cache_data.push_back(<int32_t> n)
         for i in range(n):
             self.cache_data.push_back(<int32_t> chars[i])
         self.cache_data.push_back(count[0])
-        for i in range(count[0] if count[0] > 0 else 0):
-            self.cache_data.push_back(self.nodes[i])
+        if count[0] > 0:
+            self.cache_data.insert(self.cache_data.end(), self.nodes.begin(), self.nodes.end())
         self.cache_keys[slot] = h
         self.cache_at[slot] = at
         self.cache_used += 1
         return self.nodes.data()
+
+    cdef void tokens_of(self, WordPieceMatcher m, BpeEncoder b, int32_t* count) noexcept nogil:
+        # tokens_cached's tokens, worked out (into nodes).
+        if b is not None:
+            self.bpe_tokens(b, count)
+        else:
+            count[0] = self.nodes.size() if m.match_array(self.word.data(), self.word.size(), self.nodes,
+                                                          self.stack) else -1
 
     cdef void clear_cache(self) noexcept nogil:
         self.cache_keys.assign(CACHE_SLOTS, 0)
@@ -262,28 +317,28 @@ cdef inline uint64_t hash_chars(const Py_UCS4* s, Py_ssize_t n) noexcept nogil:
     return h | 1
 
 
-cdef inline int emit(Scratch sc, WordPieceMatcher m, const Params* p, uint32_t kind, Py_UCS4 c,
+cdef inline int emit(Scratch sc, WordPieceMatcher m, BpeEncoder b, const Params* p, uint32_t kind, Py_UCS4 c,
                      Py_ssize_t src) noexcept nogil:
     # One mapped char (kind 0-3) into the piece buffer.
     cdef int status
     if kind >= ENTRY_RUN:
         if kind != sc.run:
-            status = sc.flush(m, p)
+            status = sc.flush(m, b, p)
             if status:
                 return status
             sc.run = kind
         sc.word.push_back(c)
         sc.src.push_back(src)
         return 0
-    status = sc.flush(m, p)
+    status = sc.flush(m, b, p)
     if status or kind == ENTRY_SPLIT:
         return status
     sc.word.push_back(c)
     sc.src.push_back(src)
-    return sc.flush(m, p)
+    return sc.flush(m, b, p)
 
 
-cdef int scan_text(const char_t* s, Py_ssize_t n, Scratch sc, WordPieceMatcher m,
+cdef int scan_text(const char_t* s, Py_ssize_t n, Scratch sc, WordPieceMatcher m, BpeEncoder b,
                    const Params* p) noexcept nogil:
     cdef Py_ssize_t i
     cdef uint32_t e, kind, k, count
@@ -298,7 +353,7 @@ cdef int scan_text(const char_t* s, Py_ssize_t n, Scratch sc, WordPieceMatcher m
             sc.src.push_back(i)
             continue
         if kind <= 3:
-            status = emit(sc, m, p, kind, e & ENTRY_PAYLOAD, i)
+            status = emit(sc, m, b, p, kind, e & ENTRY_PAYLOAD, i)
         elif kind == ENTRY_DELETE:
             continue
         elif kind == ENTRY_MULTI or p.order_checked:   # (else ENTRY_CHECK)
@@ -308,21 +363,22 @@ cdef int scan_text(const char_t* s, Py_ssize_t n, Scratch sc, WordPieceMatcher m
             while count and not status:
                 k += 1
                 count -= 1
-                status = emit(sc, m, p, multi[k] >> ENTRY_SHIFT, multi[k] & ENTRY_PAYLOAD, i)
+                status = emit(sc, m, b, p, multi[k] >> ENTRY_SHIFT, multi[k] & ENTRY_PAYLOAD, i)
         else:
             return NEEDS_ORDER_CHECK
         if status:
             return status
-    return sc.flush(m, p)
+    return sc.flush(m, b, p)
 
 
-cdef int scan_any(int kind, const void* data, Py_ssize_t n, Scratch sc, WordPieceMatcher m,
+cdef int scan_any(int kind, const void* data, Py_ssize_t n, Scratch sc, WordPieceMatcher m, BpeEncoder b,
                   const Params* p) noexcept nogil:
+    # (m or b: the model, a TokenTable's; both None only when collecting pieces)
     if kind == 1:
-        return scan_text(<const uint8_t*> data, n, sc, m, p)
+        return scan_text(<const uint8_t*> data, n, sc, m, b, p)
     if kind == 2:
-        return scan_text(<const uint16_t*> data, n, sc, m, p)
-    return scan_text(<const uint32_t*> data, n, sc, m, p)
+        return scan_text(<const uint16_t*> data, n, sc, m, b, p)
+    return scan_text(<const uint32_t*> data, n, sc, m, b, p)
 
 
 cdef list _pool = []
@@ -345,15 +401,22 @@ cdef void give_back(Scratch sc):
 
 
 cdef class TokenTable:
-    """A matcher with the id and text objects of its tokens, made once, shared by every call.
+    """A matcher (or BPE encoder) with the id and text objects of its tokens, made once, shared by every call.
 
     Dense (indexed by id) when the ids are; otherwise looked up by id. Word
     caches are keyed by the table, so one table must stay with one matcher.
     """
 
-    def __init__(self, WordPieceMatcher matcher not None):
-        cdef dict values = matcher.values
-        self.matcher = matcher
+    def __init__(self, model not None):
+        cdef dict values
+        if isinstance(model, BpeEncoder):
+            self.bpe = model
+            values = {tid: token for tid, token in enumerate((<BpeEncoder>model).id_to_token) if token is not None}
+        elif isinstance(model, WordPieceMatcher):
+            self.matcher = model
+            values = (<WordPieceMatcher>model).values
+        else:
+            raise TypeError(f"TokenTable takes a WordPieceMatcher or a BpeEncoder, got {type(model).__name__}")
         self.values = values
         self.ids = None
         self.texts = None
@@ -397,7 +460,6 @@ def encode(str text not None, CharMap cmap not None, TokenTable table not None, 
     cdef const void* data = PyUnicode_DATA(text)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
     cdef Scratch sc = take_scratch()
-    cdef WordPieceMatcher matcher = table.matcher
     p.entries = cmap.entries.data()
     p.multi = cmap.multi.data()
     p.max_chars = max_chars
@@ -409,9 +471,9 @@ def encode(str text not None, CharMap cmap not None, TokenTable table not None, 
     try:
         if n >= nogil_min:
             with nogil:
-                status = scan_any(kind, data, n, sc, matcher, &p)
+                status = scan_any(kind, data, n, sc, table.matcher, table.bpe, &p)
         else:
-            status = scan_any(kind, data, n, sc, matcher, &p)
+            status = scan_any(kind, data, n, sc, table.matcher, table.bpe, &p)
         if status:
             return status
         return build_result(sc, table, unk_token)
@@ -468,9 +530,9 @@ cdef object _encode_raw(str text, CharMap cmap, TokenTable table, Py_ssize_t max
     try:
         if n >= nogil_min:
             with nogil:
-                status = scan_any(kind, data, n, sc, table.matcher, &p)
+                status = scan_any(kind, data, n, sc, table.matcher, table.bpe, &p)
         else:
-            status = scan_any(kind, data, n, sc, table.matcher, &p)
+            status = scan_any(kind, data, n, sc, table.matcher, table.bpe, &p)
         if status:
             return status
         return raw_of(sc.toks.data(), sc.toks.size()), sc.toks.size(), sc.n_words
@@ -537,7 +599,7 @@ def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not Non
                 if lengths[k] >= INT32_LIMIT:
                     statuses.push_back(TOO_LONG)
                 else:
-                    statuses.push_back(scan_any(kinds[k], datas[k], lengths[k], sc, table.matcher, &p))
+                    statuses.push_back(scan_any(kinds[k], datas[k], lengths[k], sc, table.matcher, table.bpe, &p))
                 if statuses[k] == 0:
                     all_toks.insert(all_toks.end(), sc.toks.begin(), sc.toks.end())
                 ends.push_back(all_toks.size())
@@ -618,7 +680,7 @@ def pieces(str text not None, CharMap cmap not None, bint order_checked=False):
     p.collect = 1
     p.order_checked = order_checked
     sc.reset()
-    if scan_any(PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), sc, None, &p):
+    if scan_any(PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), sc, None, None, &p):
         return None
     chars, sources, word = [], [], -1
     for i in range(<Py_ssize_t> sc.toks.size()):

@@ -35,6 +35,21 @@ cdef struct MergeQueue:
     vector[Candidate] late        # a heap of entries of a rank at or below the one being merged
 
 
+# (Here, not in bpe_encode.pyx: bert_fast's BPE words take their offsets the same way.)
+cdef inline void symbol_span(const int32_t* char_at, int64_t last, int64_t pos, int64_t end, bint front,
+                             int64_t* start, int64_t* stop) noexcept nogil:
+    """The char span of the symbol over the piece's bytes ``[pos, end)``: Hugging Face's byte offsets
+    made chars, from the char of its first byte to after the char of its last (``char_at[b]``: the
+    char of byte ``b``, ``char_at[last]`` the piece's length). ``front``: the piece's first char was
+    put in front (see :meth:`BpeEncoder.encode_raw`), so each char moves one back, and that one
+    spans the first char."""
+    start[0] = char_at[min(pos, last)]
+    stop[0] = char_at[min(end - 1, last - 1)] + 1 if last else 0
+    if front:
+        start[0] = start[0] - 1 if start[0] > 0 else 0
+        stop[0] = stop[0] - 1 if stop[0] > 1 else 1
+
+
 cdef class Exclusion:
     cdef vector[uint8_t] flags   # per id: 1 = must not be produced
     cdef bint active             # some flagged id can come out of a merge, a char or a whole-piece look-up

@@ -298,20 +298,6 @@ cdef void unflag_values(const U64Map* m, vector[uint8_t]& flags) noexcept nogil:
                 flags[tid] = 0
 
 
-cdef inline void symbol_span(const int32_t* char_at, int64_t last, int64_t pos, int64_t end, bint front,
-                             int64_t* start, int64_t* stop) noexcept nogil:
-    """The char span of the symbol over the piece's bytes ``[pos, end)``: Hugging Face's byte offsets
-    made chars, from the char of its first byte to after the char of its last (``char_at[b]``: the
-    char of byte ``b``, ``char_at[last]`` the piece's length). ``front``: the piece's first char was
-    put in front (see :meth:`BpeEncoder.encode_raw`), so each char moves one back, and that one
-    spans the first char."""
-    start[0] = char_at[min(pos, last)]
-    stop[0] = char_at[min(end - 1, last - 1)] + 1 if last else 0
-    if front:
-        start[0] = start[0] - 1 if start[0] > 0 else 0
-        stop[0] = stop[0] - 1 if stop[0] > 1 else 1
-
-
 cdef bytes _raw_of(const Symbol* syms, Py_ssize_t n, const int32_t* char_at, Py_ssize_t last, bint front):
     """A raw encoding (``raw_encoding``'s int32 blocks: ids, char starts, char ends, words 0) of a piece's
     ``n`` merged symbols; ``char_at[b]``: the char of the piece's byte ``b``, ``char_at[last]`` its length.

@@ -49,12 +49,13 @@ from .._kernels import bert_fast
 from .._unicode_forms import normalize
 from .._unicode_tables import bert_accent_marks, bert_controls, char_flags
 from ..models.wordpiece import WordPiece
-from ..normalizers import _BERT_SPACES, _CHINESE, _NEWER_LOWERCASE, BertNormalizer, _bert_control_runs, lower
+from ..normalizers import (_BERT_SPACES, _CHINESE, _NEWER_LOWERCASE, BertNormalizer, Lowercase, _bert_control_runs,
+                           lower)
 from ..pre_tokenizers import (_BERT_ACTIONS, _WHITESPACE_ACTIONS, _WHITESPACE_SPLIT_ACTIONS,
                               BertPreTokenizer, Whitespace, WhitespaceSplit)
 from . import register_plan
 
-__all__ = ["bert_plan", "BertWordPiecePlan"]
+__all__ = ["bert_plan", "BertWordPiecePlan", "class_run_stages"]
 
 # Texts this long (in chars) are encoded without holding the GIL: below it,
 # releasing and re-taking the lock costs more than other threads gain.
@@ -70,22 +71,27 @@ _PRE_TOKENIZER_ACTIONS = {
 
 @register_plan
 def bert_plan(tokenizer) -> "BertWordPiecePlan | None":
-    """A plan for WordPiece + BertNormalizer/None + a class-run pre-tokenizer, else None."""
+    """A plan for WordPiece + BertNormalizer/Lowercase/None + a class-run pre-tokenizer, else None."""
+    stages = class_run_stages(tokenizer, WordPiece)
+    return None if stages is None else BertWordPiecePlan(*stages)
+
+
+def class_run_stages(tokenizer, model_type: type) -> tuple | None:
+    """``(model, normalizer, pre_tokenizer)`` if the model is a ``model_type`` and the char map
+    follows the other two stages (:func:`normalizer_options`, a class-run pre-tokenizer), else None."""
     model, normalizer, pre_tokenizer = tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer
-    if type(model) is not WordPiece:
+    if type(model) is not model_type or normalizer_options(normalizer) is None:
         return None
-    if normalizer is not None and type(normalizer) is not BertNormalizer:
-        return None
-    if type(pre_tokenizer) not in _PRE_TOKENIZER_ACTIONS:
-        return None
-    return BertWordPiecePlan(model, normalizer, pre_tokenizer)
+    return (model, normalizer, pre_tokenizer) if type(pre_tokenizer) in _PRE_TOKENIZER_ACTIONS else None
 
 
 class BertWordPiecePlan:
     """Encodes plain text as the general path would; options are read on every call.
 
     The plan keeps the stage objects it was built for; the tokenizer builds a
-    new plan when one of them is replaced.
+    new plan when one of them is replaced. A subclass for another model
+    gives :meth:`_model_kernel` and :meth:`_model_limits`
+    (:class:`~pieceworks.fast.class_run_bpe.ClassRunBpePlan`).
     """
 
     #: The kernel drops the GIL on texts this long, so threads pay (see Tokenizer.encode_batch).
@@ -108,7 +114,10 @@ class BertWordPiecePlan:
         reorders in this text, or a piece needing an ``unk_token`` the
         vocabulary lacks (the general path raises the error).
         """
-        options, cmap, table, max_chars, unk_id = self._setup()
+        setup = self._setup()
+        if setup is None:
+            return None
+        options, cmap, table, max_chars, unk_id = setup
         unk_token = self.model.unk_token
         result = bert_fast.encode(text, cmap, table, max_chars, unk_id, unk_token, NOGIL_MIN_CHARS)
         if result == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]):
@@ -125,7 +134,10 @@ class BertWordPiecePlan:
 
         The tokens of :meth:`encode_plain` without a Python object per token.
         """
-        options, cmap, table, max_chars, unk_id = self._setup()
+        setup = self._setup()
+        if setup is None:
+            return None
+        options, cmap, table, max_chars, unk_id = setup
         result = bert_fast.encode_raw(text, cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS)
         if type(result) is not tuple:
             result = self._finish_raw(text, result, options, cmap, table, max_chars, unk_id)
@@ -135,14 +147,21 @@ class BertWordPiecePlan:
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` fixed to now.
 
         ``encode(text)`` is ``(raw, n_tokens, n_words)`` or a status int
-        (then :meth:`encode_raw` finishes the text).
+        (then :meth:`encode_raw` finishes the text). None when the model's
+        options are ones the kernel cannot follow.
         """
-        options, cmap, table, max_chars, unk_id = self._setup()
+        setup = self._setup()
+        if setup is None:
+            return None
+        options, cmap, table, max_chars, unk_id = setup
         return bert_fast.OneText(cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS), table.strings
 
     def encode_raw_batch(self, texts: list[str]) -> list:
         """``[encode_raw(t) for t in texts]``, scanned with the GIL released once for the list."""
-        options, cmap, table, max_chars, unk_id = self._setup()
+        setup = self._setup()
+        if setup is None:
+            return [None] * len(texts)
+        options, cmap, table, max_chars, unk_id = setup
         results = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id)
         strings = table.strings
         for k, result in enumerate(results):
@@ -157,43 +176,64 @@ class BertWordPiecePlan:
         return result if type(result) is tuple else None
 
     def _setup(self):
-        """``(normalizer options, char map, token table, max chars per word, unk id)``, read live.
+        """``(normalizer options, char map, token table, max chars per word, unk id)``, read live;
+        None when the stages, as they are now, are not ones the kernel follows.
 
         Remembered until a component attribute is assigned (the epoch moves)
-        or the model's matcher changes (its vocabulary was edited).
+        or the model's kernel changes (its vocabulary was edited).
         """
-        matcher = self.model._get_matcher()
+        kernel = self._model_kernel()
         known = self._setup_for
-        if known[0] == epoch() and known[1] is matcher:
+        if known[0] == epoch() and known[1] is kernel:
             return known[2]
-        setup = self._read_setup()
-        self._setup_for = (epoch(), matcher, setup)
+        setup = self._read_setup(kernel)
+        self._setup_for = (epoch(), kernel, setup)
         return setup
 
-    def _read_setup(self):
-        model = self.model
+    def _read_setup(self, kernel):
         options = normalizer_options(self.normalizer)
+        limits = self._model_limits()
+        if options is None or limits is None or type(self.pre_tokenizer) not in _PRE_TOKENIZER_ACTIONS:
+            return None
         cmap = char_map(options, _PRE_TOKENIZER_ACTIONS[type(self.pre_tokenizer)])
-        matcher = model._get_matcher()
         known, table = self._tokens
-        if known is not matcher:
-            table = bert_fast.TokenTable(matcher)
-            self._tokens = (matcher, table)
+        if known is not kernel:
+            table = bert_fast.TokenTable(kernel)
+            self._tokens = (kernel, table)
+        return (options, cmap, table, *limits)
+
+    def _model_kernel(self):
+        """What the kernel encodes a piece with: WordPiece's matcher."""
+        return self.model._get_matcher()
+
+    def _model_limits(self) -> "tuple[int, int] | None":
+        """``(max chars per word, unk id)`` for the kernel (None: the model's options are not its own)."""
+        model = self.model
         unk_id = model.vocab.get(model.unk_token, -1)
         if not 0 <= unk_id < 2**31:
             unk_id = -1                          # the general path decides what that means
-        max_chars = min(model.max_input_chars_per_word, sys.maxsize)
-        return options, cmap, table, max_chars, unk_id
+        return min(model.max_input_chars_per_word, sys.maxsize), unk_id
 
 
-def normalizer_options(normalizer: BertNormalizer | None) -> tuple[bool, bool, bool, bool]:
-    """``(clean_text, handle_chinese_chars, strip_accents, lowercase)``, strip_accents resolved.
+def normalizer_options(normalizer) -> tuple[bool, bool, bool, bool] | None:
+    """``(clean_text, handle_chinese_chars, strip_accents, lowercase)``, strip_accents resolved, for
+    the normalizers the char map follows; None for any other.
+
+    Lowercase is BertNormalizer's lowercase step alone: each char on its own
+    (:func:`map_char`, Rust's ``char::to_lowercase``).
 
     >>> normalizer_options(BertNormalizer(lowercase=False)), normalizer_options(None)
     ((True, True, False, False), (False, False, False, False))
+    >>> from pieceworks.normalizers import NFC
+    >>> normalizer_options(Lowercase()), normalizer_options(NFC())
+    ((False, False, False, True), None)
     """
     if normalizer is None:
         return (False, False, False, False)
+    if type(normalizer) is Lowercase:
+        return (False, False, False, True)
+    if type(normalizer) is not BertNormalizer:
+        return None
     lowercase = normalizer.lowercase
     strip = lowercase if normalizer.strip_accents is None else normalizer.strip_accents
     return (normalizer.clean_text, normalizer.handle_chinese_chars, strip, lowercase)

@@ -1,0 +1,67 @@
+"""The fast plan for char-level BPE after a class-run pre-tokenizer: the tokenizer people train themselves.
+
+Hugging Face's quick tour trains ``Tokenizer(BPE(unk_token="[UNK]"))`` with
+the ``Whitespace`` pre-tokenizer; ``WhitespaceSplit`` and
+``BertPreTokenizer`` cut the same way by char classes, and ``Lowercase`` or
+``BertNormalizer`` may come first. The general path makes Python objects
+for each piece (a megabyte of prose took half a second, more than Hugging
+Face). This plan runs the fused scan of :mod:`pieceworks.fast.bert` (the
+normalizer and pre-tokenizer as one per-char map) and hands each piece to
+the model's BPE encoder (``bpe_encode``: the same chars-to-symbols and merges
+as :meth:`BPE.tokenize_chars <pieceworks.models.BPE.tokenize_chars>`,
+prefix, suffix, unknown chars and byte fallback included), with a word cache.
+
+Not for BPE-dropout (each piece draws) or ``ignore_merges`` (a whole-piece
+look-up the kernel does not make): those take the general path.
+
+>>> from pieceworks import Tokenizer
+>>> from pieceworks.models import BPE
+>>> from pieceworks.pre_tokenizers import Whitespace
+>>> vocab = {"[UNK]": 0, "h": 1, "i": 2, "!": 3, "hi": 4}
+>>> tok = Tokenizer(BPE(vocab, [("h", "i")], unk_token="[UNK]"))
+>>> tok.pre_tokenizer = Whitespace()
+>>> class_run_bpe_plan(tok).encode_plain("hi hiq!")
+([4, 4, 0, 3], ['hi', 'hi', '[UNK]', '!'], [(0, 2), (3, 5), (5, 6), (6, 7)], [0, 1, 1, 2], 3)
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..models.bpe import BPE
+from . import register_plan
+from .bert import BertWordPiecePlan, class_run_stages
+
+__all__ = ["class_run_bpe_plan", "ClassRunBpePlan"]
+
+
+@register_plan
+def class_run_bpe_plan(tokenizer) -> "ClassRunBpePlan | None":
+    """A plan for BPE after BertNormalizer/Lowercase/None and a class-run pre-tokenizer, else None."""
+    stages = class_run_stages(tokenizer, BPE)
+    return None if stages is None else ClassRunBpePlan(*stages)
+
+
+class ClassRunBpePlan(BertWordPiecePlan):
+    """:class:`~pieceworks.fast.bert.BertWordPiecePlan` with the pieces merged by the BPE encoder.
+
+    The encoder says what an unknown char becomes (the ``unk_token``,
+    fused or not, byte-fallback tokens, or nothing); a piece needing an
+    ``unk_token`` the vocabulary lacks sends its text the general way, which
+    raises the error.
+    """
+
+    def _model_kernel(self):
+        """The model's BPE encoder (a new one after training or an option change)."""
+        return self.model._get_encoder()
+
+    def _model_limits(self) -> "tuple[int, int] | None":
+        """No word-length cap, and the encoder's own unknown token; None with dropout or ignore_merges."""
+        model = self.model
+        if model.dropout or model.ignore_merges:
+            return None
+        return sys.maxsize, -1
+
+    def normalizes_nothing(self, text: str) -> bool:
+        """True when there is no normalizer (Lowercase and BertNormalizer change most texts)."""
+        return self.normalizer is None

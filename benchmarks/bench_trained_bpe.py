@@ -1,9 +1,10 @@
 """A BPE tokenizer you train yourself, encoding: pieceworks against Hugging Face ``tokenizers``, side by side.
 
 Hugging Face's quick-tour tokenizer: char-level ``BPE(unk_token="[UNK]")``
-after the ``Whitespace`` pre-tokenizer (or ``--pre bert`` /
-``--pre whitespace-split``, ``--lowercase`` for a ``Lowercase``
-normalizer), trained here on the embedded corpus to ``--vocab`` tokens. Both
+after the ``Whitespace`` pre-tokenizer (or ``--pre bert``,
+``--pre whitespace-split``, or ``--pre metaspace``: ``Metaspace()``, as
+Hugging Face's ``SentencePieceBPETokenizer``; ``--normalizer lowercase`` or
+``nfkc`` first), trained here on the embedded corpus to ``--vocab`` tokens. Both
 libraries load the same tokenizer.json. The inputs and modes are
 ``bench_wordpiece``'s (prose, code and multilingual text; per line, 64 KB
 chunks, and ``encode_batch`` of each on 2 threads), ids and offsets built on
@@ -13,7 +14,8 @@ Usage::
 
     python benchmarks/bench_trained_bpe.py                     # 2 MB of each corpus
     python benchmarks/bench_trained_bpe.py --mb 1 --repeat 3 --only prose
-    python benchmarks/bench_trained_bpe.py --pre bert --lowercase --vocab 30000
+    python benchmarks/bench_trained_bpe.py --pre bert --normalizer lowercase --vocab 30000
+    python benchmarks/bench_trained_bpe.py --pre metaspace --normalizer nfkc    # SentencePieceBPETokenizer
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_wordpiece as wp  # noqa: E402
 from harness import compare, print_table  # noqa: E402
 
-PRE_TOKENIZERS = {"whitespace": "Whitespace", "bert": "BertPreTokenizer", "whitespace-split": "WhitespaceSplit"}
+PRE_TOKENIZERS = {"whitespace": "Whitespace", "bert": "BertPreTokenizer", "whitespace-split": "WhitespaceSplit",
+                  "metaspace": "Metaspace"}
+NORMALIZERS = {"none": None, "lowercase": "Lowercase", "nfkc": "NFKC"}
 
 
-def trained_pair(pre: str, lowercase: bool, vocab_size: int):
+def trained_pair(pre: str, normalizer: str, vocab_size: int):
     """(pieceworks, Hugging Face) tokenizers from one tokenizer.json trained here."""
     import tokenizers
 
@@ -45,16 +49,16 @@ def trained_pair(pre: str, lowercase: bool, vocab_size: int):
 
     tok = pw.Tokenizer(pw.models.BPE(unk_token="[UNK]"))
     tok.pre_tokenizer = getattr(pw.pre_tokenizers, PRE_TOKENIZERS[pre])()
-    tok.normalizer = pw.normalizers.Lowercase() if lowercase else None
+    tok.normalizer = None if NORMALIZERS[normalizer] is None else getattr(pw.normalizers, NORMALIZERS[normalizer])()
     trainer = pw.trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False)
     tok.train_from_iterator(islice(iter_default_corpus(), 200_000), trainer)
     return tok, tokenizers.Tokenizer.from_str(tok.to_str())
 
 
-def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], pre: str, lowercase: bool,
+def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], pre: str, normalizer: str,
         vocab_size: int) -> list[tuple[str, str, float]]:
-    pw, hf = trained_pair(pre, lowercase, vocab_size)
-    print(f"# BPE, {vocab_size} tokens, {PRE_TOKENIZERS[pre]}{', Lowercase' if lowercase else ''}, "
+    pw, hf = trained_pair(pre, normalizer, vocab_size)
+    print(f"# BPE, {vocab_size} tokens, {PRE_TOKENIZERS[pre]}, normalizer {NORMALIZERS[normalizer]}, "
           "trained on the embedded corpus")
     summary = []
     for name, (kind, text) in wp.corpora(n_bytes).items():
@@ -80,12 +84,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="", help="comma-separated kinds or corpus names (prose, code, ...)")
     parser.add_argument("--modes", default=",".join(wp.MODES), help=f"comma-separated, of: {', '.join(wp.MODES)}")
     parser.add_argument("--pre", choices=sorted(PRE_TOKENIZERS), default="whitespace", help="the pre-tokenizer")
-    parser.add_argument("--lowercase", action="store_true", help="a Lowercase normalizer first")
+    parser.add_argument("--normalizer", choices=sorted(NORMALIZERS), default="none", help="the normalizer")
     parser.add_argument("--vocab", type=int, default=8000, help="vocabulary size to train (default 8000)")
     args = parser.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()} or None
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    summary = run(int(args.mb * 1e6), args.repeat, only, modes, args.pre, args.lowercase, args.vocab)
+    summary = run(int(args.mb * 1e6), args.repeat, only, modes, args.pre, args.normalizer, args.vocab)
     print("\n## Summary: pieceworks speed / Hugging Face's (>= 1.00 means pieceworks is at least as fast)")
     for name, mode, ratio in summary:
         print(f"{name + ': ' + mode:<48}{ratio:>8.2f}x")

@@ -33,3 +33,27 @@ def general_path(make):
     finally:
         patch.undo()
     return tok
+
+
+def assert_threads_equal_serial(fast, general, lines: list, monkeypatch, every: int = 97) -> None:
+    """``fast.encode_batch(lines)`` on 2 threads gives the ids of ``general``'s serial batch, and every
+    ``every``-th encoding equals ``general.encode`` of its line, field by field."""
+    from pieceworks.fast import _pool
+
+    serial = [e.ids for e in general.encode_batch(lines)]
+    monkeypatch.setattr(_pool, "num_threads", lambda: 2)
+    batch = fast.encode_batch(lines)
+    assert [e.ids for e in batch] == serial
+    for k in range(0, len(lines), every):
+        assert_same_encoding(batch[k], general.encode(lines[k]), repr(lines[k][:60]))
+
+
+def assert_same_as_hugging_face_on_corpora(ours, theirs, shared_data, relatives, limit: int = 200_000) -> None:
+    """``ours`` and Hugging Face's ``theirs`` agree, field by field, on the first ``limit`` bytes of each
+    corpus (``relatives``: paths under ../shared/data) as one text and line by line in a batch."""
+    for relative in relatives:
+        text = (shared_data / relative).read_bytes()[:limit].decode("utf-8", "ignore")
+        assert_same_encoding(ours.encode(text), theirs.encode(text), relative)
+        lines = text.splitlines()
+        for mine, hf, line in zip(ours.encode_batch(lines), theirs.encode_batch(lines), lines):
+            assert_same_encoding(mine, hf, f"{relative}: {line[:60]!r}")

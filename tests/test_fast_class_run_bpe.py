@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer as HfTokenizer
 
-from parity import assert_same_encoding
+from parity import assert_same_as_hugging_face_on_corpora, assert_same_encoding, assert_threads_equal_serial
 from pieceworks import Tokenizer
 from pieceworks.corpus import iter_default_corpus
 from pieceworks.errors import UnknownTokenError
-from pieceworks.fast import _pool, bert, class_run_bpe
+from pieceworks.fast import bert, class_run_bpe
 from pieceworks.models import BPE
 from pieceworks.normalizers import NFC, BertNormalizer, Lowercase
 from pieceworks.pre_tokenizers import BertPreTokenizer, ByteLevel, Metaspace, Whitespace, WhitespaceSplit
@@ -196,9 +196,10 @@ def test_retraining_rebuilds_the_kernel():
     assert tok.encode("the quick brown fox").ids != first
 
 
-def test_missing_unk_token_falls_back_and_raises_the_general_error():
-    tok = Tokenizer(BPE({"a": 0, "b": 1}, [], unk_token="[UNK]"))
-    tok.pre_tokenizer = Whitespace()
+@pytest.mark.parametrize("pre_tokenizer", [Whitespace(), Metaspace()])     # (and fast.metaspace_bpe's plan)
+def test_missing_unk_token_falls_back_and_raises_the_general_error(pre_tokenizer):
+    tok = Tokenizer(BPE({"a": 0, "b": 1, "▁": 2}, [], unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizer
     assert tok._current_plan().encode_plain("ab") is not None
     assert tok._current_plan().encode_plain("ab q") is None
     with pytest.raises(UnknownTokenError, match="unk_token"):
@@ -210,12 +211,7 @@ def test_missing_unk_token_falls_back_and_raises_the_general_error():
 def test_batches_equal_one_by_one_and_threads_equal_serial(plain, monkeypatch):
     fast, general = plain
     lines = training_lines(4000)[1000:]
-    serial = [e.ids for e in general.encode_batch(lines)]
-    monkeypatch.setattr(_pool, "num_threads", lambda: 2)
-    batch = fast.encode_batch(lines)
-    assert [e.ids for e in batch] == serial
-    for k in range(0, len(lines), 97):
-        assert_same_encoding(batch[k], general.encode(lines[k]), repr(lines[k][:60]))
+    assert_threads_equal_serial(fast, general, lines, monkeypatch)
 
 
 # -- against Hugging Face ----------------------------------------------------------
@@ -258,10 +254,6 @@ def test_same_as_hugging_face_with_byte_fallback():
 def test_same_as_hugging_face_on_corpora(shared_data):
     tok = trained(vocab_size=2000)
     theirs = hf_twin(tok)
-    for relative in ("corpora/english/botchan.txt", "corpora/code/llama.cpp_ggml_c_cpp.txt",
-                     "corpora/multilingual/ja_wagahaiwa_nekodearu.txt"):
-        text = (shared_data / relative).read_bytes()[:200_000].decode("utf-8", "ignore")
-        assert_same_encoding(tok.encode(text), theirs.encode(text), relative)
-        lines = text.splitlines()
-        for ours, hf, line in zip(tok.encode_batch(lines), theirs.encode_batch(lines), lines):
-            assert_same_encoding(ours, hf, f"{relative}: {line[:60]!r}")
+    corpora = ("corpora/english/botchan.txt", "corpora/code/llama.cpp_ggml_c_cpp.txt",
+               "corpora/multilingual/ja_wagahaiwa_nekodearu.txt")
+    assert_same_as_hugging_face_on_corpora(tok, theirs, shared_data, corpora)

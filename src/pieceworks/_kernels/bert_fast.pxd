@@ -27,6 +27,7 @@ cdef enum:
 cdef class CharMap:
     cdef vector[uint32_t] entries   # one per code point, 0x110000
     cdef vector[uint32_t] multi
+    cdef bint merged_with_next      # a char of run class 3 starts a piece that class 2 chars join (Metaspace)
 
     cdef uint32_t _entry_for(self, str text, const uint8_t* act, bint check) except? 0xFFFFFFFF
 
@@ -46,6 +47,8 @@ ctypedef struct Params:
     int32_t unk_id                  # -1: the vocabulary lacks unk_token
     int32_t collect                 # 1: record the pieces' chars instead of matching
     int32_t order_checked           # 1: ENTRY_CHECK chars are safe in this text
+    int32_t merged_with_next        # the CharMap's
+    uint32_t front                  # a char put before the text (spanning its first char), or 0
 
 
 # The word cache of a Scratch: pieces of up to CACHE_MAX_CHARS chars and

@@ -86,10 +86,12 @@ cdef class CharMap:
     split, 1 isolate, 2/3 run class); ``special`` maps the code points the
     normalizer changes to their output (a str, maybe empty); every other
     char maps to itself. Chars in ``check`` are ENTRY_CHECK (see the module
-    docstring).
+    docstring). ``merged_with_next``: a char of class 3 is not a run of its
+    own but starts a piece that the class 2 chars after it join
+    (Metaspace's split: each ``▁`` begins a word).
     """
 
-    def __init__(self, bytes actions not None, dict special, check=()):
+    def __init__(self, bytes actions not None, dict special, check=(), bint merged_with_next=False):
         cdef Py_ssize_t cp
         cdef const uint8_t* act
         if len(actions) != N_CODE_POINTS:
@@ -101,6 +103,7 @@ cdef class CharMap:
                 raise ValueError(f"action {act[cp]} of U+{cp:04X} is not 0-3")
             self.entries[cp] = make_entry(act[cp], cp)
         self.multi.push_back(0)                     # offset 0 is never a real list
+        self.merged_with_next = merged_with_next
         for key, out in special.items():
             self.entries[<Py_ssize_t> key] = self._entry_for(out, act, False)
         for key in check:
@@ -326,7 +329,8 @@ cdef inline int emit(Scratch sc, WordPieceMatcher m, BpeEncoder b, const Params*
             status = sc.flush(m, b, p)
             if status:
                 return status
-            sc.run = kind
+            # (Metaspace: the mark opens a piece of class 2, so the next class 3 char ends it.)
+            sc.run = ENTRY_RUN if p.merged_with_next else kind
         sc.word.push_back(c)
         sc.src.push_back(src)
         return 0
@@ -374,6 +378,18 @@ cdef int scan_text(const char_t* s, Py_ssize_t n, Scratch sc, WordPieceMatcher m
 cdef int scan_any(int kind, const void* data, Py_ssize_t n, Scratch sc, WordPieceMatcher m, BpeEncoder b,
                   const Params* p) noexcept nogil:
     # (m or b: the model, a TokenTable's; both None only when collecting pieces)
+    cdef uint32_t e
+    cdef int status
+    if p.front and n > 0:
+        # Put in front unless the text starts with what the front char is (Metaspace's rule: a
+        # space or a mark already there), as the char of source 0.
+        e = p.entries[(<const uint8_t*>data)[0] if kind == 1 else
+                      (<const uint16_t*>data)[0] if kind == 2 else (<const uint32_t*>data)[0]]
+        if e != p.entries[p.front]:
+            e = p.entries[p.front]
+            status = emit(sc, m, b, p, e >> ENTRY_SHIFT, e & ENTRY_PAYLOAD, 0)
+            if status:
+                return status
     if kind == 1:
         return scan_text(<const uint8_t*> data, n, sc, m, b, p)
     if kind == 2:
@@ -445,10 +461,13 @@ cdef class TokenTable:
 
 
 def encode(str text not None, CharMap cmap not None, TokenTable table not None, Py_ssize_t max_chars, int unk_id,
-           str unk_token, Py_ssize_t nogil_min=2048, bint order_checked=False):
+           str unk_token, Py_ssize_t nogil_min=2048, bint order_checked=False, str front=""):
     """``(ids, tokens, offsets, words, n_words)`` of ``text``, or an int status instead.
 
-    ``table`` is ``TokenTable(matcher)`` of the model's current matcher.
+    ``table`` is ``TokenTable(matcher)`` of the model's current matcher (or
+    ``TokenTable(encoder)`` of a BPE model's encoder). ``front``: a char to put
+    before a text that does not start with one mapping as it does
+    (Metaspace's prepended ``▁``); it spans the text's first char.
 
     NEEDS_ORDER_CHECK: ``text`` has an ENTRY_CHECK char (call again with
     ``order_checked=True`` if NFD reorders nothing in it). NO_UNK_TOKEN: a
@@ -460,12 +479,7 @@ def encode(str text not None, CharMap cmap not None, TokenTable table not None, 
     cdef const void* data = PyUnicode_DATA(text)
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
     cdef Scratch sc = take_scratch()
-    p.entries = cmap.entries.data()
-    p.multi = cmap.multi.data()
-    p.max_chars = max_chars
-    p.unk_id = unk_id
-    p.collect = 0
-    p.order_checked = order_checked
+    set_params(&p, cmap, max_chars, unk_id, order_checked, front_char(front))
     sc.reset()
     sc.use_cache_of(table)
     try:
@@ -481,13 +495,25 @@ def encode(str text not None, CharMap cmap not None, TokenTable table not None, 
         give_back(sc)
 
 
-cdef inline void set_params(Params* p, CharMap cmap, Py_ssize_t max_chars, int unk_id, bint order_checked):
+cdef uint32_t front_char(str front) except? 0xFFFFFFFF:
+    """A ``front`` argument as Params takes it: "" (or None) for none, else its one char."""
+    if not front:
+        return 0
+    if len(front) != 1:
+        raise ValueError(f"front: one char or none, got {front!r}")
+    return ord(front)
+
+
+cdef inline void set_params(Params* p, CharMap cmap, Py_ssize_t max_chars, int unk_id, bint order_checked,
+                            uint32_t front):
     p.entries = cmap.entries.data()
     p.multi = cmap.multi.data()
     p.max_chars = max_chars
     p.unk_id = unk_id
     p.collect = 0
     p.order_checked = order_checked
+    p.merged_with_next = cmap.merged_with_next
+    p.front = front
 
 
 cdef bytes raw_of(const Tok* toks, Py_ssize_t n):
@@ -504,18 +530,18 @@ cdef bytes raw_of(const Tok* toks, Py_ssize_t n):
 
 
 def encode_raw(str text not None, CharMap cmap not None, TokenTable table not None, Py_ssize_t max_chars, int unk_id,
-               Py_ssize_t nogil_min=2048, bint order_checked=False):
+               Py_ssize_t nogil_min=2048, bint order_checked=False, str front=""):
     """``(raw, n_tokens, n_words)`` of ``text`` (a raw encoding: see raw_encoding.pyx), or a status int.
 
     The same tokens as :func:`encode`, without a Python object per token; a
     token's string is ``strings[id]`` (the unknown token's id is ``unk_id``).
     Texts past 2**31 chars get the status TOO_LONG (offsets are int32).
     """
-    return _encode_raw(text, cmap, table, max_chars, unk_id, nogil_min, order_checked)
+    return _encode_raw(text, cmap, table, max_chars, unk_id, nogil_min, order_checked, front_char(front))
 
 
 cdef object _encode_raw(str text, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int unk_id,
-                        Py_ssize_t nogil_min, bint order_checked):
+                        Py_ssize_t nogil_min, bint order_checked, uint32_t front):
     cdef Params p
     cdef int kind = PyUnicode_KIND(text), status
     cdef const void* data = PyUnicode_DATA(text)
@@ -524,7 +550,7 @@ cdef object _encode_raw(str text, CharMap cmap, TokenTable table, Py_ssize_t max
     if n >= INT32_LIMIT:
         return TOO_LONG
     sc = take_scratch()
-    set_params(&p, cmap, max_chars, unk_id, order_checked)
+    set_params(&p, cmap, max_chars, unk_id, order_checked, front)
     sc.reset()
     sc.use_cache_of(table)
     try:
@@ -544,32 +570,39 @@ cdef class OneText:
     """:func:`encode_raw` with all but the text fixed: ``one(text)``, for ``Tokenizer.encode``'s fast way.
 
     Returns ``(raw, n_tokens, n_words)`` or a status int (then the caller
-    takes the long way, which handles every status).
+    takes the long way, which handles every status). ``front``: as
+    :func:`encode`'s, for every text (one that starts an input).
     """
     cdef CharMap cmap
     cdef TokenTable table
     cdef Py_ssize_t max_chars, nogil_min
     cdef int unk_id
+    cdef uint32_t front
 
     def __init__(self, CharMap cmap not None, TokenTable table not None, Py_ssize_t max_chars, int unk_id,
-                 Py_ssize_t nogil_min):
+                 Py_ssize_t nogil_min, str front=""):
         self.cmap, self.table, self.max_chars, self.unk_id, self.nogil_min = cmap, table, max_chars, unk_id, nogil_min
+        self.front = front_char(front)
 
     def __call__(self, str text not None):
-        return _encode_raw(text, self.cmap, self.table, self.max_chars, self.unk_id, self.nogil_min, False)
+        return _encode_raw(text, self.cmap, self.table, self.max_chars, self.unk_id, self.nogil_min, False,
+                           self.front)
 
 
-def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not None, Py_ssize_t max_chars, int unk_id):
+def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not None, Py_ssize_t max_chars, int unk_id,
+                     fronts=None):
     """``[encode_raw(t, ...) for t in texts]``, the whole list scanned with the GIL released once.
 
     An item is ``(raw, n_tokens, n_words)`` or a status int (then call
     :func:`encode_raw` for that text with what the status asks for).
+    ``fronts``: each text's ``front`` (a str of one char, or "" for none), or None for none.
     """
     cdef Params p
     cdef Py_ssize_t count = len(texts), k, i, first
     cdef vector[const void*] datas
     cdef vector[Py_ssize_t] lengths
     cdef vector[int] kinds
+    cdef vector[uint32_t] front_chars
     cdef vector[int] statuses
     cdef vector[Py_ssize_t] ends
     cdef vector[int32_t] n_words
@@ -585,8 +618,13 @@ def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not Non
         datas.push_back(PyUnicode_DATA(text))
         lengths.push_back(PyUnicode_GET_LENGTH(text))
         kinds.push_back(PyUnicode_KIND(text))
+    if fronts is not None:
+        if len(fronts) != count:
+            raise ValueError(f"encode_raw_batch: {count} texts but {len(fronts)} fronts")
+        for front in fronts:
+            front_chars.push_back(front_char(front))
     sc = take_scratch()
-    set_params(&p, cmap, max_chars, unk_id, False)
+    set_params(&p, cmap, max_chars, unk_id, False, 0)
     sc.use_cache_of(table)
     try:
         with nogil:
@@ -596,6 +634,8 @@ def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not Non
                 sc.toks.clear()
                 sc.n_words = 0
                 sc.run = NO_RUN
+                if front_chars.size():
+                    p.front = front_chars[k]
                 if lengths[k] >= INT32_LIMIT:
                     statuses.push_back(TOO_LONG)
                 else:
@@ -656,7 +696,7 @@ cdef tuple build_result(Scratch sc, TokenTable table, str unk_token):
     return ids, tokens, offsets, words, sc.n_words
 
 
-def pieces(str text not None, CharMap cmap not None, bint order_checked=False):
+def pieces(str text not None, CharMap cmap not None, bint order_checked=False, str front=""):
     """The pieces the encoder hands WordPiece: ``[(piece, [source index per char]), ...]``, or None.
 
     The same scan as :func:`encode`, stopped before matching; the tests hold
@@ -673,12 +713,8 @@ def pieces(str text not None, CharMap cmap not None, bint order_checked=False):
     cdef Tok* tok
     cdef Py_ssize_t i
     cdef list out = []
-    p.entries = cmap.entries.data()
-    p.multi = cmap.multi.data()
-    p.max_chars = 0
-    p.unk_id = -1
+    set_params(&p, cmap, 0, -1, order_checked, front_char(front))
     p.collect = 1
-    p.order_checked = order_checked
     sc.reset()
     if scan_any(PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text), sc, None, None, &p):
         return None

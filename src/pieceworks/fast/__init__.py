@@ -54,7 +54,7 @@ import os
 import threading
 from typing import Callable
 
-__all__ = ["register_plan", "find_plan"]
+__all__ = ["register_plan", "find_plan", "plain_from_raw"]
 
 _BUILDERS: list[Callable] = []
 
@@ -97,3 +97,19 @@ def _load_builders() -> None:
         for info in pkgutil.iter_modules(__path__):
             importlib.import_module(f"{__name__}.{info.name}")
         _loaded = True
+
+
+def plain_from_raw(result):
+    """``encode_plain``'s ``(ids, tokens, offsets, words, n_words)`` made from ``encode_raw``'s
+    ``(raw, n_tokens, n_words, strings)``, or None for None (a plan whose raw form is its own).
+
+    >>> from pieceworks._kernels.raw_encoding import pack
+    >>> plain_from_raw((pack([7], [0], [2], [0]), 1, 1, {7: "hi"}))
+    ([7], ['hi'], [(0, 2)], [0], 1)
+    """
+    if result is None:
+        return None
+    from .._kernels.raw_encoding import id_list, offset_list, token_list, word_list
+
+    raw, n, n_words, strings = result
+    return id_list(raw, n), token_list(raw, n, strings), offset_list(raw, n, 0), word_list(raw, n, -1), n_words

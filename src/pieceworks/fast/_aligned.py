@@ -4,8 +4,9 @@ The fast plans encode a normalized text in one kernel call and move the
 tokens' offsets back into the input in C (``raw_encoding.remap_offsets``),
 where the general path carries an alignment per char through every stage.
 Only the parts a normalizer changes are mapped char by char; the stretches
-between them only move. :class:`AlignedNfc` normalizes with NFC (the gaps
-between added tokens, each on its own, as Hugging Face does);
+between them only move. :class:`AlignedForm` normalizes with a Unicode form
+(:class:`AlignedNfc` with NFC: the gaps between added tokens, each on its
+own, as Hugging Face does);
 :func:`aligned_precompiled` with a SentencePiece charsmap, word by word.
 """
 
@@ -19,7 +20,7 @@ from .._kernels.aligned_nfc import splice_segments
 from .._kernels.raw_encoding import remap_offsets
 from .._unicode_forms import _EDIT_OF, segment_edits, segment_kinds, span_pairs
 
-__all__ = ["AlignedText", "AlignedNfc", "aligned_precompiled"]
+__all__ = ["AlignedText", "AlignedForm", "AlignedNfc", "aligned_precompiled"]
 
 
 class AlignedText:
@@ -89,25 +90,42 @@ class AlignedText:
                              self._map_ends)
 
 
-class AlignedNfc(AlignedText):
-    """:class:`AlignedText` whose :meth:`normalize` appends NFC of a part, normalized on its own.
+class AlignedForm(AlignedText):
+    """:class:`AlignedText` whose :meth:`normalize` appends a Unicode normal form (``form``: "NFC",
+    "NFKC", "NFD" or "NFKD") of a part, normalized on its own.
 
-    Only the segments NFC changes (a char and the marks it composes with:
-    ``_unicode_forms.changed_segments``) are replaced; the rest is kept. The
-    segments are found and spliced in C (``_kernels/aligned_nfc``).
+    Only the segments the form changes (a char and the marks it composes
+    with: ``_unicode_forms.changed_segments``) are replaced; the rest is
+    kept. The segments are found and spliced in C (``_kernels/aligned_nfc``).
+
+    >>> view = AlignedForm("<s>ﬁe\u0301!", "NFKC")
+    >>> view.keep(0, 3), view.normalize(3, 7), view.text
+    ('<s>', 'fi\xe9!', '<s>fi\xe9!')
+    """
+
+    def __init__(self, source: str, form: str):
+        super().__init__(source)
+        self.form = form
+
+    def normalize(self, start: int, end: int) -> str:
+        """Append the form of ``source[start:end]``, normalized on its own; that text."""
+        made, form = len(self._parts), self.form
+        self.length = splice_segments(self.source, start, end, segment_kinds(form), segment_edits(form),
+                                      _EDIT_OF[form], self._parts, self._seg_starts, self._seg_shift, self._seg_map,
+                                      self._map_starts, self._map_ends, self.length)
+        return "".join(self._parts[made:])
+
+
+class AlignedNfc(AlignedForm):
+    """:class:`AlignedForm` for NFC.
 
     >>> view = AlignedNfc("<s>e\u0301!")
     >>> view.keep(0, 3), view.normalize(3, 6), view.text
     ('<s>', '\xe9!', '<s>\xe9!')
     """
 
-    def normalize(self, start: int, end: int) -> str:
-        """Append NFC of ``source[start:end]``, normalized on its own; that text."""
-        made = len(self._parts)
-        self.length = splice_segments(self.source, start, end, segment_kinds("NFC"), segment_edits("NFC"),
-                                      _EDIT_OF["NFC"], self._parts, self._seg_starts, self._seg_shift, self._seg_map,
-                                      self._map_starts, self._map_ends, self.length)
-        return "".join(self._parts[made:])
+    def __init__(self, source: str):
+        super().__init__(source, "NFC")
 
 
 def aligned_precompiled(precompiled, text: str) -> "AlignedText | None":

@@ -33,11 +33,10 @@ import sys
 from itertools import repeat
 
 from ..models.bpe import BPE
-from .._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
-from . import register_plan
+from . import plain_from_raw, register_plan
 from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
@@ -277,11 +276,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
 
     def encode_plain(self, text: str, at: int = 0):
         """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
-        result = self.encode_raw(text, at)
-        if result is None:
-            return None
-        raw, n, n_words, strings = result
-        return id_list(raw, n), token_list(raw, n, strings), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
+        return plain_from_raw(self.encode_raw(text, at))
 
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer (Precompiled) leaves ``text`` as it is: no rule matches in it."""

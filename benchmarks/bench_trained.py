@@ -1,7 +1,7 @@
-"""A BPE tokenizer you train yourself, encoding: pieceworks against Hugging Face ``tokenizers``, side by side.
+"""A tokenizer you train yourself, encoding: pieceworks against Hugging Face ``tokenizers``, side by side.
 
 Hugging Face's quick-tour tokenizer: char-level ``BPE(unk_token="[UNK]")``
-after the ``Whitespace`` pre-tokenizer (or ``--pre bert``,
+(or ``--model wordlevel``: ``WordLevel``) after the ``Whitespace`` pre-tokenizer (or ``--pre bert``,
 ``--pre whitespace-split``, or ``--pre metaspace``: ``Metaspace()``, as
 Hugging Face's ``SentencePieceBPETokenizer``; ``--normalizer lowercase`` or
 ``nfkc`` first), trained here on the embedded corpus to ``--vocab`` tokens. Both
@@ -12,10 +12,11 @@ both sides and checked equal before any time is printed.
 
 Usage::
 
-    python benchmarks/bench_trained_bpe.py                     # 2 MB of each corpus
-    python benchmarks/bench_trained_bpe.py --mb 1 --repeat 3 --only prose
-    python benchmarks/bench_trained_bpe.py --pre bert --normalizer lowercase --vocab 30000
-    python benchmarks/bench_trained_bpe.py --pre metaspace --normalizer nfkc    # SentencePieceBPETokenizer
+    python benchmarks/bench_trained.py                     # 2 MB of each corpus
+    python benchmarks/bench_trained.py --mb 1 --repeat 3 --only prose
+    python benchmarks/bench_trained.py --pre bert --normalizer lowercase --vocab 30000
+    python benchmarks/bench_trained.py --pre metaspace --normalizer nfkc    # SentencePieceBPETokenizer
+    python benchmarks/bench_trained.py --model wordlevel
 """
 
 from __future__ import annotations
@@ -40,25 +41,29 @@ PRE_TOKENIZERS = {"whitespace": "Whitespace", "bert": "BertPreTokenizer", "white
 NORMALIZERS = {"none": None, "lowercase": "Lowercase", "nfkc": "NFKC"}
 
 
-def trained_pair(pre: str, normalizer: str, vocab_size: int):
+MODELS = {"bpe": ("BPE", "BpeTrainer"), "wordlevel": ("WordLevel", "WordLevelTrainer")}
+
+
+def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int):
     """(pieceworks, Hugging Face) tokenizers from one tokenizer.json trained here."""
     import tokenizers
 
     import pieceworks as pw
     from pieceworks.corpus import iter_default_corpus
 
-    tok = pw.Tokenizer(pw.models.BPE(unk_token="[UNK]"))
+    model_name, trainer_name = MODELS[model]
+    tok = pw.Tokenizer(getattr(pw.models, model_name)(unk_token="[UNK]"))
     tok.pre_tokenizer = getattr(pw.pre_tokenizers, PRE_TOKENIZERS[pre])()
     tok.normalizer = None if NORMALIZERS[normalizer] is None else getattr(pw.normalizers, NORMALIZERS[normalizer])()
-    trainer = pw.trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False)
+    trainer = getattr(pw.trainers, trainer_name)(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False)
     tok.train_from_iterator(islice(iter_default_corpus(), 200_000), trainer)
     return tok, tokenizers.Tokenizer.from_str(tok.to_str())
 
 
-def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], pre: str, normalizer: str,
+def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], model: str, pre: str, normalizer: str,
         vocab_size: int) -> list[tuple[str, str, float]]:
-    pw, hf = trained_pair(pre, normalizer, vocab_size)
-    print(f"# BPE, {vocab_size} tokens, {PRE_TOKENIZERS[pre]}, normalizer {NORMALIZERS[normalizer]}, "
+    pw, hf = trained_pair(model, pre, normalizer, vocab_size)
+    print(f"# {MODELS[model][0]}, {vocab_size} tokens, {PRE_TOKENIZERS[pre]}, normalizer {NORMALIZERS[normalizer]}, "
           "trained on the embedded corpus")
     summary = []
     for name, (kind, text) in wp.corpora(n_bytes).items():
@@ -83,13 +88,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per contender (median)")
     parser.add_argument("--only", default="", help="comma-separated kinds or corpus names (prose, code, ...)")
     parser.add_argument("--modes", default=",".join(wp.MODES), help=f"comma-separated, of: {', '.join(wp.MODES)}")
+    parser.add_argument("--model", choices=sorted(MODELS), default="bpe", help="the model to train")
     parser.add_argument("--pre", choices=sorted(PRE_TOKENIZERS), default="whitespace", help="the pre-tokenizer")
     parser.add_argument("--normalizer", choices=sorted(NORMALIZERS), default="none", help="the normalizer")
     parser.add_argument("--vocab", type=int, default=8000, help="vocabulary size to train (default 8000)")
     args = parser.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()} or None
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    summary = run(int(args.mb * 1e6), args.repeat, only, modes, args.pre, args.normalizer, args.vocab)
+    summary = run(int(args.mb * 1e6), args.repeat, only, modes, args.model, args.pre, args.normalizer, args.vocab)
     print("\n## Summary: pieceworks speed / Hugging Face's (>= 1.00 means pieceworks is at least as fast)")
     for name, mode, ratio in summary:
         print(f"{name + ': ' + mode:<48}{ratio:>8.2f}x")

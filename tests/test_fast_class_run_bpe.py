@@ -94,6 +94,9 @@ MODEL_OPTIONS = [
     {"continuing_subword_prefix": "##"},
     {"end_of_word_suffix": "</w>"},
     {"continuing_subword_prefix": "##", "end_of_word_suffix": "</w>", "fuse_unk": True},
+    # Byte fallback spells the prefix's and suffix's bytes too: a word's tokens then cover more
+    # bytes than it has, and the last ones start at its end.
+    {"continuing_subword_prefix": "##", "end_of_word_suffix": "</w>", "byte_fallback": True},
 ]
 
 
@@ -105,7 +108,9 @@ def twins_by_options():
         base = trained(**options)
         if options.get("byte_fallback"):     # the <0xNN> tokens byte fallback spells bytes with
             base.model = BPE(dict(base.model.vocab, **{f"<0x{b:02X}>": 10_000 + b for b in range(256)}),
-                             base.model.merges, unk_token="[UNK]", byte_fallback=True)
+                             base.model.merges, unk_token="[UNK]", byte_fallback=True,
+                             continuing_subword_prefix=options.get("continuing_subword_prefix"),
+                             end_of_word_suffix=options.get("end_of_word_suffix"))
         assert len(base.model.merges) > 100, options
         for n, make_normalizer in enumerate(NORMALIZERS):
             for pre in PRE_TOKENIZERS:
@@ -129,9 +134,27 @@ any_text = st.one_of(st.text(max_size=40), interesting_text, words_text)
 def test_plan_equals_general_path_on_any_text(twins_by_options, text, which):
     fast, general = twins_by_options[which]
     assert_same(fast, general, text, context=f"{MODEL_OPTIONS[which[0]]} {which[1:]} {text!r}")
-    if fast._current_plan().encode_plain(text) is None:    # only where NFD moves a spacing mark
+    if fast._current_plan().encode_plain(text) is None:
+        # Only where NFD moves a spacing mark, or where byte fallback spelled a prefix or suffix
+        # past a piece's end (PAST_PIECE: the general path says where those tokens are).
         clean, _, strip, _ = bert.normalizer_options(fast.normalizer)
-        assert strip and not bert.nfd_keeps_order(text, clean), repr(text)
+        model = fast.model
+        marks = model.continuing_subword_prefix or model.end_of_word_suffix
+        assert strip and not bert.nfd_keeps_order(text, clean) or model.byte_fallback and marks, repr(text)
+
+
+def test_tokens_past_a_pieces_end_take_the_general_way():
+    # Byte fallback spells "##" and "</w>" too when they are not tokens: "000"'s tokens cover 11
+    # bytes, and the last 8 start past the piece (Hugging Face's offsets run past the text there).
+    vocab = {"[UNK]": 0, "0": 1, **{f"<0x{b:02X}>": 10 + b for b in range(256)}}
+    tok = Tokenizer(BPE(vocab, [], unk_token="[UNK]", byte_fallback=True, continuing_subword_prefix="##",
+                        end_of_word_suffix="</w>"))
+    tok.pre_tokenizer = Whitespace()
+    assert tok._current_plan().encode_plain("000") is None
+    assert tok._current_plan().encode_plain("") is not None
+    general = twin(tok)
+    for text in ("000", "0 00 x", "0"):
+        assert_same(tok, general, text)
 
 
 def test_long_words_and_repeated_words(plain):

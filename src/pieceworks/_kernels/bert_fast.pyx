@@ -62,6 +62,7 @@ cdef enum:
     NEEDS_ORDER_CHECK = 1       # an ENTRY_CHECK char, and order_checked was not set
     NO_UNK_TOKEN = 2            # a piece needs unk_token, which the vocabulary lacks (BPE: or names one it lacks)
     TOO_LONG = 3                # encode_raw: offsets past int32 (use encode)
+    PAST_PIECE = 4              # a BPE token starts past its piece's end: the general path's offsets
 
 cdef Py_ssize_t INT32_LIMIT = 0x7FFFFFFF
 
@@ -142,6 +143,7 @@ cdef class Scratch:
     cdef int flush(self, WordPieceMatcher m, BpeEncoder b, const Params* p) noexcept nogil:
         # The open piece is complete: WordPiece (or BPE, when b is given) it into toks.
         cdef Py_ssize_t n = self.word.size(), i
+        cdef int status
         cdef int32_t count
         cdef const int32_t* nodes
         cdef Tok tok
@@ -151,8 +153,9 @@ cdef class Scratch:
         tok.word = self.n_words
         self.n_words += 1
         if b is not None and not p.collect:
-            if self.flush_bpe(b, tok.word) < 0:
-                return NO_UNK_TOKEN
+            status = self.flush_bpe(b, tok.word)
+            if status:
+                return status
         elif p.collect:
             # Pieces only (for the tests): each char as a "token" (id = the char).
             tok.unk = 0
@@ -180,13 +183,20 @@ cdef class Scratch:
         return 0
 
     cdef int flush_bpe(self, BpeEncoder b, int32_t word) noexcept nogil:
-        # The open piece's BPE tokens into toks; -1 if it needs an unk token the vocabulary lacks.
+        # The open piece's BPE tokens into toks, or a status: NO_UNK_TOKEN, or PAST_PIECE for a token
+        # that starts at the piece's end (byte fallback spells a prefix's and a suffix's bytes too, so
+        # the tokens can cover more bytes than the piece has; Hugging Face's offsets then run past the
+        # text, and the general path's past the piece: it is left to say where).
         # Each cached token is (id, first char, end char) in the piece, which src maps to the text.
         cdef int32_t count, k
+        cdef int32_t n = <int32_t>self.word.size()
         cdef const int32_t* spans = self.tokens_cached(None, b, &count)
         cdef Tok tok
         if count < 0:
-            return -1
+            return NO_UNK_TOKEN
+        for k in range(count):
+            if spans[3 * k + 1] >= n:
+                return PAST_PIECE
         tok.word = word
         tok.unk = 0
         for k in range(count):
@@ -733,5 +743,5 @@ def pieces(str text not None, CharMap cmap not None, bint order_checked=False, s
 
 
 # The statuses and the cache size, for Python callers.
-globals().update(NEEDS_ORDER_CHECK=NEEDS_ORDER_CHECK, NO_UNK_TOKEN=NO_UNK_TOKEN, TOO_LONG=TOO_LONG,
+globals().update(NEEDS_ORDER_CHECK=NEEDS_ORDER_CHECK, NO_UNK_TOKEN=NO_UNK_TOKEN, TOO_LONG=TOO_LONG, PAST_PIECE=PAST_PIECE,
                  CACHE_SLOTS=CACHE_SLOTS)

@@ -141,6 +141,14 @@ def _trained(kind: str, shared_data: Path):
         if kind == "bpe_one_piece":      # no pre-tokenizer: a whole input is one piece for the BPE kernel
             tok = pw.Tokenizer(pw.models.BPE(unk_token="[UNK]", byte_fallback=False))
             trainer = pw.trainers.BpeTrainer(vocab_size=2000, special_tokens=["[UNK]"], show_progress=False)
+        elif kind == "bpe_words":        # Hugging Face's quick tour: Whitespace, then BPE
+            tok = pw.Tokenizer(pw.models.BPE(unk_token="[UNK]"))
+            tok.pre_tokenizer = pw.pre_tokenizers.Whitespace()
+            trainer = pw.trainers.BpeTrainer(vocab_size=2000, special_tokens=["[UNK]"], show_progress=False)
+        elif kind == "bpe_metaspace":    # SentencePieceBPETokenizer's stages: NFKC, Metaspace, BPE
+            tok = pw.Tokenizer(pw.models.BPE(unk_token="<unk>"))
+            tok.normalizer, tok.pre_tokenizer = pw.normalizers.NFKC(), pw.pre_tokenizers.Metaspace()
+            trainer = pw.trainers.BpeTrainer(vocab_size=2000, special_tokens=["<unk>"], show_progress=False)
         elif kind == "wordpiece":
             tok = pw.Tokenizer(pw.models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=10**7))
             tok.pre_tokenizer = pw.pre_tokenizers.Whitespace()
@@ -171,6 +179,8 @@ def tokenizer_catalog(shared_data: Path = SHARED_DATA) -> dict[str, tuple[str, C
         "spm-albert": ("SentencePiece Unigram .model (face)", _spm_face(
             shared_data, "tokenizers/sentencepiece/hf_transformers_fixtures/spiece.model")),
         "trained-bpe": ("BPE trained here, no pre-tokenizer", _trained("bpe_one_piece", shared_data)),
+        "trained-bpe-words": ("BPE trained here, Whitespace", _trained("bpe_words", shared_data)),
+        "trained-bpe-metaspace": ("BPE trained here, NFKC and Metaspace", _trained("bpe_metaspace", shared_data)),
         "trained-wordpiece": ("WordPiece trained here, no word-length cap", _trained("wordpiece", shared_data)),
         "trained-wordlevel": ("WordLevel trained here", _trained("wordlevel", shared_data)),
         "tiktoken-cl100k": ("tiktoken face, cl100k_base", _tiktoken_face(shared_data, "cl100k_base")),

@@ -68,7 +68,8 @@ def has_fast_plan(encode) -> bool:
 
 
 NAMES = ["llama3", "qwen3", "gpt2-files", "mistral", "bert", "ruT5", "spm-llama2", "spm-albert", "trained-bpe",
-         "trained-wordpiece", "trained-wordlevel", "tiktoken-cl100k", "llama3-long-token", "llama3-alike-tokens"]
+         "trained-bpe-words", "trained-bpe-metaspace", "trained-wordpiece", "trained-wordlevel", "tiktoken-cl100k",
+         "llama3-long-token", "llama3-alike-tokens"]
 
 
 @pytest.mark.parametrize("general_only", [False, True], ids=["fast", "general"])

@@ -96,6 +96,8 @@ cdef Py_ssize_t SMALL_PIECE = 96
 # Pieces of at least this many symbols (and a sixteenth of the ranks: each piece clears a few
 # words a rank) merge through buckets, not the heap.
 cdef Py_ssize_t BUCKET_PIECE = 4096
+# How many of a rank's pairs ahead _merge_buckets starts loading the symbols of.
+cdef size_t BUCKET_PREFETCH = 8
 
 # -- the hash map ---------------------------------------------------------------
 
@@ -711,6 +713,10 @@ cdef class BpeEncoder:
                 sort(bucket.begin(), bucket.end())
             j = 0
             count = bucket.size()
+            # A rank's pairs lie far apart in a long piece (a cache miss, and a TLB miss, each):
+            # start loading the symbols of the next few while merging this one.
+            for i in range(min(count, BUCKET_PREFETCH)):
+                pw_prefetch_read(&syms[bucket[i] >> 32])
             while True:
                 # Late pairs come before the bucket's next: they rank no higher, and stand at or
                 # left of the merge that queued them (its place, or the one before it).
@@ -718,6 +724,8 @@ cdef class BpeEncoder:
                     c = heap_pop(q.late)
                     self._merge_at(syms, c.pos, c.new_id, r, &q, banned)
                 elif j < count:
+                    if j + BUCKET_PREFETCH < count:
+                        pw_prefetch_read(&syms[bucket[j + BUCKET_PREFETCH] >> 32])
                     self._merge_at(syms, <int32_t>(bucket[j] >> 32), <uint32_t>(bucket[j] & 0xFFFFFFFFULL), r, &q,
                                    banned)
                     j += 1

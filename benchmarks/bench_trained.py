@@ -4,7 +4,9 @@ Hugging Face's quick-tour tokenizer: char-level ``BPE(unk_token="[UNK]")``
 (or ``--model wordlevel``: ``WordLevel``) after the ``Whitespace`` pre-tokenizer (or ``--pre bert``,
 ``--pre whitespace-split``, or ``--pre metaspace``: ``Metaspace()``, as
 Hugging Face's ``SentencePieceBPETokenizer``; ``--normalizer lowercase`` or
-``nfkc`` first), trained here on the embedded corpus to ``--vocab`` tokens. Both
+``nfkc`` first), trained here on the embedded corpus to ``--vocab`` tokens;
+or, with ``--implementation NAME``, one of Hugging Face's ready-made classes
+(``pieceworks.implementations``: ``SentencePieceUnigramTokenizer``, ...). Both
 libraries load the same tokenizer.json. The inputs and modes are
 ``bench_wordpiece``'s (prose, code and multilingual text; per line, 64 KB
 chunks, and ``encode_batch`` of each on 2 threads), ids and offsets built on
@@ -17,6 +19,7 @@ Usage::
     python benchmarks/bench_trained.py --pre bert --normalizer lowercase --vocab 30000
     python benchmarks/bench_trained.py --pre metaspace --normalizer nfkc    # SentencePieceBPETokenizer
     python benchmarks/bench_trained.py --model wordlevel
+    python benchmarks/bench_trained.py --implementation SentencePieceUnigramTokenizer
 """
 
 from __future__ import annotations
@@ -44,13 +47,19 @@ NORMALIZERS = {"none": None, "lowercase": "Lowercase", "nfkc": "NFKC"}
 MODELS = {"bpe": ("BPE", "BpeTrainer"), "wordlevel": ("WordLevel", "WordLevelTrainer")}
 
 
-def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int):
+def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int, implementation: str | None = None):
     """(pieceworks, Hugging Face) tokenizers from one tokenizer.json trained here."""
     import tokenizers
 
     import pieceworks as pw
     from pieceworks.corpus import iter_default_corpus
 
+    if implementation:
+        impl = getattr(pw.implementations, implementation)()
+        options = {"special_tokens": ["<unk>"], "unk_token": "<unk>"} if "Unigram" in implementation else {}
+        impl.train_from_iterator(islice(iter_default_corpus(), 200_000), vocab_size=vocab_size, show_progress=False,
+                                 **options)
+        return impl._tokenizer, tokenizers.Tokenizer.from_str(impl._tokenizer.to_str())
     model_name, trainer_name = MODELS[model]
     tok = pw.Tokenizer(getattr(pw.models, model_name)(unk_token="[UNK]"))
     tok.pre_tokenizer = getattr(pw.pre_tokenizers, PRE_TOKENIZERS[pre])()
@@ -61,10 +70,10 @@ def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int):
 
 
 def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], model: str, pre: str, normalizer: str,
-        vocab_size: int) -> list[tuple[str, str, float]]:
-    pw, hf = trained_pair(model, pre, normalizer, vocab_size)
-    print(f"# {MODELS[model][0]}, {vocab_size} tokens, {PRE_TOKENIZERS[pre]}, normalizer {NORMALIZERS[normalizer]}, "
-          "trained on the embedded corpus")
+        vocab_size: int, implementation: str | None = None) -> list[tuple[str, str, float]]:
+    pw, hf = trained_pair(model, pre, normalizer, vocab_size, implementation)
+    stages = implementation or f"{MODELS[model][0]}, {PRE_TOKENIZERS[pre]}, normalizer {NORMALIZERS[normalizer]}"
+    print(f"# {stages}, {vocab_size} tokens, trained on the embedded corpus")
     summary = []
     for name, (kind, text) in wp.corpora(n_bytes).items():
         if only and kind not in only and name not in only:
@@ -92,10 +101,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pre", choices=sorted(PRE_TOKENIZERS), default="whitespace", help="the pre-tokenizer")
     parser.add_argument("--normalizer", choices=sorted(NORMALIZERS), default="none", help="the normalizer")
     parser.add_argument("--vocab", type=int, default=8000, help="vocabulary size to train (default 8000)")
+    parser.add_argument("--implementation", help="a class of pieceworks.implementations instead (its own stages)")
     args = parser.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()} or None
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    summary = run(int(args.mb * 1e6), args.repeat, only, modes, args.model, args.pre, args.normalizer, args.vocab)
+    summary = run(int(args.mb * 1e6), args.repeat, only, modes, args.model, args.pre, args.normalizer, args.vocab,
+                  args.implementation)
     print("\n## Summary: pieceworks speed / Hugging Face's (>= 1.00 means pieceworks is at least as fast)")
     for name, mode, ratio in summary:
         print(f"{name + ': ' + mode:<48}{ratio:>8.2f}x")

@@ -57,3 +57,12 @@ def assert_same_as_hugging_face_on_corpora(ours, theirs, shared_data, relatives,
         lines = text.splitlines()
         for mine, hf, line in zip(ours.encode_batch(lines), theirs.encode_batch(lines), lines):
             assert_same_encoding(mine, hf, f"{relative}: {line[:60]!r}")
+
+
+def assert_same_as_hugging_face_on_lines(ours, theirs, lines: list) -> None:
+    """``ours`` and Hugging Face's ``theirs`` agree, field by field, on ``lines`` as a batch and
+    joined by newlines as one text."""
+    for mine, hf, line in zip(ours.encode_batch(lines), theirs.encode_batch(lines), lines):
+        assert_same_encoding(mine, hf, repr(line[:60]))
+    text = "\n".join(lines)
+    assert_same_encoding(ours.encode(text), theirs.encode(text), "the lines as one text")

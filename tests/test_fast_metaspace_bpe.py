@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer as HfTokenizer
 
-from parity import assert_same_as_hugging_face_on_corpora, assert_same_encoding, assert_threads_equal_serial
+from parity import (assert_same_as_hugging_face_on_corpora, assert_same_as_hugging_face_on_lines,
+                    assert_same_encoding, assert_threads_equal_serial)
 from pieceworks import AddedToken, Tokenizer
 from pieceworks.corpus import iter_default_corpus
 from pieceworks.fast import metaspace_bpe, spm_bpe
@@ -176,10 +177,7 @@ def test_same_as_hugging_face(options):
     assert isinstance(tok._current_plan(), metaspace_bpe.MetaspaceBpePlan)
     theirs = HfTokenizer.from_str(tok.to_str())
     lines = training_lines(5000)[3000:] + HF_CHARS + [c * 3 for c in SPM_CHARS] + [" ".join(SPM_CHARS)]
-    for ours, hf, line in zip(tok.encode_batch(lines), theirs.encode_batch(lines), lines):
-        assert_same_encoding(ours, hf, repr(line[:60]))
-    text = "\n".join(lines)
-    assert_same_encoding(tok.encode(text), theirs.encode(text), "the lines as one text")
+    assert_same_as_hugging_face_on_lines(tok, theirs, lines)
 
 
 def test_same_as_hugging_face_on_corpora(shared_data):

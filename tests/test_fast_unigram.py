@@ -34,7 +34,7 @@ from pieceworks.errors import InputTypeError, UnknownTokenError
 from pieceworks.fast.unigram import UnigramMetaspacePlan, unigram_plan
 from pieceworks.formats._sentencepiece_proto import ModelProto
 from pieceworks.models import Unigram
-from pieceworks.normalizers import NFKC, Precompiled, Replace, Sequence
+from pieceworks.normalizers import NFKC, Nmt, Precompiled, Replace, Sequence
 from pieceworks.pre_tokenizers import Metaspace, Whitespace
 
 spm = pytest.importorskip("sentencepiece")
@@ -335,10 +335,12 @@ def test_plan_is_chosen_for_converted_sentencepiece_files(shared_data):
     fast, _ = rut5(shared_data)
     assert isinstance(fast._current_plan(), UnigramMetaspacePlan)
     model = Unigram([("<unk>", 0.0), ("▁a", -1.0)], unk_id=0)
-    for normalizer, pre, chosen in [(None, Metaspace(), True), (NFKC(), Metaspace(), False),
+    for normalizer, pre, chosen in [(None, Metaspace(), True), (NFKC(), Metaspace(), True),
                                     (Replace(Regex(" {2,}"), " "), Metaspace(), True),
                                     (Replace(" ", "_"), Metaspace(), False), (None, Whitespace(), False),
-                                    (Sequence([Replace(Regex(" {2,}"), " "), NFKC()]), Metaspace(), False)]:
+                                    (Sequence([Replace(Regex(" {2,}"), " "), NFKC()]), Metaspace(), False),
+                                    (Sequence([NFKC(), Nmt()]), Metaspace(), False),
+                                    (Sequence([Nmt(), NFKC(), Replace(Regex(" {2,}"), " ")]), Metaspace(), True)]:
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = normalizer, pre
         assert (unigram_plan(tok) is not None) == chosen, (normalizer, pre)

@@ -15,6 +15,14 @@ changes is normalized word by word with its alignment
 (``_aligned.aligned_precompiled``), encoded, and its offsets mapped back;
 where that cannot be done the tokenizer takes the general path.
 
+Hugging Face's ``SentencePieceUnigramTokenizer`` runs ``Nmt``, ``NFKC`` and
+the same ``Replace`` instead. Nmt turns spacing chars into spaces one for
+one (a text with a control char it drops takes the general path), NFKC
+changes a text only where its quick check says so (normalized then with its
+alignment), and a run of spaces is cut to its last space (where Hugging
+Face's ``Replace`` aligns the one it leaves); each step that changed the text
+keeps a view (``_aligned``) that maps the offsets back, last step first.
+
 >>> from pieceworks import Tokenizer
 >>> from pieceworks.models import Unigram
 >>> from pieceworks.pre_tokenizers import Metaspace
@@ -28,23 +36,29 @@ from __future__ import annotations
 
 import sys
 
+import re
+
 from .._kernels.raw_encoding import offset_list, pack
 from .._regex import Regex
+from .._unicode_forms import changes_text
 from ..models.unigram import Unigram
-from ..normalizers import Precompiled, Replace, Sequence
+from ..normalizers import _NMT_DROPPED, _NMT_SPACES, NFC, NFKC, Nmt, Precompiled, Replace, Sequence
 from ..pre_tokenizers import Metaspace
 from . import register_plan
-from ._aligned import aligned_precompiled
+from ._aligned import AlignedForm, AlignedText, aligned_precompiled
 
 __all__ = ["unigram_plan", "UnigramMetaspacePlan"]
 
 # What the SentencePiece converters append: runs of spaces become one space.
 _COLLAPSE_SPACES = " {2,}"
+_SPACE_RUNS = re.compile(_COLLAPSE_SPACES)
+# The Unicode forms the plan checks a text against (after Nmt, if that comes first).
+_FORMS = {NFKC: "NFKC", NFC: "NFC"}
 
 
 @register_plan
 def unigram_plan(tokenizer) -> "UnigramMetaspacePlan | None":
-    """A plan for Unigram + Metaspace + [Precompiled] [Replace(' {2,}', ' ')], else None."""
+    """A plan for Unigram + Metaspace + [Precompiled | [Nmt] [NFKC | NFC]] [Replace(' {2,}', ' ')], else None."""
     if type(tokenizer.model) is not Unigram or type(tokenizer.pre_tokenizer) is not Metaspace:
         return None
     if _normalizer_parts(tokenizer.normalizer) is None:
@@ -52,23 +66,67 @@ def unigram_plan(tokenizer) -> "UnigramMetaspacePlan | None":
     return UnigramMetaspacePlan(tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer)
 
 
-def _normalizer_parts(normalizer) -> "tuple[bytes | None, bool] | None":
-    """``(charsmap or None, collapses spaces)`` for a normalizer the plan can check, else None.
+def _normalizer_parts(normalizer) -> "tuple[bytes | None, bool, bool, str | None] | None":
+    """``(charsmap or None, collapses spaces, Nmt first, Unicode form or None)`` for a normalizer the
+    plan can check, else None.
 
     >>> _normalizer_parts(None), _normalizer_parts(Replace(Regex(" {2,}"), " "))
-    ((None, False), (None, True))
+    ((None, False, False, None), (None, True, False, None))
+    >>> _normalizer_parts(Sequence([Nmt(), NFKC(), Replace(Regex(" {2,}"), " ")]))   # SentencePieceUnigramTokenizer's
+    (None, True, True, 'NFKC')
     """
     members = [] if normalizer is None else (
         list(normalizer.normalizers) if type(normalizer) is Sequence else [normalizer])
-    charsmap, collapse = None, False
+    charsmap, collapse, nmt, form = None, False, False, None
     for position, member in enumerate(members):
-        if type(member) is Precompiled and position == 0:
+        kind = type(member)
+        if kind is Precompiled and position == 0:
             charsmap = member.precompiled_charsmap or None
-        elif type(member) is Replace and _collapses_spaces(member) and position == len(members) - 1:
+        elif kind is Nmt and position == 0:
+            nmt = True
+        elif kind in _FORMS and position == (1 if nmt else 0):
+            form = _FORMS[kind]
+        elif kind is Replace and _collapses_spaces(member) and position == len(members) - 1:
             collapse = True
         else:
             return None
-    return charsmap, collapse
+    return charsmap, collapse, nmt, form
+
+
+def _cleaned(text: str, nmt: bool, form: str | None, collapse: bool) -> "tuple[str, list] | None":
+    """``(text through Nmt, the form and the collapse, the views of the steps that changed it)``, or
+    None for a text Nmt drops a char of (the general path's).
+
+    >>> text, views = _cleaned("a\t\t b\u2581ﬁ", True, "NFKC", True)
+    >>> text, len(views)
+    ('a b fi', 2)
+    """
+    views = []
+    if nmt:
+        if _NMT_DROPPED.search(text):
+            return None
+        text = text.translate(_NMT_SPACES)      # (one for one: offsets hold)
+    if form is not None and changes_text(form, text):
+        view = AlignedForm(text, form)
+        text = view.normalize(0, len(text))
+        views.append(view)
+    if collapse and "  " in text:
+        view = AlignedText(text)
+        kept = 0
+        for run in _SPACE_RUNS.finditer(text):
+            view.keep(kept, run.start())
+            kept = run.end() - 1                # a run's last space stays, with its alignment
+        view.keep(kept, len(text))
+        text = view.text
+        views.append(view)
+    return text, views
+
+
+def _remapped(raw: bytes, n: int, views: list) -> bytes:
+    """``raw``'s offsets moved back through ``views`` (the last step's first)."""
+    for view in reversed(views):
+        raw = view.remap(raw, n)
+    return raw
 
 
 def _collapses_spaces(replace: Replace) -> bool:
@@ -114,13 +172,15 @@ class UnigramMetaspacePlan:
         parts = _normalizer_parts(self.normalizer)   # the Sequence may have been edited
         if parts is None:
             return None, None
-        charsmap, collapse = parts
+        charsmap, collapse, nmt, form = parts
         prepend = pre.prepend_scheme == "always" or pre.prepend_scheme == "first" and not at
-        setup = (model._pieces, charsmap, collapse, pre.replacement, prepend, pre.split)
+        setup = (model._pieces, charsmap, collapse, pre.replacement, prepend, pre.split, nmt, form)
         handed = self._handed
         if handed is not None and handed[0] is text and handed[1] == setup:
             self._handed = None         # (made by encode_raw for this very text and setup, then declined)
             return setup, handed[2]
+        if nmt or form is not None:
+            return setup, self._encode_cleaned(text, setup)
         rules = None if charsmap is None else self._precompiled().rule_checker()
         result = model._core.hf_metaspace_encode(text, model._pieces, rules, pre.replacement, prepend, pre.split,
                                                  collapse)
@@ -137,16 +197,23 @@ class UnigramMetaspacePlan:
     def _encode_aligned(self, text: str, setup: tuple):
         """:meth:`encode_plain`'s result for a text the charsmap changes: normalized word by word with its
         alignment (``_aligned.aligned_precompiled``), encoded, offsets mapped back; or None."""
-        pieces, _, collapse, replacement, prepend, split = setup
         view = aligned_precompiled(self._precompiled(), text)
-        if view is None:
-            return None
-        result = self.model._core.hf_metaspace_encode(view.text, pieces, None, replacement, prepend, split, collapse)
-        if result is None:
-            return None
+        return None if view is None else self._encode_through(view.text, [view], setup)
+
+    def _encode_cleaned(self, text: str, setup: tuple):
+        """:meth:`encode_plain`'s result after Nmt, a Unicode form or both (see :func:`_cleaned`), or None."""
+        cleaned = _cleaned(text, setup[6], setup[7], setup[2])
+        return None if cleaned is None else self._encode_through(*cleaned, setup)
+
+    def _encode_through(self, text: str, views: list, setup: tuple):
+        """The kernel's result for ``text`` (normalized already), its offsets moved back through ``views``."""
+        pieces, _, collapse, replacement, prepend, split = setup[:6]
+        result = self.model._core.hf_metaspace_encode(text, pieces, None, replacement, prepend, split, collapse)
+        if result is None or not views:
+            return result
         ids, tokens, offsets, words, n_words = result
         n = len(ids)
-        raw = view.remap(pack(ids, [a for a, _ in offsets], [b for _, b in offsets], words), n)
+        raw = _remapped(pack(ids, [a for a, _ in offsets], [b for _, b in offsets], words), n, views)
         return ids, tokens, offset_list(raw, n, 0), words, n_words
 
     def encode_raw(self, text: str, at: int = 0):
@@ -179,10 +246,12 @@ class UnigramMetaspacePlan:
         parts = _normalizer_parts(self.normalizer)
         if model.alpha or parts is None:
             return [None] * len(texts)      # sampling, or an edited normalizer: the general path
-        charsmap, collapse = parts
+        charsmap, collapse, nmt, form = parts
         ats = ats if ats is not None else [0] * len(texts)
         scheme = pre.prepend_scheme
         prepends = [scheme == "always" or scheme == "first" and not at for at in ats]
+        if nmt or form is not None:
+            return self._cleaned_results(texts, prepends, nmt, form, collapse)
         rules = None if charsmap is None else self._precompiled().rule_checker()
         results = self._raw_results(texts, prepends, rules, collapse)
         redo = [k for k, result in enumerate(results) if result is None] if charsmap is not None else []
@@ -197,6 +266,21 @@ class UnigramMetaspacePlan:
                 if results[k] is None:
                     results[k] = self.encode_raw(texts[k], ats[k])
         return results
+
+    def _cleaned_results(self, texts: list[str], prepends: list[bool], nmt: bool, form: str | None,
+                         collapse: bool) -> list:
+        """:meth:`encode_raw_batch` after Nmt, a Unicode form or both: every text the plan takes
+        cleaned (:func:`_cleaned`), all through the kernel at once, offsets moved back."""
+        cleaned = [_cleaned(text, nmt, form, collapse) for text in texts]
+        where = [k for k, item in enumerate(cleaned) if item is not None]
+        out: list = [None] * len(texts)
+        results = self._raw_results([cleaned[k][0] for k in where], [prepends[k] for k in where], None, collapse)
+        for k, result in zip(where, results):
+            views = cleaned[k][1]
+            if result is not None and views:
+                result = (_remapped(result[0], result[1], views), *result[1:])
+            out[k] = result
+        return out
 
     def _raw_results(self, texts: list[str], prepends: list[bool], rules, collapse: bool) -> list:
         """The kernel's batch, as ``encode_raw_batch`` hands its results on."""

@@ -16,8 +16,8 @@ changes is normalized word by word with its alignment
 where that cannot be done the tokenizer takes the general path.
 
 Hugging Face's ``SentencePieceUnigramTokenizer`` runs ``Nmt``, ``NFKC`` and
-the same ``Replace`` instead. Nmt turns spacing chars into spaces one for
-one (a text with a control char it drops takes the general path), NFKC
+the same ``Replace`` instead. Nmt drops control chars (the rest keep their
+alignment) and turns spacing chars into spaces one for one, NFKC
 changes a text only where its quick check says so (normalized then with its
 alignment), and a run of spaces is cut to its last space (where Hugging
 Face's ``Replace`` aligns the one it leaves); each step that changed the text
@@ -93,33 +93,55 @@ def _normalizer_parts(normalizer) -> "tuple[bytes | None, bool, bool, str | None
     return charsmap, collapse, nmt, form
 
 
-def _cleaned(text: str, nmt: bool, form: str | None, collapse: bool) -> "tuple[str, list] | None":
-    """``(text through Nmt, the form and the collapse, the views of the steps that changed it)``, or
-    None for a text Nmt drops a char of (the general path's).
+def _cleaned(text: str, nmt: bool, form: str | None, collapse: bool) -> "tuple[str, list]":
+    """``(text through Nmt, the form and the collapse, the views of the steps that changed it)``.
 
-    >>> text, views = _cleaned("a\t\t b\u2581ﬁ", True, "NFKC", True)
+    >>> text, views = _cleaned("a\t\x01 b\u2581ﬁ", True, "NFKC", True)
     >>> text, len(views)
-    ('a b fi', 2)
+    ('a b fi', 3)
     """
     views = []
     if nmt:
         if _NMT_DROPPED.search(text):
-            return None
+            # The control chars Nmt drops go; every other char keeps its own alignment (Hugging
+            # Face's filter charges a dropped run to the char before it, which still spans itself).
+            text = _kept_between(text, _NMT_DROPPED, 0, views)
         text = text.translate(_NMT_SPACES)      # (one for one: offsets hold)
     if form is not None and changes_text(form, text):
         view = AlignedForm(text, form)
         text = view.normalize(0, len(text))
         views.append(view)
     if collapse and "  " in text:
-        view = AlignedText(text)
-        kept = 0
-        for run in _SPACE_RUNS.finditer(text):
-            view.keep(kept, run.start())
-            kept = run.end() - 1                # a run's last space stays, with its alignment
-        view.keep(kept, len(text))
-        text = view.text
-        views.append(view)
+        text = _kept_between(text, _SPACE_RUNS, 1, views)     # a run's last space stays, with its alignment
     return text, views
+
+
+def _starts_input(text: str, at: int, nmt: bool) -> bool:
+    """Whether ``text`` (at ``at`` in its input) still starts the input once normalized: Metaspace's
+    "first" prepends only there, and a control char Nmt drops at the start moves it on (in Hugging
+    Face as here: the first char left aligns past 0).
+
+    >>> _starts_input("ab", 0, True), _starts_input("\x01ab", 0, True), _starts_input("ab", 3, False)
+    (True, False, False)
+    """
+    return not at and not (nmt and _NMT_DROPPED.match(text))
+
+
+def _kept_between(text: str, runs: "re.Pattern[str]", last: int, views: list) -> str:
+    """``text`` without what ``runs`` matches but each match's ``last`` chars, every char kept with
+    its own alignment; the view that maps offsets back goes on ``views``.
+
+    >>> views = []; _kept_between("a   b  c", _SPACE_RUNS, 1, views), len(views)
+    ('a b c', 1)
+    """
+    view = AlignedText(text)
+    kept = 0
+    for run in runs.finditer(text):
+        view.keep(kept, run.start())
+        kept = run.end() - last
+    view.keep(kept, len(text))
+    views.append(view)
+    return view.text
 
 
 def _remapped(raw: bytes, n: int, views: list) -> bytes:
@@ -173,7 +195,7 @@ class UnigramMetaspacePlan:
         if parts is None:
             return None, None
         charsmap, collapse, nmt, form = parts
-        prepend = pre.prepend_scheme == "always" or pre.prepend_scheme == "first" and not at
+        prepend = pre.prepend_scheme == "always" or pre.prepend_scheme == "first" and _starts_input(text, at, nmt)
         setup = (model._pieces, charsmap, collapse, pre.replacement, prepend, pre.split, nmt, form)
         handed = self._handed
         if handed is not None and handed[0] is text and handed[1] == setup:
@@ -202,8 +224,7 @@ class UnigramMetaspacePlan:
 
     def _encode_cleaned(self, text: str, setup: tuple):
         """:meth:`encode_plain`'s result after Nmt, a Unicode form or both (see :func:`_cleaned`), or None."""
-        cleaned = _cleaned(text, setup[6], setup[7], setup[2])
-        return None if cleaned is None else self._encode_through(*cleaned, setup)
+        return self._encode_through(*_cleaned(text, setup[6], setup[7], setup[2]), setup)
 
     def _encode_through(self, text: str, views: list, setup: tuple):
         """The kernel's result for ``text`` (normalized already), its offsets moved back through ``views``."""
@@ -249,7 +270,8 @@ class UnigramMetaspacePlan:
         charsmap, collapse, nmt, form = parts
         ats = ats if ats is not None else [0] * len(texts)
         scheme = pre.prepend_scheme
-        prepends = [scheme == "always" or scheme == "first" and not at for at in ats]
+        prepends = [scheme == "always" or scheme == "first" and _starts_input(text, at, nmt)
+                    for text, at in zip(texts, ats)]
         if nmt or form is not None:
             return self._cleaned_results(texts, prepends, nmt, form, collapse)
         rules = None if charsmap is None else self._precompiled().rule_checker()
@@ -272,14 +294,10 @@ class UnigramMetaspacePlan:
         """:meth:`encode_raw_batch` after Nmt, a Unicode form or both: every text the plan takes
         cleaned (:func:`_cleaned`), all through the kernel at once, offsets moved back."""
         cleaned = [_cleaned(text, nmt, form, collapse) for text in texts]
-        where = [k for k, item in enumerate(cleaned) if item is not None]
-        out: list = [None] * len(texts)
-        results = self._raw_results([cleaned[k][0] for k in where], [prepends[k] for k in where], None, collapse)
-        for k, result in zip(where, results):
-            views = cleaned[k][1]
+        out = self._raw_results([text for text, _ in cleaned], prepends, None, collapse)
+        for k, (result, (_, views)) in enumerate(zip(out, cleaned)):
             if result is not None and views:
-                result = (_remapped(result[0], result[1], views), *result[1:])
-            out[k] = result
+                out[k] = (_remapped(result[0], result[1], views), *result[1:])
         return out
 
     def _raw_results(self, texts: list[str], prepends: list[bool], rules, collapse: bool) -> list:

@@ -196,11 +196,15 @@ class BertWordPiecePlan:
         if options is None or limits is None or type(self.pre_tokenizer) not in _PRE_TOKENIZER_ACTIONS:
             return None
         cmap = char_map(options, _PRE_TOKENIZER_ACTIONS[type(self.pre_tokenizer)])
+        return (options, cmap, self._table_for(kernel), *limits)
+
+    def _table_for(self, kernel) -> bert_fast.TokenTable:
+        """The :class:`~pieceworks._kernels.bert_fast.TokenTable` of ``kernel``, made once per kernel."""
         known, table = self._tokens
         if known is not kernel:
             table = bert_fast.TokenTable(kernel)
             self._tokens = (kernel, table)
-        return (options, cmap, table, *limits)
+        return table
 
     def _model_kernel(self):
         """What the kernel encodes a piece with: WordPiece's matcher."""

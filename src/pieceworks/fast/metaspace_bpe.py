@@ -42,8 +42,8 @@ from .class_run_bpe import ClassRunBpePlan
 
 __all__ = ["metaspace_bpe_plan", "MetaspaceBpePlan"]
 
-# The normalizers the plan follows: None, or a Unicode form it checks each text against.
-_FORMS = {NFKC: "NFKC", NFC: "NFC"}
+# The normalizers the plan follows besides None: Unicode forms it checks each text against.
+_FORMS = (NFKC, NFC)
 
 
 @register_plan
@@ -69,11 +69,7 @@ class MetaspaceBpePlan(ClassRunBpePlan):
         limits = self._model_limits()
         if limits is None or not pre.split or pre.replacement == " ":
             return None
-        known, table = self._tokens
-        if known is not kernel:
-            table = bert_fast.TokenTable(kernel)
-            self._tokens = (kernel, table)
-        return (pre.replacement, pre.prepend_scheme), metaspace_map(pre.replacement), table, *limits
+        return (pre.replacement, pre.prepend_scheme), metaspace_map(pre.replacement), self._table_for(kernel), *limits
 
     def _front(self, options: tuple, at: int) -> str:
         """The char put in front of a text starting at ``at`` in its input (the kernel leaves it out
@@ -82,7 +78,7 @@ class MetaspaceBpePlan(ClassRunBpePlan):
         return replacement if scheme == "always" or scheme == "first" and at == 0 else ""
 
     def _form(self) -> str | None:
-        return None if self.normalizer is None else _FORMS[type(self.normalizer)]
+        return None if self.normalizer is None else self.normalizer.form
 
     def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)``, or None; see :mod:`pieceworks.fast`."""
@@ -99,8 +95,7 @@ class MetaspaceBpePlan(ClassRunBpePlan):
         fronts = [self._front(options, 0 if ats is None else ats[k]) for k in range(len(texts))]
         changed = [k for k, text in enumerate(texts) if form is not None and changes_text(form, text)]
         if changed:
-            plain = set(range(len(texts))).difference(changed)
-            kept = sorted(plain)
+            kept = sorted(set(range(len(texts))).difference(changed))
             out = [None] * len(texts)
             for k, result in zip(kept, bert_fast.encode_raw_batch([texts[k] for k in kept], cmap, table, max_chars,
                                                                   unk_id, [fronts[k] for k in kept])):

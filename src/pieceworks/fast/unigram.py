@@ -53,7 +53,7 @@ __all__ = ["unigram_plan", "UnigramMetaspacePlan"]
 _COLLAPSE_SPACES = " {2,}"
 _SPACE_RUNS = re.compile(_COLLAPSE_SPACES)
 # The Unicode forms the plan checks a text against (after Nmt, if that comes first).
-_FORMS = {NFKC: "NFKC", NFC: "NFC"}
+_FORMS = (NFKC, NFC)
 
 
 @register_plan
@@ -85,7 +85,7 @@ def _normalizer_parts(normalizer) -> "tuple[bytes | None, bool, bool, str | None
         elif kind is Nmt and position == 0:
             nmt = True
         elif kind in _FORMS and position == (1 if nmt else 0):
-            form = _FORMS[kind]
+            form = member.form
         elif kind is Replace and _collapses_spaces(member) and position == len(members) - 1:
             collapse = True
         else:

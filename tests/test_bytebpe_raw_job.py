@@ -10,12 +10,15 @@ field, overflowing parts and padding included.
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parity import assert_same_encoding
 from pieceworks import Tokenizer
+from pieceworks._kernels.encoding import EncodingWithIds
 from pieceworks.encoding import Encoding, PLAIN_FRAME
 from pieceworks.models import BPE
 from pieceworks.normalizers import NFC
@@ -84,6 +87,48 @@ def test_job_batches_truncate_and_pad_as_the_general_path(monkeypatch, strategy,
     assert_batches_equal(tok, twin, texts)
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_encodings_made_with_their_ids_behave_as_any_encoding(monkeypatch, threads):
+    # Without padding the job builds each ids list and keeps it in EncodingWithIds's slot: those
+    # encodings must read, pad, merge, copy, pickle and truncate as the general path's do.
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", threads)
+    tok = trained()
+    twin = general_twin(tok, monkeypatch)
+    texts = [t for t in TEXTS if "<|" not in t]
+    ours, theirs = tok.encode_batch(texts), twin.encode_batch(texts)
+    assert all(type(e) is EncodingWithIds for e in ours)
+    for text, a, b in zip(texts, ours, theirs):
+        assert_same_encoding(a, b, repr(text[:40]))
+        assert pickle.loads(pickle.dumps(a)) == b
+        copied = a.copy()
+        copied.ids.append(7)
+        assert a.ids == b.ids
+        with pytest.raises(AttributeError):
+            del a.ids
+        assert a.ids == b.ids
+        for e in (a, b):
+            e.pad(len(b) + 3, direction="left", pad_id=1, pad_token="<|pad|>")
+            e.merge_with(twin.encode("the cat", add_special_tokens=False))
+        assert_same_encoding(a, b, repr(text[:40]))
+        for e in (a, b):
+            e.truncate(4, stride=1)
+        assert_same_encoding(a, b, repr(text[:40]))
+
+
+def test_truncated_batches_without_padding_keep_their_cut_ids(monkeypatch):
+    # Texts truncation cuts are not made with their ids list (only the rest are EncodingWithIds):
+    # the cut ones and their overflowing parts build theirs as any lazy encoding.
+    tok = trained()
+    twin = general_twin(tok, monkeypatch)
+    texts = [t for t in TEXTS if "<|" not in t]
+    for t in (tok, twin):
+        t.enable_truncation(6, stride=2)
+    ours = tok.encode_batch(texts)
+    assert {type(e) for e in ours} == {Encoding, EncodingWithIds}
+    assert_batches_equal(tok, twin, texts)
+    assert_batches_equal(tok, twin, texts, add_special_tokens=False)
+
+
 def test_the_job_is_the_path_taken(monkeypatch):
     # Without this the tests above could pass on the ranges path alone.
     tok = trained()
@@ -110,7 +155,7 @@ def test_skipped_texts_come_back_none_from_the_kernel():
     # NFC changes 'cafe\u0301' (a mark right after the letter it joins: the quick check knows) and
     # 'ae\u0316\u0301' (the mark joins the 'e' across another: only normalizing tells); not 'x\u0316\u0301'.
     texts = ["hello", "cafe\u0301", "world", "x" * 10, "ae\u0316\u0301", "x\u0316\u0301"]
-    job = kernel.raw_batch_job(texts, Encoding, plan._tokens, PLAIN_FRAME, None, True, 8, [2], 1)
+    job = kernel.raw_batch_job(texts, Encoding, plan._tokens, PLAIN_FRAME, None, True, 8, [2], EncodingWithIds)
     out = job.run()
     assert [e is None for e in out] == [False, True, True, True, True, False]    # NFC, skip list, too long, NFC
     assert out[0].ids == tok.encode("hello", add_special_tokens=False).ids

@@ -32,6 +32,7 @@ from ._kernels.raw_encoding import (fill_encodings as _fill_encodings, join_arou
                                     layout_segments as _raw_layout_segments, none_positions as _none_positions,
                                     pack as _raw_pack, pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
+from ._kernels.encoding import EncodingWithIds
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
 
@@ -273,9 +274,10 @@ class Tokenizer:
         if len(ask) * 2 > len(items):
             return None     # mostly texts to ask: the ranges path asks them on threads
         # Without padding (which pads unread encodings by their frames) the ids are built in the
-        # job, on the calling thread while the pool's threads still encode: nearly every caller reads them.
+        # job, on the calling thread while the pool's threads still encode: nearly every caller reads
+        # them, through EncodingWithIds's slot.
         out = plan.encode_job(items, Encoding, frame, self._raw_truncation(add_special_tokens), num_threads(), ask,
-                              eager_ids=self._padding is None)
+                              ids_cls=EncodingWithIds if self._padding is None else None)
         if out is None:
             return None
         left = _none_positions(out)

@@ -2671,16 +2671,18 @@ cdef class ByteBPE:
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
 
     def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
-                      list skip=None, bint eager_ids=False, Py_ssize_t chunk_chars=CHUNK_CHARS):
+                      list skip=None, type ids_cls=None, Py_ssize_t chunk_chars=CHUNK_CHARS):
         """A :class:`BatchJob` whose result is a lazy ``cls`` encoding of each text (``Tokenizer.encode_batch``).
 
         Each is a lazy encoding of the text's tokens (``strings``, ``frame``,
         cut as ``truncation`` says), or None for the long way:
         the texts whose indices ``skip`` lists, a text of ``max_chars`` or
         more, with ``nfc`` one that NFC would change, or one truncation may
-        not cut here. No prefix space is added. ``eager_ids``: each
+        not cut here. No prefix space is added. ``ids_cls``: each
         encoding's ``ids`` list is built as it is made (on the calling
-        thread, while the others encode), for callers that read them all.
+        thread, while the others encode), for callers that read them all;
+        one that needs no cut is an ``ids_cls`` (a subclass of ``cls``
+        that may keep ``ids`` in a slot: ``encoding.EncodingWithIds``).
         """
         from pieceworks._unicode_forms import quick_check, verdict_changes
 
@@ -2692,7 +2694,8 @@ cdef class ByteBPE:
         quick = quick_check("NFC") if nfc else None
         self._fill_job(job, texts, False, chunk_chars, False)
         job.raw_mode = True
-        job.eager_ids = eager_ids
+        job.eager_ids = ids_cls is not None
+        job.ids_cls = ids_cls
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
         job.skip.resize(len(job.keep), 0)
         for k in skip or ():
@@ -3073,7 +3076,7 @@ cdef class BatchJob:
     # Raw jobs (ByteBPE.raw_batch_job): lazy encodings instead of id lists.
     cdef bint raw_mode, eager_ids
     cdef vector[char] skip             # texts left for the long way
-    cdef object cls, strings, frame
+    cdef object cls, ids_cls, strings, frame
     cdef tuple truncation
 
     def __dealloc__(self):
@@ -3130,7 +3133,7 @@ cdef class BatchJob:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; the chunk's
         ids and piece ends move into a :class:`ChunkSpans`, which lives as long as an encoding needs it.
 
-        With ``eager_ids`` and no cut to make, an encoding holds its ids list
+        With ``eager_ids`` and no cut to make, an encoding (an ``ids_cls``) holds its ids list
         alone, made here from the chunk's ids as the tiktoken face makes its
         lists, and the chunk's :class:`ChunkSpans`: no buffer of its own.
         Otherwise each gets its raw encoding, offsets and all.
@@ -3156,7 +3159,7 @@ cdef class BatchJob:
             elif self.eager_ids and n <= max_length:
                 prefetch_next_ints(self.bpe._int_table, self.bpe._n_ints, <const uint32_t*>shared.ids.data(),
                                    shared.ends[k], shared.ids.size())
-                encoding = lazy_with_ids(self.cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before,
+                encoding = lazy_with_ids(self.ids_cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before,
                                                               after),
                                          n, basis, text, k)
             else:

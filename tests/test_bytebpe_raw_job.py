@@ -148,6 +148,31 @@ def test_the_job_is_the_path_taken(monkeypatch):
     assert tok.token_to_id("<|endoftext|>") in batch[1].ids
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_texts_holding_added_tokens_are_found_by_the_job(monkeypatch, threads):
+    # The job's threads ask each text whether it holds an added token as they take it; those
+    # texts (here most of the batch, as in chat-formatted data) come back None from the job
+    # and are encoded around their tokens afterwards.
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", threads)
+    tok = trained()
+    tok.add_tokens(["cat", "wörld"])
+    twin = general_twin(tok, monkeypatch)
+    texts = [f"<|endoftext|>{t}<|pad|>" if k % 3 else t for k, t in enumerate(TEXTS * 40)]
+    calls = []
+    plan = tok._current_plan()
+    real = type(plan).encode_job
+
+    def spy(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        calls.append(sum(e is None for e in out))
+        return out
+
+    monkeypatch.setattr(type(plan), "encode_job", spy)
+    assert_batches_equal(tok, twin, texts)
+    holding = sum(any(s in t for s in ("<|endoftext|>", "<|pad|>", "cat", "wörld")) for t in texts)
+    assert calls and calls[0] >= holding > len(texts) // 2
+
+
 def test_skipped_texts_come_back_none_from_the_kernel():
     tok = trained(NFC())
     plan = tok._current_plan()

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from parity import assert_same_encoding, encoding_fields
 from pieceworks import Tokenizer
+from pieceworks._kernels.encoding import EncodingWithIds
 from pieceworks._kernels.raw_encoding import pack
 from pieceworks.encoding import PLAIN_FRAME, Encoding
 from pieceworks.models import WordPiece
@@ -92,6 +93,32 @@ def test_batches_mix_raw_items_with_others(name, monkeypatch):
     assert len(ours) == len(theirs)
     for a, b, item in zip(ours, theirs, items):
         assert_same_encoding(a, b, repr(item)[:40])
+
+
+@pytest.mark.parametrize("name", ["bert", "roberta-trim", "template", "none"])
+@pytest.mark.parametrize("truncate", [None, 5])
+def test_batch_encodings_made_with_their_ids_change_like_the_general_paths(name, truncate, monkeypatch):
+    # Without padding, a batch's encodings that need no cut are made with their ids list built
+    # (EncodingWithIds: the ids in a slot); a cut one stays lazy. Read, padded, merged, truncated,
+    # copied and pickled, each must still equal the general path's.
+    tok = bert_like(PROCESSORS[name])
+    general = general_twin(tok, monkeypatch)
+    if truncate:
+        for t in (tok, general):
+            t.enable_truncation(truncate, stride=1)
+    texts = [t for t in TEXTS if "[" not in t] * 3
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    ours, theirs = tok.encode_batch(texts), general.encode_batch(texts)
+    kinds = {type(e) for e in ours}
+    assert EncodingWithIds in kinds and (Encoding in kinds) == bool(truncate)
+    for a, b, text in zip(ours, theirs, texts):
+        assert_same_encoding(a, b, repr(text))
+        assert pickle.loads(pickle.dumps(a)) == b and a.copy() == b
+        for e in (a, b):
+            e.pad(len(b) + 2, pad_id=0, pad_token="[UNK]")
+            e.merge_with(general.encode("a b", add_special_tokens=False))
+            e.truncate(3)
+        assert_same_encoding(a, b, repr(text))
 
 
 def test_single_frame_is_none_when_the_processor_does_more_than_frame_and_trim():

@@ -237,7 +237,8 @@ class Tokenizer:
 
         def encode_range(start: int, stop: int) -> list[Encoding]:
             if raw_ready is not None:
-                return self._encode_range_raw(items, start, stop, plan, raw_ready, split, add_special_tokens)
+                return self._encode_range_raw(items, start, stop, plan, raw_ready, split, add_special_tokens,
+                                              self._ids_class())
             out = []
             for i in range(start, stop):
                 first, second = _split_batch_item(items[i], is_pretokenized, i)
@@ -259,10 +260,11 @@ class Tokenizer:
     def _encode_batch_job(self, items: list, plan, frame, split: bool, add_special_tokens: bool) -> list | None:
         """The batch as one kernel job on the pool's threads (see ``plan.encode_job``), or None.
 
-        For plain texts; those that may hold an added token, and the few
-        others the job leaves out (None), are encoded here afterwards.
+        For plain texts; those that hold an added token (the job's threads
+        find them as they go), and the few others the job leaves out
+        (None), are encoded afterwards, on threads too.
         """
-        from .fast._pool import num_threads
+        from .fast._pool import num_threads, run_in_ranges
 
         added = self._added
         if type(items) is not list or not items or not only_str(items):
@@ -270,20 +272,19 @@ class Tokenizer:
         if (self._normalizer is not None and added.has_normalized_tokens()
                 and not getattr(plan, "job_leaves_changed_texts", False)):
             return None     # tokens matched after normalizing: the finder reads the texts as they are
-        ask = added.texts_to_ask(items) if added.by_content else []
-        if len(ask) * 2 > len(items):
-            return None     # mostly texts to ask: the ranges path asks them on threads
-        # Without padding (which pads unread encodings by their frames) the ids are built in the
-        # job, on the calling thread while the pool's threads still encode: nearly every caller reads
-        # them, through EncodingWithIds's slot.
-        out = plan.encode_job(items, Encoding, frame, self._raw_truncation(add_special_tokens), num_threads(), ask,
-                              ids_cls=EncodingWithIds if self._padding is None else None)
+        # The ids are built in the job, on the calling thread while the pool's threads still encode.
+        ids_cls = self._ids_class()
+        out = plan.encode_job(items, Encoding, frame, self._raw_truncation(add_special_tokens), num_threads(), None,
+                              ids_cls=ids_cls, finder=added.finder if added.by_content else None)
         if out is None:
             return None
         left = _none_positions(out)
         if left:    # (all strs: no input error whose index the sub-list would shift)
-            for k, encoding in zip(left, self._encode_range_raw([items[k] for k in left], 0, len(left), plan, frame,
-                                                                split, add_special_tokens)):
+            rest = [items[k] for k in left]
+            encoded = run_in_ranges(lambda start, stop: self._encode_range_raw(rest, start, stop, plan, frame, split,
+                                                                               add_special_tokens, ids_cls),
+                                    rest, plan, True)
+            for k, encoding in zip(left, encoded):
                 out[k] = encoding
         return out
 
@@ -607,9 +608,23 @@ class Tokenizer:
         processor = self.post_processor
         return PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens, ids_only)
 
+    def _ids_class(self) -> type | None:
+        """The class of a batch's encodings made with their ids list built, or None: all lazy.
+
+        Nearly every caller of a batch reads the ids, and an EncodingWithIds
+        reads them from a slot at half the cost of a property; built in the
+        batch, they are built on the threads that encode (the ranges path)
+        or while they encode (a job). With padding, which pads unread
+        encodings by their frames, they stay lazy.
+        """
+        return EncodingWithIds if self._padding is None else None
+
     def _encode_range_raw(self, items: list, start: int, stop: int, plan, frame, split: bool,
-                          add_special_tokens: bool) -> list[Encoding]:
-        """``items[start:stop]`` encoded: plain texts in one raw batch, anything else one by one."""
+                          add_special_tokens: bool, ids_cls: type | None = None) -> list[Encoding]:
+        """``items[start:stop]`` encoded: plain texts in one raw batch, anything else one by one.
+
+        ``ids_cls``: see :meth:`_ids_class` (None for callers that read the raw ids alone).
+        """
         added = self._added
         check_added = bool(added.by_content)
         normalized_added = self._normalizer is not None and added.has_normalized_tokens()
@@ -631,7 +646,8 @@ class Tokenizer:
                     plain.append(item)
                     where.append(i - start)
         truncation = self._raw_truncation(add_special_tokens)
-        _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame, truncation)
+        _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame, truncation,
+                        ids_cls)
         limit = None if truncation is None else truncation[0]
         around = [k for k in _none_positions(out) if type(items[start + k]) is str]
         if around:

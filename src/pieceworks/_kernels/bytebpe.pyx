@@ -98,6 +98,7 @@ from cpython.tuple cimport PyTuple_New
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from pieceworks._kernels.board cimport pw_board
+from pieceworks._kernels.token_finder cimport TokenTrie
 from pieceworks._kernels.scan cimport code_point
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
                                                framed_ids, ids_raw, int_ref, lazy_with_ids, prefetch_int,
@@ -2671,7 +2672,8 @@ cdef class ByteBPE:
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
 
     def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
-                      list skip=None, type ids_cls=None, Py_ssize_t chunk_chars=CHUNK_CHARS):
+                      list skip=None, type ids_cls=None, TokenTrie finder=None,
+                      Py_ssize_t chunk_chars=CHUNK_CHARS):
         """A :class:`BatchJob` whose result is a lazy ``cls`` encoding of each text (``Tokenizer.encode_batch``).
 
         Each is a lazy encoding of the text's tokens (``strings``, ``frame``,
@@ -2683,6 +2685,9 @@ cdef class ByteBPE:
         thread, while the others encode), for callers that read them all;
         one that needs no cut is an ``ids_cls`` (a subclass of ``cls``
         that may keep ``ids`` in a slot: ``encoding.EncodingWithIds``).
+        ``finder``: a text holding one of its strings (an added token) is
+        left out too, found by the thread that takes it (the texts are
+        asked in parallel, as they are encoded, not all before).
         """
         from pieceworks._unicode_forms import quick_check, verdict_changes
 
@@ -2696,6 +2701,7 @@ cdef class ByteBPE:
         job.raw_mode = True
         job.eager_ids = ids_cls is not None
         job.ids_cls = ids_cls
+        job.finder = finder
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
         job.skip.resize(len(job.keep), 0)
         for k in skip or ():
@@ -3077,6 +3083,7 @@ cdef class BatchJob:
     cdef bint raw_mode, eager_ids
     cdef vector[char] skip             # texts left for the long way
     cdef object cls, ids_cls, strings, frame
+    cdef TokenTrie finder               # raw jobs: a text holding one of its strings is skipped (None: no check)
     cdef tuple truncation
 
     def __dealloc__(self):
@@ -3111,6 +3118,10 @@ cdef class BatchJob:
         cdef const ChunkRange* c = &self.chunks[i]
         for k in range(c.last - c.first + 1):
             g = segment_at(c, self.texts.lengths.data(), k)
+            if self.raw_mode and not self.skip[g.text] and self.finder is not None \
+                    and self.finder.holds_chars(self.texts.kinds[g.text], self.texts.datas[g.text],
+                                                self.texts.lengths[g.text]):
+                self.skip[g.text] = 1       # (raw jobs cut no text: this thread alone reads and writes it)
             if not self.raw_mode or not self.skip[g.text]:
                 # Raw jobs keep each text's piece ends: its offsets follow from them, if read (ChunkSpans).
                 kind = self.texts.kinds[g.text]

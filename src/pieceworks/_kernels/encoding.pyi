@@ -44,3 +44,6 @@ class Encoding(EncodingBase):
     def merge_with(self, pair: Encoding, growing_offsets: bool = False) -> None: ...
     def pad(self, length: int, direction: str = "right", pad_id: int = 0, pad_type_id: int = 0,
             pad_token: str = "[PAD]") -> None: ...
+
+class EncodingWithIds(Encoding):
+    """An Encoding made with its ids list built; ``ids`` is a slot."""

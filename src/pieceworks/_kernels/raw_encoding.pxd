@@ -95,6 +95,7 @@ cdef Lists _lists_of(EncodingBase e)
 cpdef EncodingBase lazy_copy(EncodingBase e)
 cdef EncodingBase lazy_with_ids(type cls, list ids, Py_ssize_t n, Basis basis, object source, Py_ssize_t at)
 cdef bint never_read(EncodingBase self)
+cdef list built_ids(EncodingBase self)
 cdef int spans_ready(EncodingBase self) except -1
 cpdef EncodingBase make_raw(type cls, bytes raw, Py_ssize_t n, object strings, object word_index, object frame,
                             SpanSource spans_from=*, object source=*)

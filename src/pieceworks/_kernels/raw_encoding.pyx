@@ -542,14 +542,8 @@ cdef class EncodingBase:
     @property
     def ids(self):
         """The token ids."""
-        cdef object frame
         if self._ids is None:
-            if self._no_raw:
-                spans_ready(self)
-            frame = frame_of(self)
-            self._ids = (_id_list(raw_of(self), self._n, None, None) if frame is None
-                         else _id_list(raw_of(self), self._n, frame.ids_before, frame.ids_after))
-            untracked(self._ids)
+            self._ids = built_ids(self)
         return self._ids
 
     @ids.setter
@@ -652,6 +646,19 @@ cdef inline Py_ssize_t frame_size(EncodingBase self) except -1:
 cdef inline object raw_of(EncodingBase self):
     """The raw encoding (None for an eager encoding, or a batch job's before its spans are read)."""
     return self._data if not self._no_raw else None
+
+
+cdef list built_ids(EncodingBase self):
+    """The ids list of a lazy encoding whose list is not built yet (untracked: ints only)."""
+    cdef object frame
+    cdef list ids
+    if self._no_raw:
+        spans_ready(self)
+    frame = frame_of(self)
+    ids = (_id_list(raw_of(self), self._n, None, None) if frame is None
+           else _id_list(raw_of(self), self._n, frame.ids_before, frame.ids_after))
+    untracked(ids)
+    return ids
 
 
 cdef bint never_read(EncodingBase self):
@@ -772,7 +779,8 @@ cpdef EncodingBase lazy_copy(EncodingBase e):
     return out
 
 
-def fill_encodings(type cls, list out, where, list results, object frame, tuple truncation=None):
+def fill_encodings(type cls, list out, where, list results, object frame, tuple truncation=None,
+                   type ids_cls=None):
     """``out[where[k]]``: a lazy ``cls`` encoding (:func:`make_raw`) of ``results[k]``.
 
     ``results[k]`` is ``(raw, n_tokens, n_words, strings)`` (a plan's
@@ -781,7 +789,10 @@ def fill_encodings(type cls, list out, where, list results, object frame, tuple 
     its own text), or anything else to leave that place None.
     ``truncation``: None, or ``(max_length, stride, left, cut)`` (see
     :func:`truncated`); a result longer than ``max_length`` is cut there if
-    ``cut`` and holds no tokens list, else left None.
+    ``cut`` and holds no tokens list, else left None. ``ids_cls``: one that
+    needs no cut is made an ``ids_cls`` with its ids list built now (for
+    callers that read them all: ``encoding.EncodingWithIds`` keeps them in
+    a slot); a cut one stays a lazy ``cls``.
 
     >>> out = [None, None, None]
     >>> fill_encodings(EncodingBase, out, [0, 1], [(pack([5], [0], [2], [0]), 1, 1, {5: "hi"}),
@@ -803,7 +814,11 @@ def fill_encodings(type cls, list out, where, list results, object frame, tuple 
         if len(parts) == 5 and (truncation is not None and n > <Py_ssize_t>truncation[0]
                                 or type(parts[4]) is not list or len(<list>parts[4]) != n):
             continue    # (its own tokens, cut: the long way)
-        encoding = encoding_of(cls, parts[0], n, parts[3], frame, truncation)
+        if ids_cls is not None and (truncation is None or n <= <Py_ssize_t>truncation[0]):
+            encoding = make_raw(ids_cls, parts[0], n, parts[3], None, frame)
+            (<EncodingBase>encoding)._ids = built_ids(<EncodingBase>encoding)
+        else:
+            encoding = encoding_of(cls, parts[0], n, parts[3], frame, truncation)
         if len(parts) == 5:
             _lists_of(<EncodingBase>encoding).tokens = _framed_tokens(<list>parts[4], frame)
         out[where[k]] = encoding

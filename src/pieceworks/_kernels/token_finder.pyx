@@ -29,18 +29,13 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
 cdef extern from "Python.h":
-    Py_ssize_t PyUnicode_FindChar(object text, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t end, int direction) except -2
     int PyUnicode_KIND(object text)
     void* PyUnicode_DATA(object text)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
 
 cdef extern from "<string.h>" nogil:
+    void* memchr(const void* s, int c, size_t n)
     void* memrchr(const void* s, int c, size_t n)
-
-ctypedef fused char_t:
-    uint8_t
-    uint16_t
-    uint32_t
 
 cdef uint32_t NO_NODE = 0xFFFFFFFF
 # Strings that start with at most this many distinct chars: a text holding none of them is passed over.
@@ -48,15 +43,12 @@ cdef size_t FEW_FIRSTS = 4
 cdef Py_UCS4 SEVERAL = 0xFFFFFFFF
 
 
-cdef struct TrieSlot:
-    uint64_t key        # (node << 21 | code point) + 1; 0: an empty slot
-    uint32_t child
-
-
-cdef struct Found:
-    int32_t start       # a place some token starts at,
-    int32_t length      # the longest token that starts there,
-    int32_t index       # and its index in the strings
+cdef inline bint has_char(const char_t* s, Py_ssize_t n, uint32_t c) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if s[i] == c:
+            return True
+    return False
 
 
 cdef inline uint64_t mix_key(uint64_t x) noexcept nogil:
@@ -83,16 +75,6 @@ cdef class TokenTrie:
     >>> t.texts_holding(["a < b", "x <s> y", "<s", "é😀", "ba"]), t.holds("no tokens here")
     ([1, 3], False)
     """
-
-    cdef vector[TrieSlot] slots          # (node, char) -> child, open addressing
-    cdef uint64_t mask
-    cdef vector[uint32_t] fail           # per node: its suffix link
-    cdef vector[int32_t] best_length     # per node: the longest string among its suffix links' (0: none)
-    cdef vector[int32_t] best_index      # and that string's index
-    cdef uint8_t last_bits[8192]         # bit c & 0xFFFF: some string ends with char c (or one alike)
-    cdef Py_UCS4 only_last               # the one char all strings end with, or SEVERAL
-    cdef Py_ssize_t shortest             # no text shorter holds a string (0: there are no strings)
-    cdef vector[Py_UCS4] firsts          # the chars the strings start with, if at most FEW_FIRSTS
 
     def __cinit__(self, strings):
         cdef list contents = list(strings)
@@ -186,7 +168,7 @@ cdef class TokenTrie:
                 self.best_length[v], self.best_index[v] = self.best_length[f], self.best_index[f]
         return 0
 
-    cdef inline uint32_t _child(self, uint32_t node, uint32_t c) noexcept nogil:
+    cdef uint32_t _child(self, uint32_t node, uint32_t c) noexcept nogil:
         cdef uint64_t key = ((<uint64_t>node << 21) | c) + 1
         cdef uint64_t at = mix_key(key) & self.mask
         while self.slots[at].key:
@@ -251,6 +233,18 @@ cdef class TokenTrie:
         """Whether ``text`` holds one of the strings."""
         return self._read(text, NULL)
 
+    cdef bint holds_chars(self, int kind, const void* data, Py_ssize_t n) noexcept nogil:
+        """:meth:`holds` of a str's ``n`` chars of ``kind`` at ``data`` (as PyUnicode_KIND and
+        PyUnicode_DATA give them), without the GIL: for a batch's threads."""
+        if n < self.shortest or self.shortest == 0 or not self._may_hold(kind, data, n):
+            return False
+        # (Nothing is found into, so nothing can fail.)
+        if kind == 1:
+            return self._read_chars(<const uint8_t*>data, n, NULL) == 1
+        if kind == 2:
+            return self._read_chars(<const uint16_t*>data, n, NULL) == 1
+        return self._read_chars(<const uint32_t*>data, n, NULL) == 1
+
     def texts_holding(self, texts) -> list:
         """Indices, in order, of the texts (an iterable of strs) holding one of the strings.
 
@@ -272,9 +266,11 @@ cdef class TokenTrie:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         cdef int kind = PyUnicode_KIND(text)
         cdef void* data = PyUnicode_DATA(text)
-        if n < self.shortest or self.shortest == 0 or not self._may_hold(text, n):
+        if found == NULL:
+            return self.holds_chars(kind, data, n)
+        if n < self.shortest or self.shortest == 0 or not self._may_hold(kind, data, n):
             return False
-        if found != NULL and n > 0x7FFFFFFF:
+        if n > 0x7FFFFFFF:
             raise ValueError(f"TokenTrie: a text of {n} chars is too long (at most 2**31 - 1)")
         if kind == 1:
             return self._read_chars(<const uint8_t*>data, n, found)
@@ -282,8 +278,8 @@ cdef class TokenTrie:
             return self._read_chars(<const uint16_t*>data, n, found)
         return self._read_chars(<const uint32_t*>data, n, found)
 
-    cdef bint _may_hold(self, str text, Py_ssize_t n) except -1:
-        """False if ``text`` holds none of the chars the strings start with (when they are few).
+    cdef bint _may_hold(self, int kind, const void* data, Py_ssize_t n) noexcept nogil:
+        """False if the text holds none of the chars the strings start with (when they are few).
 
         Tokens that end with chars the text is full of (``aaaaaaaa7`` in a
         megabyte of digits) keep the automaton off its root, a probe a
@@ -294,37 +290,50 @@ cdef class TokenTrie:
         if self.firsts.empty():
             return True
         for k in range(self.firsts.size()):
-            if PyUnicode_FindChar(text, self.firsts[k], 0, n, 1) >= 0:
+            if kind == 1:
+                if self.firsts[k] < 256 and memchr(data, <int>self.firsts[k], <size_t>n) != NULL:
+                    return True
+            elif kind == 2:
+                if has_char(<const uint16_t*>data, n, self.firsts[k]):
+                    return True
+            elif has_char(<const uint32_t*>data, n, self.firsts[k]):
                 return True
         return False
 
-    cdef int _read_chars(self, const char_t* s, Py_ssize_t n, vector[Found]* found) except -1:
-        cdef Py_ssize_t i = n
-        cdef uint32_t state = 0, child, c
+    cdef Py_ssize_t _skip_at_root(self, const char_t* s, Py_ssize_t i) noexcept nogil:
+        """How much of ``s[:i]`` is left once the chars no string ends with are dropped from its
+        end (0: none is left): at the root only such a char leads anywhere."""
         cdef const uint8_t* hit
+        if char_t is uint8_t and self.only_last < 256:
+            hit = <const uint8_t*>memrchr(s, <int>self.only_last, <size_t>i)
+            return 0 if hit == NULL else hit - s + 1
+        while i > 0 and not (self.last_bits[(s[i - 1] & 0xFFFF) >> 3] >> (s[i - 1] & 7)) & 1:
+            i -= 1
+        return i
+
+    cdef uint32_t _step(self, uint32_t state, uint32_t c) noexcept nogil:
+        """The state after reading ``c`` (the text is read backwards)."""
+        cdef uint32_t child
+        while True:
+            child = self._child(state, c)
+            if child != NO_NODE:
+                return child
+            if state == 0:
+                return 0
+            state = self.fail[state]
+
+    cdef int _read_chars(self, const char_t* s, Py_ssize_t n, vector[Found]* found) except -1 nogil:
+        """Into ``found``, from the right, each place in ``s[:n]`` a string starts, with the longest
+        that does; whether there was one (``found`` NULL: stop at the first)."""
+        cdef Py_ssize_t i = n
+        cdef uint32_t state = 0
         while i > 0:
             if state == 0:
-                # At the root only a char some string ends with leads anywhere: skip to the next one.
-                if char_t is uint8_t and self.only_last < 256:
-                    hit = <const uint8_t*>memrchr(s, <int>self.only_last, <size_t>i)
-                    if hit == NULL:
-                        break
-                    i = hit - s + 1
-                else:
-                    while i > 0 and not (self.last_bits[(s[i - 1] & 0xFFFF) >> 3] >> (s[i - 1] & 7)) & 1:
-                        i -= 1
-                    if i == 0:
-                        break
+                i = self._skip_at_root(s, i)
+                if i == 0:
+                    break
             i -= 1
-            c = s[i]
-            while True:
-                child = self._child(state, c)
-                if child != NO_NODE:
-                    state = child
-                    break
-                if state == 0:
-                    break
-                state = self.fail[state]
+            state = self._step(state, s[i])
             if self.best_length[state]:
                 if found == NULL:
                     return 1

@@ -217,7 +217,7 @@ class ByteBpePlan:
         return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS, None), self._tokens
 
     def encode_job(self, texts: list[str], cls: type, frame, truncation: tuple | None, threads: int,
-                   skip: list[int] | None = None, ids_cls: type | None = None) -> list | None:
+                   skip: list[int] | None = None, ids_cls: type | None = None, finder=None) -> list | None:
         """Lazy ``cls`` encodings of ``texts`` (framed, cut as ``truncation`` says) made on ``threads`` threads.
 
         A job (``ByteBPE.raw_batch_job``): threads take chunks of the list
@@ -226,14 +226,16 @@ class ByteBpePlan:
         would say None (or truncation may not cut it here), and at the
         indices ``skip`` lists: the caller encodes those the long way.
         ``ids_cls``: build each ``ids`` list in the job, and make the
-        encodings that need no cut of that class (see ``ByteBPE.raw_batch_job``). None for the whole list when the kernel
+        encodings that need no cut of that class (see ``ByteBPE.raw_batch_job``).
+        ``finder`` (a TokenTrie, or None): the texts holding one of its
+        strings are None too, found on the threads. None for the whole list when the kernel
         cannot take it (no kernel, or a prefix space to add).
         """
         ready = self._prepare()
         if ready is None or ready[1]:
             return None
         job = ready[0].raw_batch_job(texts, cls, self._tokens, frame, truncation, self.normalizer is not None,
-                                     _RAW_MAX_CHARS, skip, ids_cls)
+                                     _RAW_MAX_CHARS, skip, ids_cls, finder)
         return run_job(job, threads)
 
     def encode_raw_batch(self, texts: list[str]) -> list:

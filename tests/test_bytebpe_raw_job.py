@@ -173,6 +173,24 @@ def test_texts_holding_added_tokens_are_found_by_the_job(monkeypatch, threads):
     assert calls and calls[0] >= holding > len(texts) // 2
 
 
+def test_texts_holding_added_tokens_give_their_ids_first_and_the_rest_when_read(monkeypatch):
+    # Such a text's encoding holds its ids, joined around its tokens, and works out its offsets,
+    # words and tokens on the tokens found at encoding time, when first read: adding a token
+    # afterwards changes nothing (the general path's encodings are made whole at once).
+    tok = trained()
+    tok.add_tokens(["cat"])
+    twin = general_twin(tok, monkeypatch)
+    texts = [f"<|endoftext|>user\n{t}<|pad|>" for t in TEXTS if "<|" not in t] * 5
+    ours, theirs = tok.encode_batch(texts), twin.encode_batch(texts)
+    assert all(type(e) is EncodingWithIds and e._spans_from is not None for e in ours)
+    for t in (tok, twin):
+        t.enable_truncation(4)      # (longer texts go the long way, cut there)
+    assert_batches_equal(tok, twin, texts[:7])
+    tok.add_tokens(["user", "hello"])
+    for text, a, b in zip(texts, ours, theirs):
+        assert_same_encoding(a, b, repr(text[:40]))
+
+
 def test_skipped_texts_come_back_none_from_the_kernel():
     tok = trained(NFC())
     plan = tok._current_plan()

@@ -375,9 +375,11 @@ class AddedVocabulary:
             at = stop
         return out
 
-    def token_spans_of(self, texts: list[str], split_special: bool = False) -> list[list[tuple[int, int, int]]]:
+    def token_spans_of(self, texts: list[str], split_special: bool = False,
+                       exact: bool = False) -> list[list[tuple[int, int, int]] | None]:
         """:meth:`token_spans` of each text; with no token matched after normalizing, found in C
         for all the texts at once (``TokenTrie.spans_of``), but those a token's options move.
+        ``exact``: those are None instead (so every span found is its token's content).
 
         >>> from pieceworks.models import BPE
         >>> v = AddedVocabulary()
@@ -393,9 +395,10 @@ class AddedVocabulary:
             return [[] for _ in texts]
         tokens, table = raw
         out = tokens.trie().spans_of(texts, tokens.ids(table, self.by_id))
-        for k, spans in enumerate(out):
-            if spans is None:
-                out[k] = self._match_spans(texts[k], raw)
+        if not exact:
+            for k, spans in enumerate(out):
+                if spans is None:
+                    out[k] = self._match_spans(texts[k], raw)
         return out
 
     def token_spans_normalized(self, view, split_special: bool = False) -> list[tuple[int, int, int]]:

@@ -1114,6 +1114,110 @@ def join_around(list found, list results, Py_ssize_t length) -> tuple:
     return out, total
 
 
+cdef bint _extend_by_segment(list ids, list segment_ids, Py_ssize_t at) except -1:
+    """Append segment ``at``'s ids to ``ids``; True if it has none (None)."""
+    cdef object segment = segment_ids[at]
+    if segment is None:
+        return True
+    ids.extend(<list?>segment)
+    return False
+
+
+def ids_around(list texts, list founds, list segment_ids) -> list:
+    """Each text's ids: its segments' ids with its added tokens' ids between them, in order.
+
+    ``founds[k]``: text ``k``'s tokens ``(start, stop, id)``; ``segment_ids``:
+    the ids list of each segment :func:`layout_segments` cuts, all texts'
+    in a row (None where a segment's could not be made: that text's result
+    is None). The lists are untracked (ints only).
+
+    >>> ids_around(["ab<s>c<s>", "<s>", "x"], [[(2, 5, 9), (6, 9, 9)], [(0, 3, 9)], []], [[1, 2], [3], [4]])
+    [[1, 2, 9, 3, 9], [9], [4]]
+    """
+    cdef list out = [], ids
+    cdef Py_ssize_t k, at, next_segment = 0
+    cdef tuple token
+    cdef bint failed
+    if len(texts) != len(founds):
+        raise ValueError("ids_around: one list of tokens per text")
+    for k in range(len(texts)):
+        ids = []
+        failed = False
+        at = 0
+        for token in <list?>founds[k]:
+            if at < <Py_ssize_t>token[0]:
+                failed |= _extend_by_segment(ids, segment_ids, next_segment)
+                next_segment += 1
+            ids.append(token[2])
+            at = token[1]
+        if at < len(<str?>texts[k]):
+            failed |= _extend_by_segment(ids, segment_ids, next_segment)
+            next_segment += 1
+        if failed:
+            out.append(None)
+        else:
+            untracked(ids)
+            out.append(ids)
+    if next_segment != len(segment_ids):
+        raise ValueError(f"ids_around: {len(segment_ids)} segments' ids for {next_segment} segments")
+    return out
+
+
+def fill_with_ids(type cls, list out, where, list ids_lists, object strings, object frame, SpanSource spans_from,
+                  list sources, Py_ssize_t limit=-1):
+    """``out[where[k]]``: a lazy ``cls`` encoding holding ``ids_lists[k]`` (framed), whose other lists
+    ``spans_from`` works out from ``sources[k]`` when first read (see :func:`make_with_ids`; one basis
+    for them all). Left None where ``ids_lists[k]`` is None or, with ``limit`` of 0 or more, longer.
+
+    >>> out = [None, None, None]
+    >>> fill_with_ids(EncodingBase, out, [2, 0], [[5], [5, 5]], {5: "a"}, None, SpanSource(), ["a", "aa"], 1)
+    >>> [e is None or e.ids for e in out]
+    [True, True, [5]]
+    """
+    cdef Py_ssize_t k, n
+    cdef list ids
+    cdef list before = None if frame is None else frame.ids_before
+    cdef list after = None if frame is None else frame.ids_after
+    cdef Basis basis = basis_for(strings, frame, None, spans_from, None)
+    if not len(where) == len(ids_lists) == len(sources) or spans_from is None:
+        raise ValueError("fill_with_ids: one place, ids list and source each, and a SpanSource")
+    for k in range(len(ids_lists)):
+        if ids_lists[k] is None:
+            continue
+        ids = <list?>ids_lists[k]
+        n = len(ids)
+        if 0 <= limit < n:
+            continue
+        if before or after:
+            ids = list(before or ()) + ids + list(after or ())
+            untracked(ids)
+        out[where[k]] = lazy_with_ids(cls, ids, n, basis, sources[k], 0)
+
+
+cdef class CallbackSpans(SpanSource):
+    """The offsets and words of an ids-only encoding made the long way when first read: ``full(source,
+    at, n)`` is ``raw_of(source)``, which gives ``(raw, n)``, the whole raw encoding of the text the
+    ids came from (for ids a batch joined around added tokens: the offsets wait for a reader, and
+    most read only the ids).
+
+    >>> spans = CallbackSpans(lambda text: (pack([5], [0], [len(text)], [0]), 1))
+    >>> e = make_with_ids(EncodingBase, [5], 1, {5: "hi"}, None, spans, "hi", 0)
+    >>> e.offsets, e.tokens
+    ([(0, 2)], ['hi'])
+    """
+
+    cdef object raw_of
+
+    def __init__(self, raw_of):
+        self.raw_of = raw_of
+
+    cdef bytes full(self, object source, Py_ssize_t at, Py_ssize_t n):
+        raw, count = self.raw_of(source)
+        if count != n or type(raw) is not bytes:
+            raise RuntimeError(f"CallbackSpans: the text's raw encoding has {count} tokens, its ids {n}")
+        return <bytes>raw
+
+
 def layout_segments(list texts, list founds) -> tuple:
     """The segments between the added tokens of each text, all texts in a row: ``(segments, starts,
     counts)``, ``counts[k]`` how many are text ``k``'s (``founds[k]``: its tokens ``(start, stop, id)``,

@@ -13,11 +13,11 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from parity import assert_same_encoding
-from pieceworks import Tokenizer
+from pieceworks import AddedToken, Tokenizer
 from pieceworks._kernels.encoding import EncodingWithIds
 from pieceworks.encoding import Encoding, PLAIN_FRAME
 from pieceworks.models import BPE
@@ -142,10 +142,14 @@ def test_the_job_is_the_path_taken(monkeypatch):
         return out
 
     monkeypatch.setattr(type(plan), "encode_job", spy)
-    batch = tok.encode_batch(["hello world", "a <|endoftext|> b", "cat"])
-    # The text holding an added token is left to the one-by-one path, which finds the token.
-    assert calls == [[False, True, False]]
-    assert tok.token_to_id("<|endoftext|>") in batch[1].ids
+    texts = ["hello world", "a <|endoftext|> b", "cat"]
+    batch = tok.encode_batch(texts)
+    # The text holding an added token is encoded around it in the job too; with padding (whose
+    # encodings stay lazy) it is left to the one-by-one path, which finds the token.
+    tok.enable_padding(pad_id=1, pad_token="<|pad|>")
+    padded = tok.encode_batch(texts)
+    assert calls == [[False, False, False], [False, True, False]]
+    assert tok.token_to_id("<|endoftext|>") in batch[1].ids and batch[1].ids == padded[1].ids
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])
@@ -178,7 +182,7 @@ def test_texts_holding_added_tokens_give_their_ids_first_and_the_rest_when_read(
     # words and tokens on the tokens found at encoding time, when first read: adding a token
     # afterwards changes nothing (the general path's encodings are made whole at once).
     tok = trained()
-    tok.add_tokens(["cat"])
+    tok.add_tokens([AddedToken("cat", normalized=False)])   # (matched in the text as it is, as the specials)
     twin = general_twin(tok, monkeypatch)
     texts = [f"<|endoftext|>user\n{t}<|pad|>" for t in TEXTS if "<|" not in t] * 5
     ours, theirs = tok.encode_batch(texts), twin.encode_batch(texts)
@@ -211,6 +215,34 @@ def test_any_batch_equals_one_by_one(texts):
     batch = tok.encode_batch(texts)
     for text, enc in zip(texts, batch):
         assert_same_encoding(enc, tok._encode_general(text), repr(text))
+
+
+def _with_overlapping_tokens(strip: bool) -> Tokenizer:
+    tok = trained()
+    tok.add_special_tokens(["<s>", "<s>x", "b<"])       # (leftmost-longest: '<s>x' over '<s>', 'b<s>' is 'b<' 's>')
+    tok.add_tokens([AddedToken("ab", normalized=False, rstrip=strip)])
+    return tok
+
+
+_OVERLAPPING = {strip: _with_overlapping_tokens(strip) for strip in (False, True)}
+
+
+_PARTS = st.sampled_from(["<s>", "<s>x", "b<", "ab", "a", "b", "x", "s", ">", "<", " ", "é", "\n"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(_PARTS, max_size=12).map("".join), min_size=1, max_size=30), st.booleans())
+@example(["b<s>", "<s>x", "ab<s>xb<", "xb<s>x ab", "<s><s>x", ""], False)
+def test_batches_of_texts_with_overlapping_tokens_equal_the_general_path(texts, strip):
+    # Around the tokens in the job: leftmost-longest, each stretch between them alone; a token that
+    # strips spaces (strip) sends its texts the long way. Field by field, and ids first.
+    tok = _OVERLAPPING[strip]
+    ids = [e.ids for e in tok.encode_batch(texts)]
+    batch = tok.encode_batch(texts)
+    for text, enc, first in zip(texts, batch, ids):
+        expected = tok._encode_general(text)
+        assert first == expected.ids, repr(text)
+        assert_same_encoding(enc, expected, repr(text))
 
 
 _TOK = trained(NFC())

@@ -375,11 +375,9 @@ class AddedVocabulary:
             at = stop
         return out
 
-    def token_spans_of(self, texts: list[str], split_special: bool = False,
-                       exact: bool = False) -> list[list[tuple[int, int, int]] | None]:
+    def token_spans_of(self, texts: list[str], split_special: bool = False) -> list[list[tuple[int, int, int]]]:
         """:meth:`token_spans` of each text; with no token matched after normalizing, found in C
         for all the texts at once (``TokenTrie.spans_of``), but those a token's options move.
-        ``exact``: those are None instead (so every span found is its token's content).
 
         >>> from pieceworks.models import BPE
         >>> v = AddedVocabulary()
@@ -395,11 +393,30 @@ class AddedVocabulary:
             return [[] for _ in texts]
         tokens, table = raw
         out = tokens.trie().spans_of(texts, tokens.ids(table, self.by_id))
-        if not exact:
-            for k, spans in enumerate(out):
-                if spans is None:
-                    out[k] = self._match_spans(texts[k], raw)
+        for k, spans in enumerate(out):
+            if spans is None:
+                out[k] = self._match_spans(texts[k], raw)
         return out
+
+    def exact_matcher(self, split_special: bool = False) -> tuple | None:
+        """``(trie, ids)``: the TokenTrie of the tokens (strings) matched in a text as it is, and each
+        one's id, None for a token whose options move its span from the match (see ``_Tokens.ids``);
+        None when some token is matched after normalizing, or none is added.
+
+        >>> from pieceworks.models import BPE
+        >>> v = AddedVocabulary()
+        >>> v.add([AddedToken("<s>", normalized=False), AddedToken("ab", normalized=False, rstrip=True)], BPE(), None)
+        2
+        >>> trie, ids = v.exact_matcher(); trie.spans("x<s>ab"), ids
+        ([(1, 4, 0), (4, 6, 1)], [0, None])
+        >>> v.add([AddedToken("cd")], BPE(), None), v.exact_matcher()     # (matched after normalizing)
+        (1, None)
+        """
+        raw, normed = self._matchers(split_special)
+        if raw is None or normed is not None:
+            return None
+        tokens, table = raw
+        return tokens.trie(), tokens.ids(table, self.by_id)
 
     def token_spans_normalized(self, view, split_special: bool = False) -> list[tuple[int, int, int]]:
         """:meth:`token_spans` with a normalizer: ``(start, stop, id)`` in the text ``view`` makes.

@@ -28,9 +28,8 @@ from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
-                                    ids_around as _raw_ids_around, join_around as _raw_join_around,
-                                    join_layouts as _raw_join_layouts, join_lazily as _raw_join_lazily,
-                                    fill_with_ids as _fill_with_ids, layout_segments as _raw_layout_segments,
+                                    join_around as _raw_join_around, join_layouts as _raw_join_layouts,
+                                    join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
                                     none_positions as _none_positions, pack as _raw_pack,
                                     pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
@@ -263,8 +262,9 @@ class Tokenizer:
         """The batch as one kernel job on the pool's threads (see ``plan.encode_job``), or None.
 
         For plain texts; those that hold an added token (the job's threads
-        find them as they go), and the few others the job leaves out
-        (None), are encoded afterwards, on threads too.
+        find them as they go) are encoded around them in the job too (see
+        :meth:`_around_added`), and the few others it leaves out (None)
+        afterwards, on threads.
         """
         from .fast._pool import num_threads, run_in_ranges
 
@@ -276,18 +276,13 @@ class Tokenizer:
             return None     # tokens matched after normalizing: the finder reads the texts as they are
         # The ids are built in the job, on the calling thread while the pool's threads still encode.
         ids_cls = self._ids_class()
+        finder = added.finder if added.by_content else None
+        around = self._around_added(plan, split) if finder is not None and ids_cls is not None else None
         out = plan.encode_job(items, Encoding, frame, self._raw_truncation(add_special_tokens), num_threads(), None,
-                              ids_cls=ids_cls, finder=added.finder if added.by_content else None)
+                              ids_cls=ids_cls, finder=finder, around=around)
         if out is None:
             return None
         left = _none_positions(out)
-        if left and ids_cls is not None:    # texts holding added tokens: their ids now, the rest when read
-            truncation = self._raw_truncation(add_special_tokens)
-            made = self._ids_around_added_batch(plan, [items[k] for k in left], split, frame,
-                                                None if truncation is None else truncation[0], ids_cls)
-            for k, encoding in zip(left, made):
-                out[k] = encoding
-            left = _none_positions(out)
         if left:    # (all strs: no input error whose index the sub-list would shift)
             rest = [items[k] for k in left]
             encoded = run_in_ranges(lambda start, stop: self._encode_range_raw(rest, start, stop, plan, frame, split,
@@ -297,46 +292,30 @@ class Tokenizer:
                 out[k] = encoding
         return out
 
-    def _ids_around_added_batch(self, plan, texts: list[str], split: bool, frame, limit: int | None,
-                                ids_cls: type) -> list:
-        """Encodings of texts holding added tokens that hold their ids alone, or None for the long way.
+    def _around_added(self, plan, split: bool) -> tuple | None:
+        """What a job needs to encode a text holding added tokens around them (see ``ByteBPE.raw_batch_job``):
+        ``(trie, token_ids, strings, spans_from)``, or None to leave such texts out.
 
-        The segments between the tokens of all the texts are encoded in one
-        job (``plan.encode_ids_batch``) and each text's ids joined around its
-        tokens' in C; its offsets, words and tokens are worked out the long
-        way (:meth:`_encode_raw_around_added`, on the same tokens) only when
-        first read (``raw_encoding.CallbackSpans``): for a batch of
-        chat-formatted texts, most callers read only the ids. A text holding
-        a token whose options move its span (one that strips the spaces
-        around it), a long one, or one of more than ``limit`` tokens is
-        left None.
+        The job joins the ids of the stretches between the tokens (each
+        encoded on its own) and the tokens'; the encoding spells them from
+        the plan's table with the added tokens, and works out its offsets,
+        words and tokens the long way (:meth:`_raw_around_found`, on the
+        tokens the job found) only when first read (``CallbackSpans``): for
+        a batch of chat-formatted texts, most callers read only the ids.
         """
-        from .fast._pool import num_threads
-
-        encode_ids = getattr(plan, "encode_ids_batch", None)
+        exact = self._added.exact_matcher(split)
         strings = getattr(plan, "_tokens", None)
-        # (The table spells every added token: each span found exactly is its token's content.)
-        strings = None if encode_ids is None or strings is None else self._strings_with_added(strings)
-        if strings is None or self._matched_after_normalizing(plan, "") or frame is None:
-            return [None] * len(texts)
-        short = [k for k, text in enumerate(texts) if len(text) < _RAW_MAX_CHARS]
-        founds = self._added.token_spans_of([texts[k] for k in short], split, exact=True)
-        keep = [k for k, found in zip(short, founds) if found is not None]
-        if len(keep) < len(short):
-            founds = [found for found in founds if found is not None]
-        kept = [texts[k] for k in keep]
-        segments, _, _ = _raw_layout_segments(kept, founds)
-        ids_lists = _raw_ids_around(kept, founds, encode_ids(segments, num_threads()) if segments else [])
-        out: list = [None] * len(texts)
-        _fill_with_ids(ids_cls, out, keep, ids_lists, strings, frame, CallbackSpans(partial(self._raw_around_found, plan,
-                                                                                             split)),
-                       list(zip(kept, founds)), -1 if limit is None else limit)
-        return out
+        strings = None if exact is None or strings is None else self._strings_with_added(strings)
+        if strings is None:
+            return None
+        return (*exact, strings, CallbackSpans(partial(self._raw_around_found, plan, split, exact)))
 
-    def _raw_around_found(self, plan, split: bool, source: tuple) -> tuple[bytes, int]:
-        """``(raw, n)``: the whole raw encoding of ``source``'s text around its added tokens (``(text,
-        found)``), for an encoding :meth:`_ids_around_added_batch` made when its offsets are first read."""
-        text, found = source
+    def _raw_around_found(self, plan, split: bool, exact: tuple, text: str) -> tuple[bytes, int]:
+        """``(raw, n)``: the whole raw encoding of ``text`` around its added tokens, found by the
+        ``exact`` matcher a job found them with (see :meth:`_around_added`), when first read."""
+        found = exact[0].spans_of([text], exact[1])[0]
+        if found is None:
+            raise RuntimeError(f"pieceworks: an added token in {text[:40]!r} moves its span: no ids joined around it")
         encoding = self._encode_raw_around_added(plan, text, split, PLAIN_FRAME, None, (text, found, None))
         if encoding is None:
             raise RuntimeError(f"pieceworks: the offsets of {text[:40]!r} could not be worked out again")

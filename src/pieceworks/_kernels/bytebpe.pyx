@@ -98,7 +98,7 @@ from cpython.tuple cimport PyTuple_New
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from pieceworks._kernels.board cimport pw_board
-from pieceworks._kernels.token_finder cimport TokenTrie
+from pieceworks._kernels.token_finder cimport Found, TokenTrie
 from pieceworks._kernels.scan cimport code_point
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
                                                framed_ids, ids_raw, int_ref, lazy_with_ids, prefetch_int,
@@ -2672,7 +2672,7 @@ cdef class ByteBPE:
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
 
     def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
-                      list skip=None, type ids_cls=None, TokenTrie finder=None,
+                      list skip=None, type ids_cls=None, TokenTrie finder=None, tuple around=None,
                       Py_ssize_t chunk_chars=CHUNK_CHARS):
         """A :class:`BatchJob` whose result is a lazy ``cls`` encoding of each text (``Tokenizer.encode_batch``).
 
@@ -2688,6 +2688,15 @@ cdef class ByteBPE:
         ``finder``: a text holding one of its strings (an added token) is
         left out too, found by the thread that takes it (the texts are
         asked in parallel, as they are encoded, not all before).
+
+        ``around`` (with ``ids_cls``): ``(trie, token_ids, strings,
+        spans_from)``, and such a text is encoded around the tokens: the
+        leftmost-longest matches of ``trie``'s strings (string ``k`` is the
+        token ``token_ids[k]``; a text holding one whose id is None is left
+        out), each stretch between them encoded on its own, as Hugging
+        Face splits added tokens out first. Its encoding (an ``ids_cls``)
+        holds the ids; it spells its tokens from ``strings`` and works its
+        offsets out through ``spans_from`` (from the text) when first read.
         """
         from pieceworks._unicode_forms import quick_check, verdict_changes
 
@@ -2702,6 +2711,12 @@ cdef class ByteBPE:
         job.eager_ids = ids_cls is not None
         job.ids_cls = ids_cls
         job.finder = finder
+        if around is not None and ids_cls is not None:
+            job.around_trie = <TokenTrie?>around[0]
+            for token_id in around[1]:
+                job.around_ids.push_back(-1 if token_id is None else <int32_t>token_id)
+            job.around_basis = basis_for(around[2], frame, None, <SpanSource?>around[3], None)
+            job.held.resize(len(job.keep), 0)
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
         job.skip.resize(len(job.keep), 0)
         for k in skip or ():
@@ -3084,6 +3099,10 @@ cdef class BatchJob:
     cdef vector[char] skip             # texts left for the long way
     cdef object cls, ids_cls, strings, frame
     cdef TokenTrie finder               # raw jobs: a text holding one of its strings is skipped (None: no check)
+    cdef TokenTrie around_trie          # ... or encoded around its strings (see raw_batch_job)
+    cdef vector[int32_t] around_ids     # the token of each of around_trie's strings (-1: the text is skipped)
+    cdef Basis around_basis             # of those texts' encodings
+    cdef vector[char] held              # the texts encoded around their tokens
     cdef tuple truncation
 
     def __dealloc__(self):
@@ -3115,14 +3134,19 @@ cdef class BatchJob:
         st.item_pieces.clear()
         cdef Segment g
         cdef int kind
+        cdef vector[Found] found
         cdef const ChunkRange* c = &self.chunks[i]
         for k in range(c.last - c.first + 1):
             g = segment_at(c, self.texts.lengths.data(), k)
             if self.raw_mode and not self.skip[g.text] and self.finder is not None \
                     and self.finder.holds_chars(self.texts.kinds[g.text], self.texts.datas[g.text],
                                                 self.texts.lengths[g.text]):
-                self.skip[g.text] = 1       # (raw jobs cut no text: this thread alone reads and writes it)
-            if not self.raw_mode or not self.skip[g.text]:
+                # (Raw jobs cut no text: this thread alone reads and writes its flags.)
+                if self.around_trie is not None and self._encode_around(g.text, st, found):
+                    self.held[g.text] = 1
+                else:
+                    self.skip[g.text] = 1
+            if not self.raw_mode or not self.skip[g.text] and not (self.held.size() and self.held[g.text]):
                 # Raw jobs keep each text's piece ends: its offsets follow from them, if read (ChunkSpans).
                 kind = self.texts.kinds[g.text]
                 encode_str(&self.bpe.m, kind, <const char*>self.texts.datas[g.text] + kind * g.start,
@@ -3139,6 +3163,40 @@ cdef class BatchJob:
             out.pieces.assign(st.item_pieces.begin(), st.item_pieces.end())
         self.board.finish(i, 0)
         return i
+
+    cdef bint _encode_around(self, Py_ssize_t text, State* st, vector[Found]& found) noexcept nogil:
+        """Append the ids of text ``text`` encoded around the added tokens in it (see
+        ``raw_batch_job``'s ``around``); False, with nothing appended, if one of them may not be."""
+        cdef int kind = self.texts.kinds[text]
+        cdef const char* data = <const char*>self.texts.datas[text]
+        cdef Py_ssize_t n = self.texts.lengths[text], at = 0, k, start
+        cdef size_t before = st.ids.size()
+        cdef int32_t token_id
+        found.clear()
+        if self._find_tokens(kind, data, n, &found) < 0:
+            return False
+        for k in range(<Py_ssize_t>found.size() - 1, -1, -1):      # (found from the right)
+            start = found[k].start
+            if start < at:
+                continue        # (inside the longer match taken before it)
+            token_id = self.around_ids[found[k].index]
+            if token_id < 0:
+                st.ids.resize(before)
+                return False
+            if at < start:
+                encode_str(&self.bpe.m, kind, data + kind * at, start - at, self.texts.asciis[text], st, False, False)
+            st.ids.push_back(<uint32_t>token_id)
+            at = start + found[k].length
+        if at < n:
+            encode_str(&self.bpe.m, kind, data + kind * at, n - at, self.texts.asciis[text], st, False, False)
+        return True
+
+    cdef int _find_tokens(self, int kind, const char* data, Py_ssize_t n, vector[Found]* found) except -1 nogil:
+        if kind == 1:
+            return self.around_trie._read_chars(<const uint8_t*>data, n, found)
+        if kind == 2:
+            return self.around_trie._read_chars(<const uint16_t*>data, n, found)
+        return self.around_trie._read_chars(<const uint32_t*>data, n, found)
 
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; the chunk's
@@ -3167,6 +3225,10 @@ cdef class BatchJob:
             text = self.keep[item]
             if self.skip[item]:
                 encoding = None
+            elif self.held.size() and self.held[item]:       # (made eager: see raw_batch_job's around)
+                encoding = None if n > max_length else lazy_with_ids(
+                    self.ids_cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before, after), n,
+                    self.around_basis, text, 0)
             elif self.eager_ids and n <= max_length:
                 prefetch_next_ints(self.bpe._int_table, self.bpe._n_ints, <const uint32_t*>shared.ids.data(),
                                    shared.ends[k], shared.ids.size())

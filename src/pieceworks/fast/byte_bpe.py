@@ -217,7 +217,8 @@ class ByteBpePlan:
         return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS, None), self._tokens
 
     def encode_job(self, texts: list[str], cls: type, frame, truncation: tuple | None, threads: int,
-                   skip: list[int] | None = None, ids_cls: type | None = None, finder=None) -> list | None:
+                   skip: list[int] | None = None, ids_cls: type | None = None, finder=None,
+                   around: tuple | None = None) -> list | None:
         """Lazy ``cls`` encodings of ``texts`` (framed, cut as ``truncation`` says) made on ``threads`` threads.
 
         A job (``ByteBPE.raw_batch_job``): threads take chunks of the list
@@ -228,14 +229,15 @@ class ByteBpePlan:
         ``ids_cls``: build each ``ids`` list in the job, and make the
         encodings that need no cut of that class (see ``ByteBPE.raw_batch_job``).
         ``finder`` (a TokenTrie, or None): the texts holding one of its
-        strings are None too, found on the threads. None for the whole list when the kernel
+        strings are None too, found on the threads, unless ``around`` says
+        how to encode them around the tokens (see ``ByteBPE.raw_batch_job``). None for the whole list when the kernel
         cannot take it (no kernel, or a prefix space to add).
         """
         ready = self._prepare()
         if ready is None or ready[1]:
             return None
         job = ready[0].raw_batch_job(texts, cls, self._tokens, frame, truncation, self.normalizer is not None,
-                                     _RAW_MAX_CHARS, skip, ids_cls, finder)
+                                     _RAW_MAX_CHARS, skip, ids_cls, finder, around)
         return run_job(job, threads)
 
     def encode_raw_batch(self, texts: list[str]) -> list:
@@ -288,19 +290,6 @@ class ByteBpePlan:
         elif prefix_space and text and text[0] != " ":
             text = " " + text
         return kernel.encode(text)
-
-    def encode_ids_batch(self, texts: list[str], threads: int) -> list:
-        """``[encode_ids(t) for t in texts]``, on ``threads`` threads when the texts need no change
-        first (no normalizer, no prefix space): the kernel's batch job, as the tiktoken face's."""
-        ready = self._prepare()
-        if ready is None:
-            return [None] * len(texts)
-        kernel, prefix_space = ready
-        if self.normalizer is not None or prefix_space:
-            return [self.encode_ids(text) for text in texts]
-        if threads <= 1:
-            return kernel.encode_batch(texts)
-        return run_job(kernel.batch_job(texts), threads)
 
     def _encode_normalized(self, kernel: ByteBPE, text: str):
         # NFC through the aligned string, as the general path does; each token's

@@ -26,7 +26,8 @@ Llama 3, Qwen3, GPT-NeoX, Gemma 3 and Mistral (pieceworks.Tokenizer against
 tokenizers, and, for Llama 3 and Qwen3, the tiktoken face on the same
 ranks, given the files' added tokens as special tokens); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
-tiktoken); adversarial inputs (1 MB of one letter, of random letters, of
+tiktoken; and each line as a Llama 3 chat turn, four special tokens a text:
+pieceworks.Tokenizer, Hugging Face, the tiktoken face and tiktoken); adversarial inputs (1 MB of one letter, of random letters, of
 digits) against 1 MB of prose.
 """
 
@@ -448,6 +449,33 @@ def bench_special_tokens(texts: dict[str, str], repeat: int, summary: list) -> N
         result = run_row(f"256 special tokens allowed, {corpus}, batch of lines, {THREADS} threads", many, lines,
                          size, repeat, resets)
         summary.append((f"special tokens {corpus} lines {THREADS}T", result))
+        bench_chat_lines(path, face, ref, corpus, lines, repeat, summary)
+
+
+def bench_chat_lines(path: Path, face, ref, corpus: str, lines: list[str], repeat: int, summary: list) -> None:
+    """Each line as a chat turn in Llama 3's template (four special tokens a text, as in chat
+    fine-tuning data), a batch on 2 threads: pieceworks.Tokenizer and Hugging Face on the
+    tokenizer.json, and the tiktoken face and tiktoken on its ranks, all specials allowed."""
+    from pieceworks import Tokenizer
+
+    chat = [f"<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n{line.strip()}<|eot_id|>"
+            for line in lines if line.strip()]
+    ours = Tokenizer.from_file(str(path))
+    contenders = {"pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
+                  "tiktoken face": lambda ts: face.encode_batch(ts, num_threads=THREADS, allowed_special="all"),
+                  "tiktoken": lambda ts: ref.encode_batch(ts, num_threads=THREADS, allowed_special="all")}
+    try:
+        import tokenizers
+
+        theirs = tokenizers.Tokenizer.from_file(str(path))
+        contenders["tokenizers"] = lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)]
+    except ImportError:
+        print("[chat lines] tokenizers: not installed, left out")
+    resets = {"pieceworks": cache_reset(ours), "tiktoken face": face._core.clear_cache}
+    size = sum(len(t.encode("utf-8")) for t in chat)
+    result = run_row(f"Llama 3 chat turns (4 special tokens each), {corpus}, batch, {THREADS} threads", contenders,
+                     chat, size, repeat, resets)
+    summary.append((f"chat turns {corpus} {THREADS}T", result))
 
 
 def bench_adversarial(prose: str, repeat: int) -> None:

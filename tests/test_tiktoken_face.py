@@ -285,6 +285,33 @@ def test_many_special_tokens_as_tiktoken(many_specials, inputs):
         ours.encode_batch(["fine", 3], allowed_special="all")
 
 
+def test_batch_threads_encode_around_allowed_specials(many_specials):
+    # The job's threads find the allowed special tokens in each text and encode the text between them
+    # on its own; a text longer than a chunk that holds one is not cut; a lone surrogate is replaced.
+    ours, ref = many_specials
+    # (A job cuts a long text only before a letter after a line feed.)
+    texts = [("a line\n" * 15_000) + "<|eot_id|>" + ("more\n" * 15_000), "a\udfffb<|eot_id|>", "<think><think>",
+             "x\n" * 40_000 + "[SEP]", "plain", "", "<|eot_id|>"]
+    for threads in (1, 2):
+        for allowed in ("all", {"[SEP]"}):
+            expected = [ref.encode(t, allowed_special=allowed, disallowed_special=()) for t in texts]
+            assert ours.encode_batch(texts, num_threads=threads, allowed_special=allowed,
+                                     disallowed_special=()) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(["<|a|>", "<|ab|>", "<|a", "|>", "b", "a", " ", "\n", "é"]),
+                               max_size=10).map("".join), max_size=20))
+def test_batches_of_overlapping_specials_equal_encode(texts, ranks):
+    # Special tokens that start alike: leftmost-longest in a batch as in encode, on 1 and 2 threads.
+    base = max(ranks["r50k_base"].values()) + 1
+    enc = pw.Encoding("overlap", pat_str=pw.GPT2_PATTERN, mergeable_ranks=ranks["r50k_base"],
+                      special_tokens={"<|a|>": base, "<|ab|>": base + 1, "<|a": base + 2})
+    expected = [enc.encode(t, allowed_special="all") for t in texts]
+    for threads in (1, 2):
+        assert enc.encode_batch(texts, num_threads=threads, allowed_special="all") == expected
+
+
 @settings(max_examples=300, deadline=None)
 @given(texts=st.lists(st.text(alphabet=st.sampled_from(list("<|ab>")), max_size=8), max_size=12))
 def test_special_scan_finds_the_texts_holding_a_token(texts):

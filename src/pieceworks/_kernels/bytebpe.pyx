@@ -2666,9 +2666,25 @@ cdef class ByteBPE:
         finally:
             self._checkin(ws)
 
-    def batch_job(self, list texts, bint refuse_surrogates=False, Py_ssize_t chunk_chars=CHUNK_CHARS):
-        """A :class:`BatchJob` that encodes ``texts`` on several threads (None as :meth:`encode_batch`)."""
+    def batch_job(self, list texts, bint refuse_surrogates=False, Py_ssize_t chunk_chars=CHUNK_CHARS,
+                  tuple around=None):
+        """A :class:`BatchJob` that encodes ``texts`` on several threads (None as :meth:`encode_batch`).
+
+        ``around``: ``(trie, token_ids)``, and a text holding one of the
+        trie's strings is encoded around them: the leftmost-longest matches,
+        string ``k`` the token ``token_ids[k]`` (each an id), each stretch
+        between them encoded on its own (tiktoken's allowed special tokens).
+
+        >>> from pieceworks._kernels.token_finder import TokenTrie
+        >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
+        >>> bpe.batch_job(["a<s>b", "<s>"], around=(TokenTrie(["<s>"]), [300])).run()
+        [[97, 300, 98], [300]]
+        """
         cdef BatchJob job = BatchJob.__new__(BatchJob)
+        if around is not None:
+            if len(around[1]) != len(around[0]) or any(token_id is None for token_id in around[1]):
+                raise ValueError("batch_job: around needs an id for each of the trie's strings")
+            job.set_around(<TokenTrie?>around[0], around[1])
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
 
     def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
@@ -2712,9 +2728,7 @@ cdef class ByteBPE:
         job.ids_cls = ids_cls
         job.finder = finder
         if around is not None and ids_cls is not None:
-            job.around_trie = <TokenTrie?>around[0]
-            for token_id in around[1]:
-                job.around_ids.push_back(-1 if token_id is None else <int32_t>token_id)
+            job.set_around(<TokenTrie?>around[0], around[1])
             job.around_basis = basis_for(around[2], frame, None, <SpanSource?>around[3], None)
             job.held.resize(len(job.keep), 0)
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
@@ -2762,7 +2776,10 @@ cdef class ByteBPE:
             start = 0
             length = lengths[i]
             limit = chunk_chars if before < tail else quarter
-            while split and length - start > limit + limit // 2:
+            while split and length - start > limit + limit // 2 and not (
+                    job.around_trie is not None and job.around_trie.holds_chars(job.texts.kinds[i], job.texts.datas[i],
+                                                                                length)):
+                # (A text holding tokens to encode around is not cut: its segments would not see them.)
                 # The first place after a chunk (or the rest of the text, if need be: one scan).
                 cut = safe_cut(self.m.classes, job.texts.kinds[i], job.texts.datas[i], length,
                                start + limit, length - limit // 2, self.m.pattern == PAT_GPT2)
@@ -3134,19 +3151,24 @@ cdef class BatchJob:
         st.item_pieces.clear()
         cdef Segment g
         cdef int kind
+        cdef bint held
         cdef vector[Found] found
         cdef const ChunkRange* c = &self.chunks[i]
         for k in range(c.last - c.first + 1):
             g = segment_at(c, self.texts.lengths.data(), k)
-            if self.raw_mode and not self.skip[g.text] and self.finder is not None \
-                    and self.finder.holds_chars(self.texts.kinds[g.text], self.texts.datas[g.text],
-                                                self.texts.lengths[g.text]):
-                # (Raw jobs cut no text: this thread alone reads and writes its flags.)
+            held = False
+            # (A raw job cuts no text, and a plain one none holding tokens to encode around: the thread
+            # that takes the text alone reads and writes its flags.)
+            if self.finder is not None and (not self.raw_mode or not self.skip[g.text]) \
+                    and g.start == 0 and g.end == self.texts.lengths[g.text] \
+                    and self.finder.holds_chars(self.texts.kinds[g.text], self.texts.datas[g.text], g.end):
                 if self.around_trie is not None and self._encode_around(g.text, st, found):
-                    self.held[g.text] = 1
-                else:
+                    held = True
+                    if self.raw_mode:
+                        self.held[g.text] = 1
+                elif self.raw_mode:
                     self.skip[g.text] = 1
-            if not self.raw_mode or not self.skip[g.text] and not (self.held.size() and self.held[g.text]):
+            if not held and (not self.raw_mode or not self.skip[g.text]):
                 # Raw jobs keep each text's piece ends: its offsets follow from them, if read (ChunkSpans).
                 kind = self.texts.kinds[g.text]
                 encode_str(&self.bpe.m, kind, <const char*>self.texts.datas[g.text] + kind * g.start,
@@ -3163,6 +3185,12 @@ cdef class BatchJob:
             out.pieces.assign(st.item_pieces.begin(), st.item_pieces.end())
         self.board.finish(i, 0)
         return i
+
+    cdef void set_around(self, TokenTrie trie, token_ids) except *:
+        """Encode the texts holding ``trie``'s strings around them (see ``ByteBPE.raw_batch_job``)."""
+        self.around_trie = self.finder = trie
+        for token_id in token_ids:
+            self.around_ids.push_back(-1 if token_id is None else <int32_t>token_id)
 
     cdef bint _encode_around(self, Py_ssize_t text, State* st, vector[Found]& found) noexcept nogil:
         """Append the ids of text ``text`` encoded around the added tokens in it (see

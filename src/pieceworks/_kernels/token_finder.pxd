@@ -38,6 +38,7 @@ cdef class TokenTrie:
     cdef Py_UCS4 only_last               # the one char all strings end with, or SEVERAL
     cdef Py_ssize_t shortest             # no text shorter holds a string (0: there are no strings)
     cdef vector[Py_UCS4] firsts          # the chars the strings start with, if at most FEW_FIRSTS
+    cdef Py_ssize_t count                # how many strings
 
     cdef int _build(self, list contents, Py_ssize_t total) except -1
     cdef uint32_t _child(self, uint32_t node, uint32_t c) noexcept nogil

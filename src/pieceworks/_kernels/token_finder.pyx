@@ -72,8 +72,8 @@ cdef class TokenTrie:
     >>> t = TokenTrie(["<s>", "<s>x", "ab", "é😀"])
     >>> t.spans("x<s>x <s>abé😀a<s")
     [(1, 5, 1), (6, 9, 0), (9, 11, 2), (11, 13, 3)]
-    >>> t.texts_holding(["a < b", "x <s> y", "<s", "é😀", "ba"]), t.holds("no tokens here")
-    ([1, 3], False)
+    >>> t.texts_holding(["a < b", "x <s> y", "<s", "é😀", "ba"]), t.holds("no tokens here"), len(t)
+    ([1, 3], False, 4)
     """
 
     def __cinit__(self, strings):
@@ -88,6 +88,7 @@ cdef class TokenTrie:
             raise ValueError(f"TokenTrie: {len(contents)} strings of {total} chars in all are too many")
         while size < 2 * <uint64_t>total + 16:
             size *= 2
+        self.count = len(contents)
         self.slots.resize(size, TrieSlot(0, 0))
         self.mask = size - 1
         self.only_last = SEVERAL
@@ -228,6 +229,10 @@ cdef class TokenTrie:
                     spans.append((found[k].start, at, token_id))
             out.append(spans)
         return out
+
+    def __len__(self):
+        """How many strings it finds (equal ones counted each)."""
+        return self.count
 
     def holds(self, str text not None) -> bool:
         """Whether ``text`` holds one of the strings."""

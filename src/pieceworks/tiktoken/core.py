@@ -118,9 +118,10 @@ class Encoding:
                      disallowed_special: Literal["all"] | Collection[str] = _ALL) -> list[list[int]]:
         """:meth:`encode` of each text, on threads.
 
-        The special tokens are looked for in one pass over all the texts
-        (:mod:`pieceworks.tiktoken._special`); the texts that hold none are
-        encoded as by :meth:`encode_ordinary_batch`, the others one by one.
+        The texts holding a disallowed special token are looked for first, in
+        one pass over all of them (:mod:`pieceworks.tiktoken._special`), to
+        refuse the first; the threads that encode the texts find the allowed
+        ones in each and encode the text between them on its own.
         """
         _check_threads(num_threads)
         texts = _check_list(text)
@@ -128,7 +129,6 @@ class Encoding:
         disallowed = self._disallowed(allowed, disallowed_special)
         try:
             refused = special_scan(disallowed).texts_holding(texts) if disallowed else []
-            holding = special_scan(allowed).texts_holding(texts) if allowed else []
         except TypeError:       # an item is not a str: say which
             for t in texts:
                 _check_text(t)
@@ -139,16 +139,19 @@ class Encoding:
             texts = [_check_text(t) for t in texts]
             return _run_batch(lambda chunk: [self._encode_allowing(_fix_surrogates(self._core, t), allowed)
                                              for t in chunk], texts, num_threads)
-        if not holding:
+        if not allowed:
             return self.encode_ordinary_batch(texts, num_threads=num_threads)
-        plain = list(texts)
-        untrack(plain)      # (a fresh copy: see _check_list)
-        for k in holding:
-            plain[k] = ""
-        out = self.encode_ordinary_batch(plain, num_threads=num_threads)
-        for k in holding:
-            out[k] = self._encode_allowing(_fix_surrogates(self._core, texts[k]), allowed)
-        return out
+        scan = special_scan(allowed)
+        around = (scan.trie, [self._special_tokens[token] for token in scan.tokens])
+        try:
+            out = _run_job(self._core, texts, num_threads, refuse_surrogates=True, around=around)
+        except TypeError:
+            out = None
+        if out is not None:
+            return out
+        # (A text with a lone surrogate, or an item that is not a str: one by one, as encode.)
+        texts = [_fix_surrogates(self._core, _check_text(t)) for t in texts]
+        return _run_job(self._core, texts, num_threads, around=around)
 
     def encode_with_unstable(self, text: str, *,
                              allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
@@ -486,9 +489,11 @@ def _fix_surrogates(core: ByteBPE, text: str) -> str:
 _FEW_TEXTS = 512
 
 
-def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool = False) -> list[list[int]] | None:
+def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool = False,
+             around: tuple | None = None) -> list[list[int]] | None:
     """``core.encode_batch(texts)`` on up to ``num_threads`` threads (None: a text has a lone surrogate
-    and ``refuse_surrogates`` is set).
+    and ``refuse_surrogates`` is set); ``around``: the special tokens to encode around (see
+    ``ByteBPE.batch_job``), which only the job does.
 
     The list is cut into chunks of about 32 K chars; pool threads and the
     calling thread each take the next chunk as they come free and encode it
@@ -500,10 +505,11 @@ def _run_job(core, texts: list[str], num_threads: int, refuse_surrogates: bool =
     # (Not capped by the number of texts: the job cuts a long text into parts that threads share.)
     threads = pool_threads() if num_threads is None else min(pool_threads(), num_threads)
     # A long list needs no count of its chars first: a job of one chunk runs on this thread alone.
-    if threads <= 1 or not texts or len(texts) < _FEW_TEXTS and sum(map(len, texts)) < THREAD_MIN_CHARS:
+    if around is None and (threads <= 1 or not texts or len(texts) < _FEW_TEXTS
+                           and sum(map(len, texts)) < THREAD_MIN_CHARS):
         return core.encode_batch(texts, refuse_surrogates)
-    job = core.batch_job(texts, refuse_surrogates)
-    return None if job is None else run_job(job, threads)
+    job = core.batch_job(texts, refuse_surrogates, around=around)
+    return None if job is None else run_job(job, max(threads, 1))
 
 
 def _run_batch(encode_chunk, texts: list[str], num_threads: int) -> list[list[int]]:

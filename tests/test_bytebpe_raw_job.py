@@ -16,7 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from parity import assert_same_encoding
+from parity import assert_same_encoding, general_path
 from pieceworks import AddedToken, Tokenizer
 from pieceworks._kernels.encoding import EncodingWithIds
 from pieceworks.encoding import Encoding, PLAIN_FRAME
@@ -224,7 +224,8 @@ def _with_overlapping_tokens(strip: bool) -> Tokenizer:
     return tok
 
 
-_OVERLAPPING = {strip: _with_overlapping_tokens(strip) for strip in (False, True)}
+_OVERLAPPING = {strip: (_with_overlapping_tokens(strip), general_path(lambda: _with_overlapping_tokens(strip)))
+                for strip in (False, True)}
 
 
 _PARTS = st.sampled_from(["<s>", "<s>x", "b<", "ab", "a", "b", "x", "s", ">", "<", " ", "é", "\n"])
@@ -236,13 +237,16 @@ _PARTS = st.sampled_from(["<s>", "<s>x", "b<", "ab", "a", "b", "x", "s", ">", "<
 def test_batches_of_texts_with_overlapping_tokens_equal_the_general_path(texts, strip):
     # Around the tokens in the job: leftmost-longest, each stretch between them alone; a token that
     # strips spaces (strip) sends its texts the long way. Field by field, and ids first.
-    tok = _OVERLAPPING[strip]
+    tok, general = _OVERLAPPING[strip]
     ids = [e.ids for e in tok.encode_batch(texts)]
     batch = tok.encode_batch(texts)
     for text, enc, first in zip(texts, batch, ids):
-        expected = tok._encode_general(text)
+        expected = general.encode(text)
         assert first == expected.ids, repr(text)
         assert_same_encoding(enc, expected, repr(text))
+        one = tok.encode(text)      # (one text: the same ids first, the rest when read)
+        assert one.ids == expected.ids, repr(text)
+        assert_same_encoding(one, expected, repr(text))
 
 
 _TOK = trained(NFC())

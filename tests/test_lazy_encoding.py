@@ -451,6 +451,34 @@ def test_trimmed_offsets_on_the_raw_way_equal_hugging_face(name, aps, shared_dat
             assert [(o.ids, o.offsets) for o in a.overflowing] == [(o.ids, o.offsets) for o in c.overflowing]
 
 
+def test_padding_or_merging_before_the_offsets_are_read_keeps_them_trimmed(shared_data, monkeypatch):
+    # A frame that trims offsets reads the encoding's tokens when it builds them; an encoding that
+    # holds its ids (a batch's, or a text holding added tokens) pads and merges its lists at once,
+    # so the offsets must be built before the tokens list changes.
+    from pieceworks.models import BPE
+    from pieceworks.pre_tokenizers import ByteLevel as ByteLevelPre
+
+    folder = shared_data / "tokenizers/gpt2_openai"
+    tok = Tokenizer(BPE.from_file(str(folder / "encoder.json"), str(folder / "vocab.bpe")))
+    tok.pre_tokenizer = ByteLevelPre(add_prefix_space=False)
+    tok.post_processor = ByteLevel(trim_offsets=True)
+    tok.add_special_tokens(["<|endoftext|>"])
+    general = general_twin(tok, monkeypatch)
+    general.add_special_tokens(["<|endoftext|>"])
+    texts = ["<|endoftext|> a  b", "a  b   c", " x <|endoftext|>  y "]
+    for ours, theirs in ((tok.encode_batch(texts), general.encode_batch(texts)),
+                         ([tok.encode(t) for t in texts], [general.encode(t) for t in texts])):
+        for a, b in zip(ours, theirs):
+            for e in (a, b):
+                e.pad(len(b) + 3, direction="left", pad_id=0, pad_token="!")
+            assert a.offsets == b.offsets
+        for a, b, text in zip(ours[1:], theirs[1:], texts):
+            a, b = a.copy(), b.copy()
+            for e in (a, b):
+                e.merge_with(general.encode(text))
+            assert_same_encoding(a, b, repr(text))
+
+
 def _original_by_the_doc(pos: int, start: bool, starts, shifts, maps, map_starts, map_ends) -> int:
     """``remap_offsets``' rule as its docstring says it, for one char: the last segment starting at
     or before ``pos``; moved chars shift, mapped chars take their span's start or end."""

@@ -27,13 +27,14 @@ from typing import Iterable, Iterator
 from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
 from ._component import _EPOCH, epoch
+from ._kernels.bytebpe import AroundTokens
+from ._kernels.encoding import EncodingWithIds
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around, join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
-                                    none_positions as _none_positions, pack as _raw_pack,
-                                    pad_never_read as _pad_never_read, untrack as _untrack)
+                                    make_with_ids as _make_with_ids, none_positions as _none_positions,
+                                    pack as _raw_pack, pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
-from ._kernels.encoding import EncodingWithIds
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
 
@@ -293,22 +294,42 @@ class Tokenizer:
         return out
 
     def _around_added(self, plan, split: bool) -> tuple | None:
-        """What a job needs to encode a text holding added tokens around them (see ``ByteBPE.raw_batch_job``):
-        ``(trie, token_ids, strings, spans_from)``, or None to leave such texts out.
+        """How a kernel encodes a text holding added tokens around them (``bytebpe.AroundTokens``):
+        ``(tokens, strings, spans_from)``, or None to leave such texts to the long way (made once
+        per state of the tokens).
 
-        The job joins the ids of the stretches between the tokens (each
+        The kernel joins the ids of the stretches between the tokens (each
         encoded on its own) and the tokens'; the encoding spells them from
         the plan's table with the added tokens, and works out its offsets,
         words and tokens the long way (:meth:`_raw_around_found`, on the
-        tokens the job found) only when first read (``CallbackSpans``): for
-        a batch of chat-formatted texts, most callers read only the ids.
+        tokens the kernel found) only when first read (``CallbackSpans``):
+        for chat-formatted texts, most callers read only the ids.
         """
-        exact = self._added.exact_matcher(split)
         strings = getattr(plan, "_tokens", None)
-        strings = None if exact is None or strings is None else self._strings_with_added(strings)
-        if strings is None:
+        key = (epoch(), split, id(plan), id(strings))
+        cached = self.__dict__.get("_around")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        exact = self._added.exact_matcher(split)
+        table = None if exact is None or strings is None else self._strings_with_added(strings)
+        made = None
+        if table is not None:
+            made = (AroundTokens(*exact), table, CallbackSpans(partial(self._raw_around_found, plan, split, exact)))
+        self.__dict__["_around"] = (key, made, plan, strings)     # (keeps what the key's ids name alive)
+        return made
+
+    def _encode_ids_around_added(self, plan, text: str, split: bool, frame, limit: int | None) -> Encoding | None:
+        """One text holding added tokens as :meth:`_around_added` encodes a batch's: its ids now, the
+        rest when read; None to take the long way."""
+        encode_around = getattr(plan, "encode_ids_around", None)
+        around = None if encode_around is None or len(text) >= _RAW_MAX_CHARS else self._around_added(plan, split)
+        if around is None:
             return None
-        return (*exact, strings, CallbackSpans(partial(self._raw_around_found, plan, split, exact)))
+        ids = encode_around(text, around[0])
+        if ids is None or limit is not None and len(ids) > limit:
+            return None
+        framed = ids if frame is PLAIN_FRAME else frame.ids_before + ids + frame.ids_after
+        return _make_with_ids(Encoding, framed, len(ids), around[1], frame, around[2], text, 0)
 
     def _raw_around_found(self, plan, split: bool, exact: tuple, text: str) -> tuple[bytes, int]:
         """``(raw, n)``: the whole raw encoding of ``text`` around its added tokens, found by the
@@ -467,6 +488,9 @@ class Tokenizer:
         if frame is None:
             return None
         if added.by_content:
+            encoding = self._encode_ids_around_added(plan, text, split_special, frame, limit)
+            if encoding is not None:
+                return encoding
             if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
                 return self._encode_raw_around_added(plan, text, split_special, frame, limit)
             # Where the tokens are, or that there are none: one read of the text (asking first whether

@@ -106,7 +106,7 @@ from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBa
                                                share_ints_below, shared_int_table)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
-from libc.stdint cimport UINT32_MAX, UINT64_MAX, int16_t, uint16_t
+from libc.stdint cimport INT32_MAX, UINT32_MAX, UINT64_MAX, int16_t, uint16_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp, memcpy, memmove, memset
 
@@ -2667,25 +2667,39 @@ cdef class ByteBPE:
             self._checkin(ws)
 
     def batch_job(self, list texts, bint refuse_surrogates=False, Py_ssize_t chunk_chars=CHUNK_CHARS,
-                  tuple around=None):
+                  AroundTokens around=None):
         """A :class:`BatchJob` that encodes ``texts`` on several threads (None as :meth:`encode_batch`).
 
-        ``around``: ``(trie, token_ids)``, and a text holding one of the
-        trie's strings is encoded around them: the leftmost-longest matches,
-        string ``k`` the token ``token_ids[k]`` (each an id), each stretch
-        between them encoded on its own (tiktoken's allowed special tokens).
+        ``around``: a text holding one of its tokens (each with an id: tiktoken's
+        allowed special tokens) is encoded around them (see :class:`AroundTokens`).
 
         >>> from pieceworks._kernels.token_finder import TokenTrie
         >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
-        >>> bpe.batch_job(["a<s>b", "<s>"], around=(TokenTrie(["<s>"]), [300])).run()
+        >>> bpe.batch_job(["a<s>b", "<s>"], around=AroundTokens(TokenTrie(["<s>"]), [300])).run()
         [[97, 300, 98], [300]]
         """
         cdef BatchJob job = BatchJob.__new__(BatchJob)
         if around is not None:
-            if len(around[1]) != len(around[0]) or any(token_id is None for token_id in around[1]):
-                raise ValueError("batch_job: around needs an id for each of the trie's strings")
-            job.set_around(<TokenTrie?>around[0], around[1])
+            if not around.every_token_has_an_id:
+                raise ValueError("batch_job: around needs an id for each of its strings")
+            job.around, job.finder = around, around.trie
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
+
+    def encode_around(self, str text not None, AroundTokens around not None):
+        """The ids of ``text`` encoded around the tokens in it (see :class:`AroundTokens`), or None
+        if it holds one with no id. A lone surrogate is encoded as :meth:`encode` does."""
+        cdef Workspace ws = <Workspace>self._checkout()
+        cdef vector[Found] found
+        cdef bint ascii = PyUnicode_IS_ASCII(text)
+        try:
+            ws.st.ids.clear()
+            ws.st.piece_ends.clear()
+            if not encode_around(&self.m, around, PyUnicode_KIND(text), <const char*>PyUnicode_DATA(text),
+                                 PyUnicode_GET_LENGTH(text), ascii, ws.st, found):
+                return None
+            return self._id_list(ws.st, 0, ws.st.ids.size())
+        finally:
+            self._checkin(ws)
 
     def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
                       list skip=None, type ids_cls=None, TokenTrie finder=None, tuple around=None,
@@ -2705,12 +2719,10 @@ cdef class ByteBPE:
         left out too, found by the thread that takes it (the texts are
         asked in parallel, as they are encoded, not all before).
 
-        ``around`` (with ``ids_cls``): ``(trie, token_ids, strings,
-        spans_from)``, and such a text is encoded around the tokens: the
-        leftmost-longest matches of ``trie``'s strings (string ``k`` is the
-        token ``token_ids[k]``; a text holding one whose id is None is left
-        out), each stretch between them encoded on its own, as Hugging
-        Face splits added tokens out first. Its encoding (an ``ids_cls``)
+        ``around`` (with ``ids_cls``): ``(tokens, strings, spans_from)``,
+        and a text holding one of the :class:`AroundTokens` is encoded
+        around them (one holding a token with no id is left out; the
+        finder is then the tokens' trie). Its encoding (an ``ids_cls``)
         holds the ids; it spells its tokens from ``strings`` and works its
         offsets out through ``spans_from`` (from the text) when first read.
         """
@@ -2728,8 +2740,9 @@ cdef class ByteBPE:
         job.ids_cls = ids_cls
         job.finder = finder
         if around is not None and ids_cls is not None:
-            job.set_around(<TokenTrie?>around[0], around[1])
-            job.around_basis = basis_for(around[2], frame, None, <SpanSource?>around[3], None)
+            job.around = <AroundTokens?>around[0]
+            job.finder = job.around.trie
+            job.around_basis = basis_for(around[1], frame, None, <SpanSource?>around[2], None)
             job.held.resize(len(job.keep), 0)
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
         job.skip.resize(len(job.keep), 0)
@@ -2777,8 +2790,8 @@ cdef class ByteBPE:
             length = lengths[i]
             limit = chunk_chars if before < tail else quarter
             while split and length - start > limit + limit // 2 and not (
-                    job.around_trie is not None and job.around_trie.holds_chars(job.texts.kinds[i], job.texts.datas[i],
-                                                                                length)):
+                    job.around is not None and job.around.trie.holds_chars(job.texts.kinds[i], job.texts.datas[i],
+                                                                            length)):
                 # (A text holding tokens to encode around is not cut: its segments would not see them.)
                 # The first place after a chunk (or the rest of the text, if need be: one scan).
                 cut = safe_cut(self.m.classes, job.texts.kinds[i], job.texts.datas[i], length,
@@ -3086,6 +3099,76 @@ cdef class OneText:
         return self.kernel._encode_ids_only(text, self.spans)
 
 
+cdef class AroundTokens:
+    """Added (or allowed special) tokens a text is encoded around: the leftmost-longest matches of
+    ``trie``'s strings, string ``k`` the token ``token_ids[k]`` (None: a token whose text is not its
+    match, one that strips spaces: a text holding it is not encoded here), each stretch between
+    them encoded on its own, as Hugging Face splits added tokens out before pre-tokenizing.
+
+    >>> from pieceworks._kernels.token_finder import TokenTrie
+    >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
+    >>> around = AroundTokens(TokenTrie(["<s>", "<s>x", "ab"]), [300, 301, None])
+    >>> bpe.encode_around("a<s>b<s>x", around), bpe.encode_around("ab", around), bpe.encode_around("a b", around)
+    ([97, 300, 98, 301], None, [97, 32, 98])
+    """
+
+    cdef TokenTrie trie
+    cdef vector[int32_t] ids        # per string (-1: None)
+
+    def __init__(self, TokenTrie trie not None, token_ids):
+        if len(token_ids) != len(trie):
+            raise ValueError(f"AroundTokens: {len(token_ids)} ids for {len(trie)} strings")
+        self.trie = trie
+        for token_id in token_ids:
+            if token_id is not None and not 0 <= token_id <= INT32_MAX:
+                raise ValueError(f"AroundTokens: token id {token_id} is out of range")
+            self.ids.push_back(-1 if token_id is None else <int32_t>token_id)
+
+    @property
+    def every_token_has_an_id(self):
+        """Whether every string's id is given (no text is refused)."""
+        cdef size_t k
+        for k in range(self.ids.size()):
+            if self.ids[k] < 0:
+                return False
+        return True
+
+
+cdef int find_tokens(TokenTrie trie, int kind, const char* data, Py_ssize_t n, vector[Found]* found) except -1 nogil:
+    if kind == 1:
+        return trie._read_chars(<const uint8_t*>data, n, found)
+    if kind == 2:
+        return trie._read_chars(<const uint16_t*>data, n, found)
+    return trie._read_chars(<const uint32_t*>data, n, found)
+
+
+cdef bint encode_around(const Model* m, AroundTokens around, int kind, const char* data, Py_ssize_t n, bint ascii,
+                        State* st, vector[Found]& found) noexcept nogil:
+    """Append to ``st.ids`` the ids of the text (``kind``, ``data``, ``n``) encoded around the
+    tokens in it (see :class:`AroundTokens`); False, with nothing appended, if one has no id."""
+    cdef Py_ssize_t at = 0, k, start
+    cdef size_t before = st.ids.size()
+    cdef int32_t token_id
+    found.clear()
+    if find_tokens(around.trie, kind, data, n, &found) < 0:
+        return False
+    for k in range(<Py_ssize_t>found.size() - 1, -1, -1):      # (found from the right)
+        start = found[k].start
+        if start < at:
+            continue        # (inside the longer match taken before it)
+        token_id = around.ids[found[k].index]
+        if token_id < 0:
+            st.ids.resize(before)
+            return False
+        if at < start:
+            encode_str(m, kind, data + kind * at, start - at, ascii, st, False, False)
+        st.ids.push_back(<uint32_t>token_id)
+        at = start + found[k].length
+    if at < n:
+        encode_str(m, kind, data + kind * at, n - at, ascii, st, False, False)
+    return True
+
+
 cdef class BatchJob:
     """A list of texts encoded by several threads at once, in chunks each takes as it goes.
 
@@ -3116,8 +3199,7 @@ cdef class BatchJob:
     cdef vector[char] skip             # texts left for the long way
     cdef object cls, ids_cls, strings, frame
     cdef TokenTrie finder               # raw jobs: a text holding one of its strings is skipped (None: no check)
-    cdef TokenTrie around_trie          # ... or encoded around its strings (see raw_batch_job)
-    cdef vector[int32_t] around_ids     # the token of each of around_trie's strings (-1: the text is skipped)
+    cdef AroundTokens around            # ... or encoded around its tokens (see raw_batch_job; None: not)
     cdef Basis around_basis             # of those texts' encodings
     cdef vector[char] held              # the texts encoded around their tokens
     cdef tuple truncation
@@ -3162,7 +3244,9 @@ cdef class BatchJob:
             if self.finder is not None and (not self.raw_mode or not self.skip[g.text]) \
                     and g.start == 0 and g.end == self.texts.lengths[g.text] \
                     and self.finder.holds_chars(self.texts.kinds[g.text], self.texts.datas[g.text], g.end):
-                if self.around_trie is not None and self._encode_around(g.text, st, found):
+                if self.around is not None and encode_around(
+                        &self.bpe.m, self.around, self.texts.kinds[g.text], <const char*>self.texts.datas[g.text],
+                        g.end, self.texts.asciis[g.text], st, found):
                     held = True
                     if self.raw_mode:
                         self.held[g.text] = 1
@@ -3185,46 +3269,6 @@ cdef class BatchJob:
             out.pieces.assign(st.item_pieces.begin(), st.item_pieces.end())
         self.board.finish(i, 0)
         return i
-
-    cdef void set_around(self, TokenTrie trie, token_ids) except *:
-        """Encode the texts holding ``trie``'s strings around them (see ``ByteBPE.raw_batch_job``)."""
-        self.around_trie = self.finder = trie
-        for token_id in token_ids:
-            self.around_ids.push_back(-1 if token_id is None else <int32_t>token_id)
-
-    cdef bint _encode_around(self, Py_ssize_t text, State* st, vector[Found]& found) noexcept nogil:
-        """Append the ids of text ``text`` encoded around the added tokens in it (see
-        ``raw_batch_job``'s ``around``); False, with nothing appended, if one of them may not be."""
-        cdef int kind = self.texts.kinds[text]
-        cdef const char* data = <const char*>self.texts.datas[text]
-        cdef Py_ssize_t n = self.texts.lengths[text], at = 0, k, start
-        cdef size_t before = st.ids.size()
-        cdef int32_t token_id
-        found.clear()
-        if self._find_tokens(kind, data, n, &found) < 0:
-            return False
-        for k in range(<Py_ssize_t>found.size() - 1, -1, -1):      # (found from the right)
-            start = found[k].start
-            if start < at:
-                continue        # (inside the longer match taken before it)
-            token_id = self.around_ids[found[k].index]
-            if token_id < 0:
-                st.ids.resize(before)
-                return False
-            if at < start:
-                encode_str(&self.bpe.m, kind, data + kind * at, start - at, self.texts.asciis[text], st, False, False)
-            st.ids.push_back(<uint32_t>token_id)
-            at = start + found[k].length
-        if at < n:
-            encode_str(&self.bpe.m, kind, data + kind * at, n - at, self.texts.asciis[text], st, False, False)
-        return True
-
-    cdef int _find_tokens(self, int kind, const char* data, Py_ssize_t n, vector[Found]* found) except -1 nogil:
-        if kind == 1:
-            return self.around_trie._read_chars(<const uint8_t*>data, n, found)
-        if kind == 2:
-            return self.around_trie._read_chars(<const uint16_t*>data, n, found)
-        return self.around_trie._read_chars(<const uint32_t*>data, n, found)
 
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; the chunk's

@@ -405,6 +405,7 @@ cdef class Encoding(EncodingBase):
         n = len(self.ids)
         for seq_id, (s, e) in pair._sequence_ranges.items():
             self._sequence_ranges[seq_id] = (n + s, n + e)
+        self.offsets        # (built first: a frame that trims them reads the tokens, about to change)
         self.ids = self.ids + pair.ids
         self.type_ids = self.type_ids + pair.type_ids
         self.tokens = self.tokens + pair.tokens
@@ -436,6 +437,7 @@ cdef class Encoding(EncodingBase):
         missing = length - len(self.ids)
         if missing <= 0:
             return
+        self.offsets        # (built first: a frame that trims them reads the tokens, about to change)
         if direction == "left":
             self.ids = [pad_id] * missing + self.ids
             self.type_ids = [pad_type_id] * missing + self.type_ids

@@ -19,7 +19,7 @@ import functools
 from bisect import bisect_left
 from typing import AbstractSet, Collection, Literal, Sequence
 
-from .._kernels.bytebpe import ByteBPE, Pattern, rank_table
+from .._kernels.bytebpe import AroundTokens, ByteBPE, Pattern, rank_table
 from .._kernels.raw_encoding import untrack
 from ..errors import ConfigError, DecodeError, InputTypeError, OutOfRangeError, SpecialTokenError
 from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS  # noqa: F401 (GPT2_PATTERN: the doctest's)
@@ -53,6 +53,7 @@ class Encoding:
         self._all_special = frozenset(special_tokens)
         self._core = _build_core(name, pat_str, mergeable_ranks, special_tokens)
         self._split_regex = None if self._core.pattern != Pattern.PAT_PIECES else _compile(pat_str)
+        self._arounds: dict[frozenset[str], AroundTokens] = {}      # (see _around)
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -141,8 +142,7 @@ class Encoding:
                                              for t in chunk], texts, num_threads)
         if not allowed:
             return self.encode_ordinary_batch(texts, num_threads=num_threads)
-        scan = special_scan(allowed)
-        around = (scan.trie, [self._special_tokens[token] for token in scan.tokens])
+        around = self._around(allowed)
         try:
             out = _run_job(self._core, texts, num_threads, refuse_surrogates=True, around=around)
         except TypeError:
@@ -304,6 +304,8 @@ class Encoding:
 
     def _encode_allowing(self, text: str, allowed: frozenset[str]) -> list[int]:
         """Allowed special tokens become their ids; the text between is encoded on its own."""
+        if allowed and self._split_regex is None:
+            return self._core.encode_around(text, self._around(allowed))
         found = special_scan(allowed).spans(text) if allowed else []
         if not found:
             return self._encode_plain(text)
@@ -315,6 +317,14 @@ class Encoding:
             at = end
         out += self._encode_plain(text[at:])
         return out
+
+    def _around(self, allowed: frozenset[str]) -> AroundTokens:
+        """The kernel's form of the allowed special tokens, to encode a text around (made once per set)."""
+        around = self._arounds.get(allowed)
+        if around is None:
+            scan = special_scan(allowed)
+            around = self._arounds[allowed] = AroundTokens(scan.trie, [self._special_tokens[t] for t in scan.tokens])
+        return around
 
     def _allowed(self, allowed_special) -> frozenset[str]:
         """The special tokens ``allowed_special`` names; a name that is not one is ignored (as tiktoken)."""

@@ -195,6 +195,28 @@ def test_texts_holding_added_tokens_give_their_ids_first_and_the_rest_when_read(
         assert_same_encoding(a, b, repr(text[:40]))
 
 
+def test_a_tokenizer_is_freed_when_its_encodings_are_without_the_collector():
+    # Encodings that work their offsets out later refer to their tokenizer; the tokenizer must not
+    # refer back to what they hold, or it would wait for the cyclic collector to be freed.
+    import gc
+    import weakref
+
+    tok = trained()
+    alive = weakref.ref(tok)
+    encodings = [tok.encode("a <|endoftext|> b"), *tok.encode_batch(["x <|endoftext|>", "<|pad|> y"])]
+    assert all(e._spans_from is not None for e in encodings)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del tok
+        assert alive() is not None and encodings[0].offsets
+        del encodings
+        assert alive() is None
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def test_skipped_texts_come_back_none_from_the_kernel():
     tok = trained(NFC())
     plan = tok._current_plan()

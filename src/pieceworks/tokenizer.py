@@ -308,15 +308,16 @@ class Tokenizer:
         strings = getattr(plan, "_tokens", None)
         key = (epoch(), split, id(plan), id(strings))
         cached = self.__dict__.get("_around")
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        exact = self._added.exact_matcher(split)
-        table = None if exact is None or strings is None else self._strings_with_added(strings)
-        made = None
-        if table is not None:
-            made = (AroundTokens(*exact), table, CallbackSpans(partial(self._raw_around_found, plan, split, exact)))
-        self.__dict__["_around"] = (key, made, plan, strings)     # (keeps what the key's ids name alive)
-        return made
+        if cached is None or cached[0] != key:
+            exact = self._added.exact_matcher(split)
+            table = None if exact is None or strings is None else self._strings_with_added(strings)
+            made = None if table is None else (AroundTokens(*exact), table, exact)
+            cached = self.__dict__["_around"] = (key, made, plan, strings)    # (keeps what the key names alive)
+        if cached[1] is None:
+            return None
+        tokens, table, exact = cached[1]
+        # (Made anew, not kept: it refers to this tokenizer, which would then refer to itself.)
+        return tokens, table, CallbackSpans(partial(self._raw_around_found, plan, split, exact))
 
     def _encode_ids_around_added(self, plan, text: str, split: bool, frame, limit: int | None) -> Encoding | None:
         """One text holding added tokens as :meth:`_around_added` encodes a batch's: its ids now, the

@@ -321,10 +321,13 @@ class Tokenizer:
 
     def _encode_ids_around_added(self, plan, text: str, split: bool, frame, limit: int | None) -> Encoding | None:
         """One text holding added tokens as :meth:`_around_added` encodes a batch's: its ids now, the
-        rest when read; None to take the long way."""
+        rest when read; None to take the long way (a text holding none; with padding, which would
+        build the rest at once)."""
         encode_around = getattr(plan, "encode_ids_around", None)
-        around = None if encode_around is None or len(text) >= _RAW_MAX_CHARS else self._around_added(plan, split)
-        if around is None:
+        if encode_around is None or self._padding is not None or len(text) >= _RAW_MAX_CHARS:
+            return None
+        around = self._around_added(plan, split)
+        if around is None or not around[0].trie.holds(text):
             return None
         ids = encode_around(text, around[0])
         if ids is None or limit is not None and len(ids) > limit:

@@ -2690,14 +2690,19 @@ cdef class ByteBPE:
         if it holds one with no id. A lone surrogate is encoded as :meth:`encode` does."""
         cdef Workspace ws = <Workspace>self._checkout()
         cdef vector[Found] found
-        cdef bint ascii = PyUnicode_IS_ASCII(text)
+        cdef bint ascii = PyUnicode_IS_ASCII(text), done
+        cdef int kind = PyUnicode_KIND(text)
+        cdef const char* data = <const char*>PyUnicode_DATA(text)
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         try:
             ws.st.ids.clear()
             ws.st.piece_ends.clear()
-            if not encode_around(&self.m, around, PyUnicode_KIND(text), <const char*>PyUnicode_DATA(text),
-                                 PyUnicode_GET_LENGTH(text), ascii, ws.st, found):
-                return None
-            return self._id_list(ws.st, 0, ws.st.ids.size())
+            if n >= NOGIL_MIN_CHARS:
+                with nogil:
+                    done = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found)
+            else:
+                done = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found)
+            return self._id_list(ws.st, 0, ws.st.ids.size()) if done else None
         finally:
             self._checkin(ws)
 
@@ -3112,7 +3117,7 @@ cdef class AroundTokens:
     ([97, 300, 98, 301], None, [97, 32, 98])
     """
 
-    cdef TokenTrie trie
+    cdef readonly TokenTrie trie
     cdef vector[int32_t] ids        # per string (-1: None)
 
     def __init__(self, TokenTrie trie not None, token_ids):

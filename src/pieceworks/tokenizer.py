@@ -327,7 +327,7 @@ class Tokenizer:
         if encode_around is None or self._padding is not None or len(text) >= _RAW_MAX_CHARS:
             return None
         around = self._around_added(plan, split)
-        if around is None or not around[0].trie.holds(text):
+        if around is None:
             return None
         ids = encode_around(text, around[0])
         if ids is None or limit is not None and len(ids) > limit:

@@ -2685,9 +2685,10 @@ cdef class ByteBPE:
             job.around, job.finder = around, around.trie
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
 
-    def encode_around(self, str text not None, AroundTokens around not None):
+    def encode_around(self, str text not None, AroundTokens around not None, bint holding_only=False):
         """The ids of ``text`` encoded around the tokens in it (see :class:`AroundTokens`), or None
-        if it holds one with no id. A lone surrogate is encoded as :meth:`encode` does."""
+        if it holds one with no id (or, with ``holding_only``, none of them). A lone surrogate is
+        encoded as :meth:`encode` does."""
         cdef Workspace ws = <Workspace>self._checkout()
         cdef vector[Found] found
         cdef bint ascii = PyUnicode_IS_ASCII(text), done
@@ -2702,7 +2703,9 @@ cdef class ByteBPE:
                     done = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found)
             else:
                 done = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found)
-            return self._id_list(ws.st, 0, ws.st.ids.size()) if done else None
+            if not done or holding_only and found.empty():
+                return None
+            return self._id_list(ws.st, 0, ws.st.ids.size())
         finally:
             self._checkin(ws)
 
@@ -3115,6 +3118,8 @@ cdef class AroundTokens:
     >>> around = AroundTokens(TokenTrie(["<s>", "<s>x", "ab"]), [300, 301, None])
     >>> bpe.encode_around("a<s>b<s>x", around), bpe.encode_around("ab", around), bpe.encode_around("a b", around)
     ([97, 300, 98, 301], None, [97, 32, 98])
+    >>> bpe.encode_around("a b", around, holding_only=True) is None
+    True
     """
 
     cdef readonly TokenTrie trie

@@ -293,11 +293,11 @@ class ByteBpePlan:
 
     def encode_ids_around(self, text: str, around) -> list[int] | None:
         """The ids of ``text`` encoded around the added tokens in it (``bytebpe.AroundTokens``), or
-        None: one of them has no id there, or the text needs a change first (NFC, a prefix space)."""
+        None: it holds none, or one with no id there, or needs a change first (NFC, a prefix space)."""
         ready = self._prepare()
         if ready is None or ready[1] or self.normalizer is not None and changes_text("NFC", text):
             return None
-        return ready[0].encode_around(text, around)
+        return ready[0].encode_around(text, around, True)
 
     def _encode_normalized(self, kernel: ByteBPE, text: str):
         # NFC through the aligned string, as the general path does; each token's

@@ -268,6 +268,34 @@ def test_texts_with_added_tokens_match_huggingface(name, shared_data):
     assert ours.encode("a<|eot_id|>").tokens[-1] == "<|eot_id|>" or name != "llama3"
 
 
+CHAT_CORPORA = ["english/botchan.txt", "code/llama.cpp_ggml_c_cpp.txt", "multilingual/ko_nsmc_movie_reviews.txt",
+                "multilingual/linux-6.1_docs_translation_zh_CN.rst.txt"]
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_chat_turns_of_corpus_lines_match_huggingface(name, shared_data):
+    # Each line as a chat turn (the file's own special tokens around it): one by one and batched
+    # (threads on), every field against Hugging Face; the ids come from the kernel around the
+    # tokens, the rest the long way when read.
+    hf = pytest.importorskip("tokenizers")
+    path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
+    ours, theirs = Tokenizer.from_file(path), hf.Tokenizer.from_file(path)
+    begin, end = (("<|start_header_id|>user<|end_header_id|>\n\n", "<|eot_id|>") if name == "llama3"
+                  else ("<|im_start|>user\n", "<|im_end|>\n"))
+    lines = []
+    for corpus in CHAT_CORPORA:
+        with open(shared_data / "corpora" / corpus, encoding="utf-8") as f:
+            lines += [line.rstrip("\n") for _, line in zip(range(150), f)]
+    texts = [f"{begin}{line}{end}" for line in lines]
+    batch = ours.encode_batch(texts)
+    ids_first = [e.ids for e in ours.encode_batch(texts)]
+    for text, one, many, first, want in zip(texts, [ours.encode(t) for t in texts], batch, ids_first,
+                                            theirs.encode_batch(texts)):
+        assert first == want.ids, f"{name} {text[:60]!r}"
+        assert_same_encoding(one, want, f"{name} {text[:60]!r}")
+        assert_same_encoding(many, want, f"batch {name} {text[:60]!r}")
+
+
 @pytest.mark.parametrize("name", ["gpt-neox-20b", "llama3", "qwen3"])
 def test_ids_batch_equals_the_ids_of_encode_batch(name, shared_data):
     # GPT-NeoX: normalized added tokens (runs of spaces) under NFC, and a ByteLevel

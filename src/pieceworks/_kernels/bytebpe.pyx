@@ -3144,14 +3144,6 @@ cdef class AroundTokens:
         return True
 
 
-cdef int find_tokens(TokenTrie trie, int kind, const char* data, Py_ssize_t n, vector[Found]* found) except -1 nogil:
-    if kind == 1:
-        return trie._read_chars(<const uint8_t*>data, n, found)
-    if kind == 2:
-        return trie._read_chars(<const uint16_t*>data, n, found)
-    return trie._read_chars(<const uint32_t*>data, n, found)
-
-
 cdef bint encode_around(const Model* m, AroundTokens around, int kind, const char* data, Py_ssize_t n, bint ascii,
                         State* st, vector[Found]& found) noexcept nogil:
     """Append to ``st.ids`` the ids of the text (``kind``, ``data``, ``n``) encoded around the
@@ -3160,7 +3152,7 @@ cdef bint encode_around(const Model* m, AroundTokens around, int kind, const cha
     cdef size_t before = st.ids.size()
     cdef int32_t token_id
     found.clear()
-    if find_tokens(around.trie, kind, data, n, &found) < 0:
+    if around.trie.read_kind(kind, data, n, &found) < 0:
         return False
     for k in range(<Py_ssize_t>found.size() - 1, -1, -1):      # (found from the right)
         start = found[k].start

@@ -44,6 +44,7 @@ cdef class TokenTrie:
     cdef uint32_t _child(self, uint32_t node, uint32_t c) noexcept nogil
     cdef void _put(self, uint32_t node, uint32_t c, uint32_t child) noexcept
     cdef bint holds_chars(self, int kind, const void* data, Py_ssize_t n) noexcept nogil
+    cdef int read_kind(self, int kind, const void* data, Py_ssize_t n, vector[Found]* found) except -1 nogil
     cdef bint _read(self, str text, vector[Found]* found) except -1
     cdef bint _may_hold(self, int kind, const void* data, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t _skip_at_root(self, const char_t* s, Py_ssize_t i) noexcept nogil

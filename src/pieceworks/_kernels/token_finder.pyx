@@ -243,12 +243,15 @@ cdef class TokenTrie:
         PyUnicode_DATA give them), without the GIL: for a batch's threads."""
         if n < self.shortest or self.shortest == 0 or not self._may_hold(kind, data, n):
             return False
-        # (Nothing is found into, so nothing can fail.)
+        return self.read_kind(kind, data, n, NULL) == 1     # (nothing is found into, so nothing can fail)
+
+    cdef int read_kind(self, int kind, const void* data, Py_ssize_t n, vector[Found]* found) except -1 nogil:
+        """:meth:`_read_chars` of a str's ``n`` chars of ``kind`` at ``data`` (its PEP 393 form)."""
         if kind == 1:
-            return self._read_chars(<const uint8_t*>data, n, NULL) == 1
+            return self._read_chars(<const uint8_t*>data, n, found)
         if kind == 2:
-            return self._read_chars(<const uint16_t*>data, n, NULL) == 1
-        return self._read_chars(<const uint32_t*>data, n, NULL) == 1
+            return self._read_chars(<const uint16_t*>data, n, found)
+        return self._read_chars(<const uint32_t*>data, n, found)
 
     def texts_holding(self, texts) -> list:
         """Indices, in order, of the texts (an iterable of strs) holding one of the strings.
@@ -277,11 +280,7 @@ cdef class TokenTrie:
             return False
         if n > 0x7FFFFFFF:
             raise ValueError(f"TokenTrie: a text of {n} chars is too long (at most 2**31 - 1)")
-        if kind == 1:
-            return self._read_chars(<const uint8_t*>data, n, found)
-        if kind == 2:
-            return self._read_chars(<const uint16_t*>data, n, found)
-        return self._read_chars(<const uint32_t*>data, n, found)
+        return self.read_kind(kind, data, n, found)
 
     cdef bint _may_hold(self, int kind, const void* data, Py_ssize_t n) noexcept nogil:
         """False if the text holds none of the chars the strings start with (when they are few).

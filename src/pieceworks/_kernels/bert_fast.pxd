@@ -89,6 +89,7 @@ cdef class Scratch:
     cdef object cache_owner         # the TokenTable (so the matcher) the cache is for
 
     cdef int flush(self, WordPieceMatcher m, BpeEncoder b, const Params* p) noexcept nogil
+    cdef Tok* more_toks(self, Py_ssize_t count) noexcept nogil
     cdef int flush_bpe(self, BpeEncoder b, int32_t word) noexcept nogil
     cdef void bpe_tokens(self, BpeEncoder b, int32_t* count) noexcept nogil
     cdef void push_tokens(self, WordPieceMatcher m, const int32_t* nodes, int32_t count, int32_t word) noexcept nogil

@@ -191,20 +191,28 @@ cdef class Scratch:
         cdef int32_t count, k
         cdef int32_t n = <int32_t>self.word.size()
         cdef const int32_t* spans = self.tokens_cached(None, b, &count)
-        cdef Tok tok
+        cdef Tok* tok
         if count < 0:
             return NO_UNK_TOKEN
         for k in range(count):
             if spans[3 * k + 1] >= n:
                 return PAST_PIECE
-        tok.word = word
-        tok.unk = 0
+        tok = self.more_toks(count)
         for k in range(count):
-            tok.id = spans[3 * k]
-            tok.start = self.src[spans[3 * k + 1]]
-            tok.end = self.src[spans[3 * k + 2] - 1] + 1
-            self.toks.push_back(tok)
+            tok[k].id = spans[3 * k]
+            tok[k].word = word
+            tok[k].unk = 0
+            tok[k].start = self.src[spans[3 * k + 1]]
+            tok[k].end = self.src[spans[3 * k + 2] - 1] + 1
         return 0
+
+    cdef inline Tok* more_toks(self, Py_ssize_t count) noexcept nogil:
+        # Room for ``count`` more tokens at the end of toks, for the caller to fill in place: a Tok
+        # built on the stack and pushed is copied by a wide load of its fresh narrow stores, which
+        # stalls (store forwarding fails), and that stall was 8% of encoding random letters.
+        cdef size_t at = self.toks.size()
+        self.toks.resize(at + <size_t>count)
+        return &self.toks[at]
 
     cdef void bpe_tokens(self, BpeEncoder b, int32_t* count) noexcept nogil:
         # The open piece split into chars and merged (BpeEncoder's own steps), as triples in nodes.
@@ -217,29 +225,29 @@ cdef class Scratch:
             count[0] = -1
             return
         last = <Py_ssize_t>self.char_at.size() - 1     # char_at[last] is the piece's length
+        self.nodes.resize(3 * self.syms.size())
         for s in range(<Py_ssize_t>self.syms.size()):
             end = pos + self.syms[s].nbytes
             symbol_span(self.char_at.data(), last, pos, end, False, &start, &stop)
             pos = end
-            self.nodes.push_back(self.syms[s].id)
-            self.nodes.push_back(<int32_t>start)
-            self.nodes.push_back(<int32_t>stop)
+            self.nodes[3 * s] = self.syms[s].id
+            self.nodes[3 * s + 1] = <int32_t>start
+            self.nodes[3 * s + 2] = <int32_t>stop
         count[0] = <int32_t>self.syms.size()
 
     cdef void push_tokens(self, WordPieceMatcher m, const int32_t* nodes, int32_t count, int32_t word) noexcept nogil:
         # One token per trie node; each covers depth[node] chars of the piece.
         cdef Py_ssize_t pos = 0, length
         cdef int32_t k, node
-        cdef Tok tok
-        tok.word = word
-        tok.unk = 0
+        cdef Tok* tok = self.more_toks(count)
         for k in range(count):
             node = nodes[k]
             length = m.depth[node]
-            tok.id = m.token[node]
-            tok.start = self.src[pos]
-            tok.end = self.src[pos + length - 1] + 1
-            self.toks.push_back(tok)
+            tok[k].id = m.token[node]
+            tok[k].word = word
+            tok[k].unk = 0
+            tok[k].start = self.src[pos]
+            tok[k].end = self.src[pos + length - 1] + 1
             pos += length
 
     cdef const int32_t* tokens_cached(self, WordPieceMatcher m, BpeEncoder b, int32_t* count) noexcept nogil:

@@ -7,10 +7,11 @@ from libcpp.vector cimport vector
 
 
 cdef struct U64Map:
-    # Open addressing, linear probing; EMPTY_KEY marks a free slot.
-    uint64_t* keys
-    uint64_t* values
+    # Open addressing, linear probing; EMPTY_KEY marks a free slot. A slot is a key and its value
+    # side by side (slots[2i], slots[2i + 1]): a hit reads one cache line, not one in each of two arrays.
+    uint64_t* slots
     size_t mask
+    int shift        # 64 - log2(capacity): a key's home slot is the top bits of its hash
     size_t size
 
 
@@ -61,6 +62,8 @@ cdef class Exclusion:
 cdef class BpeEncoder:
     cdef U64Map merges        # (left << 32 | right) -> (rank << 32 | new_id)
     cdef U64Map chars         # (code point << 2 | marks) -> id; marks: 1 prefix, 2 suffix
+    cdef vector[uint64_t] made_by        # per token: the pair key that merges into it (see _index_makers)
+    cdef int32_t ascii_ids[128]   # chars's ids of the unmarked ASCII chars, -1 for none (no look-up)
     cdef int64_t byte_ids[256]
     cdef int64_t unk_id       # -1: no unk token; -2: an unk token that is not in the vocab
     cdef object unk_token
@@ -88,9 +91,13 @@ cdef class BpeEncoder:
     cdef bint cut_after_unknown          #   or has no token of its own, unless this is set (see _find_cuts)
 
     cdef int _missing_unk(self) except -1
+    cdef void _index_makers(self) noexcept nogil
     cdef int _split_chars(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
                           vector[int32_t]& char_at) noexcept nogil
     cdef bint _bytes_known(self, const vector[uint8_t]& data) noexcept nogil
+    cdef Py_ssize_t _ascii_run(self, int kind, const void* data, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+    cdef void _put_ascii(self, int kind, const void* data, Py_ssize_t i, Py_ssize_t run, vector[Symbol]& syms,
+                         vector[int32_t]& char_at) noexcept nogil
     cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
                            vector[int32_t]& char_at, const uint8_t* banned) noexcept nogil
     cdef bint _cuts_before(self, uint32_t previous) noexcept nogil

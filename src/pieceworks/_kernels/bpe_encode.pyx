@@ -89,6 +89,8 @@ cdef extern from *:
     uint64_t rng_step "pw_bpe_rng_step"(uint64_t* state) noexcept nogil
 
 cdef uint64_t EMPTY_KEY = UINT64_MAX
+# In BpeEncoder.made_by: a token that more than one pair merges into (no pair key is this).
+cdef uint64_t MANY_MAKERS = UINT64_MAX - 1
 # SentencePiece's word mark: pieces that hold whole lines (no pre-tokenizer) are merged word by word.
 cdef uint32_t WORD_MARK = 0x2581
 cdef uint32_t NO_MARK = UINT32_MAX
@@ -112,52 +114,58 @@ cdef inline uint64_t mix(uint64_t x) noexcept nogil:
     return x
 
 
+cdef inline size_t slot_of(const U64Map* m, uint64_t key) noexcept nogil:
+    # Fibonacci hashing: the top bits of one multiply. Both ids of a pair reach them, and it is
+    # a few cycles where mix() is a chain of two multiplies, on the look-up every merge waits for.
+    return <size_t>((key * 0x9E3779B97F4A7C15ULL) >> m.shift)
+
+
 cdef int map_init(U64Map* m, size_t expected) except -1:
     cdef size_t capacity = 16
     while capacity < expected * 2:
         capacity <<= 1
-    m.keys = <uint64_t*>malloc(capacity * sizeof(uint64_t))
-    m.values = <uint64_t*>malloc(capacity * sizeof(uint64_t))
-    if m.keys == NULL or m.values == NULL:
-        free(m.keys)
-        free(m.values)
-        m.keys = NULL
-        m.values = NULL
+    m.slots = <uint64_t*>malloc(2 * capacity * sizeof(uint64_t))
+    if m.slots == NULL:
         raise MemoryError()
     cdef size_t i
     for i in range(capacity):
-        m.keys[i] = EMPTY_KEY
+        m.slots[2 * i] = EMPTY_KEY
     m.mask = capacity - 1
+    m.shift = 64
+    while capacity > 1:
+        capacity >>= 1
+        m.shift -= 1
     m.size = 0
     return 0
 
 
 cdef void map_free(U64Map* m) noexcept nogil:
-    free(m.keys)
-    free(m.values)
-    m.keys = NULL
-    m.values = NULL
+    free(m.slots)
+    m.slots = NULL
 
 
 cdef inline void map_put(U64Map* m, uint64_t key, uint64_t value) noexcept nogil:
     """Insert or overwrite (the map was sized for every key, so it never fills)."""
-    cdef size_t i = mix(key) & m.mask
-    while m.keys[i] != EMPTY_KEY and m.keys[i] != key:
+    cdef size_t i = slot_of(m, key)
+    while m.slots[2 * i] != EMPTY_KEY and m.slots[2 * i] != key:
         i = (i + 1) & m.mask
-    if m.keys[i] == EMPTY_KEY:
+    if m.slots[2 * i] == EMPTY_KEY:
         m.size += 1
-    m.keys[i] = key
-    m.values[i] = value
+    m.slots[2 * i] = key
+    m.slots[2 * i + 1] = value
 
 
 cdef inline bint map_get(const U64Map* m, uint64_t key, uint64_t* value) noexcept nogil:
-    cdef size_t i = mix(key) & m.mask
-    while m.keys[i] != EMPTY_KEY:
-        if m.keys[i] == key:
-            value[0] = m.values[i]
+    cdef size_t i = slot_of(m, key)
+    cdef uint64_t k
+    while True:
+        k = m.slots[2 * i]
+        if k == key:
+            value[0] = m.slots[2 * i + 1]
             return True
+        if k == EMPTY_KEY:
+            return False
         i = (i + 1) & m.mask
-    return False
 
 
 cdef inline uint64_t pair_key(uint32_t a, uint32_t b) noexcept nogil:
@@ -253,13 +261,16 @@ cdef inline bint all_bytes_known(const int64_t* byte_ids, const uint8_t* data, i
 
 
 cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes) noexcept nogil:
-    cdef Symbol s
+    # Each field written in place: a Symbol built on the stack and pushed was copied with one
+    # 16-byte load of its fresh 4-byte stores, which stalls (store forwarding fails), and that
+    # stall was most of the time of splitting a piece into chars.
+    syms.resize(syms.size() + 1)
+    cdef Symbol* s = &syms.back()
     s.id = <int32_t>id
     s.nbytes = <int32_t>nbytes
     s.alive = True
     s.prev = -1
     s.next = -1
-    syms.push_back(s)
 
 
 cdef class Exclusion:
@@ -277,11 +288,11 @@ cdef bint map_gives_flagged(const U64Map* m, const vector[uint8_t]& flags) noexc
     """Whether some value of ``m`` (its low 32 bits: an id) is flagged."""
     cdef size_t i
     cdef uint64_t tid
-    if m.keys == NULL:
+    if m.slots == NULL:
         return False
     for i in range(m.mask + 1):
-        if m.keys[i] != EMPTY_KEY:
-            tid = m.values[i] & 0xFFFFFFFFULL
+        if m.slots[2 * i] != EMPTY_KEY:
+            tid = m.slots[2 * i + 1] & 0xFFFFFFFFULL
             if tid < flags.size() and flags[tid]:
                 return True
     return False
@@ -291,11 +302,11 @@ cdef void unflag_values(const U64Map* m, vector[uint8_t]& flags) noexcept nogil:
     """Clear the flag of every id that is a value of ``m`` (its low 32 bits)."""
     cdef size_t i
     cdef uint64_t tid
-    if m.keys == NULL:
+    if m.slots == NULL:
         return
     for i in range(m.mask + 1):
-        if m.keys[i] != EMPTY_KEY:
-            tid = m.values[i] & 0xFFFFFFFFULL
+        if m.slots[2 * i] != EMPTY_KEY:
+            tid = m.slots[2 * i + 1] & 0xFFFFFFFFULL
             if tid < flags.size():
                 flags[tid] = 0
 
@@ -393,12 +404,18 @@ cdef inline void drop_merged(vector[Symbol]& syms) noexcept nogil:
     syms.resize(kept)
 
 
-cdef inline bint still_makes(const U64Map* merges, vector[Symbol]& syms, int32_t pos, uint32_t new_id,
-                             const uint8_t* banned) noexcept nogil:
-    """Whether the pair at ``pos`` (linked symbols) is still there and merges into ``new_id``."""
+cdef inline bint still_makes(const U64Map* merges, const uint64_t* made_by, vector[Symbol]& syms, int32_t pos,
+                             uint32_t new_id, const uint8_t* banned) noexcept nogil:
+    """Whether the pair at ``pos`` (linked symbols) is still there and merges into ``new_id``
+    (``made_by``: see :meth:`BpeEncoder._index_makers`)."""
     cdef uint64_t value
+    cdef uint64_t pair, maker
     if not syms[pos].alive or syms[pos].next == -1:
         return False
+    pair = pair_key(syms[pos].id, syms[syms[pos].next].id)
+    maker = made_by[new_id]
+    if maker != MANY_MAKERS:
+        return pair == maker      # (a queued pair's new id is never banned: merge_of said so)
     return merge_of(merges, syms[pos].id, syms[syms[pos].next].id, &value, banned) \
         and <uint32_t>(value & 0xFFFFFFFFULL) == new_id
 
@@ -446,10 +463,8 @@ cdef class BpeEncoder:
     """
 
     def __cinit__(self):
-        self.merges.keys = NULL
-        self.merges.values = NULL
-        self.chars.keys = NULL
-        self.chars.values = NULL
+        self.merges.slots = NULL
+        self.chars.slots = NULL
 
     def __init__(self, const uint32_t[::1] merges, list chars, list byte_ids, list id_to_token, dict vocab, *,
                  unk_token=None, bint fuse_unk=False, bint byte_fallback=False, bint ignore_merges=False,
@@ -461,9 +476,14 @@ cdef class BpeEncoder:
         for rank in range(n):
             map_put(&self.merges, pair_key(merges[3 * rank], merges[3 * rank + 1]),
                     ((<uint64_t>rank) << 32) | merges[3 * rank + 2])
+        self._index_makers()
         map_init(&self.chars, len(chars))
+        for rank in range(128):
+            self.ascii_ids[rank] = -1
         for key, tid in chars:
             map_put(&self.chars, key, tid)
+            if key < (128 << 2) and key & 3 == 0:
+                self.ascii_ids[key >> 2] = tid
         for rank in range(256):
             self.byte_ids[rank] = byte_ids[rank]
         self.id_to_token = id_to_token
@@ -497,6 +517,28 @@ cdef class BpeEncoder:
         self.exclusions = {}
         self._find_cuts(merges, WORD_MARK)
 
+    cdef void _index_makers(self) noexcept nogil:
+        """``made_by[t]``: the one pair that merges into token ``t``, or ``MANY_MAKERS``.
+
+        A queued merge is still due if its pair still makes its token.
+        Asking the merge map that is a hash look-up a queued pair, most of
+        them stale in a long piece; a token almost always has one pair that
+        makes it, and then comparing the pair with it says the same.
+        """
+        cdef size_t i
+        cdef uint32_t tid, top = 0
+        for i in range(self.merges.mask + 1):
+            if self.merges.slots[2 * i] != EMPTY_KEY:
+                top = max(top, <uint32_t>(self.merges.slots[2 * i + 1] & 0xFFFFFFFFULL) + 1)
+        self.made_by.assign(top, EMPTY_KEY)
+        for i in range(self.merges.mask + 1):
+            if self.merges.slots[2 * i] != EMPTY_KEY:
+                tid = <uint32_t>(self.merges.slots[2 * i + 1] & 0xFFFFFFFFULL)
+                if self.made_by[tid] == EMPTY_KEY:
+                    self.made_by[tid] = self.merges.slots[2 * i]
+                else:
+                    self.made_by[tid] = MANY_MAKERS
+
     def __dealloc__(self):
         map_free(&self.merges)
         map_free(&self.chars)
@@ -527,7 +569,7 @@ cdef class BpeEncoder:
         shift left exactly as Hugging Face's do. ``char_at`` receives the
         char index of every byte of the piece.
         """
-        cdef Py_ssize_t i, k
+        cdef Py_ssize_t i, c, k
         cdef uint32_t cp
         cdef uint64_t found, marks
         cdef int64_t unk_bytes = -1
@@ -535,15 +577,27 @@ cdef class BpeEncoder:
         cdef int nb
         cdef const vector[uint8_t]* before
         cdef const vector[uint8_t]* after
-        for i in range(n):
-            cp = read_char(kind, data, i)
+        cdef bint unmarked = not self.has_prefix and not self.has_suffix
+        cdef Py_ssize_t run
+        i = 0
+        while i < n:
+            # The common case first: a run of ASCII chars that are tokens, written in place (no UTF-8
+            # encoding, no map look-up, one resize).
+            run = self._ascii_run(kind, data, i, n) if unmarked and unk_bytes < 0 else 0
+            if run:
+                self._put_ascii(kind, data, i, run, syms, char_at)
+                i += run
+                continue
+            c = i
+            cp = read_char(kind, data, c)
+            i += 1
             nb = utf8_encode(cp, buf)
             for k in range(nb):
-                char_at.push_back(<int32_t>i)
+                char_at.push_back(<int32_t>c)
             marks = 0
-            if self.has_prefix and i > 0:
+            if self.has_prefix and c > 0:
                 marks |= 1
-            if self.has_suffix and i == n - 1:
+            if self.has_suffix and c == n - 1:
                 marks |= 2
             if map_get(&self.chars, ((<uint64_t>cp) << 2) | marks, &found):
                 if unk_bytes >= 0:
@@ -577,6 +631,34 @@ cdef class BpeEncoder:
             push_symbol(syms, self.unk_id, unk_bytes)
         char_at.push_back(<int32_t>n)
         return 0
+
+    cdef inline Py_ssize_t _ascii_run(self, int kind, const void* data, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+        """How many chars from ``i`` on are ASCII chars with a token of their own."""
+        cdef Py_ssize_t j = i
+        cdef uint32_t cp
+        while j < n:
+            cp = read_char(kind, data, j)
+            if cp >= 128 or self.ascii_ids[cp] < 0:
+                break
+            j += 1
+        return j - i
+
+    cdef inline void _put_ascii(self, int kind, const void* data, Py_ssize_t i, Py_ssize_t run,
+                                vector[Symbol]& syms, vector[int32_t]& char_at) noexcept nogil:
+        """The symbols of the ``run`` chars from ``i`` on, which :meth:`_ascii_run` found: a byte each."""
+        cdef size_t base = syms.size(), at = char_at.size()
+        cdef Py_ssize_t k
+        cdef Symbol* s
+        syms.resize(base + <size_t>run)
+        char_at.resize(at + <size_t>run)
+        for k in range(run):
+            s = &syms[base + k]
+            s.id = self.ascii_ids[read_char(kind, data, i + k)]
+            s.nbytes = 1
+            s.alive = True
+            s.prev = -1
+            s.next = -1
+            char_at[at + k] = <int32_t>(i + k)
 
     cdef inline bint _bytes_known(self, const vector[uint8_t]& data) noexcept nogil:
         return all_bytes_known(self.byte_ids, data.data(), <int>data.size())
@@ -636,7 +718,7 @@ cdef class BpeEncoder:
                 heap_push(heap, skipped[i])
             skipped.clear()
             pos = top.pos
-            if not still_makes(&self.merges, syms, pos, top.new_id, banned):
+            if not still_makes(&self.merges, self.made_by.data(), syms, pos, top.new_id, banned):
                 continue        # a stale entry: the pair here changed since it was pushed
             join_next(syms, pos, top.new_id)
             prv = syms[pos].prev
@@ -739,7 +821,7 @@ cdef class BpeEncoder:
         new neighbours' pairs (``rank``: the rank being merged, see :meth:`_merge_buckets`)."""
         cdef int32_t nxt, prv
         cdef uint64_t value
-        if not still_makes(&self.merges, syms, pos, new_id, banned):
+        if not still_makes(&self.merges, self.made_by.data(), syms, pos, new_id, banned):
             return
         join_next(syms, pos, new_id)
         prv = syms[pos].prev
@@ -1494,9 +1576,8 @@ cdef object _keep_last_of_each_pair(const vector[uint32_t]& flat, Py_ssize_t n):
     try:
         for i in range(n):
             if i + SLOTS_AHEAD < n:     # (the map is megabytes: its slots load a few pairs ahead)
-                ahead = mix(pair_key(flat[3 * (i + SLOTS_AHEAD)], flat[3 * (i + SLOTS_AHEAD) + 1])) & last.mask
-                pw_prefetch_read(&last.keys[ahead])
-                pw_prefetch_read(&last.values[ahead])
+                ahead = slot_of(&last, pair_key(flat[3 * (i + SLOTS_AHEAD)], flat[3 * (i + SLOTS_AHEAD) + 1]))
+                pw_prefetch_read(&last.slots[2 * ahead])
             key = pair_key(flat[3 * i], flat[3 * i + 1])
             if key == EMPTY_KEY:
                 return None

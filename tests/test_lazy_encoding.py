@@ -272,14 +272,19 @@ CHAT_CORPORA = ["english/botchan.txt", "code/llama.cpp_ggml_c_cpp.txt", "multili
                 "multilingual/linux-6.1_docs_translation_zh_CN.rst.txt"]
 
 
-@pytest.mark.parametrize("name", ["llama3", "qwen3"])
-def test_chat_turns_of_corpus_lines_match_huggingface(name, shared_data):
+@pytest.mark.parametrize("name, added", [("llama3", None), ("qwen3", None),
+                                         ("llama3", ["the", " of", "ing", "ggml", "영화", "内核", "<", "\n\n"])])
+def test_chat_turns_of_corpus_lines_match_huggingface(name, added, shared_data):
     # Each line as a chat turn (the file's own special tokens around it): one by one and batched
     # (threads on), every field against Hugging Face; the ids come from the kernel around the
-    # tokens, the rest the long way when read.
+    # tokens, the rest the long way when read. With tokens add_tokens added too (matched after
+    # normalizing: with no normalizer, in the stretches between the specials), around those.
     hf = pytest.importorskip("tokenizers")
     path = str(shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json")
     ours, theirs = Tokenizer.from_file(path), hf.Tokenizer.from_file(path)
+    if added:
+        ours.add_tokens(added)
+        theirs.add_tokens(added)
     begin, end = (("<|start_header_id|>user<|end_header_id|>\n\n", "<|eot_id|>") if name == "llama3"
                   else ("<|im_start|>user\n", "<|im_end|>\n"))
     lines = []

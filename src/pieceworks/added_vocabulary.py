@@ -398,25 +398,31 @@ class AddedVocabulary:
                 out[k] = self._match_spans(texts[k], raw)
         return out
 
-    def exact_matcher(self, split_special: bool = False) -> tuple | None:
-        """``(trie, ids)``: the TokenTrie of the tokens (strings) matched in a text as it is, and each
-        one's id, None for a token whose options move its span from the match (see ``_Tokens.ids``);
-        None when some token is matched after normalizing, or none is added.
+    def exact_matcher(self, split_special: bool = False, as_is: bool = False) -> tuple | None:
+        """The passes that find the tokens in a text as it is: ``((trie, ids),)``, or with a second
+        pass in the stretches between the first's matches ``((trie, ids), (trie, ids))``. A pass is
+        the TokenTrie of its tokens (strings) and each one's id, None for a token whose options move
+        its span from the match (see ``_Tokens.ids``). None when no token is added, or some is matched
+        after normalizing, unless ``as_is`` (no normalizer: the normalized text is the text): then
+        those are the second pass, as :meth:`token_spans` finds them.
 
         >>> from pieceworks.models import BPE
         >>> v = AddedVocabulary()
         >>> v.add([AddedToken("<s>", normalized=False), AddedToken("ab", normalized=False, rstrip=True)], BPE(), None)
         2
-        >>> trie, ids = v.exact_matcher(); trie.spans("x<s>ab"), ids
+        >>> ((trie, ids),) = v.exact_matcher(); trie.spans("x<s>ab"), ids
         ([(1, 4, 0), (4, 6, 1)], [0, None])
         >>> v.add([AddedToken("cd")], BPE(), None), v.exact_matcher()     # (matched after normalizing)
         (1, None)
+        >>> [trie.spans("cd<s>") for trie, _ in v.exact_matcher(as_is=True)]
+        [[(2, 5, 0)], [(0, 2, 0)]]
         """
         raw, normed = self._matchers(split_special)
-        if raw is None or normed is not None:
+        if normed is not None and not as_is:
             return None
-        tokens, table = raw
-        return tokens.trie(), tokens.ids(table, self.by_id)
+        passes = tuple((matcher[0].trie(), matcher[0].ids(matcher[1], self.by_id))
+                       for matcher in (raw, normed) if matcher is not None)
+        return passes or None
 
     def token_spans_normalized(self, view, split_special: bool = False) -> list[tuple[int, int, int]]:
         """:meth:`token_spans` with a normalizer: ``(start, stop, id)`` in the text ``view`` makes.
@@ -563,6 +569,34 @@ class _Matchers(NamedTuple):
 
 
 _NO_MATCHERS = _Matchers(None, None, (None, None), None)
+
+
+
+def spans_in_passes(passes: tuple, text: str) -> list[tuple[int, int, int]] | None:
+    """``(start, stop, id)`` of the tokens the passes of :meth:`AddedVocabulary.exact_matcher` find
+    in ``text``: the first pass's, and the second's in the stretches between them; None if one of
+    them is a token with no id (its options move its span).
+
+    >>> from pieceworks._kernels.token_finder import TokenTrie
+    >>> spans_in_passes(((TokenTrie(["<s>"]), [7]), (TokenTrie(["a<", "b"]), [8, 9])), "a<s>b")
+    [(1, 4, 7), (4, 5, 9)]
+    """
+    (trie, ids), inner = passes[0], passes[1] if len(passes) > 1 else None
+    spans = trie.spans_of([text], ids)[0]
+    if spans is None or inner is None:
+        return spans
+    out: list[tuple[int, int, int]] = []
+    at = 0
+    for start, stop, tid in spans + [(len(text), len(text), -1)]:
+        if at < start:
+            found = inner[0].spans_of([text[at:start]], inner[1])[0]
+            if found is None:
+                return None
+            out += [(a + at, b + at, t) for a, b, t in found]
+        if tid >= 0:
+            out.append((start, stop, tid))
+        at = stop
+    return out
 
 
 class _Tokens:

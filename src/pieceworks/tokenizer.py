@@ -25,7 +25,7 @@ from itertools import accumulate
 from typing import Iterable, Iterator
 
 from ._collector import paused as _collector_paused
-from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token
+from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes
 from ._component import _EPOCH, epoch
 from ._kernels.bytebpe import AroundTokens
 from ._kernels.encoding import EncodingWithIds
@@ -309,15 +309,16 @@ class Tokenizer:
         key = (epoch(), split, id(plan), id(strings))
         cached = self.__dict__.get("_around")
         if cached is None or cached[0] != key:
-            exact = self._added.exact_matcher(split)
-            table = None if exact is None or strings is None else self._strings_with_added(strings)
-            made = None if table is None else (AroundTokens(*exact), table, exact)
+            # (With no normalizer, the tokens matched after normalizing are a second pass in the text.)
+            passes = self._added.exact_matcher(split, as_is=self._normalizer is None)
+            table = None if passes is None or strings is None else self._strings_with_added(strings)
+            made = None if table is None else (_around_tokens(passes), table, passes)
             cached = self.__dict__["_around"] = (key, made, plan, strings)    # (keeps what the key names alive)
         if cached[1] is None:
             return None
-        tokens, table, exact = cached[1]
+        tokens, table, passes = cached[1]
         # (Made anew, not kept: it refers to this tokenizer, which would then refer to itself.)
-        return tokens, table, CallbackSpans(partial(self._raw_around_found, plan, split, exact))
+        return tokens, table, CallbackSpans(partial(self._raw_around_found, plan, split, passes))
 
     def _encode_ids_around_added(self, plan, text: str, split: bool, frame, limit: int | None) -> Encoding | None:
         """One text holding added tokens as :meth:`_around_added` encodes a batch's: its ids now, the
@@ -335,10 +336,10 @@ class Tokenizer:
         framed = ids if frame is PLAIN_FRAME else frame.ids_before + ids + frame.ids_after
         return _make_with_ids(Encoding, framed, len(ids), around[1], frame, around[2], text, 0)
 
-    def _raw_around_found(self, plan, split: bool, exact: tuple, text: str) -> tuple[bytes, int]:
+    def _raw_around_found(self, plan, split: bool, passes: tuple, text: str) -> tuple[bytes, int]:
         """``(raw, n)``: the whole raw encoding of ``text`` around its added tokens, found by the
-        ``exact`` matcher a job found them with (see :meth:`_around_added`), when first read."""
-        found = exact[0].spans_of([text], exact[1])[0]
+        ``passes`` a job found them with (see :meth:`_around_added`), when first read."""
+        found = spans_in_passes(passes, text)
         if found is None:
             raise RuntimeError(f"pieceworks: an added token in {text[:40]!r} moves its span: no ids joined around it")
         encoding = self._encode_raw_around_added(plan, text, split, PLAIN_FRAME, None, (text, found, None))
@@ -1079,6 +1080,14 @@ def _takes_excluded_ids(model) -> bool:
 _RAW_MAX_CHARS = 2**31 - 1
 # The general pipeline pauses the cyclic collector for texts this long (see pieceworks._collector).
 _PAUSE_COLLECTOR_CHARS = 4096
+
+
+def _around_tokens(passes: tuple) -> AroundTokens:
+    """The kernel's form of :meth:`AddedVocabulary.exact_matcher`'s passes (the second one inner)."""
+    around = None
+    for trie, ids in reversed(passes):
+        around = AroundTokens(trie, ids, around)
+    return around
 
 
 def _gaps(found: list, length: int):

@@ -67,8 +67,9 @@ class AroundTokens:
     """Added or special tokens a text is encoded around (their trie, and each one's id or None)."""
 
     trie: TokenTrie
+    inner: AroundTokens | None
     every_token_has_an_id: bool
-    def __init__(self, trie: TokenTrie, token_ids: list[int | None]) -> None: ...
+    def __init__(self, trie: TokenTrie, token_ids: list[int | None], inner: AroundTokens | None = None) -> None: ...
 
 class BatchJob:
     n_chunks: int

@@ -2682,6 +2682,8 @@ cdef class ByteBPE:
         if around is not None:
             if not around.every_token_has_an_id:
                 raise ValueError("batch_job: around needs an id for each of its strings")
+            if around.inner is not None:     # (its trie finds the texts to encode around: the outer pass's)
+                raise ValueError("batch_job: around has one pass here (no inner one)")
             job.around, job.finder = around, around.trie
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
 
@@ -2690,8 +2692,9 @@ cdef class ByteBPE:
         if it holds one with no id (or, with ``holding_only``, none of them). A lone surrogate is
         encoded as :meth:`encode` does."""
         cdef Workspace ws = <Workspace>self._checkout()
-        cdef vector[Found] found
-        cdef bint ascii = PyUnicode_IS_ASCII(text), done
+        cdef vector[Found] found, inner_found
+        cdef bint ascii = PyUnicode_IS_ASCII(text)
+        cdef Py_ssize_t count
         cdef int kind = PyUnicode_KIND(text)
         cdef const char* data = <const char*>PyUnicode_DATA(text)
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
@@ -2700,10 +2703,10 @@ cdef class ByteBPE:
             ws.st.piece_ends.clear()
             if n >= NOGIL_MIN_CHARS:
                 with nogil:
-                    done = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found)
+                    count = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found, inner_found)
             else:
-                done = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found)
-            if not done or holding_only and found.empty():
+                count = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found, inner_found)
+            if count < 0 or holding_only and count == 0:
                 return None
             return self._id_list(ws.st, 0, ws.st.ids.size())
         finally:
@@ -2730,7 +2733,8 @@ cdef class ByteBPE:
         ``around`` (with ``ids_cls``): ``(tokens, strings, spans_from)``,
         and a text holding one of the :class:`AroundTokens` is encoded
         around them (one holding a token with no id is left out; the
-        finder is then the tokens' trie). Its encoding (an ``ids_cls``)
+        finder is then the tokens' trie, unless they have an inner pass:
+        then ``finder`` must find both passes' strings). Its encoding (an ``ids_cls``)
         holds the ids; it spells its tokens from ``strings`` and works its
         offsets out through ``spans_from`` (from the text) when first read.
         """
@@ -2749,7 +2753,10 @@ cdef class ByteBPE:
         job.finder = finder
         if around is not None and ids_cls is not None:
             job.around = <AroundTokens?>around[0]
-            job.finder = job.around.trie
+            if job.around.inner is None:
+                job.finder = job.around.trie
+            elif finder is None:
+                raise ValueError("raw_batch_job: an around with an inner pass needs a finder of both passes' strings")
             job.around_basis = basis_for(around[1], frame, None, <SpanSource?>around[2], None)
             job.held.resize(len(job.keep), 0)
         job.cls, job.strings, job.frame, job.truncation = cls, strings, frame, truncation
@@ -3113,6 +3120,10 @@ cdef class AroundTokens:
     match, one that strips spaces: a text holding it is not encoded here), each stretch between
     them encoded on its own, as Hugging Face splits added tokens out before pre-tokenizing.
 
+    ``inner``: tokens looked for only in those stretches, each of those encoded around them in
+    turn: Hugging Face's second pass, for the tokens it matches in the normalized text (with no
+    normalizer, the text as it is).
+
     >>> from pieceworks._kernels.token_finder import TokenTrie
     >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
     >>> around = AroundTokens(TokenTrie(["<s>", "<s>x", "ab"]), [300, 301, None])
@@ -3120,15 +3131,22 @@ cdef class AroundTokens:
     ([97, 300, 98, 301], None, [97, 32, 98])
     >>> bpe.encode_around("a b", around, holding_only=True) is None
     True
+    >>> two = AroundTokens(TokenTrie(["<s>"]), [300], AroundTokens(TokenTrie(["a<", "b"]), [400, 401]))
+    >>> bpe.encode_around("a<s>b", two)      # ("a<" starts first, but "<s>" is split out first)
+    [97, 300, 401]
     """
 
     cdef readonly TokenTrie trie
+    cdef readonly AroundTokens inner
     cdef vector[int32_t] ids        # per string (-1: None)
 
-    def __init__(self, TokenTrie trie not None, token_ids):
+    def __init__(self, TokenTrie trie not None, token_ids, AroundTokens inner=None):
         if len(token_ids) != len(trie):
             raise ValueError(f"AroundTokens: {len(token_ids)} ids for {len(trie)} strings")
+        if inner is not None and inner.inner is not None:
+            raise ValueError("AroundTokens: an inner pass has no inner pass of its own (two passes at most)")
         self.trie = trie
+        self.inner = inner
         for token_id in token_ids:
             if token_id is not None and not 0 <= token_id <= INT32_MAX:
                 raise ValueError(f"AroundTokens: token id {token_id} is out of range")
@@ -3136,24 +3154,25 @@ cdef class AroundTokens:
 
     @property
     def every_token_has_an_id(self):
-        """Whether every string's id is given (no text is refused)."""
+        """Whether every string's id is given, the inner pass's too (no text is refused)."""
         cdef size_t k
         for k in range(self.ids.size()):
             if self.ids[k] < 0:
                 return False
-        return True
+        return self.inner is None or self.inner.every_token_has_an_id
 
 
-cdef bint encode_around(const Model* m, AroundTokens around, int kind, const char* data, Py_ssize_t n, bint ascii,
-                        State* st, vector[Found]& found) noexcept nogil:
+cdef Py_ssize_t encode_around(const Model* m, AroundTokens around, int kind, const char* data, Py_ssize_t n,
+                              bint ascii, State* st, vector[Found]& found, vector[Found]& inner_found) noexcept nogil:
     """Append to ``st.ids`` the ids of the text (``kind``, ``data``, ``n``) encoded around the
-    tokens in it (see :class:`AroundTokens`); False, with nothing appended, if one has no id."""
-    cdef Py_ssize_t at = 0, k, start
+    tokens in it (see :class:`AroundTokens`): how many tokens it found, or -1, with nothing
+    appended, if one has no id. ``found`` and ``inner_found``: room for the matches of each pass."""
+    cdef Py_ssize_t at = 0, k, start, count = 0, inner
     cdef size_t before = st.ids.size()
     cdef int32_t token_id
     found.clear()
     if around.trie.read_kind(kind, data, n, &found) < 0:
-        return False
+        return -1
     for k in range(<Py_ssize_t>found.size() - 1, -1, -1):      # (found from the right)
         start = found[k].start
         if start < at:
@@ -3161,14 +3180,34 @@ cdef bint encode_around(const Model* m, AroundTokens around, int kind, const cha
         token_id = around.ids[found[k].index]
         if token_id < 0:
             st.ids.resize(before)
-            return False
+            return -1
         if at < start:
-            encode_str(m, kind, data + kind * at, start - at, ascii, st, False, False)
+            inner = encode_stretch(m, around.inner, kind, data + kind * at, start - at, ascii, st, inner_found)
+            if inner < 0:
+                st.ids.resize(before)
+                return -1
+            count += inner
         st.ids.push_back(<uint32_t>token_id)
+        count += 1
         at = start + found[k].length
     if at < n:
-        encode_str(m, kind, data + kind * at, n - at, ascii, st, False, False)
-    return True
+        inner = encode_stretch(m, around.inner, kind, data + kind * at, n - at, ascii, st, inner_found)
+        if inner < 0:
+            st.ids.resize(before)
+            return -1
+        count += inner
+    return count
+
+
+cdef inline Py_ssize_t encode_stretch(const Model* m, AroundTokens inner, int kind, const char* data, Py_ssize_t n,
+                                      bint ascii, State* st, vector[Found]& found) noexcept nogil:
+    """A stretch between tokens: encoded around the ``inner`` pass's tokens (as :func:`encode_around`),
+    or, with none, as it is (0 tokens found)."""
+    cdef vector[Found] unused
+    if inner is None:
+        encode_str(m, kind, data, n, ascii, st, False, False)
+        return 0
+    return encode_around(m, inner, kind, data, n, ascii, st, found, unused)
 
 
 cdef class BatchJob:
@@ -3236,7 +3275,7 @@ cdef class BatchJob:
         cdef Segment g
         cdef int kind
         cdef bint held
-        cdef vector[Found] found
+        cdef vector[Found] found, inner_found
         cdef const ChunkRange* c = &self.chunks[i]
         for k in range(c.last - c.first + 1):
             g = segment_at(c, self.texts.lengths.data(), k)
@@ -3248,7 +3287,7 @@ cdef class BatchJob:
                     and self.finder.holds_chars(self.texts.kinds[g.text], self.texts.datas[g.text], g.end):
                 if self.around is not None and encode_around(
                         &self.bpe.m, self.around, self.texts.kinds[g.text], <const char*>self.texts.datas[g.text],
-                        g.end, self.texts.asciis[g.text], st, found):
+                        g.end, self.texts.asciis[g.text], st, found, inner_found) >= 0:
                     held = True
                     if self.raw_mode:
                         self.held[g.text] = 1

@@ -566,3 +566,23 @@ def test_word_cache_starts_over_when_full(minilm):
     assert len(words) > bert_fast.CACHE_SLOTS
     assert_same(fast, general, text)
     assert_same(fast, general, text[::-1])
+
+
+def test_batch_results_made_whole_out_of_the_collectors_sight(minilm):
+    # With ``strings`` each result comes as a plan gives it, (raw, n, n_words, strings), untracked
+    # (a batch of lines made a tuple each, and the collections they started walked them all again);
+    # ``status_at`` lists exactly the texts the scan left unfinished.
+    import gc
+
+    tok = minilm[0]
+    options, cmap, table, max_chars, unk_id = tok._current_plan()._setup()
+    texts = ["hello world", "a\u0301\ua9c0 odd order", "", "x" * (max_chars + 5), "the cat sat"] * 3
+    plain = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id)
+    status_at = []
+    made = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id, None, table.strings, status_at)
+    assert status_at == [k for k, r in enumerate(plain) if type(r) is not tuple] and status_at
+    for k, (a, b) in enumerate(zip(plain, made)):
+        if k in status_at:
+            assert a == b
+        else:
+            assert b == (*a, table.strings) and b[3] is table.strings and not gc.is_tracked(b)

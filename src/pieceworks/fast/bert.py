@@ -162,11 +162,10 @@ class BertWordPiecePlan:
         if setup is None:
             return [None] * len(texts)
         options, cmap, table, max_chars, unk_id = setup
-        results = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id)
-        strings = table.strings
-        for k, result in enumerate(results):
-            if type(result) is not tuple:
-                result = self._finish_raw(texts[k], result, options, cmap, table, max_chars, unk_id)
+        strings, statuses = table.strings, []
+        results = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id, None, strings, statuses)
+        for k in statuses:      # (the few texts the batch scan could not finish)
+            result = self._finish_raw(texts[k], results[k], options, cmap, table, max_chars, unk_id)
             results[k] = None if result is None else (*result, strings)
         return results
 

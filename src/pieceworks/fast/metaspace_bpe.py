@@ -94,18 +94,22 @@ class MetaspaceBpePlan(ClassRunBpePlan):
         form = self._form()
         fronts = [self._front(options, 0 if ats is None else ats[k]) for k in range(len(texts))]
         changed = [k for k, text in enumerate(texts) if form is not None and changes_text(form, text)]
+        strings, statuses = table.strings, []
         if changed:
             kept = sorted(set(range(len(texts))).difference(changed))
             out = [None] * len(texts)
             for k, result in zip(kept, bert_fast.encode_raw_batch([texts[k] for k in kept], cmap, table, max_chars,
-                                                                  unk_id, [fronts[k] for k in kept])):
-                out[k] = result
+                                                                  unk_id, [fronts[k] for k in kept], strings)):
+                out[k] = result if type(result) is tuple else None
             for k in changed:
-                out[k] = self._encode_aligned(texts[k], form, cmap, table, max_chars, unk_id, fronts[k])
-        else:
-            out = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id, fronts)
-        strings = table.strings
-        return [(*result, strings) if type(result) is tuple else None for result in out]
+                result = self._encode_aligned(texts[k], form, cmap, table, max_chars, unk_id, fronts[k])
+                out[k] = (*result, strings) if type(result) is tuple else None
+            return out
+        # (The results come made, each (raw, n, n_words, strings), untracked: see bert_fast.encode_raw_batch.)
+        out = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id, fronts, strings, statuses)
+        for k in statuses:
+            out[k] = None
+        return out
 
     def _encode_aligned(self, text: str, form: str, cmap, table, max_chars: int, unk_id: int, front: str):
         """The raw result of ``text`` normalized with ``form``, its offsets mapped back into ``text``."""

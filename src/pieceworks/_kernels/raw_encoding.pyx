@@ -466,6 +466,10 @@ cdef Lists _lists_of(EncodingBase e):
 
 
 @cython.no_gc
+# A batch makes an encoding a text and its caller usually drops them all together: kept for reuse
+# (at most 2 MB of them), the next batch's are not taken from, and given back to, the allocator one
+# by one. (Encoding and EncodingWithIds are this size too, and share it.)
+@cython.freelist(32768)
 cdef class EncodingBase:
     """The storage of :class:`pieceworks.Encoding`, and its most-read fields as C getters.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import json
 import os
 import pickle
@@ -167,6 +169,11 @@ def test_encode_raw_and_encode_spans_are_tokenize_chars(setup, texts, front):
         assert n == len(want) and blocks == ([t.id for t in want] + [s for s, _ in spans] + [e for _, e in spans]
                                              + [0] * n), text
     assert encoder.encode_raw_batch(texts, [front] * len(texts)) == [encoder.encode_raw(t, front) for t in texts]
+    # As a plan gives them, untracked (bytes, ints and the strings: no cycle): dropout's one-by-one way too.
+    strings = encoder.strings
+    made = encoder.encode_raw_batch(texts, [front] * len(texts), strings)
+    assert made == [(*encoder.encode_raw(t, front), 1 if t else 0, strings) for t in texts]
+    assert not any(gc.is_tracked(r) for r in made)
 
 
 @st.composite

@@ -108,3 +108,21 @@ def test_docstring_examples_hold():
 
     for module in (token_finder, added_vocabulary, _special):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_spans_of_lists_are_out_of_the_collectors_sight():
+    # A batch asks for the spans of every text: thousands of lists of int tuples, which the cyclic
+    # collector walked again and again (a quarter of a Gemma batch of lines). They hold ints only.
+    import gc
+
+    from pieceworks._kernels.raw_encoding import join_layouts, pack
+
+    trie = TokenTrie(["<s>", "\n"])
+    out = trie.spans_of(["a<s>b\n", "", "plain", "<s>x"], [7, 9])
+    assert out == [[(1, 4, 7), (5, 6, 9)], [], [], [(0, 3, 7)]]
+    assert not any(gc.is_tracked(spans) for spans in out)
+    assert not any(gc.is_tracked(span) for spans in out for span in spans)
+    assert trie.spans_of(["x<s>"], [None, 9]) == [None]
+    strings = [""] * 7 + ["<s>"]
+    joined = join_layouts(["a<s>"], [[(1, 4, 7)]], [(pack([1], [0], [1], [0]), 1, 1, strings)], [1], strings, -1)
+    assert joined[0][1:] == (2, 0, strings) and not gc.is_tracked(joined[0])

@@ -544,15 +544,29 @@ class Tokenizer:
             layouts = [self._added_layout(plan, text, split_special) for text in texts]
         else:       # (tokens matched in each text as it is, so no view: found for all the texts at once)
             founds = self._added.token_spans_of(texts, split_special)
-            layouts = [(text, found, None) for text, found in zip(texts, founds)]
+            out: list = [None] * len(texts)
+            _fill_encodings(Encoding, out, range(len(texts)), self._joined_layouts(plan, texts, founds, limit),
+                            frame, None)
+            return out
         return self._encode_layouts(plan, layouts, frame, limit)
 
     def _encode_layouts(self, plan, layouts: list, frame, limit: int | None) -> list:
         """The encoding of each :meth:`_added_layout` (None stays None), the segments of all of
         them through one ``plan.encode_raw_batch`` call, and joined in C (``raw_encoding.join_layouts``)."""
         keep = [k for k, layout in enumerate(layouts) if layout is not None]
-        texts = [layouts[k][0] for k in keep]
-        founds = [layouts[k][1] for k in keep]
+        joined = self._joined_layouts(plan, [layouts[k][0] for k in keep], [layouts[k][1] for k in keep], limit)
+        for j, k in enumerate(keep):
+            view = layouts[k][2]
+            if view is not None and joined[j]:      # offsets in the view's normalized text: mapped back
+                raw, n, n_words, table = joined[j]
+                joined[j] = (view.remap(raw, n), n, n_words, table)
+        out: list = [None] * len(layouts)
+        _fill_encodings(Encoding, out, keep, joined, frame, None)
+        return out
+
+    def _joined_layouts(self, plan, texts: list[str], founds: list, limit: int | None) -> list:
+        """The raw result (or None) of each text with its added tokens ``founds`` (in the text as it
+        is), the segments between them through one ``plan.encode_raw_batch`` call."""
         segments, starts, counts = _raw_layout_segments(texts, founds)
         if not segments:
             results = []
@@ -567,7 +581,7 @@ class Tokenizer:
             empty = plan.encode_raw("")
             strings = None if empty is None else empty[3]
         joined = _raw_join_layouts(texts, founds, results, counts, strings, -1 if limit is None else limit)
-        if any(made is False for made in joined):    # added tokens the plan's table lacks: a table with them
+        if False in joined:     # added tokens the plan's table lacks (no result is equal to False): a table with them
             again = [j for j, made in enumerate(joined) if made is False]
             extended = None if strings is None else self._strings_with_added(strings)
             moved = [None] * len(again) if extended is None else _raw_join_layouts(
@@ -575,14 +589,7 @@ class Tokenizer:
                 [counts[j] for j in again], extended, -1 if limit is None else limit)
             for j, made in zip(again, moved):
                 joined[j] = made or None
-        for j, k in enumerate(keep):
-            view = layouts[k][2]
-            if view is not None and joined[j]:      # offsets in the view's normalized text: mapped back
-                raw, n, n_words, table = joined[j]
-                joined[j] = (view.remap(raw, n), n, n_words, table)
-        out: list = [None] * len(layouts)
-        _fill_encodings(Encoding, out, keep, joined, frame, None)
-        return out
+        return joined
 
     def _added_layout(self, plan, text: str, split_special: bool) -> tuple | None:
         """``(text, found, view)``: the added tokens ``(start, stop, id)`` found in ``text``, or None.

@@ -1190,9 +1190,11 @@ def join_layouts(list texts, list founds, list results, list counts, object stri
     ([1, 9], [(0, 2), (2, 3)], False)
     """
     cdef list out = []
-    cdef Py_ssize_t k, at = 0, count
+    cdef Py_ssize_t k, at = 0, count, j
     cdef str text
     cdef list mine, found
+    cdef bint plain
+    cdef tuple joined
     if not len(texts) == len(founds) == len(counts):
         raise ValueError("join_layouts: one list of tokens and one count per text")
     for k in range(len(texts)):
@@ -1201,13 +1203,23 @@ def join_layouts(list texts, list founds, list results, list counts, object stri
         count = counts[k]
         mine = results[at:at + count]
         at += count
-        if len(mine) != count or not all(type(r) is tuple and len(<tuple>r) == 4 for r in mine):
+        plain = len(mine) == count
+        for j in range(len(mine) if plain else 0):
+            if type(mine[j]) is not tuple or len(<tuple>mine[j]) != 4:
+                plain = False
+                break
+        if not plain:
             out.append(None)
         elif not _spelled(strings, text, found):
             out.append(False)
         else:
             raw, n = join_around(found, mine, len(text))
-            out.append(None if 0 <= limit < n else (raw, n, 0, strings))
+            if 0 <= limit < n:
+                out.append(None)
+            else:
+                joined = (raw, n, 0, strings)
+                untracked(joined)      # (bytes, ints, the strings: a batch makes one a text)
+                out.append(joined)
     return out
 
 

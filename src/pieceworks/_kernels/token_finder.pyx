@@ -32,6 +32,7 @@ cdef extern from "Python.h":
     int PyUnicode_KIND(object text)
     void* PyUnicode_DATA(object text)
     Py_ssize_t PyUnicode_GET_LENGTH(object text)
+    void PyObject_GC_UnTrack(void* op)
 
 cdef extern from "<string.h>" nogil:
     void* memchr(const void* s, int c, size_t n)
@@ -210,6 +211,7 @@ cdef class TokenTrie:
         cdef list out = [], spans
         cdef Py_ssize_t k, at
         cdef object token_id
+        cdef tuple span
         for text in texts:
             if type(text) is not str:
                 raise TypeError(f"expected str, got {type(text).__name__}")
@@ -226,7 +228,11 @@ cdef class TokenTrie:
                     if token_id is None:
                         spans = None
                         break
-                    spans.append((found[k].start, at, token_id))
+                    span = (found[k].start, at, token_id)
+                    PyObject_GC_UnTrack(<void*>span)     # (ints only: the batches that ask make thousands)
+                    spans.append(span)
+            if spans is not None:
+                PyObject_GC_UnTrack(<void*>spans)   # (untracked tuples only: it can join no cycle)
             out.append(spans)
         return out
 

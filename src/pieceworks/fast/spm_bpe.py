@@ -192,8 +192,8 @@ class SpmBpePlan(_BpeKernelPlan):
         strings, front_of, space = encoder.strings, self._front, stages[1]
         fronts = [front_of(stages, text, at) if text else "" for text, at in zip(texts, ats or repeat(0))]
         pieces = [front + text.replace(" ", space) for front, text in zip(fronts, texts)]
-        results = encoder.encode_raw_batch(pieces, [bool(front) for front in fronts])
-        return [(raw, n, 1 if text else 0, strings) for (raw, n), text in zip(results, texts)]
+        # (A piece is empty exactly when its text is: a text's front goes only before some text.)
+        return encoder.encode_raw_batch(pieces, [bool(front) for front in fronts], strings)
 
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer leaves ``text`` as it is: only a text with no space, and nothing

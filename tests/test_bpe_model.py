@@ -213,6 +213,27 @@ def test_word_by_word_merges_are_whole_piece_merges(setup, texts):
     assert encoder.encode_raw_batch(texts, [False] * len(texts)) == cut_raw
 
 
+_WORDS = st.text(alphabet="ab▁cxé>", min_size=1, max_size=40).map(lambda w: "▁" + w)
+
+
+@SETTINGS
+@given(word_mark_setups(), st.lists(st.lists(_WORDS, min_size=1, max_size=6).map("".join), min_size=1, max_size=6),
+       st.integers(1, 80))
+def test_words_from_the_cache_are_the_words_merged_again(setup, pieces, repeat):
+    """A batch (and a text of 2048 chars or more) keeps the words it merged and copies a word met
+    again from there: the same symbols and offsets as merging each anew (cache_capacity=0),
+    and as Hugging Face; words longer than the cache takes, unknown chars and byte fallback too."""
+    vocab, merges, options = setup
+    cached, anew = BPE(vocab, merges, **options), BPE(vocab, merges, cache_capacity=0, **options)
+    batch = pieces * repeat
+    want = anew._get_encoder().encode_raw_batch(batch, [False] * len(batch))
+    assert cached._get_encoder().encode_raw_batch(batch, [False] * len(batch)) == want
+    long_text = "".join(batch)
+    assert cached._get_encoder().encode_raw(long_text) == anew._get_encoder().encode_raw(long_text)
+    theirs = models.BPE(vocab, merges, **options)
+    assert our_tokens(cached, long_text) == hf_tokens(theirs, long_text)
+
+
 def test_word_by_word_merges_on_real_files(shared_data):
     """Gemma 3 has one token with a char before a ▁ (``>▁</``): no word starts after a ``>``,
     nor after a char spelled in byte-fallback tokens (each ends in ``>``). Mistral has none."""

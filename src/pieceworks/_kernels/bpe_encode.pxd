@@ -29,6 +29,15 @@ cdef struct Candidate:
     uint32_t new_id
 
 
+# The words one call has merged (see BpeEncoder._split_merged): open addressing on a word's hash,
+# each entry in ``data``: [n chars, chars..., n symbols, (id, nbytes)..., n bytes, char of each byte...].
+cdef struct WordCache:
+    vector[uint64_t] keys         # per slot: the word's hash (0: free)
+    vector[size_t] at             # per slot: where its entry starts in data
+    vector[int32_t] data
+    size_t used
+
+
 # Long pieces (see BpeEncoder._merge_buckets): the merges still to try, a bucket per rank.
 cdef struct MergeQueue:
     vector[int32_t] later_head    # per rank: the newest entry of its list in ``later`` (-1: none)
@@ -99,7 +108,9 @@ cdef class BpeEncoder:
     cdef void _put_ascii(self, int kind, const void* data, Py_ssize_t i, Py_ssize_t run, vector[Symbol]& syms,
                          vector[int32_t]& char_at) noexcept nogil
     cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
-                           vector[int32_t]& char_at, const uint8_t* banned) noexcept nogil
+                           vector[int32_t]& char_at, const uint8_t* banned, WordCache* cache=*) noexcept nogil
+    cdef bint _word_from_cache(self, WordCache* cache, int kind, const void* data, Py_ssize_t start, Py_ssize_t n,
+                               uint64_t h, vector[Symbol]& syms, vector[int32_t]& char_at) noexcept nogil
     cdef bint _cuts_before(self, uint32_t previous) noexcept nogil
     cdef void _merge(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil

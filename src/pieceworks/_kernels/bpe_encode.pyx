@@ -277,6 +277,59 @@ cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes
     s.next = -1
 
 
+# The word cache of a call (see BpeEncoder._split_merged): words of up to WORD_CACHE_CHARS chars, in
+# WORD_CACHE_SLOTS slots (a quarter left free) and at most WORD_CACHE_DATA int32s, then it starts over;
+# a text of WORD_CACHE_MIN_TEXT chars or more gets one of its own.
+cdef Py_ssize_t WORD_CACHE_CHARS = 32
+cdef size_t WORD_CACHE_SLOTS = 1 << 15
+cdef size_t WORD_CACHE_MASK = (1 << 15) - 1
+cdef size_t WORD_CACHE_DATA = 1 << 20
+cdef Py_ssize_t WORD_CACHE_MIN_TEXT = 2048
+cdef uint64_t FNV_START = 0xCBF29CE484222325ULL
+cdef uint64_t FNV_PRIME = 0x100000001B3ULL
+
+
+cdef inline bint same_chars(int kind, const void* data, Py_ssize_t start, Py_ssize_t n,
+                            const int32_t* chars) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(n):
+        if read_char(kind, data, start + k) != <uint32_t>chars[k]:
+            return False
+    return True
+
+
+cdef void cache_word(WordCache* cache, int kind, const void* data, Py_ssize_t start, Py_ssize_t n, uint64_t h,
+                     const vector[Symbol]& word, const vector[int32_t]& word_at) noexcept nogil:
+    """Keep the word ``[start, start + n)`` (hash ``h``): its merged symbols and the char of each of its
+    bytes (``word_at``, less its last entry)."""
+    cdef size_t slot, k, at
+    if cache.keys.size() == 0 or cache.used >= WORD_CACHE_SLOTS * 3 // 4 or cache.data.size() > WORD_CACHE_DATA:
+        cache.keys.assign(WORD_CACHE_SLOTS, 0)      # (first use, or full: start over)
+        cache.at.resize(WORD_CACHE_SLOTS)
+        cache.data.clear()
+        cache.used = 0
+    slot = h & WORD_CACHE_MASK
+    while cache.keys[slot]:
+        if cache.keys[slot] == h and cache.data[cache.at[slot]] == n \
+                and same_chars(kind, data, start, n, cache.data.data() + cache.at[slot] + 1):
+            return      # (already there)
+        slot = (slot + 1) & WORD_CACHE_MASK
+    at = cache.data.size()
+    cache.data.push_back(<int32_t>n)
+    for k in range(<size_t>n):
+        cache.data.push_back(<int32_t>read_char(kind, data, start + <Py_ssize_t>k))
+    cache.data.push_back(<int32_t>word.size())
+    for k in range(word.size()):
+        cache.data.push_back(word[k].id)
+        cache.data.push_back(word[k].nbytes)
+    cache.data.push_back(<int32_t>(word_at.size() - 1))
+    for k in range(word_at.size() - 1):
+        cache.data.push_back(word_at[k])
+    cache.keys[slot] = h
+    cache.at[slot] = at
+    cache.used += 1
+
+
 cdef class Exclusion:
     """A set of ids that must not come out of one encoder, in C form, with its own piece cache.
 
@@ -884,31 +937,45 @@ cdef class BpeEncoder:
         return 0
 
     cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
-                           vector[int32_t]& char_at, const uint8_t* banned) noexcept nogil:
+                           vector[int32_t]& char_at, const uint8_t* banned, WordCache* cache=NULL) noexcept nogil:
         """:meth:`_split_chars` then the merges, without the GIL; -1 as :meth:`_split_chars`.
 
         Word by word where no merge can join two words (see
         :meth:`_find_cuts`): the same symbols as merging the whole piece,
         but short words take the linear path, where a whole line (a
         SentencePiece-style tokenizer has no pre-tokenizer) would take the heap.
+        A short word met before, in ``cache`` (a batch's, or one made here for
+        a long text), is copied from there: prose repeats most of its words.
         """
         cdef vector[Symbol] word
         cdef vector[int32_t] word_at
         cdef Py_ssize_t start = 0, i, k
         cdef uint32_t cp, previous = NO_MARK
         cdef bint cut
+        cdef WordCache own
+        cdef uint64_t h = FNV_START
         if self.cut_mark == NO_MARK or self.dropout > 0.0:
             if self._split_chars(kind, data, n, syms, char_at) < 0:
                 return -1
             self._merge(syms, banned)
             return 0
+        if banned != NULL or self.cache_capacity <= 0:
+            cache = NULL        # (a cache is of words merged with nothing excluded; 0: no cache at all)
+        elif cache == NULL and n >= WORD_CACHE_MIN_TEXT:
+            cache = &own
         for i in range(n + 1):
             if i < n:
                 cp = read_char(kind, data, i)
                 cut = cp == self.cut_mark and i > start and self._cuts_before(previous)
                 previous = cp
                 if not cut:
+                    h = (h ^ cp) * FNV_PRIME
                     continue
+            if cache != NULL and i - start <= WORD_CACHE_CHARS \
+                    and self._word_from_cache(cache, kind, data, start, i - start, h | 1, syms, char_at):
+                start = i
+                h = (FNV_START ^ cp) * FNV_PRIME
+                continue
             word.clear()
             word_at.clear()
             if self._split_chars(kind, <const char*>data + kind * start, i - start, word, word_at) < 0:
@@ -917,9 +984,47 @@ cdef class BpeEncoder:
             syms.insert(syms.end(), word.begin(), word.end())
             for k in range(<Py_ssize_t>word_at.size() - 1):     # (its last entry: the word's length)
                 char_at.push_back(word_at[k] + <int32_t>start)
+            if cache != NULL and i - start <= WORD_CACHE_CHARS:
+                cache_word(cache, kind, data, start, i - start, h | 1, word, word_at)
             start = i
+            h = (FNV_START ^ cp) * FNV_PRIME
         char_at.push_back(<int32_t>n)
         return 0
+
+    cdef bint _word_from_cache(self, WordCache* cache, int kind, const void* data, Py_ssize_t start, Py_ssize_t n,
+                               uint64_t h, vector[Symbol]& syms, vector[int32_t]& char_at) noexcept nogil:
+        """Append the symbols of the word ``[start, start + n)`` (hash ``h``) and the char of each of
+        its bytes, if ``cache`` holds it; else False."""
+        cdef size_t slot, e, k, base, count, nbytes
+        cdef Symbol* s
+        cdef const int32_t* entry
+        if cache.keys.size() == 0:
+            return False
+        slot = h & WORD_CACHE_MASK
+        while cache.keys[slot]:
+            if cache.keys[slot] == h:
+                entry = cache.data.data() + cache.at[slot]
+                if entry[0] == n and same_chars(kind, data, start, n, entry + 1):
+                    e = 1 + <size_t>n
+                    count = <size_t>entry[e]
+                    base = syms.size()
+                    syms.resize(base + count)
+                    for k in range(count):
+                        s = &syms[base + k]
+                        s.id = entry[e + 1 + 2 * k]
+                        s.nbytes = entry[e + 2 + 2 * k]
+                        s.alive = True
+                        s.prev = -1
+                        s.next = -1
+                    e += 1 + 2 * count
+                    nbytes = <size_t>entry[e]
+                    base = char_at.size()
+                    char_at.resize(base + nbytes)
+                    for k in range(nbytes):
+                        char_at[base + k] = entry[e + 1 + k] + <int32_t>start
+                    return True
+            slot = (slot + 1) & WORD_CACHE_MASK
+        return False
 
     cdef bint _cuts_before(self, uint32_t previous) noexcept nogil:
         """Whether a word may start at a ``cut_mark`` that follows the char ``previous``."""
@@ -1158,6 +1263,7 @@ cdef class BpeEncoder:
         cdef vector[size_t] sym_end, char_end
         cdef list out = [None] * count
         cdef tuple made
+        cdef WordCache cache       # (the batch's words: lines repeat most of theirs)
         if len(fronts) != count:
             raise ValueError(f"encode_raw_batch: {count} pieces but {len(fronts)} fronts")
         if self.dropout > 0.0:
@@ -1176,7 +1282,7 @@ cdef class BpeEncoder:
                 if status[k] == 0:
                     syms.clear()
                     char_at.clear()
-                    if self._split_merged(kinds[k], datas[k], lengths[k], syms, char_at, NULL) < 0:
+                    if self._split_merged(kinds[k], datas[k], lengths[k], syms, char_at, NULL, &cache) < 0:
                         status[k] = -1
                     else:
                         all_syms.insert(all_syms.end(), syms.begin(), syms.end())

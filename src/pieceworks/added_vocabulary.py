@@ -365,15 +365,8 @@ class AddedVocabulary:
         spans = self._match_spans(text, raw) if raw is not None else []
         if normed is None:
             return spans
-        out: list[tuple[int, int, int]] = []
-        at = 0
-        for start, stop, tid in spans + [(len(text), len(text), -1)]:
-            if at < start:      # a gap: the second pass's text (with no normalizer, as it is)
-                out += [(a + at, b + at, t) for a, b, t in self._match_spans(text[at:start], normed)]
-            if tid >= 0:
-                out.append((start, stop, tid))
-            at = stop
-        return out
+        # (Each gap is the second pass's text: with no normalizer, as it is.)
+        return _with_second_pass(text, spans, lambda gap: self._match_spans(gap, normed))
 
     def token_spans_of(self, texts: list[str], split_special: bool = False) -> list[list[tuple[int, int, int]]]:
         """:meth:`token_spans` of each text; with no token matched after normalizing, found in C
@@ -571,7 +564,6 @@ class _Matchers(NamedTuple):
 _NO_MATCHERS = _Matchers(None, None, (None, None), None)
 
 
-
 def spans_in_passes(passes: tuple, text: str) -> list[tuple[int, int, int]] | None:
     """``(start, stop, id)`` of the tokens the passes of :meth:`AddedVocabulary.exact_matcher` find
     in ``text``: the first pass's, and the second's in the stretches between them; None if one of
@@ -585,11 +577,21 @@ def spans_in_passes(passes: tuple, text: str) -> list[tuple[int, int, int]] | No
     spans = trie.spans_of([text], ids)[0]
     if spans is None or inner is None:
         return spans
+    return _with_second_pass(text, spans, lambda gap: inner[0].spans_of([gap], inner[1])[0])
+
+
+def _with_second_pass(text: str, spans: list, find_in) -> list[tuple[int, int, int]] | None:
+    """``spans`` (``(start, stop, id)``, in order) with, in each gap of ``text`` between them, the spans
+    ``find_in(gap)`` gives, moved to where the gap starts; None if it gives None for one.
+
+    >>> _with_second_pass("xaby", [(1, 3, 7)], lambda gap: [(0, 1, ord(gap))])
+    [(0, 1, 120), (1, 3, 7), (3, 4, 121)]
+    """
     out: list[tuple[int, int, int]] = []
     at = 0
     for start, stop, tid in spans + [(len(text), len(text), -1)]:
         if at < start:
-            found = inner[0].spans_of([text[at:start]], inner[1])[0]
+            found = find_in(text[at:start])
             if found is None:
                 return None
             out += [(a + at, b + at, t) for a, b, t in found]

@@ -109,8 +109,6 @@ cdef class BpeEncoder:
                          vector[int32_t]& char_at) noexcept nogil
     cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
                            vector[int32_t]& char_at, const uint8_t* banned, WordCache* cache=*) noexcept nogil
-    cdef bint _word_from_cache(self, WordCache* cache, int kind, const void* data, Py_ssize_t start, Py_ssize_t n,
-                               uint64_t h, vector[Symbol]& syms, vector[int32_t]& char_at) noexcept nogil
     cdef bint _cuts_before(self, uint32_t previous) noexcept nogil
     cdef void _merge(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil

@@ -264,17 +264,20 @@ cdef inline bint all_bytes_known(const int64_t* byte_ids, const uint8_t* data, i
     return True
 
 
-cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes) noexcept nogil:
+cdef inline void set_symbol(Symbol* s, int64_t id, Py_ssize_t nbytes) noexcept nogil:
     # Each field written in place: a Symbol built on the stack and pushed was copied with one
     # 16-byte load of its fresh 4-byte stores, which stalls (store forwarding fails), and that
     # stall was most of the time of splitting a piece into chars.
-    syms.resize(syms.size() + 1)
-    cdef Symbol* s = &syms.back()
     s.id = <int32_t>id
     s.nbytes = <int32_t>nbytes
     s.alive = True
     s.prev = -1
     s.next = -1
+
+
+cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes) noexcept nogil:
+    syms.resize(syms.size() + 1)
+    set_symbol(&syms.back(), id, nbytes)
 
 
 # The word cache of a call (see BpeEncoder._split_merged): words of up to WORD_CACHE_CHARS chars, in
@@ -298,6 +301,46 @@ cdef inline bint same_chars(int kind, const void* data, Py_ssize_t start, Py_ssi
     return True
 
 
+cdef inline size_t word_slot(const WordCache* cache, int kind, const void* data, Py_ssize_t start, Py_ssize_t n,
+                      uint64_t h) noexcept nogil:
+    """The slot of the word ``[start, start + n)`` (hash ``h``) in ``cache``: its own, or the free one
+    where it goes."""
+    cdef size_t slot = h & WORD_CACHE_MASK
+    while cache.keys[slot]:
+        if cache.keys[slot] == h and cache.data[cache.at[slot]] == n \
+                and same_chars(kind, data, start, n, cache.data.data() + cache.at[slot] + 1):
+            break
+        slot = (slot + 1) & WORD_CACHE_MASK
+    return slot
+
+
+cdef bint copy_cached_word(const WordCache* cache, int kind, const void* data, Py_ssize_t start, Py_ssize_t n,
+                           uint64_t h, vector[Symbol]& syms, vector[int32_t]& char_at) noexcept nogil:
+    """Append the symbols of the word ``[start, start + n)`` (hash ``h``) and the char of each of
+    its bytes, if ``cache`` holds it; else False."""
+    cdef size_t slot, e, k, base, count, nbytes
+    cdef const int32_t* entry
+    if cache.keys.size() == 0:
+        return False
+    slot = word_slot(cache, kind, data, start, n, h)
+    if not cache.keys[slot]:
+        return False
+    entry = cache.data.data() + cache.at[slot]
+    e = 1 + <size_t>n
+    count = <size_t>entry[e]
+    base = syms.size()
+    syms.resize(base + count)
+    for k in range(count):
+        set_symbol(&syms[base + k], entry[e + 1 + 2 * k], entry[e + 2 + 2 * k])
+    e += 1 + 2 * count
+    nbytes = <size_t>entry[e]
+    base = char_at.size()
+    char_at.resize(base + nbytes)
+    for k in range(nbytes):
+        char_at[base + k] = entry[e + 1 + k] + <int32_t>start
+    return True
+
+
 cdef void cache_word(WordCache* cache, int kind, const void* data, Py_ssize_t start, Py_ssize_t n, uint64_t h,
                      const vector[Symbol]& word, const vector[int32_t]& word_at) noexcept nogil:
     """Keep the word ``[start, start + n)`` (hash ``h``): its merged symbols and the char of each of its
@@ -308,12 +351,9 @@ cdef void cache_word(WordCache* cache, int kind, const void* data, Py_ssize_t st
         cache.at.resize(WORD_CACHE_SLOTS)
         cache.data.clear()
         cache.used = 0
-    slot = h & WORD_CACHE_MASK
-    while cache.keys[slot]:
-        if cache.keys[slot] == h and cache.data[cache.at[slot]] == n \
-                and same_chars(kind, data, start, n, cache.data.data() + cache.at[slot] + 1):
-            return      # (already there)
-        slot = (slot + 1) & WORD_CACHE_MASK
+    slot = word_slot(cache, kind, data, start, n, h)
+    if cache.keys[slot]:
+        return      # (already there)
     at = cache.data.size()
     cache.data.push_back(<int32_t>n)
     for k in range(<size_t>n):
@@ -705,16 +745,10 @@ cdef class BpeEncoder:
         """The symbols of the ``run`` chars from ``i`` on, which :meth:`_ascii_run` found: a byte each."""
         cdef size_t base = syms.size(), at = char_at.size()
         cdef Py_ssize_t k
-        cdef Symbol* s
         syms.resize(base + <size_t>run)
         char_at.resize(at + <size_t>run)
         for k in range(run):
-            s = &syms[base + k]
-            s.id = self.ascii_ids[read_char(kind, data, i + k)]
-            s.nbytes = 1
-            s.alive = True
-            s.prev = -1
-            s.next = -1
+            set_symbol(&syms[base + k], self.ascii_ids[read_char(kind, data, i + k)], 1)
             char_at[at + k] = <int32_t>(i + k)
 
     cdef inline bint _bytes_known(self, const vector[uint8_t]& data) noexcept nogil:
@@ -951,7 +985,7 @@ cdef class BpeEncoder:
         cdef vector[int32_t] word_at
         cdef Py_ssize_t start = 0, i, k
         cdef uint32_t cp, previous = NO_MARK
-        cdef bint cut
+        cdef bint cut, cached
         cdef WordCache own
         cdef uint64_t h = FNV_START
         if self.cut_mark == NO_MARK or self.dropout > 0.0:
@@ -971,60 +1005,22 @@ cdef class BpeEncoder:
                 if not cut:
                     h = (h ^ cp) * FNV_PRIME
                     continue
-            if cache != NULL and i - start <= WORD_CACHE_CHARS \
-                    and self._word_from_cache(cache, kind, data, start, i - start, h | 1, syms, char_at):
-                start = i
-                h = (FNV_START ^ cp) * FNV_PRIME
-                continue
-            word.clear()
-            word_at.clear()
-            if self._split_chars(kind, <const char*>data + kind * start, i - start, word, word_at) < 0:
-                return -1
-            self._merge(word, banned)
-            syms.insert(syms.end(), word.begin(), word.end())
-            for k in range(<Py_ssize_t>word_at.size() - 1):     # (its last entry: the word's length)
-                char_at.push_back(word_at[k] + <int32_t>start)
-            if cache != NULL and i - start <= WORD_CACHE_CHARS:
-                cache_word(cache, kind, data, start, i - start, h | 1, word, word_at)
+            cached = cache != NULL and i - start <= WORD_CACHE_CHARS
+            if not cached or not copy_cached_word(cache, kind, data, start, i - start, h | 1, syms, char_at):
+                word.clear()
+                word_at.clear()
+                if self._split_chars(kind, <const char*>data + kind * start, i - start, word, word_at) < 0:
+                    return -1
+                self._merge(word, banned)
+                syms.insert(syms.end(), word.begin(), word.end())
+                for k in range(<Py_ssize_t>word_at.size() - 1):     # (its last entry: the word's length)
+                    char_at.push_back(word_at[k] + <int32_t>start)
+                if cached:
+                    cache_word(cache, kind, data, start, i - start, h | 1, word, word_at)
             start = i
             h = (FNV_START ^ cp) * FNV_PRIME
         char_at.push_back(<int32_t>n)
         return 0
-
-    cdef bint _word_from_cache(self, WordCache* cache, int kind, const void* data, Py_ssize_t start, Py_ssize_t n,
-                               uint64_t h, vector[Symbol]& syms, vector[int32_t]& char_at) noexcept nogil:
-        """Append the symbols of the word ``[start, start + n)`` (hash ``h``) and the char of each of
-        its bytes, if ``cache`` holds it; else False."""
-        cdef size_t slot, e, k, base, count, nbytes
-        cdef Symbol* s
-        cdef const int32_t* entry
-        if cache.keys.size() == 0:
-            return False
-        slot = h & WORD_CACHE_MASK
-        while cache.keys[slot]:
-            if cache.keys[slot] == h:
-                entry = cache.data.data() + cache.at[slot]
-                if entry[0] == n and same_chars(kind, data, start, n, entry + 1):
-                    e = 1 + <size_t>n
-                    count = <size_t>entry[e]
-                    base = syms.size()
-                    syms.resize(base + count)
-                    for k in range(count):
-                        s = &syms[base + k]
-                        s.id = entry[e + 1 + 2 * k]
-                        s.nbytes = entry[e + 2 + 2 * k]
-                        s.alive = True
-                        s.prev = -1
-                        s.next = -1
-                    e += 1 + 2 * count
-                    nbytes = <size_t>entry[e]
-                    base = char_at.size()
-                    char_at.resize(base + nbytes)
-                    for k in range(nbytes):
-                        char_at[base + k] = entry[e + 1 + k] + <int32_t>start
-                    return True
-            slot = (slot + 1) & WORD_CACHE_MASK
-        return False
 
     cdef bint _cuts_before(self, uint32_t previous) noexcept nogil:
         """Whether a word may start at a ``cut_mark`` that follows the char ``previous``."""

@@ -3173,30 +3173,26 @@ cdef Py_ssize_t encode_around(const Model* m, AroundTokens around, int kind, con
     found.clear()
     if around.trie.read_kind(kind, data, n, &found) < 0:
         return -1
-    for k in range(<Py_ssize_t>found.size() - 1, -1, -1):      # (found from the right)
-        start = found[k].start
+    # Found from the right, so read from the end; k = -1 stands for the text's end (no token there).
+    for k in range(<Py_ssize_t>found.size() - 1, -2, -1):
+        start = found[k].start if k >= 0 else n
         if start < at:
             continue        # (inside the longer match taken before it)
-        token_id = around.ids[found[k].index]
+        token_id = around.ids[found[k].index] if k >= 0 else 0
         if token_id < 0:
-            st.ids.resize(before)
-            return -1
+            break
         if at < start:
             inner = encode_stretch(m, around.inner, kind, data + kind * at, start - at, ascii, st, inner_found)
             if inner < 0:
-                st.ids.resize(before)
-                return -1
+                break
             count += inner
+        if k < 0:
+            return count
         st.ids.push_back(<uint32_t>token_id)
         count += 1
         at = start + found[k].length
-    if at < n:
-        inner = encode_stretch(m, around.inner, kind, data + kind * at, n - at, ascii, st, inner_found)
-        if inner < 0:
-            st.ids.resize(before)
-            return -1
-        count += inner
-    return count
+    st.ids.resize(before)       # (a token with no id, in this pass or the inner one)
+    return -1
 
 
 cdef inline Py_ssize_t encode_stretch(const Model* m, AroundTokens inner, int kind, const char* data, Py_ssize_t n,

@@ -105,9 +105,7 @@ cdef enum:
 
 cdef cppclass State:
     vector[uint32_t] ids          # output: token ids
-    vector[int32_t] piece_ends    # output: each text's token count after each piece (when asked)
     vector[Py_ssize_t] item_end   # output of batches: where each text's ids end
-    vector[Py_ssize_t] item_pieces  # raw batch jobs: where each text's piece ends end (in piece_ends)
     vector[uint8_t] buf           # the current piece in UTF-8
     vector[uint32_t] syms         # merge scratch
     vector[uint32_t] cand
@@ -175,8 +173,8 @@ cdef class ByteBPE:
     cdef void _mark_by_bpe(self, uint32_t tid, State* st)
     cdef void _load_splits(self, uint32_t tid, vector[uint64_t]& hashes) noexcept
     cdef void _find_splits(self, uint32_t tid, const vector[uint64_t]& hashes, vector[TokenMerge]& found) noexcept
-    cdef Py_ssize_t _run(self, State* st, str text, bint piece_ends, bint one_piece) except -1
-    cdef Py_ssize_t _run_more(self, State* st, str text, bint piece_ends=*, bint one_piece=*) except -1
+    cdef Py_ssize_t _run(self, State* st, str text, bint one_piece) except -1
+    cdef Py_ssize_t _run_more(self, State* st, str text, bint one_piece=*) except -1
     cdef int _read_texts(self, texts, bint refuse_surrogates, TextRefs* refs, tuple keep=*) except -1
-    cdef int _encode_all(self, State* st, list texts, bint piece_ends, bint refuse_surrogates,
+    cdef int _encode_all(self, State* st, list texts, bint refuse_surrogates,
                          vector[Py_ssize_t]* pieces, tuple keep) except -1

@@ -77,7 +77,7 @@ class BatchJob:
     def run(self) -> list: ...
 
 class ChunkSpans:
-    """One batch chunk's ids and piece ends, shared by its encodings (filled by a raw BatchJob)."""
+    """One batch chunk's ids, shared by its encodings (filled by a raw BatchJob)."""
 
 class OneText:
     def __init__(self, kernel: ByteBPE, prefix_space: bool, nfc: bool, max_chars: int,

@@ -1602,15 +1602,16 @@ cdef size_t piece_to_utf8(const char_t* s, Py_ssize_t i, Py_ssize_t j, State* st
 
 
 cdef Py_ssize_t scan_and_encode(const Model* m, const char_t* s, Py_ssize_t n, bint ascii, State* st,
-                                bint piece_ends, bint one_piece) noexcept nogil:
+                                bint one_piece) noexcept nogil:
     """Encode ``s[:n]`` into ``st``; returns the number of pieces.
 
-    ``piece_ends``: after each piece, push how many tokens this text has so
-    far to ``st.piece_ends`` (what :func:`spans_of_ids` reads for words).
+    Where the pieces end is not kept: :func:`spans_of_ids` scans them
+    again, if the offsets are read (pushing each piece's end here cost
+    a batch of lines 6%, for what most callers never read).
     """
     cdef Py_ssize_t i = 0, j
     cdef Py_ssize_t pieces = 0
-    cdef size_t length, text_first = st.ids.size()
+    cdef size_t length
     cdef int pattern = PAT_PIECES if one_piece else m.pattern
     cdef const uint8_t* cls = m.classes
     cdef bint utf8_already = False      # ASCII text in one byte per char: its chars are its UTF-8
@@ -1623,20 +1624,18 @@ cdef Py_ssize_t scan_and_encode(const Model* m, const char_t* s, Py_ssize_t n, b
         else:
             length = piece_to_utf8(s, i, j, st)
             encode_piece(m, st.buf.data(), length, st.ids, st)
-        if piece_ends:
-            st.piece_ends.push_back(<int32_t>(st.ids.size() - text_first))
         pieces += 1
         i = j
     return pieces
 
 
 cdef Py_ssize_t encode_str(const Model* m, int kind, const void* data, Py_ssize_t n, bint ascii,
-                           State* st, bint piece_ends, bint one_piece) noexcept nogil:
+                           State* st, bint one_piece) noexcept nogil:
     if kind == 1:
-        return scan_and_encode(m, <const uint8_t*>data, n, ascii, st, piece_ends, one_piece)
+        return scan_and_encode(m, <const uint8_t*>data, n, ascii, st, one_piece)
     if kind == 2:
-        return scan_and_encode(m, <const uint16_t*>data, n, False, st, piece_ends, one_piece)
-    return scan_and_encode(m, <const uint32_t*>data, n, False, st, piece_ends, one_piece)
+        return scan_and_encode(m, <const uint16_t*>data, n, False, st, one_piece)
+    return scan_and_encode(m, <const uint32_t*>data, n, False, st, one_piece)
 
 
 cdef inline size_t utf8_length(uint32_t c) noexcept nogil:
@@ -1645,16 +1644,18 @@ cdef inline size_t utf8_length(uint32_t c) noexcept nogil:
 
 
 cdef void spans_of_ids(const Model* m, const char_t* s, Py_ssize_t n, bint ascii,
-                       const int32_t* ids, Py_ssize_t count, const int32_t* piece_ends, Py_ssize_t n_pieces,
+                       const int32_t* ids, Py_ssize_t count,
                        int32_t* starts, int32_t* ends, int32_t* words) noexcept nogil:
     """The char offsets and piece indices of ``ids``, the tokens :func:`scan_and_encode` made of
-    ``s[:n]`` (``piece_ends``: the ``n_pieces`` token counts it recorded after each piece).
+    ``s[:n]``.
 
     The tokens' bytes are the text's UTF-8 in order, so each token's span
     follows from its length alone: it covers each char one of whose bytes
-    it holds (Hugging Face's byte-to-char alignment).
+    it holds (Hugging Face's byte-to-char alignment). No token spans two
+    pieces, so its piece is the one its first char is in: the pieces are
+    scanned again, as the encoding scanned them.
     """
-    cdef Py_ssize_t k, char_at = 0, first, piece = 0
+    cdef Py_ssize_t k, char_at = 0, first, piece = -1, piece_end = 0
     cdef size_t at = 0, char_start = 0, char_len = 0, length, last
     if n > 0 and not ascii:
         char_len = utf8_length(s[0])
@@ -1677,27 +1678,26 @@ cdef void spans_of_ids(const Model* m, const char_t* s, Py_ssize_t n, bint ascii
                 char_len = utf8_length(s[char_at])
             ends[k] = <int32_t>(char_at + 1)
         starts[k] = <int32_t>first
-        while piece < n_pieces and k >= piece_ends[piece]:
+        while first >= piece_end and piece_end < n:
+            piece_end = next_piece(m.pattern, s, piece_end, n, m.classes)
             piece += 1
         words[k] = <int32_t>piece
         at += length
 
 
 cdef void spans_of_str(const Model* m, int kind, const void* data, Py_ssize_t length, bint ascii,
-                       const int32_t* ids, Py_ssize_t n, const int32_t* piece_ends, Py_ssize_t n_pieces,
-                       int32_t* starts, int32_t* ends, int32_t* words) noexcept nogil:
+                       const int32_t* ids, Py_ssize_t n, int32_t* starts, int32_t* ends, int32_t* words) noexcept nogil:
     """:func:`spans_of_ids` of a str's chars (``kind``, ``data``, ``length``: its PEP 393 form)."""
     if kind == 1:
-        spans_of_ids(m, <const uint8_t*>data, length, ascii, ids, n, piece_ends, n_pieces, starts, ends, words)
+        spans_of_ids(m, <const uint8_t*>data, length, ascii, ids, n, starts, ends, words)
     elif kind == 2:
-        spans_of_ids(m, <const uint16_t*>data, length, False, ids, n, piece_ends, n_pieces, starts, ends, words)
+        spans_of_ids(m, <const uint16_t*>data, length, False, ids, n, starts, ends, words)
     else:
-        spans_of_ids(m, <const uint32_t*>data, length, False, ids, n, piece_ends, n_pieces, starts, ends, words)
+        spans_of_ids(m, <const uint32_t*>data, length, False, ids, n, starts, ends, words)
 
 
 cdef int fill_spans(ByteBPE bpe, str text, bint prefix_space, const int32_t* ids, Py_ssize_t n,
-                    const int32_t* piece_ends, Py_ssize_t n_pieces, int32_t* starts, int32_t* ends,
-                    int32_t* words) except -1:
+                    int32_t* starts, int32_t* ends, int32_t* words) except -1:
     """:func:`spans_of_ids` of ``text``'s tokens (``prefix_space``: the text began with an added
     space, whose span the offsets leave out: it shares the first char's)."""
     cdef Py_ssize_t k, length = PyUnicode_GET_LENGTH(text)
@@ -1705,7 +1705,7 @@ cdef int fill_spans(ByteBPE bpe, str text, bint prefix_space, const int32_t* ids
     cdef const void* data = PyUnicode_DATA(text)
     cdef bint ascii = PyUnicode_IS_ASCII(text)
     with nogil:
-        spans_of_str(&bpe.m, kind, data, length, ascii, ids, n, piece_ends, n_pieces, starts, ends, words)
+        spans_of_str(&bpe.m, kind, data, length, ascii, ids, n, starts, ends, words)
         if prefix_space:
             for k in range(n):
                 starts[k] = starts[k] - 1 if starts[k] > 0 else 0
@@ -1714,9 +1714,8 @@ cdef int fill_spans(ByteBPE bpe, str text, bint prefix_space, const int32_t* ids
 
 
 cdef class ByteSpans(SpanSource):
-    """The offsets and words of a lazy encoding that :class:`OneText` made with its ids alone (and,
-    after them, its piece ends: see raw_encoding's ``ids_raw``): :func:`fill_spans` on the text
-    the kernel encoded. (A raw :class:`BatchJob` works the spans out on the pool's threads.)"""
+    """The offsets and words of a lazy encoding that :class:`OneText` made with its ids alone (see
+    raw_encoding's ``ids_raw``): :func:`fill_spans` on the text the kernel encoded."""
 
     cdef ByteBPE bpe
     cdef bint prefix_space
@@ -1733,37 +1732,33 @@ cdef class ByteSpans(SpanSource):
         for k in range(n):
             if <uint32_t>ids[k] >= self.bpe.m.n_ids:
                 raise ValueError(f"ByteSpans: token id {ids[k]} is not in this model")
-        return fill_spans(self.bpe, <str>source, self.prefix_space, ids, n, extra, n_extra, starts, ends, words)
+        return fill_spans(self.bpe, <str>source, self.prefix_space, ids, n, starts, ends, words)
 
 
 cdef class ChunkSpans(SpanSource):
-    """What the encodings of one chunk of a raw :class:`BatchJob`'s texts share: its ids and
-    piece ends, from which an encoding that holds its ids list alone (``lazy_with_ids``) works
+    """What the encodings of one chunk of a raw :class:`BatchJob`'s texts share: its ids, from
+    which (and its text) an encoding that holds its ids list alone (``lazy_with_ids``) works
     out its offsets and words when first read, as :class:`ByteSpans` does for one text.
 
     ``full(text, k, n)``: the raw encoding of the chunk's text ``k`` (of
     ``n`` tokens). Until every encoding of the chunk has read them (or
-    died), the chunk stays: about 5 bytes a token.
+    died), the chunk stays: 4 bytes a token.
     """
 
     cdef ByteBPE bpe
     cdef vector[uint32_t] ids
     cdef vector[Py_ssize_t] ends         # where text k's ids end
-    cdef vector[int32_t] piece_ends
-    cdef vector[Py_ssize_t] pieces       # where text k's piece ends end
 
     cdef bytes full(self, object source, Py_ssize_t k, Py_ssize_t n):
-        cdef Py_ssize_t first, first_piece
+        cdef Py_ssize_t first
         if type(source) is not str:
             raise TypeError(f"ChunkSpans: the source must be the str the ids came from, got {type(source).__name__}")
         if not 0 <= k < <Py_ssize_t>self.ends.size():
             raise ValueError(f"ChunkSpans: no text {k} in a chunk of {self.ends.size()}")
         first = 0 if k == 0 else self.ends[k - 1]
-        first_piece = 0 if k == 0 else self.pieces[k - 1]
         if self.ends[k] - first != n:
             raise ValueError(f"ChunkSpans: text {k} has {self.ends[k] - first} tokens, not {n}")
-        return raw_of(self.bpe, self.ids.data() + first, n, self.piece_ends.data() + first_piece,
-                      self.pieces[k] - first_piece, <str>source, False)
+        return raw_of(self.bpe, self.ids.data() + first, n, <str>source, False)
 
 
 # -- a vocabulary's bytes, from its token strings or tiktoken's ranks ---------------------------
@@ -1962,14 +1957,13 @@ NOT_IN_UTF8 = frozenset([0xC0, 0xC1] + list(range(0xF5, 0x100)))
 
 
 
-cdef bytes raw_of(ByteBPE bpe, const uint32_t* ids, Py_ssize_t n, const int32_t* piece_ends, Py_ssize_t n_pieces,
-                  str text, bint prefix_space):
-    """The raw encoding (see raw_encoding.pyx) of ``text``: its ``n`` tokens ``ids``, with the
-    ``n_pieces`` piece ends the kernel recorded (``prefix_space``: see :func:`fill_spans`)."""
+cdef bytes raw_of(ByteBPE bpe, const uint32_t* ids, Py_ssize_t n, str text, bint prefix_space):
+    """The raw encoding (see raw_encoding.pyx) of ``text``: its ``n`` tokens ``ids`` (``prefix_space``:
+    see :func:`fill_spans`)."""
     cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
     cdef int32_t* out = <int32_t*>PyBytes_AS_STRING(raw)
     memcpy(out, ids, 4 * n)
-    fill_spans(bpe, text, prefix_space, out, n, piece_ends, n_pieces, out + n, out + 2 * n, out + 3 * n)
+    fill_spans(bpe, text, prefix_space, out, n, out + n, out + 2 * n, out + 3 * n)
     return raw
 
 
@@ -2576,7 +2570,7 @@ cdef class ByteBPE:
             return None
         cdef Workspace ws = <Workspace>self._checkout()
         try:
-            self._run(ws.st, text, False, False)
+            self._run(ws.st, text, False)
             return self._id_list(ws.st, 0, ws.st.ids.size())
         finally:
             self._checkin(ws)
@@ -2585,7 +2579,7 @@ cdef class ByteBPE:
         """Token ids of ``text`` as the bytes of a uint32 array (machine byte order)."""
         cdef Workspace ws = <Workspace>self._checkout()
         try:
-            self._run(ws.st, text, False, False)
+            self._run(ws.st, text, False)
             return PyBytes_FromStringAndSize(<char*>ws.st.ids.data(), ws.st.ids.size() * sizeof(uint32_t))
         finally:
             self._checkin(ws)
@@ -2594,7 +2588,7 @@ cdef class ByteBPE:
         """Ids of ``piece`` as one piece (no pattern): whole-piece look-up, then merges."""
         cdef Workspace ws = <Workspace>self._checkout()
         try:
-            self._run(ws.st, piece, False, True)
+            self._run(ws.st, piece, True)
             return self._id_list(ws.st, 0, ws.st.ids.size())
         finally:
             self._checkin(ws)
@@ -2656,7 +2650,7 @@ cdef class ByteBPE:
         cdef list out
         cdef tuple keep = PyTuple_New(len(texts))
         try:
-            if self._encode_all(st, texts, False, refuse_surrogates, NULL, keep):
+            if self._encode_all(st, texts, refuse_surrogates, NULL, keep):
                 return None
             out = PyList_New(0)
             for k in range(len(keep)):
@@ -2700,7 +2694,6 @@ cdef class ByteBPE:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         try:
             ws.st.ids.clear()
-            ws.st.piece_ends.clear()
             if n >= NOGIL_MIN_CHARS:
                 with nogil:
                     count = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found, inner_found)
@@ -2838,18 +2831,16 @@ cdef class ByteBPE:
         cdef State* st = ws.st
         cdef Py_ssize_t k
         cdef vector[Py_ssize_t] pieces
-        cdef size_t start = 0, first_piece = 0
+        cdef size_t start = 0
         cdef list out
         cdef tuple keep = PyTuple_New(len(texts))
         try:
-            self._encode_all(st, texts, True, False, &pieces, keep)
+            self._encode_all(st, texts, False, &pieces, keep)
             out = PyList_New(0)
             for k in range(len(keep)):
-                out.append((raw_of(self, st.ids.data() + start, st.item_end[k] - start, st.piece_ends.data() + first_piece,
-                                   pieces[k], keep[k],
-                                   prefix_space), st.item_end[k] - start, pieces[k]))
+                out.append((raw_of(self, st.ids.data() + start, st.item_end[k] - start, keep[k], prefix_space),
+                            st.item_end[k] - start, pieces[k]))
                 start = st.item_end[k]
-                first_piece += pieces[k]
             return out
         finally:
             self._checkin(ws)
@@ -2891,11 +2882,10 @@ cdef class ByteBPE:
                 return 1
         return 0
 
-    cdef int _encode_all(self, State* st, list texts, bint piece_ends, bint refuse_surrogates,
+    cdef int _encode_all(self, State* st, list texts, bint refuse_surrogates,
                          vector[Py_ssize_t]* pieces, tuple keep) except -1:
         """Encode every text into ``st`` (``item_end[k]``: where text k's ids end) with the GIL
-        released once; with ``pieces``, each text's piece count too (``piece_ends``: and its
-        piece ends, see :func:`scan_and_encode`). 1: a text held a lone surrogate and
+        released once; with ``pieces``, each text's piece count too. 1: a text held a lone surrogate and
         ``refuse_surrogates`` was set (nothing encoded).
 
         ``keep`` (a new tuple as long as ``texts``) takes a reference to each text: another
@@ -2907,11 +2897,9 @@ cdef class ByteBPE:
             return 1
         st.ids.clear()
         st.item_end.clear()
-        st.piece_ends.clear()
         with nogil:
             for k in range(n):
-                count = encode_str(&self.m, refs.kinds[k], refs.datas[k], refs.lengths[k], refs.asciis[k], st,
-                                   piece_ends, False)
+                count = encode_str(&self.m, refs.kinds[k], refs.datas[k], refs.lengths[k], refs.asciis[k], st, False)
                 st.item_end.push_back(<Py_ssize_t>st.ids.size())
                 if pieces != NULL:
                     pieces.push_back(count)
@@ -2945,8 +2933,8 @@ cdef class ByteBPE:
         cdef State* st = ws.st
         cdef Py_ssize_t pieces
         try:
-            pieces = self._run(st, text, True, False)
-            return (raw_of(self, st.ids.data(), st.ids.size(), st.piece_ends.data(), pieces, text, prefix_space),
+            pieces = self._run(st, text, False)
+            return (raw_of(self, st.ids.data(), st.ids.size(), text, prefix_space),
                     st.ids.size(), pieces)
         finally:
             self._checkin(ws)
@@ -2958,27 +2946,26 @@ cdef class ByteBPE:
         cdef State* st = ws.st
         cdef Py_ssize_t pieces
         try:
-            pieces = self._run(st, text, True, False)
-            return (ids_raw(st.ids.data(), st.ids.size(), st.piece_ends.data(), pieces), st.ids.size(), pieces,
+            pieces = self._run(st, text, False)
+            return (ids_raw(st.ids.data(), st.ids.size(), NULL, 0), st.ids.size(), pieces,
                     spans, text)
         finally:
             self._checkin(ws)
 
-    cdef Py_ssize_t _run(self, State* st, str text, bint piece_ends, bint one_piece) except -1:
+    cdef Py_ssize_t _run(self, State* st, str text, bint one_piece) except -1:
         st.ids.clear()
-        st.piece_ends.clear()
-        return self._run_more(st, text, piece_ends, one_piece)
+        return self._run_more(st, text, one_piece)
 
-    cdef Py_ssize_t _run_more(self, State* st, str text, bint piece_ends=False, bint one_piece=True) except -1:
+    cdef Py_ssize_t _run_more(self, State* st, str text, bint one_piece=True) except -1:
         cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), pieces
         cdef int kind = PyUnicode_KIND(text)
         cdef const void* data = PyUnicode_DATA(text)
         cdef bint ascii = PyUnicode_IS_ASCII(text)
         if n >= NOGIL_MIN_CHARS:
             with nogil:
-                pieces = encode_str(&self.m, kind, data, n, ascii, st, piece_ends, one_piece)
+                pieces = encode_str(&self.m, kind, data, n, ascii, st, one_piece)
         else:
-            pieces = encode_str(&self.m, kind, data, n, ascii, st, piece_ends, one_piece)
+            pieces = encode_str(&self.m, kind, data, n, ascii, st, one_piece)
         return pieces
 
     def has_surrogates(self, str text not None):
@@ -3074,8 +3061,6 @@ cdef inline Segment segment_at(const ChunkRange* c, const Py_ssize_t* lengths, P
 cdef struct ChunkIds:
     vector[uint32_t] ids          # the chunk's texts' ids, one after another
     vector[Py_ssize_t] ends       # where each text's ids end
-    vector[int32_t] piece_ends    # raw jobs: each text's piece ends (see scan_and_encode), one after another
-    vector[Py_ssize_t] pieces     # raw jobs: where each text's piece ends end
 
 
 cdef class OneText:
@@ -3201,7 +3186,7 @@ cdef inline Py_ssize_t encode_stretch(const Model* m, AroundTokens inner, int ki
     or, with none, as it is (0 tokens found)."""
     cdef vector[Found] unused
     if inner is None:
-        encode_str(m, kind, data, n, ascii, st, False, False)
+        encode_str(m, kind, data, n, ascii, st, False)
         return 0
     return encode_around(m, inner, kind, data, n, ascii, st, found, unused)
 
@@ -3266,8 +3251,6 @@ cdef class BatchJob:
             return -1
         st.ids.clear()
         st.item_end.clear()
-        st.piece_ends.clear()
-        st.item_pieces.clear()
         cdef Segment g
         cdef int kind
         cdef bint held
@@ -3290,26 +3273,21 @@ cdef class BatchJob:
                 elif self.raw_mode:
                     self.skip[g.text] = 1
             if not held and (not self.raw_mode or not self.skip[g.text]):
-                # Raw jobs keep each text's piece ends: its offsets follow from them, if read (ChunkSpans).
                 kind = self.texts.kinds[g.text]
                 encode_str(&self.bpe.m, kind, <const char*>self.texts.datas[g.text] + kind * g.start,
-                           g.end - g.start, self.texts.asciis[g.text], st, self.raw_mode, False)
+                           g.end - g.start, self.texts.asciis[g.text], st, False)
             st.item_end.push_back(<Py_ssize_t>st.ids.size())
-            st.item_pieces.push_back(<Py_ssize_t>st.piece_ends.size())
         # Into the shared results only once per chunk: neighbouring chunks' results share cache
         # lines, and a write per text would bounce them between the cores.
         out = &self.results[i]
         out.ids.assign(st.ids.begin(), st.ids.end())
         out.ends.assign(st.item_end.begin(), st.item_end.end())
-        if self.raw_mode:
-            out.piece_ends.assign(st.piece_ends.begin(), st.piece_ends.end())
-            out.pieces.assign(st.item_pieces.begin(), st.item_pieces.end())
         self.board.finish(i, 0)
         return i
 
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; the chunk's
-        ids and piece ends move into a :class:`ChunkSpans`, which lives as long as an encoding needs it.
+        ids move into a :class:`ChunkSpans`, which lives as long as an encoding needs it.
 
         With ``eager_ids`` and no cut to make, an encoding (an ``ids_cls``) holds its ids list
         alone, made here from the chunk's ids as the tiktoken face makes its
@@ -3326,8 +3304,6 @@ cdef class BatchJob:
         shared.bpe = self.bpe
         shared.ids.swap(chunk.ids)
         shared.ends.swap(chunk.ends)
-        shared.piece_ends.swap(chunk.piece_ends)
-        shared.pieces.swap(chunk.pieces)
         for k in range(<Py_ssize_t>shared.ends.size()):
             item = self.chunks[i].first + k     # (raw jobs cut no text: one segment each)
             n = shared.ends[k] - first

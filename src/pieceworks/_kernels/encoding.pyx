@@ -72,9 +72,9 @@ cdef class Encoding(EncodingBase):
     the first time it is read (Hugging Face builds them on every read).
     Byte-level BPE's encoding of one text holds the ids and the text, and
     works the offsets and words out when first read; one from
-    ``encode_batch`` holds its ids list and shares its batch chunk's ids and
-    piece ends (about 5 bytes a token of the chunk, some 30 000 chars of
-    text) until it first builds its tokens, offsets or words.
+    ``encode_batch`` holds its ids list and shares its batch chunk's ids
+    (4 bytes a token of the chunk, some 30 000 chars of text) until it
+    first builds its tokens, offsets or words.
     Unlike Hugging Face's, an encoding is not tracked by the cyclic garbage
     collector, and neither are the ids, tokens, offsets, words and
     attention_mask lists it builds: do not put an encoding, or a container

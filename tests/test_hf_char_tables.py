@@ -157,6 +157,26 @@ def test_quick_check_is_sound_on_mixed_text(parts, form):
         assert changes_text(form, text) == (not unicodedata.is_normalized(form, text))
 
 
+@pytest.mark.parametrize("form", ["NFC", "NFKC"])
+def test_quick_check_reads_long_plain_runs_in_blocks(form):
+    # Runs of chars below the first mark are skipped 16 at a time: a mark, or a char the form
+    # changes, at any place in (or right after) such a block must still be seen.
+    from pieceworks._unicode_forms import quick_check
+
+    # (Against Hugging Face's normalizer: ours asks this very check whether to normalize.)
+    quick, theirs = quick_check(form), getattr(hf, form)()
+    told = 0
+    for plain in ("a", "\u0141"):        # (Latin-1 text, and text of 2-byte chars)
+        for odd in ("\u0301", "\u0316\u0301", "\u212b", "\u0340", "\u0bc6\u0bbe", "\u3099", "\uff76"):
+            for at in range(40):
+                text = plain * at + odd + plain * (40 - at)
+                verdict = quick(text)
+                if verdict != 2:
+                    assert verdict == (0 if theirs.normalize_str(text) == text else 1), (at, text)
+                    told += 1
+    assert told > 300       # (most are told without normalizing)
+
+
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("segment", ["x" + "\u0301" * 100, "a" + "\u0316" * 50 + "\u0301" * 50, "e" + "\u0301" * 100,
                                      "a" + "\u0301\u0316" * 50, "\u212b" + "\u0316" * 80, "\uff21" + "\u0301" * 80])

@@ -333,8 +333,12 @@ class Tokenizer:
         ids = encode_around(text, around[0])
         if ids is None or limit is not None and len(ids) > limit:
             return None
-        framed = ids if frame is PLAIN_FRAME else frame.ids_before + ids + frame.ids_after
-        return _make_with_ids(Encoding, framed, len(ids), around[1], frame, around[2], text, 0)
+        n = len(ids)
+        if frame.ids_before:    # (in place: a new list would take a reference to each id again)
+            ids[0:0] = frame.ids_before
+        if frame.ids_after:
+            ids += frame.ids_after
+        return _make_with_ids(Encoding, ids, n, around[1], frame, around[2], text, 0)
 
     def _raw_around_found(self, plan, split: bool, passes: tuple, text: str) -> tuple[bytes, int]:
         """``(raw, n)``: the whole raw encoding of ``text`` around its added tokens, found by the

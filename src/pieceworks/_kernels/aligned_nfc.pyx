@@ -39,7 +39,7 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_Substring
 from cython.operator cimport dereference as deref
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
@@ -54,6 +54,11 @@ cdef extern from "Python.h":
     int PyUnicode_KIND(object o)
     const void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
+
+ctypedef fused ucs_t:     # a str's chars in its PEP 393 form
+    uint8_t
+    uint16_t
+    uint32_t
 
 # A char's kind, one byte each in the table (code points past it are neither).
 cpdef enum:
@@ -188,6 +193,8 @@ cdef class FormTables:
     cdef unordered_map[uint64_t, uint32_t] pairs
     cdef bint composing
     cdef vector[uint8_t] qc             # per code point (see quick): 0 yes, 1 no, 2 maybe; empty: not set
+    cdef uint32_t plain_below           # every char below it is a starter the form keeps (quick's fast run)
+    cdef uint32_t plain_bits            # the greatest power of two not above it (0 if it is 0)
 
     def __init__(self, bytes classes, dict decompositions, dict compositions, bint composing):
         cdef Py_ssize_t k
@@ -211,6 +218,13 @@ cdef class FormTables:
         if PyBytes_GET_SIZE(qc) > <Py_ssize_t>self.classes.size():
             raise ValueError("FormTables.set_quick: the table is longer than the class table")
         self.qc.assign(<const uint8_t*>PyBytes_AS_STRING(qc), <const uint8_t*>PyBytes_AS_STRING(qc) + PyBytes_GET_SIZE(qc))
+        self.plain_below = 0
+        while self.plain_below < self.qc.size() and self.qc[self.plain_below] == 0 \
+                and self.classes[self.plain_below] == 0:
+            self.plain_below += 1
+        self.plain_bits = 0 if self.plain_below == 0 else 1
+        while self.plain_bits * 2 <= self.plain_below:
+            self.plain_bits *= 2
 
     def quick(self, str text not None):
         """0 if the form leaves ``text`` as it is, 1 if it changes it, 2 if this cannot tell.
@@ -229,14 +243,42 @@ cdef class FormTables:
         """
         cdef int kind = PyUnicode_KIND(text)
         cdef const void* data = PyUnicode_DATA(text)
-        cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(text)
-        cdef uint32_t c, before = 0
-        cdef uint8_t cls, last = 0, q
-        cdef bint after_starter = False, unsure = False
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
         if self.qc.empty():
             return 2
-        for i in range(n):
-            c = PyUnicode_READ(kind, data, i)
+        if kind == 1:
+            return self._quick(<const uint8_t*>data, n)
+        if kind == 2:
+            return self._quick(<const uint16_t*>data, n)
+        return self._quick(<const uint32_t*>data, n)
+
+    cdef int _quick(self, const ucs_t* s, Py_ssize_t n) noexcept:
+        """:meth:`quick` of the chars ``s[:n]``."""
+        cdef Py_ssize_t i = 0, k
+        cdef uint32_t c, before = 0, plain = self.plain_below, bits = self.plain_bits, block
+        cdef uint8_t cls, last = 0, q
+        cdef bint after_starter = False, unsure = False
+        if ucs_t is uint8_t and plain > 0xFF:
+            return 0    # (Latin-1 alone: no mark, nothing to compose)
+        while i < n:
+            c = s[i]
+            if c < plain:   # (most text: a run of starters kept as they are, read alone)
+                i += 1
+                # 16 chars at a time while all are below a power of two that is plain (an OR of them: the
+                # compiler's vector loop), then one by one
+                while i + 16 <= n:
+                    block = 0
+                    for k in range(16):
+                        block |= s[i + k]
+                    if block >= bits:
+                        break
+                    i += 16
+                while i < n and s[i] < plain:
+                    i += 1
+                before = s[i - 1]
+                last = 0
+                after_starter = True
+                continue
             if c >= self.qc.size():
                 return 2
             cls = self.classes[c]
@@ -252,6 +294,7 @@ cdef class FormTables:
             last = cls
             before = c
             after_starter = cls == 0
+            i += 1
         return 2 if unsure else 0
 
     cdef inline uint8_t klass(self, uint32_t c) noexcept:

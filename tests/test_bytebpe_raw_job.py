@@ -298,6 +298,49 @@ def test_batches_of_texts_with_overlapping_tokens_equal_the_general_path(texts, 
         assert_same_encoding(one, expected, repr(text))
 
 
+def _with_tokens_matched_after_nfc() -> Tokenizer:
+    tok = trained(NFC())
+    tok.add_special_tokens(["<s>"])
+    # Matched in the NFC text: 'e\u0301' is 'é' there; 'x\u0301' has no composite, so stays.
+    tok.add_tokens(["ab", "\u00e9", "s>", "x\u0301"])
+    return tok
+
+
+_NFC_ADDED = (_with_tokens_matched_after_nfc(), general_path(_with_tokens_matched_after_nfc))
+_NFC_PARTS = st.sampled_from(["<s>", "ab", "a", "b", "e", "\u0301", "\u00e9", "x", "s", ">", " ", "\u0323", "\n"])
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.lists(_NFC_PARTS, max_size=12).map("".join), min_size=1, max_size=30))
+@example(["<s>\u0301ab", "e<s>\u0301", "x\u0323\u0301", "ab\u0301", "\u00e9\u0323", "e\u0301s>"])
+def test_nfc_texts_with_added_tokens_equal_the_general_path(texts):
+    # With NFC, the tokens add_tokens added are matched in the normalized text. A text NFC keeps
+    # is encoded around them in the kernel, a second pass in the text as it is (each stretch
+    # between the specials is one NFC keeps too); the others take the long way. Batches (ids
+    # first, then field by field) and one text.
+    tok, general = _NFC_ADDED
+    ids = [e.ids for e in tok.encode_batch(texts)]
+    for text, enc, first in zip(texts, tok.encode_batch(texts), ids):
+        expected = general.encode(text)
+        assert first == expected.ids, repr(text)
+        assert_same_encoding(enc, expected, repr(text))
+        one = tok.encode(text)
+        assert one.ids == expected.ids, repr(text)
+        assert_same_encoding(one, expected, repr(text))
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_the_job_encodes_around_tokens_matched_after_nfc_in_texts_nfc_keeps(monkeypatch, threads):
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", threads)
+    tok, general = _NFC_ADDED
+    texts = ["ab<s>x\u0301 \u00e9", "cafe\u0301 ab", "the <s> cat s>", "plain"] * 300
+    calls = _nones_from_the_job(tok, monkeypatch)
+    batch = tok.encode_batch(texts)
+    assert calls == [300]       # only the texts NFC changes ('cafe\u0301 ab')
+    for text, enc in zip(texts[:4], batch):
+        assert_same_encoding(enc, general.encode(text), repr(text))
+
+
 _TOK = trained(NFC())
 
 

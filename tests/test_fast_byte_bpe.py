@@ -477,3 +477,32 @@ def test_a_batch_with_texts_nfc_changes(name, trio, shared_data):
     for ours, theirs, ref in zip(fast.encode_batch(lines), general.encode_batch(lines), hf.encode_batch(lines)):
         same(ours, theirs, "batch")
         assert (ours.ids, ours.offsets, ours.tokens) == (ref.ids, ref.offsets, ref.tokens)
+
+
+@pytest.mark.parametrize("name", ["qwen3", "gpt-neox-20b"])
+def test_a_batch_holding_tokens_matched_after_nfc(name, trio, shared_data):
+    """Tokens from ``add_tokens`` (matched after NFC) and the file's specials, in lines of many
+    languages, half of them in NFD: the lines NFC keeps are encoded around the tokens in the
+    kernel, the others the long way. Every field as the general path and Hugging Face."""
+    import unicodedata
+
+    fast, general, hf = (Tokenizer.from_str(trio[name][0].to_str()),
+                         general_path(lambda: Tokenizer.from_str(trio[name][0].to_str())),
+                         tokenizers.Tokenizer.from_str(trio[name][2].to_str()))
+    special = "<|endoftext|>"
+    for tok in (fast, general, hf):
+        tok.add_tokens(["<dom_tag>", "caf\u00e9", "de la", "\u4eba"])
+    udhr = [json.loads(line)["text"] for line in
+            (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()][:120]
+    lines = [unicodedata.normalize("NFD" if k % 2 else "NFC", text[:200]) for k, text in enumerate(udhr)]
+    lines = [f"{special}{line} <dom_tag>cafe\u0301 {line[:20]}" if k % 3 else line + "<dom_tag>"
+             for k, line in enumerate(lines)]
+    lines += ["<dom_tag>\u0301", "caf\u00e9\u0323", f"{special}\u0301<dom_tag>", "de la\u0301 \u4eba"]
+    assert fast._added.has_normalized_tokens()
+    for ours, theirs, ref in zip(fast.encode_batch(lines), general.encode_batch(lines), hf.encode_batch(lines)):
+        same(ours, theirs, "batch")
+        assert (ours.ids, ours.offsets, ours.tokens, ours.word_ids) == (ref.ids, ref.offsets, ref.tokens,
+                                                                       ref.word_ids)
+    for line in lines[:40] + lines[-4:]:
+        ours, ref = fast.encode(line), hf.encode(line)
+        assert (ours.ids, ours.offsets, ours.tokens) == (ref.ids, ref.offsets, ref.tokens), repr(line[:40])

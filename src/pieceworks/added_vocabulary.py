@@ -396,8 +396,9 @@ class AddedVocabulary:
         pass in the stretches between the first's matches ``((trie, ids), (trie, ids))``. A pass is
         the TokenTrie of its tokens (strings) and each one's id, None for a token whose options move
         its span from the match (see ``_Tokens.ids``). None when no token is added, or some is matched
-        after normalizing, unless ``as_is`` (no normalizer: the normalized text is the text): then
-        those are the second pass, as :meth:`token_spans` finds them.
+        after normalizing, unless ``as_is`` (the caller's texts are ones the normalizer keeps, as is
+        each stretch of them: no normalizer, or NFC): then those are the second pass, as
+        :meth:`token_spans` finds them.
 
         >>> from pieceworks.models import BPE
         >>> v = AddedVocabulary()

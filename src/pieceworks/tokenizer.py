@@ -309,8 +309,11 @@ class Tokenizer:
         key = (epoch(), split, id(plan), id(strings))
         cached = self.__dict__.get("_around")
         if cached is None or cached[0] != key:
-            # (With no normalizer, the tokens matched after normalizing are a second pass in the text.)
-            passes = self._added.exact_matcher(split, as_is=self._normalizer is None)
+            # The tokens matched after normalizing are a second pass in the text as it is: with no
+            # normalizer, or one the plan encodes around tokens only in texts it leaves as they are
+            # (NFC: then each stretch between the first pass's tokens is one NFC keeps too).
+            as_is = self._normalizer is None or getattr(plan, "job_leaves_changed_texts", False)
+            passes = self._added.exact_matcher(split, as_is=as_is)
             table = None if passes is None or strings is None else self._strings_with_added(strings)
             made = None if table is None else (_around_tokens(passes), table, passes)
             cached = self.__dict__["_around"] = (key, made, plan, strings)    # (keeps what the key names alive)

@@ -555,6 +555,35 @@ def test_balanced_bounds_cover_the_batch_in_order():
             assert all(a < b for a, b in zip(bounds, bounds[1:])) and len(bounds) - 1 <= parts
 
 
+def _bounds_item_by_item(weights, parts):
+    # The readable form: walk the items, cutting after the one where the running sum (each item
+    # counting one more) reaches the next share.
+    total, bounds, acc = sum(weights) + len(weights), [0], 0
+    for i, w in enumerate(weights):
+        acc += w + 1
+        if acc * parts >= total * len(bounds) and len(bounds) < parts:
+            bounds.append(i + 1)
+    if bounds[-1] != len(weights):
+        bounds.append(len(weights))
+    return bounds
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 5), st.integers(0, 10_000)), max_size=60), st.integers(1, 9))
+def test_balanced_bounds_by_bisection_equal_the_item_by_item_walk(weights, parts):
+    assert _pool._balanced_bounds(weights, parts) == _bounds_item_by_item(weights, parts)
+
+
+def test_gil_free_work_of_a_list_of_strs_is_their_lengths():
+    class Plan:
+        releases_gil, nogil_min_chars = True, 3
+
+    texts = ["ab", "", "abcd", "xyz", "\u00e9" * 5]
+    assert _pool._gil_free_work(texts, Plan(), True) == [2, 0, 4, 3, 5]
+    assert _pool._gil_free_work(texts, Plan()) == [0, 0, 4, 3, 5]      # (shorter ones keep the GIL)
+    assert _pool._gil_free_work([("ab", "abcd"), "xyz"], Plan()) == [4, 3]
+
+
 def test_word_cache_starts_over_when_full(minilm):
     # Each thread's scratch caches matched words; more distinct words than it
     # holds make it start over, which must not change a single token.

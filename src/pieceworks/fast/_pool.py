@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import threading
+from bisect import bisect_left
+from itertools import accumulate
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
@@ -111,6 +113,9 @@ def _gil_free_work(items: list, plan, whole_range: bool = False) -> list[int] | 
     if plan is None or not getattr(plan, "releases_gil", False):
         return None
     least = 0 if whole_range else getattr(plan, "nogil_min_chars", 0)
+    if only_str(items):     # (the common case, in C-level loops: 7 ms of Python for 19k lines)
+        lengths = list(map(len, items))
+        return lengths if least <= 0 else [n if n >= least else 0 for n in lengths]
     weights = []
     for item in items:
         texts = item if isinstance(item, (tuple, list)) else (item,)
@@ -126,15 +131,20 @@ def _balanced_bounds(weights: list[int], parts: int) -> list[int]:
     >>> _balanced_bounds([5, 5, 5, 5], 2)
     [0, 2, 4]
     """
-    total = sum(weights) + len(weights)
+    n = len(weights)
+    sums = list(accumulate(weights))
+    total = (sums[-1] if n else 0) + n
     bounds = [0]
-    acc = 0
-    for i, w in enumerate(weights):
-        acc += w + 1
-        if acc * parts >= total * len(bounds) and len(bounds) < parts:
-            bounds.append(i + 1)
-    if bounds[-1] != len(weights):
-        bounds.append(len(weights))
+    # Each cut after the first item i (past the last cut) where the sum so far, items counted,
+    # reaches its share: found by bisection, not a Python step per item (1.5 ms for 19k lines).
+    while len(bounds) < parts and bounds[-1] < n:
+        share = total * len(bounds)
+        i = bisect_left(range(n), share, bounds[-1], n, key=lambda j: (sums[j] + j + 1) * parts)
+        if i == n:
+            break
+        bounds.append(i + 1)
+    if bounds[-1] != n:
+        bounds.append(n)
     return bounds
 
 

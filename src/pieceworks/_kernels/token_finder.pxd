@@ -50,3 +50,19 @@ cdef class TokenTrie:
     cdef Py_ssize_t _skip_at_root(self, const char_t* s, Py_ssize_t i) noexcept nogil
     cdef uint32_t _step(self, uint32_t state, uint32_t c) noexcept nogil
     cdef int _read_chars(self, const char_t* s, Py_ssize_t n, vector[Found]* found) except -1 nogil
+
+
+cdef class AroundTokens:
+    cdef readonly TokenTrie trie
+    cdef readonly AroundTokens inner
+    cdef vector[int32_t] ids        # per string (-1: None)
+
+
+cdef cppclass AroundScratch:
+    vector[Found] tokens        # tokens_around's: the tokens found, in order, each (start, length, id)
+    vector[Found] found         # the matches of the outer pass
+    vector[Found] inner         # and of the inner one
+
+
+cdef Py_ssize_t tokens_around(AroundTokens around, int kind, const char* data, Py_ssize_t n,
+                              AroundScratch* scratch) noexcept nogil

@@ -25,7 +25,7 @@ tokens that begin alike.
 """
 
 from cpython.unicode cimport PyUnicode_READ
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
 cdef extern from "Python.h":
@@ -349,3 +349,92 @@ cdef class TokenTrie:
                     return 1
                 found.push_back(Found(<int32_t>i, self.best_length[state], self.best_index[state]))
         return found != NULL and found.size() > 0
+
+
+cdef class AroundTokens:
+    """Added (or allowed special) tokens a text is encoded around: the leftmost-longest matches of
+    ``trie``'s strings, string ``k`` the token ``token_ids[k]`` (None: a token whose text is not its
+    match, one that strips spaces: a text holding it is not encoded around it), each stretch
+    between them encoded on its own, as Hugging Face splits added tokens out before pre-tokenizing
+    (``bytebpe.ByteBPE.encode_around``, ``bpe_encode.BpeEncoder.encode_around_batch``).
+
+    ``inner``: tokens looked for only in those stretches, each of those encoded around them in
+    turn: Hugging Face's second pass, for the tokens it matches in the normalized text (with no
+    normalizer, the text as it is).
+
+    >>> around = AroundTokens(TokenTrie(["<s>", "<s>x", "ab"]), [300, 301, None])
+    >>> around.spans("a<s>b<s>x"), around.spans("ab"), around.every_token_has_an_id
+    ([(1, 4, 300), (5, 9, 301)], None, False)
+    >>> two = AroundTokens(TokenTrie(["<s>"]), [300], AroundTokens(TokenTrie(["a<", "b"]), [400, 401]))
+    >>> two.spans("a<s>b")      # ("a<" starts first, but "<s>" is split out first)
+    [(1, 4, 300), (4, 5, 401)]
+    """
+
+    def __init__(self, TokenTrie trie not None, token_ids, AroundTokens inner=None):
+        if len(token_ids) != len(trie):
+            raise ValueError(f"AroundTokens: {len(token_ids)} ids for {len(trie)} strings")
+        if inner is not None and inner.inner is not None:
+            raise ValueError("AroundTokens: an inner pass has no inner pass of its own (two passes at most)")
+        self.trie = trie
+        self.inner = inner
+        for token_id in token_ids:
+            if token_id is not None and not 0 <= token_id <= INT32_MAX:
+                raise ValueError(f"AroundTokens: token id {token_id} is out of range")
+            self.ids.push_back(-1 if token_id is None else <int32_t>token_id)
+
+    @property
+    def every_token_has_an_id(self):
+        """Whether every string's id is given, the inner pass's too (no text is refused)."""
+        cdef size_t k
+        for k in range(self.ids.size()):
+            if self.ids[k] < 0:
+                return False
+        return self.inner is None or self.inner.every_token_has_an_id
+
+    def spans(self, str text not None):
+        """``(start, stop, id)`` of each token in ``text``, both passes, in order; None if one has no id."""
+        cdef AroundScratch scratch
+        if tokens_around(self, PyUnicode_KIND(text), <const char*>PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text),
+                         &scratch) < 0:
+            return None
+        return [(t.start, t.start + t.length, t.index) for t in scratch.tokens]
+
+
+cdef Py_ssize_t tokens_around(AroundTokens around, int kind, const char* data, Py_ssize_t n,
+                              AroundScratch* scratch) noexcept nogil:
+    """Into ``scratch.tokens``, the tokens of the text (``kind``, ``data``, ``n``) that ``around``
+    splits out, both passes, in order, each as ``Found(start, length, id)``: how many, or -1 if
+    one has no id (see :class:`AroundTokens`)."""
+    scratch.tokens.clear()
+    return _tokens_in(around, kind, data, n, 0, scratch.tokens, scratch.found, scratch.inner)
+
+
+cdef Py_ssize_t _tokens_in(AroundTokens around, int kind, const char* data, Py_ssize_t n, Py_ssize_t offset,
+                           vector[Found]& out, vector[Found]& found, vector[Found]& inner_found) noexcept nogil:
+    """:func:`tokens_around` of a stretch that starts at ``offset``, appended to ``out`` (nothing
+    appended if one has no id). ``found`` and ``inner_found``: room for the matches of each pass."""
+    cdef Py_ssize_t at = 0, k, start, before = out.size()
+    cdef int32_t token_id = 0
+    cdef vector[Found] unused
+    found.clear()
+    if around.trie.read_kind(kind, data, n, &found) < 0:
+        return -1
+    # Found from the right, so read from the end; k = -1 stands for the text's end (no token there).
+    for k in range(<Py_ssize_t>found.size() - 1, -2, -1):
+        start = found[k].start if k >= 0 else n
+        if start < at:
+            continue        # (inside the longer match taken before it)
+        if k >= 0:
+            token_id = around.ids[found[k].index]
+            if token_id < 0:
+                break
+        if at < start and around.inner is not None and _tokens_in(
+                around.inner, kind, data + kind * at, start - at, offset + at, out, inner_found, unused) < 0:
+            break
+        if k < 0:
+            return <Py_ssize_t>(out.size() - before)
+        out.push_back(Found(<int32_t>(start + offset), found[k].length, token_id))
+        at = start + found[k].length
+    out.resize(before)      # (a token with no id, in this pass or the inner one)
+    return -1
+

@@ -32,6 +32,8 @@ from __future__ import annotations
 import sys
 from itertools import repeat
 
+from .._component import epoch
+from .._kernels.bpe_encode import AROUND_ALWAYS, AROUND_FIRST, AROUND_FRONT, AROUND_NEVER
 from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
@@ -127,14 +129,36 @@ class _BpeKernelPlan:
         return None if result is None else result[:3]
 
 
+#: Each prepend scheme (None: a normalizer's Prepend) as the kernel names it.
+_AROUND_SCHEMES = {None: AROUND_FRONT, "always": AROUND_ALWAYS, "first": AROUND_FIRST, "never": AROUND_NEVER}
+
+
 class SpmBpePlan(_BpeKernelPlan):
     """Encodes a plain text segment in one kernel call (see the module doc); reads the stages'
-    options on every call."""
+    options on every call (what it read is kept while no component changes)."""
+
+    _stages_for: tuple = ()     # (what the stages were read for, what was read)
 
     def _stages(self) -> "tuple[str, str, str | None] | None":
         """``(front, space, prepend scheme)`` if the stages, as they are now, are ones this plan
         reproduces (a Sequence may have been edited since the plan was made), else None. The scheme
-        is None for a normalizer's Prepend (``front``, always), else Metaspace's."""
+        is None for a normalizer's Prepend (``front``, always), else Metaspace's.
+
+        Read again when a component's attribute is assigned (the epoch moves) or the normalizer
+        Sequence's list of members changes in place (a Tokenizer.encode of a short text spent a
+        tenth of its time reading them).
+        """
+        normalizer = self.normalizer
+        key = (epoch(), id(self.model), id(self.pre_tokenizer), id(normalizer),
+               tuple(map(id, normalizer.normalizers)) if type(normalizer) is Sequence else ())
+        known = self._stages_for
+        if known and known[0] == key:
+            return known[1]
+        stages = self._read_stages()
+        self._stages_for = (key, stages)
+        return stages
+
+    def _read_stages(self) -> "tuple[str, str, str | None] | None":
         model, pre = self.model, self.pre_tokenizer
         if type(model) is not BPE or model.dropout:
             return None
@@ -194,6 +218,25 @@ class SpmBpePlan(_BpeKernelPlan):
         pieces = [front + text.replace(" ", space) for front, text in zip(fronts, texts)]
         # (A piece is empty exactly when its text is: a text's front goes only before some text.)
         return encoder.encode_raw_batch(pieces, [bool(front) for front in fronts], strings)
+
+    def token_strings(self) -> list:
+        """The table that spells each id's token (the kernel's)."""
+        return self.model._get_encoder().strings
+
+    def encode_around_batch(self, texts: list[str], around, strings, limit: int = -1) -> list | None:
+        """Each text encoded around the added tokens ``around`` (a ``token_finder.AroundTokens``)
+        splits out of it, in the kernel (``BpeEncoder.encode_around_batch``): ``(raw, n, 0,
+        strings)`` or None (the long way) for each; None for all when the stages need more (a
+        Prepend of several chars)."""
+        stages = self._stages()
+        if stages is None:
+            return None
+        front, space, scheme = stages
+        code = _AROUND_SCHEMES.get(scheme)
+        if code is None or len(space) != 1 or scheme is None and len(front) > 1:
+            return None
+        return self.model._get_encoder().encode_around_batch(texts, around, front if scheme is None else "", space,
+                                                             code, strings, limit)
 
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer leaves ``text`` as it is: only a text with no space, and nothing

@@ -19,7 +19,8 @@ import functools
 from bisect import bisect_left
 from typing import AbstractSet, Collection, Literal, Sequence
 
-from .._kernels.bytebpe import AroundTokens, ByteBPE, Pattern, rank_table
+from .._kernels.bytebpe import ByteBPE, Pattern, rank_table
+from .._kernels.token_finder import AroundTokens
 from .._kernels.raw_encoding import untrack
 from ..errors import ConfigError, DecodeError, InputTypeError, OutOfRangeError, SpecialTokenError
 from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS  # noqa: F401 (GPT2_PATTERN: the doctest's)

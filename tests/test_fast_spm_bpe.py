@@ -261,6 +261,27 @@ def test_a_batch_goes_to_the_kernel_whole_with_added_tokens_or_none(trio, inputs
     assert sorted_out == []
 
 
+@pytest.mark.parametrize("direction", ["right", "left"])
+def test_texts_holding_added_tokens_cut_in_the_batch_as_hugging_face(trio, inputs, direction):
+    """Truncation with a stride, on texts the kernel encodes around their tokens: cut there, the
+    overflowing parts too, as Hugging Face and the general path."""
+    lines = [line for text in inputs for line in text.splitlines() if line][:60]
+    turns = [f"<start_of_turn>user\n{line}<end_of_turn>\n" for line in lines] + ["<s>", "", "a <s> b"]
+    for name in GOLDEN:
+        fast, general, hf = trio[name]
+        for tok in (fast, general, hf):
+            tok.enable_truncation(max_length=8, stride=3, direction=direction)
+        try:
+            for text, ours, theirs, ref in zip(turns, fast.encode_batch(turns), general.encode_batch(turns),
+                                               hf.encode_batch(turns)):
+                same(ours, theirs, text)
+                assert (ours.ids, ours.offsets, ours.word_ids) == (ref.ids, ref.offsets, ref.word_ids), text
+                assert [(o.ids, o.offsets) for o in ours.overflowing] == [(o.ids, o.offsets) for o in ref.overflowing]
+        finally:
+            for tok in (fast, general, hf):
+                tok.no_truncation()
+
+
 def test_the_kernel_cuts_words_at_unicode_white_space(trio):
     """The word-by-word kernel call cuts where WhitespaceSplit does: Unicode White_Space (str.isspace
     less the four separators U+001C..U+001F), every code point; words between exotic spaces as

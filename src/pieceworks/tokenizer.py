@@ -758,11 +758,10 @@ class Tokenizer:
         chunk = items[start:stop]
         truncation = self._raw_truncation(add_special_tokens)
         # A plan that encodes around added tokens in its kernel takes every text, holding one or not,
-        # in one call (no Python step a text); those it leaves (None) go on below.
-        in_kernel = (self._encode_around_in_kernel(plan, chunk, split, None)
-                     if truncation is None and only_str(chunk) else None)
+        # in one call (no Python step a text), cut as truncation says; those it leaves (None) go on below.
+        in_kernel = self._encode_around_in_kernel(plan, chunk, split, None) if only_str(chunk) else None
         if in_kernel is not None:
-            _fill_encodings(Encoding, out, range(len(chunk)), in_kernel, frame, None, ids_cls)
+            _fill_encodings(Encoding, out, range(len(chunk)), in_kernel, frame, truncation, ids_cls)
         else:
             plain, where = self._plain_texts(plan, chunk)
             _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame, truncation,

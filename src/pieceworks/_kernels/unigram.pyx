@@ -2541,16 +2541,19 @@ cdef class SpmCore:
     def hf_metaspace_raw_batch(self, list texts, list prepends, list pieces, SpmNormalizer rules, str replacement,
                                bint split, bint collapse_spaces):
         """:meth:`hf_metaspace_encode` of each text (``prepends[k]``: its ``prepend``), the GIL released, as
-        raw encodings (see raw_encoding): ``(raw, n_tokens, n_words, spelled)`` or None per text.
+        a plan's ``encode_raw_batch`` gives it (raw encodings, see raw_encoding): ``(raw, n_tokens,
+        n_words, pieces)``, or None per text.
 
-        ``spelled`` is None, or, when a token is spelled by its own text (an
-        unknown run: Hugging Face's token is the run's text, not the unknown
-        piece), the text's token strings.
+        When a token is spelled by its own text (an unknown run: Hugging
+        Face's token is the run's text, not the unknown piece), a fifth item
+        is the text's token strings. Out of the collector's sight (bytes,
+        ints and strs: no cycle), as they are made here: tracked tuples made
+        in Python, one a text, set off collections that walked them again.
 
         >>> core = SpmCore(["<unk>", "▁a", "b"], [0.0, -1.0, -2.0], [2, 1, 1], 1, False, True, 0)
         >>> [r if r is None else r[1:] for r in core.hf_metaspace_raw_batch(["ab", "a?"], [True, True],
         ...                                                                  ["<unk>", "▁a", "b"], None, "▁", True, False)]
-        [(2, 1, None), (2, 1, ['▁a', '?'])]
+        [(2, 1, ['<unk>', '▁a', 'b']), (2, 1, ['<unk>', '▁a', 'b'], ['▁a', '?'])]
         """
         cdef Py_ssize_t n_texts = len(texts), k, n
         cdef vector[Source] srcs
@@ -2580,8 +2583,15 @@ cdef class SpmCore:
                                                                     collapse_spaces, NULL, w, outs[k])
         results = PyList_New(n_texts)
         for k in range(n_texts):
-            result = None if status[k] < 0 else (_hf_raw(outs[k]), <Py_ssize_t>outs[k].ids.size(), outs[k].n_words,
-                                                   _hf_token_list(outs[k], pieces) if outs[k].spelled_at.size() else None)
+            if status[k] < 0:
+                result = None
+            elif outs[k].spelled_at.size():
+                result = (_hf_raw(outs[k]), <Py_ssize_t>outs[k].ids.size(), outs[k].n_words, pieces,
+                          _hf_token_list(outs[k], pieces))
+            else:
+                result = (_hf_raw(outs[k]), <Py_ssize_t>outs[k].ids.size(), outs[k].n_words, pieces)
+            if result is not None:
+                PyObject_GC_UnTrack(<void*>result)
             Py_INCREF(result)
             PyList_SET_ITEM(results, k, result)
         return results

@@ -301,14 +301,10 @@ class UnigramMetaspacePlan:
         return out
 
     def _raw_results(self, texts: list[str], prepends: list[bool], rules, collapse: bool) -> list:
-        """The kernel's batch, as ``encode_raw_batch`` hands its results on."""
+        """The kernel's batch, as ``encode_raw_batch`` hands its results on (made so in C)."""
         model = self.model
-        pieces = model._pieces
-        return [None if result is None else (*result[:3], pieces) if result[3] is None else (*result[:3], pieces,
-                                                                                              result[3])
-                for result in model._core.hf_metaspace_raw_batch(texts, prepends, pieces, rules,
-                                                                 self.pre_tokenizer.replacement,
-                                                                 self.pre_tokenizer.split, collapse)]
+        return model._core.hf_metaspace_raw_batch(texts, prepends, model._pieces, rules, self.pre_tokenizer.replacement,
+                                                  self.pre_tokenizer.split, collapse)
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` less its

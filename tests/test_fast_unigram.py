@@ -658,3 +658,24 @@ def test_control_swaps_are_what_the_charsmap_does_to_each_control_char(shared_da
     theirs = hf_normalizers.Precompiled(precompiled.precompiled_charsmap)
     text = "a\nb\t\tc\x0c d\n" + "".join(map(chr, swaps))
     assert theirs.normalize_str(text) == precompiled.normalize_str(text) == text.translate(swaps)
+
+
+def test_lines_with_unknown_chars_and_added_tokens_stay_on_the_raw_way(shared_data, monkeypatch):
+    """ruT5's lines holding its special tokens and chars it has no piece for (an unknown run is
+    spelled by its own text, in Hugging Face): joined around the tokens with their own token
+    strings, none sent the general way. Every field as Hugging Face."""
+    tokenizers = pytest.importorskip("tokenizers")
+    path = str(shared_data / RUT5)
+    fast, hf = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+    general_way = []
+    real = Tokenizer._encode_sequence
+    monkeypatch.setattr(Tokenizer, "_encode_sequence", lambda self, sequence, *rest: general_way.append(sequence)
+                        or real(self, sequence, *rest))
+    lines = [line for line in corpus_lines(shared_data, 20_000) if line.strip()][:300]
+    texts = [f"{line} \U0001f600</s>" if k % 2 else f"<pad>\u4e2d{line}</s>\u2603 x" for k, line in enumerate(lines)]
+    texts += ["</s>", "\U0001f600</s>\U0001f600", "a</s>"]
+    batch = fast.encode_batch(texts)
+    for text, ours, ref in zip(texts, batch, hf.encode_batch(texts)):
+        assert (ours.ids, ours.tokens, ours.offsets, ours.word_ids) == (ref.ids, ref.tokens, ref.offsets,
+                                                                        ref.word_ids), text
+    assert general_way == []

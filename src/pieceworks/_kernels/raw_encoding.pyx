@@ -1179,8 +1179,10 @@ def join_layouts(list texts, list founds, list results, list counts, object stri
 
     ``results`` holds the segments' results of all texts in a row (``counts``:
     how many are each text's; :func:`layout_segments`). None where a
-    segment's result is not a plain ``(raw, n, n_words, strings)`` or the
-    text joins to more than ``limit`` tokens (``limit`` < 0: none); False
+    segment's result is not a ``(raw, n, n_words, strings)``, or one with a
+    fifth item, its own token strings (an unknown run spelled by its text:
+    then the text's result has a fifth item too, all its token strings), or
+    where the text joins to more than ``limit`` tokens (``limit`` < 0: none); False
     where ``strings`` does not spell one of its added tokens as the text
     does (the caller then takes a table that holds them).
 
@@ -1193,7 +1195,7 @@ def join_layouts(list texts, list founds, list results, list counts, object stri
     cdef Py_ssize_t k, at = 0, count, j
     cdef str text
     cdef list mine, found
-    cdef bint plain
+    cdef bint plain, own
     cdef tuple joined
     if not len(texts) == len(founds) == len(counts):
         raise ValueError("join_layouts: one list of tokens and one count per text")
@@ -1204,10 +1206,12 @@ def join_layouts(list texts, list founds, list results, list counts, object stri
         mine = results[at:at + count]
         at += count
         plain = len(mine) == count
+        own = False
         for j in range(len(mine) if plain else 0):
-            if type(mine[j]) is not tuple or len(<tuple>mine[j]) != 4:
+            if type(mine[j]) is not tuple or not 4 <= len(<tuple>mine[j]) <= 5:
                 plain = False
                 break
+            own = own or len(<tuple>mine[j]) == 5
         if not plain:
             out.append(None)
         elif not _spelled(strings, text, found):
@@ -1217,9 +1221,30 @@ def join_layouts(list texts, list founds, list results, list counts, object stri
             if 0 <= limit < n:
                 out.append(None)
             else:
-                joined = (raw, n, 0, strings)
+                joined = (raw, n, 0, strings, _joined_tokens(found, mine, strings, len(text))) if own else (
+                    raw, n, 0, strings)
                 untracked(joined)      # (bytes, ints, the strings: a batch makes one a text)
                 out.append(joined)
+    return out
+
+
+cdef list _joined_tokens(list found, list results, object strings, Py_ssize_t length):
+    """The token strings of a text :func:`join_around` joined: each segment's own (a fifth item of
+    its result) or spelled by ``strings``, and each added token's."""
+    cdef list out = []
+    cdef Py_ssize_t i, pos = 0, k = 0, stop
+    cdef tuple result, token
+    for i in range(len(found) + 1):
+        stop = (<tuple>found[i])[0] if i < len(found) else length
+        if pos < stop:
+            result = <tuple>results[k]
+            k += 1
+            out.extend(<list>result[4] if len(result) == 5 else
+                       _token_list(<bytes>result[0], <Py_ssize_t>result[1], strings, None, None))
+        if i < len(found):
+            token = <tuple>found[i]
+            out.append(strings[token[2]])
+            pos = token[1]
     return out
 
 

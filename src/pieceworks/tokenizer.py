@@ -580,7 +580,7 @@ class Tokenizer:
         ``plan.encode_raw_batch`` call (the GIL released once: lines that each end in an added
         token, Gemma's newline, or hold one, GPT-NeoX's indents)."""
         normalized = self._normalizer is not None and self._added.has_normalized_tokens()
-        if normalized or any([len(text) >= _RAW_MAX_CHARS for text in texts]):
+        if normalized or max(map(len, texts), default=0) >= _RAW_MAX_CHARS:
             layouts = [self._added_layout(plan, text, split_special) for text in texts]
         else:       # (tokens matched in each text as it is, so no view: found for all the texts at once)
             out: list = [None] * len(texts)
@@ -767,10 +767,12 @@ class Tokenizer:
             _fill_encodings(Encoding, out, where, plan.encode_raw_batch(plain) if plain else [], frame, truncation,
                             ids_cls)
         limit = None if truncation is None else truncation[0]
-        around = [k for k in _none_positions(out) if type(items[start + k]) is str]
+        around = _none_positions(out)
+        if not only_str(chunk):
+            around = [k for k in around if type(chunk[k]) is str]
         if around:
             for k, encoding in zip(around, self._encode_raw_around_added_batch(
-                    plan, [items[start + k] for k in around], split, frame, limit)):
+                    plan, [chunk[k] for k in around], split, frame, limit)):
                 out[k] = encoding
         for k in _none_positions(out):
             i = start + k

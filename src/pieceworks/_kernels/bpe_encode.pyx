@@ -1006,6 +1006,7 @@ cdef class BpeEncoder:
         cdef vector[Symbol] word
         cdef vector[int32_t] word_at
         cdef Py_ssize_t start = 0, i, k
+        cdef size_t base
         cdef uint32_t cp, previous = NO_MARK
         cdef bint cut, cached
         cdef WordCache own
@@ -1035,8 +1036,10 @@ cdef class BpeEncoder:
                     return -1
                 self._merge(word, banned)
                 syms.insert(syms.end(), word.begin(), word.end())
-                for k in range(<Py_ssize_t>word_at.size() - 1):     # (its last entry: the word's length)
-                    char_at.push_back(word_at[k] + <int32_t>start)
+                base = char_at.size()
+                char_at.resize(base + word_at.size() - 1)       # (word_at's last entry: the word's length)
+                for k in range(<Py_ssize_t>word_at.size() - 1):
+                    char_at[base + k] = word_at[k] + <int32_t>start
                 if cached:
                     cache_word(cache, kind, data, start, i - start, h | 1, word, word_at)
             start = i
@@ -1364,6 +1367,8 @@ cdef class BpeEncoder:
         cdef WordCache* shared
         cdef Found t
         cdef Py_ssize_t at, n, word
+        cdef size_t base
+        cdef bint fronted
         cdef int64_t pos, end, start, stop
         cdef uint32_t c, lead, space_cp, front_cp = 0
         cdef list out = [None] * count
@@ -1392,16 +1397,17 @@ cdef class BpeEncoder:
                         <int32_t>lengths[k], 0, -1)
                     if at < t.start:        # the stretch before it: a piece of its own
                         lead = read_char(kinds[k], datas[k], at)
-                        piece.clear()
                         if scheme == AROUND_FRONT:
-                            if front_cp:
-                                piece.push_back(front_cp)
-                        elif scheme != AROUND_NEVER and not (scheme == AROUND_FIRST and at) \
-                                and lead != 0x20 and lead != space_cp:
-                            piece.push_back(space_cp)
+                            fronted = front_cp != 0
+                        else:
+                            fronted = scheme != AROUND_NEVER and not (scheme == AROUND_FIRST and at) \
+                                and lead != 0x20 and lead != space_cp
+                        piece.resize(fronted + t.start - at)
+                        if fronted:
+                            piece[0] = front_cp if scheme == AROUND_FRONT else space_cp
                         for i in range(at, t.start):
                             c = read_char(kinds[k], datas[k], i)
-                            piece.push_back(space_cp if c == 0x20 else c)
+                            piece[fronted + i - at] = space_cp if c == 0x20 else c
                         syms.clear()
                         char_at.clear()
                         if self._split_merged(4, piece.data(), <Py_ssize_t>piece.size(), syms, char_at, NULL,
@@ -1409,15 +1415,19 @@ cdef class BpeEncoder:
                             status[k] = -1
                             break
                         pos = 0
+                        base = ids.size()
+                        ids.resize(base + syms.size())
+                        starts.resize(base + syms.size())
+                        ends.resize(base + syms.size())
+                        words.resize(base + syms.size())
                         for i in range(<Py_ssize_t>syms.size()):
                             end = pos + syms[i].nbytes
-                            symbol_span(char_at.data(), <int64_t>char_at.size() - 1, pos, end,
-                                        <Py_ssize_t>piece.size() > t.start - at, &start, &stop)
+                            symbol_span(char_at.data(), <int64_t>char_at.size() - 1, pos, end, fronted, &start, &stop)
                             pos = end
-                            ids.push_back(syms[i].id)
-                            starts.push_back(<int32_t>(start + at))
-                            ends.push_back(<int32_t>(stop + at))
-                            words.push_back(<int32_t>word)
+                            ids[base + i] = syms[i].id
+                            starts[base + i] = <int32_t>(start + at)
+                            ends[base + i] = <int32_t>(stop + at)
+                            words[base + i] = <int32_t>word
                         word += 1
                     if t.index >= 0:
                         ids.push_back(t.index)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from itertools import product
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer as HfTokenizer
 
@@ -615,3 +615,27 @@ def test_batch_results_made_whole_out_of_the_collectors_sight(minilm):
             assert a == b
         else:
             assert b == (*a, table.strings) and b[3] is table.strings and not gc.is_tracked(b)
+
+
+_BERT_PARTS = st.sampled_from(["[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "[cls]", "Hello", "wörld", " ", "  ",
+                               "中", "\u0301", "é", ",", "!", "\t", "\n", "x" * 120, "un", "##able", "[", "]"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(_BERT_PARTS, max_size=10).map("".join), min_size=1, max_size=12))
+def test_texts_holding_special_tokens_are_encoded_around_them_in_the_kernel(texts, minilm, monkeypatch):
+    """[CLS], [SEP] and the others in the text: split out, each stretch between them normalized and
+    cut alone (accents, Chinese chars, words too long), in one kernel call a batch
+    (``bert_fast.encode_around_batch``). Batches and one text, every field as the general path and
+    Hugging Face."""
+    fast, general, hf = minilm
+    left = []
+    real = Tokenizer._joined_layouts
+    monkeypatch.setattr(Tokenizer, "_joined_layouts", lambda self, plan, texts, *rest: left.extend(texts) or real(
+        self, plan, texts, *rest))
+    for text, ours, ref in zip(texts, fast.encode_batch(texts), hf.encode_batch(texts)):
+        assert_same_encoding(ours, general.encode(text), repr(text))
+        assert (ours.ids, ours.tokens, ours.offsets, ours.word_ids) == (ref.ids, ref.tokens, ref.offsets,
+                                                                        ref.word_ids), repr(text)
+        assert_same(fast, general, text)
+    assert left == []

@@ -97,5 +97,5 @@ cdef class Scratch:
     cdef void tokens_of(self, WordPieceMatcher m, BpeEncoder b, int32_t* count) noexcept nogil
     cdef void clear_cache(self) noexcept nogil
     cdef void use_cache_of(self, TokenTable table)
-    cdef void reset(self)
+    cdef void reset(self) noexcept nogil
     cdef void trim(self)

@@ -53,6 +53,7 @@ from libcpp.vector cimport vector
 
 from pieceworks._kernels.bpe_encode cimport BpeEncoder, symbol_span
 from pieceworks._kernels.raw_encoding cimport int_object, span_tuple
+from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, tokens_around
 from pieceworks._kernels.wordpiece_encode cimport WordPieceMatcher
 
 cdef Py_ssize_t N_CODE_POINTS = 0x110000
@@ -310,7 +311,8 @@ cdef class Scratch:
             self.clear_cache()
             self.cache_owner = table
 
-    cdef void reset(self):
+    cdef void reset(self) noexcept nogil:
+        """Ready for the next text (its cache kept)."""
         self.word.clear()
         self.src.clear()
         self.toks.clear()
@@ -630,33 +632,18 @@ def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not Non
     cdef vector[int32_t] n_words
     cdef vector[Tok] all_toks
     cdef Scratch sc
-    cdef list out
-    cdef tuple result
-    # Holds the texts while the GIL is released: another thread may change the list meanwhile.
-    cdef tuple keep = tuple(texts)
+    cdef tuple keep = read_texts(texts, datas, lengths, kinds)
     count = len(keep)
-    for text in keep:
-        if type(text) is not str:
-            raise TypeError(f"expected str, got {type(text).__name__}")
-        datas.push_back(PyUnicode_DATA(text))
-        lengths.push_back(PyUnicode_GET_LENGTH(text))
-        kinds.push_back(PyUnicode_KIND(text))
     if fronts is not None:
         if len(fronts) != count:
             raise ValueError(f"encode_raw_batch: {count} texts but {len(fronts)} fronts")
         for front in fronts:
             front_chars.push_back(front_char(front))
-    sc = take_scratch()
-    set_params(&p, cmap, max_chars, unk_id, False, 0)
-    sc.use_cache_of(table)
+    sc = scratch_for(&p, cmap, table, max_chars, unk_id)
     try:
         with nogil:
             for k in range(count):
-                sc.word.clear()
-                sc.src.clear()
-                sc.toks.clear()
-                sc.n_words = 0
-                sc.run = NO_RUN
+                sc.reset()
                 if front_chars.size():
                     p.front = front_chars[k]
                 if lengths[k] >= INT32_LIMIT:
@@ -667,25 +654,127 @@ def encode_raw_batch(list texts, CharMap cmap not None, TokenTable table not Non
                     all_toks.insert(all_toks.end(), sc.toks.begin(), sc.toks.end())
                 ends.push_back(all_toks.size())
                 n_words.push_back(sc.n_words)
-        out = PyList_New(count)
-        first = 0
-        for k in range(count):
-            if statuses[k]:
-                item = statuses[k]
-                if status_at is not None:
-                    status_at.append(k)
-            elif strings is None:
-                item = (raw_of(all_toks.data() + first, ends[k] - first), ends[k] - first, n_words[k])
-            else:
-                # (Untracked at once: a batch of lines made a tuple each, and every 700 of them started a
-                # collection that walked them all again, a sixth of the time of a batch of lines.)
-                result = (raw_of(all_toks.data() + first, ends[k] - first), ends[k] - first, n_words[k], strings)
-                PyObject_GC_UnTrack(<void*>result)
-                item = result
-            first = ends[k]
-            Py_INCREF(item)
-            PyList_SET_ITEM(out, k, item)
-        return out
+        return made_results(all_toks, ends, n_words, statuses, strings, status_at, True)
+    finally:
+        sc.reset()
+        give_back(sc)
+
+
+cdef Scratch scratch_for(Params* p, CharMap cmap, TokenTable table, Py_ssize_t max_chars, int unk_id):
+    """A pooled scratch with ``table``'s word cache, ``p`` set for a batch (give it back when done)."""
+    cdef Scratch sc = take_scratch()
+    set_params(p, cmap, max_chars, unk_id, False, 0)
+    sc.use_cache_of(table)
+    return sc
+
+
+cdef tuple read_texts(list texts, vector[const void*]& datas, vector[Py_ssize_t]& lengths, vector[int]& kinds):
+    """Where each str of ``texts`` keeps its chars; a tuple of them, which holds them while the GIL is
+    released (another thread may change the list meanwhile)."""
+    cdef tuple keep = tuple(texts)
+    for text in keep:
+        if type(text) is not str:
+            raise TypeError(f"expected str, got {type(text).__name__}")
+        datas.push_back(PyUnicode_DATA(text))
+        lengths.push_back(PyUnicode_GET_LENGTH(text))
+        kinds.push_back(PyUnicode_KIND(text))
+    return keep
+
+
+cdef list made_results(const vector[Tok]& toks, const vector[Py_ssize_t]& ends, const vector[int32_t]& n_words,
+                       const vector[int]& statuses, object strings, list status_at, bint status_items):
+    """What a batch call returns: each text's ``(raw, n_tokens, n_words)`` (its tokens ``toks[ends[k -
+    1]:ends[k]]``), or with ``strings`` ``(raw, n_tokens, n_words, strings)``, untracked; where its
+    status is not 0, that status (``status_items``) or None, its index put in ``status_at``."""
+    cdef Py_ssize_t count = statuses.size(), k, first = 0
+    cdef list out = PyList_New(count)
+    cdef tuple result
+    for k in range(count):
+        if statuses[k]:
+            item = statuses[k] if status_items else None
+            if status_at is not None:
+                status_at.append(k)
+        elif strings is None:
+            item = (raw_of(toks.data() + first, ends[k] - first), ends[k] - first, n_words[k])
+        else:
+            # (Untracked at once: a batch of lines made a tuple each, and every 700 of them started a
+            # collection that walked them all again, a sixth of the time of a batch of lines.)
+            result = (raw_of(toks.data() + first, ends[k] - first), ends[k] - first, n_words[k], strings)
+            PyObject_GC_UnTrack(<void*>result)
+            item = result
+        first = ends[k]
+        Py_INCREF(item)
+        PyList_SET_ITEM(out, k, item)
+    return out
+
+
+def encode_around_batch(list texts, AroundTokens around not None, CharMap cmap not None, TokenTable table not None,
+                        Py_ssize_t max_chars, int unk_id, strings):
+    """Each text encoded around the added tokens ``around`` splits out of it (Hugging Face splits
+    them out first, then normalizes and pre-tokenizes each stretch between them on its own): its
+    ``(raw, n_tokens, n_words, strings)``, untracked as :func:`encode_raw_batch`'s, or None for
+    the caller's way (a token with no id, a stretch :func:`encode_raw` would give a status). The
+    whole list with the GIL released once. No char in front (a Metaspace's: not here).
+
+    Each token is one word; a stretch's words follow the ones before it.
+    """
+    cdef Params p
+    cdef Py_ssize_t count, k, j, first, at, word
+    cdef int status
+    cdef vector[const void*] datas
+    cdef vector[Py_ssize_t] lengths
+    cdef vector[int] kinds
+    cdef vector[int] statuses
+    cdef vector[Py_ssize_t] ends
+    cdef vector[int32_t] n_words
+    cdef vector[Tok] all_toks
+    cdef AroundScratch found
+    cdef Found t
+    cdef Tok* tok
+    cdef size_t i, base
+    cdef Scratch sc
+    cdef tuple keep = read_texts(texts, datas, lengths, kinds)
+    count = len(keep)
+    sc = scratch_for(&p, cmap, table, max_chars, unk_id)
+    try:
+        with nogil:
+            for k in range(count):
+                first = all_toks.size()
+                status = 0 if lengths[k] < INT32_LIMIT and tokens_around(
+                    around, kinds[k], <const char*>datas[k], lengths[k], &found) >= 0 else -1
+                at = word = 0
+                for j in range(<Py_ssize_t>found.tokens.size() + 1 if status == 0 else 0):
+                    t = found.tokens[j] if j < <Py_ssize_t>found.tokens.size() else Found(<int32_t>lengths[k], 0, -1)
+                    if at < t.start:        # the stretch before it, scanned alone
+                        sc.reset()
+                        if scan_any(kinds[k], <const char*>datas[k] + kinds[k] * at, t.start - at, sc, table.matcher,
+                                    table.bpe, &p):
+                            status = -1
+                            break
+                        base = all_toks.size()
+                        all_toks.insert(all_toks.end(), sc.toks.begin(), sc.toks.end())
+                        for i in range(base, all_toks.size()):
+                            tok = &all_toks[i]
+                            tok.start += at
+                            tok.end += at
+                            tok.word += <int32_t>word
+                        word += sc.n_words
+                    if t.index >= 0:
+                        all_toks.resize(all_toks.size() + 1)
+                        tok = &all_toks.back()
+                        tok.id = t.index
+                        tok.word = <int32_t>word
+                        tok.unk = 0
+                        tok.start = t.start
+                        tok.end = t.start + t.length
+                        word += 1
+                    at = t.start + t.length
+                if status:
+                    all_toks.resize(first)
+                statuses.push_back(status)
+                ends.push_back(all_toks.size())
+                n_words.push_back(<int32_t>word)
+        return made_results(all_toks, ends, n_words, statuses, strings, None, False)
     finally:
         sc.reset()
         give_back(sc)

@@ -156,6 +156,25 @@ class BertWordPiecePlan:
         options, cmap, table, max_chars, unk_id = setup
         return bert_fast.OneText(cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS), table.strings
 
+    def token_strings(self) -> list | None:
+        """The table that spells each id's token (the kernel's), or None when the stages are not ones
+        it follows."""
+        setup = self._setup()
+        return None if setup is None else setup[2].strings
+
+    def encode_around_batch(self, texts: list[str], around, strings, limit: int = -1) -> list | None:
+        """Each text encoded around the added tokens ``around`` (a ``token_finder.AroundTokens``) splits
+        out of it, in the kernel (``bert_fast.encode_around_batch``): ``(raw, n, n_words, strings)`` or
+        None (the long way) for each; None for all when the stages are not ones it follows."""
+        setup = self._setup()
+        if setup is None:
+            return None
+        options, cmap, table, max_chars, unk_id = setup
+        out = bert_fast.encode_around_batch(texts, around, cmap, table, max_chars, unk_id, strings)
+        if limit >= 0:
+            out = [None if result is None or result[1] > limit else result for result in out]
+        return out
+
     def encode_raw_batch(self, texts: list[str]) -> list:
         """``[encode_raw(t) for t in texts]``, scanned with the GIL released once for the list."""
         setup = self._setup()

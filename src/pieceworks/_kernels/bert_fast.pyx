@@ -709,14 +709,16 @@ cdef list made_results(const vector[Tok]& toks, const vector[Py_ssize_t]& ends, 
 
 
 def encode_around_batch(list texts, AroundTokens around not None, CharMap cmap not None, TokenTable table not None,
-                        Py_ssize_t max_chars, int unk_id, strings):
+                        Py_ssize_t max_chars, int unk_id, strings, str front="", bint first_only=False):
     """Each text encoded around the added tokens ``around`` splits out of it (Hugging Face splits
     them out first, then normalizes and pre-tokenizes each stretch between them on its own): its
     ``(raw, n_tokens, n_words, strings)``, untracked as :func:`encode_raw_batch`'s, or None for
     the caller's way (a token with no id, a stretch :func:`encode_raw` would give a status). The
-    whole list with the GIL released once. No char in front (a Metaspace's: not here).
+    whole list with the GIL released once.
 
-    Each token is one word; a stretch's words follow the ones before it.
+    Each token is one word; a stretch's words follow the ones before it. ``front`` (one char, or
+    none): put in front of each stretch as :func:`encode_raw` does (a Metaspace's), with
+    ``first_only`` only of a stretch at the text's start.
     """
     cdef Params p
     cdef Py_ssize_t count, k, j, first, at, word
@@ -734,6 +736,7 @@ def encode_around_batch(list texts, AroundTokens around not None, CharMap cmap n
     cdef size_t i, base
     cdef Scratch sc
     cdef tuple keep = read_texts(texts, datas, lengths, kinds)
+    cdef uint32_t front_cp = front_char(front)
     count = len(keep)
     sc = scratch_for(&p, cmap, table, max_chars, unk_id)
     try:
@@ -747,6 +750,7 @@ def encode_around_batch(list texts, AroundTokens around not None, CharMap cmap n
                     t = found.tokens[j] if j < <Py_ssize_t>found.tokens.size() else Found(<int32_t>lengths[k], 0, -1)
                     if at < t.start:        # the stretch before it, scanned alone
                         sc.reset()
+                        p.front = 0 if first_only and at else front_cp
                         if scan_any(kinds[k], <const char*>datas[k] + kinds[k] * at, t.start - at, sc, table.matcher,
                                     table.bpe, &p):
                             status = -1

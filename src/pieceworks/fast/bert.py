@@ -170,10 +170,15 @@ class BertWordPiecePlan:
         if setup is None:
             return None
         options, cmap, table, max_chars, unk_id = setup
-        out = bert_fast.encode_around_batch(texts, around, cmap, table, max_chars, unk_id, strings)
+        out = bert_fast.encode_around_batch(texts, around, cmap, table, max_chars, unk_id, strings,
+                                            *self._front_of_stretches(options))
         if limit >= 0:
             out = [None if result is None or result[1] > limit else result for result in out]
         return out
+
+    def _front_of_stretches(self, options) -> tuple[str, bool]:
+        """``(front, first_only)`` of ``bert_fast.encode_around_batch``: no char in front here."""
+        return "", False
 
     def encode_raw_batch(self, texts: list[str]) -> list:
         """``[encode_raw(t) for t in texts]``, scanned with the GIL released once for the list."""

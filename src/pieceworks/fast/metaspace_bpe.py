@@ -63,8 +63,6 @@ class MetaspaceBpePlan(ClassRunBpePlan):
 
     #: encode_plain and encode_raw take ``at``, where the text starts in the input ("first" prepends at 0 only).
     takes_position = True
-    #: (The kernel's way around added tokens puts no Metaspace char in front of a stretch: not here.)
-    encode_around_batch = None
 
     def _read_setup(self, kernel):
         pre = self.pre_tokenizer
@@ -72,6 +70,16 @@ class MetaspaceBpePlan(ClassRunBpePlan):
         if limits is None or not pre.split or pre.replacement == " ":
             return None
         return (pre.replacement, pre.prepend_scheme), metaspace_map(pre.replacement), self._table_for(kernel), *limits
+
+    def encode_around_batch(self, texts: list[str], around, strings, limit: int = -1) -> list | None:
+        """As the WordPiece plan's, each stretch with the Metaspace char in front; None for all
+        with a normalizer (its stretches would be normalized one by one: the caller's way)."""
+        return None if self._form() is not None else super().encode_around_batch(texts, around, strings, limit)
+
+    def _front_of_stretches(self, options: tuple) -> tuple[str, bool]:
+        """The Metaspace char in front of each stretch ("always") or of the one at 0 ("first")."""
+        replacement, scheme = options
+        return (replacement, scheme == "first") if scheme in ("always", "first") else ("", False)
 
     def _front(self, options: tuple, at: int) -> str:
         """The char put in front of a text starting at ``at`` in its input (the kernel leaves it out

@@ -316,7 +316,7 @@ class Tokenizer:
         (``token_finder.AroundTokens``), the plan's table of token strings with them, and
         :meth:`AddedVocabulary.exact_matcher`'s passes; None to leave texts holding them to the
         long way. Made once per state of the tokens."""
-        strings = plan.token_strings() if hasattr(plan, "token_strings") else getattr(plan, "_tokens", None)
+        strings = plan.token_strings() if hasattr(plan, "token_strings") else None
         key = (epoch(), split, id(plan), id(strings))
         cached = self.__dict__.get("_around")
         if cached is None or cached[0] != key:
@@ -575,17 +575,18 @@ class Tokenizer:
         return plain, where
 
     def _encode_raw_around_added_batch(self, plan, texts: list[str], split_special: bool, frame,
-                                       limit: int | None = None) -> list:
+                                       limit: int | None = None, try_kernel: bool = True) -> list:
         """:meth:`_encode_raw_around_added` of each text, the segments of all of them encoded by one
         ``plan.encode_raw_batch`` call (the GIL released once: lines that each end in an added
-        token, Gemma's newline, or hold one, GPT-NeoX's indents)."""
+        token, Gemma's newline, or hold one, GPT-NeoX's indents). ``try_kernel`` False: the plan's
+        ``encode_around_batch`` has had these texts already and left them."""
         normalized = self._normalizer is not None and self._added.has_normalized_tokens()
         if normalized or max(map(len, texts), default=0) >= _RAW_MAX_CHARS:
             layouts = [self._added_layout(plan, text, split_special) for text in texts]
         else:       # (tokens matched in each text as it is, so no view: found for all the texts at once)
             out: list = [None] * len(texts)
             where = range(len(texts))
-            in_kernel = self._encode_around_in_kernel(plan, texts, split_special, limit)
+            in_kernel = self._encode_around_in_kernel(plan, texts, split_special, limit) if try_kernel else None
             if in_kernel is not None:
                 _fill_encodings(Encoding, out, where, in_kernel, frame, None)
                 where = _none_positions(out)
@@ -772,7 +773,7 @@ class Tokenizer:
             around = [k for k in around if type(chunk[k]) is str]
         if around:
             for k, encoding in zip(around, self._encode_raw_around_added_batch(
-                    plan, [chunk[k] for k in around], split, frame, limit)):
+                    plan, [chunk[k] for k in around], split, frame, limit, in_kernel is None)):
                 out[k] = encoding
         for k in _none_positions(out):
             i = start + k

@@ -327,6 +327,11 @@ class ByteBpePlan:
             self._built_for = key
         return None if self._kernel is None else (self._kernel, prefix_space)
 
+    def token_strings(self) -> list | None:
+        """The table that spells each id's token (the kernel's), or None when there is no kernel."""
+        ready = self._prepare()
+        return None if ready is None else self._tokens
+
     def _current_kernel(self) -> ByteBPE | None:
         ready = self._prepare()
         return None if ready is None else ready[0]

@@ -58,6 +58,48 @@ def test_trie_finds_what_the_longest_first_alternation_finds(strings, texts):
         assert trie.spans(text) == want, text
 
 
+# Token sets by how many chars their strings end with: one (memrchr on Latin-1), a few (blocks of
+# chars compared with them all at once), more than eight (a bit test a char).
+ENDINGS = {
+    "one last": ["<|x|>", "<|eot|>", "中>"],
+    "few lasts": ["<|x|>", "[y]", "éé", "中文", "😀!", "𐁡"],
+    "many lasts": [f"<{c}" for c in "abcdefghij"] + ["中文", "😀"],
+}
+# Fillers of each str width, with and without chars that share their low 16 bits with a last char
+# (U+10061 with "a", U+14E2D with U+4E2D).
+FILLERS = ["xyz ", "xày ", "文字 ", "😁 x", "𔸭𐁡 "]
+
+
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+@pytest.mark.parametrize("filler", FILLERS)
+def test_a_token_at_every_place_of_a_long_text(ending, filler):
+    """A token, or a token's last char alone, at every place of a 700-char text (either side of the
+    skip's first chars, its blocks and their vector lanes), of every str width."""
+    strings = ENDINGS[ending]
+    trie, pattern = TokenTrie(strings), any_of(strings)
+    base = (filler * 700)[:700]
+    for at in range(0, 700, 3):
+        for piece in (strings[at % len(strings)], strings[at % len(strings)][-1]):
+            text = base[:at] + piece + base[at:]
+            want = [(m.start(), m.end(), strings.index(m.group())) for m in pattern.finditer(text)]
+            assert trie.spans(text) == want, (at, piece)
+            assert trie.holds(text) == bool(want), (at, piece)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(ENDINGS)), st.sampled_from(FILLERS),
+       st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 9)), max_size=8))
+def test_sparse_tokens_in_long_texts(ending, filler, parts):
+    """Tokens (or parts of them) far apart in long texts: found as the alternation finds them."""
+    strings = ENDINGS[ending]
+    pieces = strings + [s[:-1] for s in strings if len(s) > 1] + [s[-1] for s in strings]
+    text = "".join((filler * (gap // len(filler) + 1))[:gap] + pieces[k % len(pieces)] for gap, k in parts)
+    trie, pattern = TokenTrie(strings), any_of(strings)
+    want = [(m.start(), m.end(), strings.index(m.group())) for m in pattern.finditer(text)]
+    assert trie.spans(text) == want
+    assert trie.holds(text) == bool(want)
+
+
 def test_trie_on_many_tokens_and_long_runs():
     """Ten thousand tokens, one a long run of one char."""
     strings = [f"<t{k}>" for k in range(10_000)] + ["a" * 50, "a" * 49 + "b", "中文"]

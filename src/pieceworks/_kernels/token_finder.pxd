@@ -36,8 +36,10 @@ cdef class TokenTrie:
     cdef vector[int32_t] best_index      # and that string's index
     cdef uint8_t last_bits[8192]         # bit c & 0xFFFF: some string ends with char c (or one alike)
     cdef Py_UCS4 only_last               # the one char all strings end with, or SEVERAL
+    cdef uint32_t few_lasts[3][8]        # per char width (1, 2, 4 bytes), the chars the strings end with
+    cdef int fit_lasts[3]                # that fit it (as fitting() gives them), if at most 8 in all (else 0s)
     cdef Py_ssize_t shortest             # no text shorter holds a string (0: there are no strings)
-    cdef vector[Py_UCS4] firsts          # the chars the strings start with, if at most FEW_FIRSTS
+    cdef vector[uint32_t] firsts         # the chars the strings start with, if at most FEW_FIRSTS
     cdef Py_ssize_t count                # how many strings
 
     cdef int _build(self, list contents, Py_ssize_t total) except -1
@@ -48,6 +50,7 @@ cdef class TokenTrie:
     cdef bint _read(self, str text, vector[Found]* found) except -1
     cdef bint _may_hold(self, int kind, const void* data, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t _skip_at_root(self, const char_t* s, Py_ssize_t i) noexcept nogil
+    cdef Py_ssize_t _after_last_of_few(self, const char_t* s, Py_ssize_t i) noexcept nogil
     cdef uint32_t _step(self, uint32_t state, uint32_t c) noexcept nogil
     cdef int _read_chars(self, const char_t* s, Py_ssize_t n, vector[Found]* found) except -1 nogil
 

@@ -356,3 +356,21 @@ def test_word_by_word_plan_against_hugging_face(trio, inputs, shared_data, schem
             t.pre_tokenizer.pretokenizers[1].prepend_scheme = "always"
     assert plan.encode_plain("Bonjour  le\tmonde\n\nx") is not None and plan.encode_plain("ﬁn") is not None
     assert plan.encode_plain("x▁y") is None
+
+
+@pytest.mark.parametrize("scheme", ["always", "first", "never"])
+def test_each_prepend_scheme_one_text_against_hugging_face(shared_data, scheme):
+    """Mistral v0.3's Metaspace with each prepend scheme: encode's snapshot (``OneSpmText``, and
+    around added tokens) puts the ``▁`` in front where Hugging Face does."""
+    path = str(shared_data / PATHS["mistral-v0.3"])
+    fast, hf = Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+    fast.pre_tokenizer.prepend_scheme = scheme
+    hf_pre = json.loads(hf.pre_tokenizer.__getstate__())
+    hf_pre["prepend_scheme"] = scheme
+    hf.pre_tokenizer = tokenizers.pre_tokenizers.Metaspace(replacement=hf_pre["replacement"], prepend_scheme=scheme,
+                                                           split=hf_pre["split"])
+    assert type(fast._current_plan()) is SpmBpePlan
+    for text in [" x", "x", "  ", "\u2581x", "a b", "[INST] hi [/INST]", "[INST]hi", "a[/INST] b", " [INST] x",
+                 "héllo 中 😀", ""]:
+        for add in (True, False):
+            same_as_hf(fast.encode(text, add_special_tokens=add), hf.encode(text, add_special_tokens=add), text)

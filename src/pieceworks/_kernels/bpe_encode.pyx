@@ -1246,16 +1246,7 @@ cdef class BpeEncoder:
         >>> n, array("i", raw).tolist(), array("i", enc.encode_raw("abb", front=True)[0]).tolist()
         (2, [2, 1, 0, 2, 2, 3, 0, 0], [2, 1, 0, 1, 1, 2, 0, 0])
         """
-        cdef vector[Symbol] syms
-        cdef vector[int32_t] char_at
-        if not piece:
-            return b"", 0
-        tid = self._whole_piece(piece, None)
-        if tid is not None:
-            return _whole_raw(tid, PyUnicode_GET_LENGTH(piece), front), 1
-        self._symbols(piece, syms, char_at, NULL)
-        return _raw_of(syms.data(), <Py_ssize_t>syms.size(), char_at.data(), <Py_ssize_t>char_at.size() - 1,
-                       front), <Py_ssize_t>syms.size()
+        return _piece_raw(self, piece, front)
 
     def encode_raw_batch(self, list pieces not None, fronts not None, strings=None):
         """``[encode_raw(piece, front) for piece, front in zip(pieces, fronts)]``, the pieces split and
@@ -1645,6 +1636,80 @@ cdef inline bint spells(PyObject* key, const Span* a, const Span* b) noexcept:
             return False
         j += 1
     return True
+
+
+cdef tuple _piece_raw(BpeEncoder enc, str piece, bint front):
+    """:meth:`BpeEncoder.encode_raw`."""
+    cdef vector[Symbol] syms
+    cdef vector[int32_t] char_at
+    if not piece:
+        return b"", 0
+    tid = enc._whole_piece(piece, None)
+    if tid is not None:
+        return _whole_raw(tid, PyUnicode_GET_LENGTH(piece), front), 1
+    enc._symbols(piece, syms, char_at, NULL)
+    return _raw_of(syms.data(), <Py_ssize_t>syms.size(), char_at.data(), <Py_ssize_t>char_at.size() - 1,
+                   front), <Py_ssize_t>syms.size()
+
+
+cdef class OneSpmText:
+    """``SpmBpePlan.encode_raw`` of one text (at 0) less its strings, fixed to one reading of the
+    stages: ``Tokenizer.encode``'s snapshot, kept while the component epoch holds (see
+    ``single_text.pyx``). Called with a str: ``(raw, n, 1)``, or None for the long way.
+
+    ``scheme`` is where ``space`` goes in front (an ``AROUND_*``: ``front``
+    always for a normalizer's Prepend, else Metaspace's prepend scheme);
+    every space of the text becomes ``space``. ``members``: the
+    normalizer Sequence's list, which the user may edit in place without
+    moving the epoch: a call finds its members as they were, or goes the
+    long way (which reads the stages again).
+
+    >>> from array import array
+    >>> enc = BpeEncoder(array("I", [0, 1, 2]), [(ord("_") << 2, 0), (ord("a") << 2, 1)], [-1] * 256,
+    ...                  ["_", "a", "_a"], {"_": 0, "a": 1, "_a": 2})
+    >>> raw, n, words = OneSpmText(enc, "", "_", AROUND_FIRST)("a a")
+    >>> n, array("i", raw).tolist()         # ids, char starts, char ends, words
+    (2, [2, 2, 0, 1, 1, 3, 0, 0])
+    """
+
+    cdef BpeEncoder encoder
+    cdef str front, space
+    cdef int scheme
+    cdef list members
+    cdef tuple expected
+
+    def __init__(self, BpeEncoder encoder not None, str front not None, str space not None, int scheme,
+                 list members=None):
+        if not AROUND_FRONT <= scheme <= AROUND_NEVER:
+            raise ValueError(f"OneSpmText: unknown prepend scheme {scheme}")
+        if scheme != AROUND_FRONT and len(space) != 1:
+            raise ValueError(f"OneSpmText: Metaspace's replacement must be one char, got {space!r}")
+        self.encoder, self.front, self.space, self.scheme = encoder, front, space, scheme
+        self.members = members
+        self.expected = None if members is None else tuple(members)
+
+    def __call__(self, str text not None):
+        cdef Py_ssize_t k
+        cdef str front
+        cdef Py_UCS4 first
+        if self.members is not None:
+            if len(self.members) != len(self.expected):
+                return None
+            for k in range(len(self.expected)):
+                if self.members[k] is not self.expected[k]:
+                    return None
+        if PyUnicode_GET_LENGTH(text) == 0:
+            return b"", 0, 0
+        if self.scheme == AROUND_FRONT:
+            front = self.front
+        elif self.scheme == AROUND_NEVER:
+            front = ""
+        else:       # ("first": the text is at 0)
+            first = PyUnicode_READ_CHAR(text, 0)
+            front = "" if first == u" " or first == PyUnicode_READ_CHAR(self.space, 0) else self.space
+        piece = text.replace(" ", self.space)
+        raw, n = _piece_raw(self.encoder, front + piece if front else piece, front != "")
+        return raw, n, 1
 
 
 cdef class _VocabTable:

@@ -42,21 +42,25 @@ cdef class SingleText:
     calls the long way. ``default_split``: the tokenizer's encode_special_tokens;
     ``split_matters``: splitting special tokens changes what the model may
     produce (then split calls go the long way). ``pads``: padding is on.
+    ``around(tokenizer, text, frame, truncation)``: the Encoding of a text
+    the finder says holds a token, encoded around them, or None (the long
+    way; padding, if on, is done after); None: all such texts go the long
+    way, and so do they with special tokens split.
     With no encoder every call goes the long way.
     """
     cdef readonly long long epoch
     cdef object encoder, strings, encoding_type
-    cdef object finder
+    cdef object finder, around
     cdef object frame_with, frame_without
     cdef tuple truncation_with, truncation_without
     cdef bint default_split, split_matters, pads
 
     def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, finder=None,
                  frames=(None, None), truncations=(None, None), bint default_split=False, bint split_matters=False,
-                 bint pads=False):
+                 bint pads=False, around=None):
         self.epoch = epoch
         self.encoder, self.strings, self.encoding_type = encoder, strings, encoding_type
-        self.finder = finder
+        self.finder, self.around = finder, around
         self.frame_with, self.frame_without = frames
         self.truncation_with, self.truncation_without = truncations
         self.default_split, self.split_matters, self.pads = default_split, split_matters, pads
@@ -90,15 +94,18 @@ cdef class SingleText:
         elif split is not False:
             return None
         if self.finder is not None and self.finder.holds(text):
-            return None
-        result = self.encoder(text)
-        if type(result) is not tuple:
-            return None
-        spans_from = source = None
-        if len(<tuple>result) >= 5:     # the ids alone, with what works out the offsets if asked
-            spans_from, source = (<tuple>result)[3], (<tuple>result)[4]
-        encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
-                               truncation, spans_from, source)
+            if self.around is None or split is True or split is None and self.default_split:
+                return None     # (the tokens it finds are the ones matched with no special token split)
+            encoding = self.around(tokenizer, text, frame, truncation)
+        else:
+            result = self.encoder(text)
+            if type(result) is not tuple:
+                return None
+            spans_from = source = None
+            if len(<tuple>result) >= 5:     # the ids alone, with what works out the offsets if asked
+                spans_from, source = (<tuple>result)[3], (<tuple>result)[4]
+            encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
+                                   truncation, spans_from, source)
         if encoding is None:
             return None
         if self.pads:

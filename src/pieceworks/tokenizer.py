@@ -29,7 +29,7 @@ from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans
 from ._component import _EPOCH, epoch
 from ._kernels.token_finder import AroundTokens, TokenTrie
 from ._kernels.encoding import EncodingWithIds
-from ._kernels.raw_encoding import (CallbackSpans, encoding_of as _encoding_of, fill_encodings as _fill_encodings,
+from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around, join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
@@ -817,49 +817,75 @@ class Tokenizer:
 
     def _single_around(self, plan):
         """For encode's snapshot: ``around(tokenizer, text, frame, truncation)``, the Encoding of a
-        text holding added tokens encoded around them in the plan's kernel, as :meth:`_encode_raw`
-        encodes it (cut as ``truncation`` says: ``raw_encoding.encoding_of``; the snapshot pads it),
-        or None for the long way; None when all such texts take the long way (tokens matched
-        after normalizing).
+        text holding added tokens encoded around them, as :meth:`_encode_raw` encodes it (cut as
+        ``truncation`` says: ``raw_encoding.fill_encodings``; the snapshot pads it), or None for the
+        long way; None when all such texts take the long way (tokens matched after normalizing,
+        but by the byte-level plan, which takes the texts NFC keeps).
 
         A chat turn of Gemma 3 or Llama 3 (a few tokens and a line) took 4.5 us the long way,
         mostly layers of Python; the snapshot keeps what they work out. Nothing here refers to
         the tokenizer (it keeps the snapshot): the call is given it.
         """
-        if (plan is None or not self._added.by_content or self.encode_special_tokens
-                or self._matched_after_normalizing(plan, "")):
+        if plan is None or not self._added.by_content or self.encode_special_tokens:
             return None
+        if self._matched_after_normalizing(plan, ""):
+            # Only a plan that encodes around tokens in texts its normalizer leaves as they are (NFC:
+            # then the tokens matched after normalizing are found in the text as it is).
+            if not getattr(plan, "job_leaves_changed_texts", False):
+                return None
+        if hasattr(plan, "encode_ids_around"):
+            return self._single_ids_around(plan)
+        if hasattr(plan, "encode_around_batch"):
+            return self._single_kernel_around(plan)
+        return self._single_joined_around(plan)
+
+    def _single_ids_around(self, plan):
+        """:meth:`_single_around` for the byte-level kernel: the ids now, the rest when read, as
+        :meth:`_encode_ids_around_added` makes them (not cut or padded: that would build the
+        offsets at once, which is the long way's job)."""
         parts = self._around_parts(plan, False)
         if parts is None:
             return None
         tokens, table, passes = parts
-        encode_ids = getattr(plan, "encode_ids_around", None)
-        if encode_ids is not None:      # (byte-level: the ids now, the rest when read, as a batch's)
-            raw_around_found = Tokenizer._raw_around_found
+        encode_ids, raw_around_found = plan.encode_ids_around, Tokenizer._raw_around_found
 
-            def around(tokenizer, text: str, frame, truncation) -> Encoding | None:
-                # (Not cut or padded: that would build the offsets at once, which is the long way's job.)
-                ids = encode_ids(text, tokens) if (truncation is None and tokenizer._padding is None
-                                                   and len(text) < _RAW_MAX_CHARS) else None
-                if ids is None:
-                    return None
-                n = len(ids)
-                if frame.ids_before:    # (in place, as _encode_ids_around_added)
-                    ids[0:0] = frame.ids_before
-                if frame.ids_after:
-                    ids += frame.ids_after
-                spans = CallbackSpans(partial(raw_around_found, tokenizer, plan, False, passes))
-                return _make_with_ids(Encoding, ids, n, table, frame, spans, text, 0)
-            return around
-        encode_batch = getattr(plan, "encode_around_batch", None)
-        if encode_batch is None:
+        def around(tokenizer, text: str, frame, truncation) -> Encoding | None:
+            ids = encode_ids(text, tokens) if (truncation is None and tokenizer._padding is None
+                                               and len(text) < _RAW_MAX_CHARS) else None
+            if ids is None:
+                return None
+            n = len(ids)
+            if frame.ids_before:    # (in place, as _encode_ids_around_added)
+                ids[0:0] = frame.ids_before
+            if frame.ids_after:
+                ids += frame.ids_after
+            spans = CallbackSpans(partial(raw_around_found, tokenizer, plan, False, passes))
+            return _make_with_ids(Encoding, ids, n, table, frame, spans, text, 0)
+        return around
+
+    def _single_kernel_around(self, plan):
+        """:meth:`_single_around` for a plan that encodes around the tokens in its kernel
+        (``encode_around_batch``: SentencePiece BPE, WordPiece, Metaspace BPE)."""
+        parts = self._around_parts(plan, False)
+        if parts is None:
             return None
+        tokens, table, _ = parts
+        encode_batch = plan.encode_around_batch
 
         def around(tokenizer, text: str, frame, truncation) -> Encoding | None:
             made = encode_batch([text], tokens, table, -1)
-            result = None if made is None else made[0]
-            return None if result is None else _encoding_of(Encoding, result[0], result[1], result[3], frame,
-                                                            truncation)
+            return None if made is None else _encoding_of_result(made[0], frame, truncation)
+        return around
+
+    def _single_joined_around(self, plan):
+        """:meth:`_single_around` for any other plan (Unigram): the tokens found, the stretches
+        between them through the plan, joined (:meth:`_joined_layouts`)."""
+        token_spans = self._added.token_spans
+
+        def around(tokenizer, text: str, frame, truncation) -> Encoding | None:
+            found = token_spans(text, False)
+            joined = tokenizer._joined_layouts(plan, [text], [found], None)[0] if found else None
+            return _encoding_of_result(joined, frame, truncation)
         return around
 
     def _current_plan(self):
@@ -1183,6 +1209,16 @@ def _takes_excluded_ids(model) -> bool:
 
 # Raw encodings hold int32 offsets.
 _RAW_MAX_CHARS = 2**31 - 1
+
+
+def _encoding_of_result(result, frame, truncation: tuple | None) -> Encoding | None:
+    """The lazy Encoding of one raw result in ``raw_encoding.fill_encodings``' form (its tokens list
+    too, if it has one), framed and cut as ``truncation`` says; None for None, or a result that
+    may not be cut so."""
+    out = [None]
+    _fill_encodings(Encoding, out, (0,), [result], frame, truncation)
+    return out[0]
+
 # The general pipeline pauses the cyclic collector for texts this long (see pieceworks._collector).
 _PAUSE_COLLECTOR_CHARS = 4096
 

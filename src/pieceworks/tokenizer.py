@@ -36,8 +36,8 @@ from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encod
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
                                     pack as _raw_pack, pad_never_read as _pad_never_read, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
-from .decoders import (ByteFallback, ByteLevel, Fuse, Replace, Sequence as DecoderSequence, Strip, check_utf8_errors,
-                       fallback_byte, token_bytes)
+from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
+                       check_utf8_errors, fallback_byte, token_bytes)
 from .encoding import PLAIN_FRAME, Encoding
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
 
@@ -983,13 +983,14 @@ class Tokenizer:
         token cut off mid-character) give U+FFFD, or raise DecodeError with
         ``errors="strict"``.
         """
-        check_utf8_errors(errors)
+        if errors != "replace":
+            check_utf8_errors(errors)
         made = self._id_bytes()
         if made is not None:
-            table, strip = made
-            data = table.join(ids, skip_special_tokens, errors == "strict")
+            data = made[0].join(ids, skip_special_tokens, errors == "strict")
             if data is not None:
-                return ByteLevel.text_of(data, errors == "strict") if strip is None else strip(data.decode("utf-8"))
+                text = data.decode("utf-8", "replace") if errors == "replace" else ByteLevel.text_of(data, True)
+                return text if made[1] is None else made[1](text)
         tokens = []
         for i, tid in enumerate(_as_list(ids, "ids")):
             if isinstance(tid, bool) or not isinstance(tid, int):
@@ -1019,13 +1020,15 @@ class Tokenizer:
         - SentencePiece's chain, ``Replace(str, str)``, ``ByteFallback``, ``Fuse`` and an optional
           ``Strip`` (Llama 2, Mistral, Gemma): each token replaced, ``<0xAB>`` tokens as bytes,
           then the Strip of the one fused text.
+        - Metaspace (T5, BARThez) and WordPiece (BERT): each token's chunk depends on it alone and
+          on whether it comes first; both are spelled by the decoder itself, once.
         """
-        decoder, added, model = self.decoder, self._added, self._model
-        # (A Sequence's list edited in place moves no epoch: its members are part of the key.)
-        key = (epoch(), tuple(map(id, decoder.decoders)) if type(decoder) is DecoderSequence else ())
+        # (A Sequence's list edited in place moves no epoch: its members are checked too.)
         cached = self.__dict__.get("_id_bytes_for")
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if cached is not None and cached[0] == _EPOCH[0] and (cached[1] is None or tuple(cached[1]) == cached[2]):
+            return cached[3]
+        decoder, added, model = self.decoder, self._added, self._model
+        members = decoder.decoders if type(decoder) is DecoderSequence else None
         made = None
         size = max(model.get_vocab_size(), max(added.by_id, default=-1) + 1)
         if type(decoder) is ByteLevel:
@@ -1050,7 +1053,20 @@ class Tokenizer:
                         return None     # (a lone surrogate: the long way)
                     return data, added.is_special(token), -1 if byte is None else byte
                 made = (IdBytes(size, fill, fallback=True), strip)
-        self.__dict__["_id_bytes_for"] = (key, made)
+            elif type(decoder) in (Metaspace, WordPiece):
+                chain_of = decoder.decode_chain
+
+                def fill(tid: int) -> tuple[bytes, bool, bytes] | None:
+                    token = added.id_to_token(tid, model)
+                    if token is None:
+                        return None
+                    try:    # (as the second token, and as the first)
+                        return (chain_of([token, token])[1].encode("utf-8"), added.is_special(token),
+                                chain_of([token])[0].encode("utf-8"))
+                    except UnicodeEncodeError:
+                        return None     # (a lone surrogate: the long way)
+                made = (IdBytes(size, fill, first=True), None)
+        self.__dict__["_id_bytes_for"] = (_EPOCH[0], members, None if members is None else tuple(members), made)
         return made
 
     def decode_batch(self, sequences: list[list[int]], skip_special_tokens: bool = True,

@@ -38,6 +38,15 @@ cdef class IdBytes:
     >>> f.join([1, 2, 0, 1, 0], False).decode(), f.join([1, 3, 2], True).decode(), f.join([1], False, strict=True)
     ('\xe9a\ufffda', '\xe9', None)
 
+    With ``first``, ``fill(id)`` gives ``(bytes, special, first_bytes)``:
+    the first token joined (specials skipped first) is spelled by
+    ``first_bytes`` (Metaspace drops its "▁", WordPiece puts no space
+    before it).
+
+    >>> w = IdBytes(3, lambda i: [(b" a", False, b"a"), (b"b", False, b"b"), (b"[C]", True, b"[C]")][i], first=True)
+    >>> w.join([0, 1, 0], False), w.join([2, 0, 0], True), w.join([2, 0], False)
+    (b'ab a', b'a a', b'[C] a')
+
     >>> t = IdBytes(4, lambda i: None if i == 3 else (b"ab", False) if i == 1 else (b"<s>", True))
     >>> t.join([1, 2, 1], True), t.join((1, 2), False), t.join([], True)
     (b'abab', b'ab<s>', b'')
@@ -48,15 +57,17 @@ cdef class IdBytes:
     cdef list entries       # per id: None until met, then fill's tuple
     cdef object fill
     cdef Py_ssize_t size
-    cdef bint fallback
+    cdef bint fallback, first
 
-    def __init__(self, Py_ssize_t size, fill, bint fallback=False):
+    def __init__(self, Py_ssize_t size, fill, bint fallback=False, bint first=False):
         if size < 0:
             raise ValueError(f"IdBytes: size {size} is negative")
+        if fallback and first:
+            raise ValueError("IdBytes: fallback or first, not both")
         self.entries = [None] * size
         self.fill = fill
         self.size = size
-        self.fallback = fallback
+        self.fallback, self.first = fallback, first
 
     def join(self, ids, bint skip_special, bint strict=False):
         """The bytes of the tokens of ``ids`` (a list or tuple) joined, special tokens left out with
@@ -64,7 +75,8 @@ cdef class IdBytes:
         that is not an int (a bool neither), an id with no token, or (``strict``) a run of byte
         tokens that is not valid UTF-8."""
         cdef vector[char] out, run
-        cdef Py_ssize_t tid, width = 3 if self.fallback else 2
+        cdef Py_ssize_t tid, width = 3 if self.fallback or self.first else 2
+        cdef bint first = self.first
         cdef object entry
         cdef bytes data
         cdef int byte
@@ -85,9 +97,10 @@ cdef class IdBytes:
                 if entry is None:
                     return None
                 if type(entry) is not tuple or len(<tuple>entry) != width or type((<tuple>entry)[0]) is not bytes \
-                        or self.fallback and not -1 <= (<tuple>entry)[2] <= 255:
+                        or self.fallback and not -1 <= (<tuple>entry)[2] <= 255 \
+                        or self.first and type((<tuple>entry)[2]) is not bytes:
                     raise TypeError(f"IdBytes: fill({tid}) gave {entry!r}, not (bytes, special"
-                                    f"{', byte' if self.fallback else ''})")
+                                    f"{', byte' if self.fallback else ', first_bytes' if self.first else ''})")
                 self.entries[tid] = entry
             if skip_special and (<tuple>entry)[1]:
                 continue
@@ -98,7 +111,11 @@ cdef class IdBytes:
                     continue
                 if run.size() and not _flush_run(run, out, strict):
                     return None
-            data = <bytes>(<tuple>entry)[0]
+            if first:
+                data = <bytes>(<tuple>entry)[2]
+                first = False
+            else:
+                data = <bytes>(<tuple>entry)[0]
             out.insert(out.end(), PyBytes_AS_STRING(data), PyBytes_AS_STRING(data) + PyBytes_GET_SIZE(data))
         if run.size() and not _flush_run(run, out, strict):
             return None

@@ -1,0 +1,89 @@
+"""Decoding ids back to text: pieceworks against Hugging Face and tiktoken, in one process run.
+
+    python benchmarks/bench_decode.py               # every tokenizer.json in ../shared/data, and cl100k/o200k
+    python benchmarks/bench_decode.py --files gemma3,ruT5
+
+For each tokenizer.json (ByteLevel, SentencePiece's Replace/ByteFallback/Fuse/Strip
+chain, Metaspace, WordPiece): the ids of the prose, multilingual and code corpora
+(0.2 MB each) decoded as one list, and as lists of 8 ids, one decode call each
+(what a server streaming a generation does). Then tiktoken's encodings through
+the tiktoken face and tiktoken. Outputs are checked equal before a speed is
+reported; the table prints speed ratios (above 1: pieceworks faster). Quote the
+ratios: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_bpe_encode import corpora  # noqa: E402
+from harness import SHARED_DATA, compare  # noqa: E402
+
+#: Ids a decode call gets in the one-call-each column.
+STEP = 8
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=float, default=0.2, help="MB of each corpus (default 0.2)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell (median; default 5)")
+    parser.add_argument("--files", default="", help="comma-separated parts of folder names (default: every file)")
+    args = parser.parse_args(argv)
+    wanted = [part for part in args.files.split(",") if part]
+    from pieceworks import Tokenizer
+
+    texts = corpora(int(args.size * 1_000_000))
+    print(f"# decode: speed ratio to the peer (above 1: pieceworks faster), {args.size:g} MB per corpus, "
+          f"median of {args.repeat}")
+    print(f"{'file':<28}{'corpus':<14}{'tokens':>9}{'one list':>10}{f'{STEP} ids a call':>14}  peer")
+    try:
+        import tokenizers
+    except ImportError:
+        tokenizers = None
+        print("tokenizers is not installed: no tokenizer.json rows")
+    for path in sorted((SHARED_DATA / "tokenizers").rglob("tokenizer.json")) if tokenizers else []:
+        if wanted and not any(part in path.parent.name for part in wanted):
+            continue
+        ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
+        for tok in (ours, theirs):
+            tok.no_truncation()
+            tok.no_padding()
+        for corpus, text in texts.items():
+            ids = ours.encode(text).ids
+            row(path.parent.name, corpus, ids, ours.decode, theirs.decode, "tokenizers", args.repeat)
+    try:
+        import tiktoken
+    except ImportError:
+        print("tiktoken is not installed: no tiktoken rows")
+        return 0
+    from pieceworks import tiktoken as face
+
+    for name in ("cl100k_base", "o200k_base"):
+        if wanted and not any(part in name for part in wanted):
+            continue
+        try:
+            ours, theirs = face.get_encoding(name), tiktoken.get_encoding(name)
+        except Exception as exc:        # (no rank files here: tiktoken would download them)
+            print(f"{name}: skipped ({type(exc).__name__}: {exc})")
+            continue
+        for corpus, text in texts.items():
+            row(name, corpus, ours.encode_ordinary(text), ours.decode, theirs.decode, "tiktoken", args.repeat)
+    return 0
+
+
+def row(name: str, corpus: str, ids: list[int], ours, theirs, peer: str, repeat: int) -> None:
+    chunks = [ids[k:k + STEP] for k in range(0, len(ids), STEP)]
+    cells = []
+    for arg, mine, other in ((ids, ours, theirs), (chunks, lambda cs: [ours(c) for c in cs],
+                                                     lambda cs: [theirs(c) for c in cs])):
+        seconds = compare({"pieceworks": mine, peer: other}, arg, len(ids), unit="tokens", repeat=repeat)
+        cells.append(f"{seconds[peer] / seconds['pieceworks']:.2f}x")
+    print(f"{name[:27]:<28}{corpus:<14}{len(ids):>9}{cells[0]:>10}{cells[1]:>14}  {peer}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

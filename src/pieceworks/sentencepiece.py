@@ -19,7 +19,7 @@ import os
 
 from ._kernels.unigram import SpmDefaults, processor_encode
 from .errors import ConfigError, InputTypeError
-from .fast._pool import run_job
+from .fast._pool import cpu_count, run_job
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
 from .models.spm import SentencePieceModel, check_sampling, set_random_seed
 
@@ -479,7 +479,7 @@ def _thread_count(num_threads, n_items: int) -> int:
         raise InputTypeError(f"num_threads must be an int, got {type(num_threads).__name__}",
                              fix="pass e.g. num_threads=4, or -1 for one thread per CPU")
     if num_threads < 0:
-        num_threads = os.cpu_count() or 1
+        num_threads = cpu_count()
     return max(1, min(num_threads, n_items, 256))
 
 

@@ -39,6 +39,7 @@ from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
                        check_utf8_errors, fallback_byte, token_bytes)
 from .encoding import PLAIN_FRAME, Encoding
+from .fast._pool import num_threads, run_in_ranges
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
 
 __all__ = ["Tokenizer"]
@@ -233,8 +234,6 @@ class Tokenizer:
         enough, ranges of it run on ``PIECEWORKS_NUM_THREADS`` threads
         (default: the CPU count); the result is the serial one.
         """
-        from .fast._pool import run_in_ranges
-
         items = _as_list(input, "input")
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
         plan = None if is_pretokenized else self._current_plan()
@@ -270,8 +269,6 @@ class Tokenizer:
         :meth:`_around_added`), and the few others it leaves out (None)
         afterwards, on threads.
         """
-        from .fast._pool import num_threads, run_in_ranges
-
         added = self._added
         if type(items) is not list or not items or not only_str(items):
             return None
@@ -392,8 +389,6 @@ class Tokenizer:
         Only the ids are read, so a post-processor that just trims offsets
         does not stop the raw path (encode-dataset uses this).
         """
-        from .fast._pool import run_in_ranges
-
         plan = self._current_plan()
         split = self.encode_special_tokens
         frame = None if self._padding is not None else self._raw_batch_ready(plan, add_special_tokens, split,

@@ -117,10 +117,25 @@ def test_model_vocabulary_replaced_after_the_snapshot():
 def test_model_retrained_after_the_snapshot():
     tok = byte_level()
     first = tok.encode("the cat sat").ids
+    held = tok.encode("the cat<|endoftext|>sat").ids     # (a text the snapshot encodes around its token)
     tok.train_from_iterator(["the cat sat"] * 50, BpeTrainer(vocab_size=262, initial_alphabet=ByteLevel.alphabet(),
-                                                             show_progress=False))
+                                                             special_tokens=["<|endoftext|>"], show_progress=False))
     assert tok.encode("the cat sat").ids != first
-    assert_fresh(tok)
+    assert tok.encode("the cat<|endoftext|>sat").ids != held
+    assert_fresh(tok, TEXTS + ["the cat<|endoftext|>sat", "<|endoftext|> the cat"])
+
+
+def test_texts_holding_tokens_after_the_stages_change():
+    """The kernel the snapshot encodes around tokens with is the one of its epoch: a prefix space or
+    an NFC normalizer set afterwards is seen."""
+    tok = byte_level()
+    texts = ["the cat<|endoftext|>sat", "<|endoftext|>e\u0301 cafe\u0301", "x <|endoftext|>"]
+    assert_fresh(tok, texts)
+    tok.pre_tokenizer = ByteLevel(add_prefix_space=True)
+    assert_fresh(tok, texts)
+    tok.pre_tokenizer = ByteLevel(add_prefix_space=False)
+    tok.normalizer = NFC()
+    assert_fresh(tok, texts)
 
 
 def test_special_token_splitting_follows_the_setting(tok):

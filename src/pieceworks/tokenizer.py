@@ -842,10 +842,11 @@ class Tokenizer:
         :meth:`_encode_ids_around_added` makes them (not cut or padded: that would build the
         offsets at once, which is the long way's job)."""
         parts = self._around_parts(plan, False)
-        if parts is None:
+        encode_ids = plan.ids_around_now() if hasattr(plan, "ids_around_now") else plan.encode_ids_around
+        if parts is None or encode_ids is None:
             return None
         tokens, table, passes = parts
-        encode_ids, raw_around_found = plan.encode_ids_around, Tokenizer._raw_around_found
+        raw_around_found = Tokenizer._raw_around_found
 
         def around(tokenizer, text: str, frame, truncation) -> Encoding | None:
             ids = encode_ids(text, tokens) if (truncation is None and tokenizer._padding is None

@@ -299,6 +299,18 @@ class ByteBpePlan:
             return None
         return ready[0].encode_around(text, around, True)
 
+    def ids_around_now(self):
+        """:meth:`encode_ids_around` with the stages read now, as ``encode(text, around)``, or None
+        (they need a prefix space): for ``Tokenizer.encode``'s snapshot, kept while the component
+        epoch holds, as :meth:`one_text` is (reading the stages was half of a chat turn's time)."""
+        ready = self._prepare()
+        if ready is None or ready[1]:
+            return None
+        encode_around = ready[0].encode_around
+        if self.normalizer is None:
+            return lambda text, around: encode_around(text, around, True)
+        return lambda text, around: None if changes_text("NFC", text) else encode_around(text, around, True)
+
     def _encode_normalized(self, kernel: ByteBPE, text: str):
         # NFC through the aligned string, as the general path does; each token's
         # span in the normalized text maps to the original chars it came from.

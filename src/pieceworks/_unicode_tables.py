@@ -39,7 +39,8 @@ from ._unicode_scripts import script_ranges
 __all__ = ["WHITESPACE", "WORD", "PUNCT", "NUMERIC", "LETTER", "NUMBER",
            "char_flags", "script_table", "SCRIPT_ANY", "bert_accent_marks", "strip_accents_marks",
            "bert_controls", "LOWERCASE_AFTER_UNICODE_14", "NO_CANONICAL_DECOMPOSITION",
-           "NO_COMPATIBILITY_DECOMPOSITION", "NO_COMBINING_CLASS", "code_points"]
+           "NO_COMPATIBILITY_DECOMPOSITION", "NO_COMBINING_CLASS", "code_points", "grapheme_table",
+           "GRAPHEME_CLASSES", "PICTOGRAPHIC", "INCB_CONSONANT", "INCB_EXTEND", "INCB_LINKER"]
 
 WHITESPACE = 1
 WORD = 2
@@ -227,6 +228,37 @@ def char_flags() -> bytes:
     for cp in PUNCT_UNTIL_UNICODE_8:
         flags[cp] |= PUNCT
     return bytes(flags)
+
+
+# The grapheme table (``grapheme_table``): a char's Grapheme_Cluster_Break value in the low four bits (its
+# index in GRAPHEME_CLASSES; 0 is Other), and the flags the extended rules read (UAX #29 GB9c, GB11).
+GRAPHEME_CLASSES = ("Other", "CR", "LF", "Control", "Extend", "ZWJ", "SpacingMark", "Prepend",
+                    "L", "V", "T", "LV", "LVT", "Regional_Indicator")
+PICTOGRAPHIC = 0x10         # Extended_Pictographic
+INCB_CONSONANT = 0x20       # Indic_Conjunct_Break, two bits: Consonant, Extend or Linker
+INCB_EXTEND = 0x40
+INCB_LINKER = 0x60
+
+
+@functools.cache
+def grapheme_table() -> bytes:
+    """``N_CODE_POINTS`` bytes: each char's grapheme cluster break class and flags, as ``regex``
+    (whose ``\\X`` the Precompiled normalizer cuts text with) has them.
+
+    >>> table = grapheme_table()
+    >>> GRAPHEME_CLASSES[table[0x301] & 15], GRAPHEME_CLASSES[table[0x1100] & 15], bool(table[0x1F600] & PICTOGRAPHIC)
+    ('Extend', 'L', True)
+    """
+    text = _every_code_point()
+    combined = 0
+    sources = [(k, rf"\p{{Grapheme_Cluster_Break={name}}}+") for k, name in enumerate(GRAPHEME_CLASSES) if k]
+    sources += [(PICTOGRAPHIC, r"\p{Extended_Pictographic}+"),
+                (INCB_CONSONANT, r"\p{Indic_Conjunct_Break=Consonant}+"),
+                (INCB_EXTEND, r"\p{Indic_Conjunct_Break=Extend}+"),
+                (INCB_LINKER, r"\p{Indic_Conjunct_Break=Linker}+")]
+    for value, pattern in sources:     # (the values never overlap within a field: OR is assignment)
+        combined |= _flag_plane(value, pattern, (), text)
+    return combined.to_bytes(N_CODE_POINTS, "little")
 
 
 SCRIPT_ANY = 0

@@ -782,6 +782,34 @@ class Precompiled(Normalizer):
                                                                               False, False))
         return made[1]
 
+    def cluster_table(self) -> "tuple[bytes | None, dict]":
+        """``(table, edits)`` for the fast plans' aligned normalizing in C (``_aligned.aligned_precompiled``),
+        made once per charsmap: ``table`` the grapheme table (``_unicode_tables.grapheme_table``) with
+        ``RULE_START`` set on each char a rule begins with; ``edits`` a dict for them to keep each
+        cluster's edit in. ``table`` is None without a charsmap, or when a rule begins with bytes no
+        char encodes to (SentencePiece makes none: the general path takes such a charsmap).
+
+        >>> Precompiled(b"").cluster_table()
+        (None, {})
+        """
+        made = self.__dict__.get("_clusters")
+        if made is None or made[0] is not self.precompiled_charsmap:
+            made = self.__dict__["_clusters"] = (self.precompiled_charsmap, self._rule_start_table(), {})
+        return made[1], made[2]
+
+    def _rule_start_table(self) -> "bytes | None":
+        from ._kernels.aligned_nfc import RULE_START
+        from ._unicode_tables import grapheme_table
+
+        if self._charsmap is None:
+            return None
+        table = bytearray(grapheme_table())
+        for key, _ in self._charsmap.rules():
+            if _starts_with_invalid_utf8(key) or not key:
+                return None
+            table[ord(key.decode("utf-8", "replace")[0])] |= RULE_START
+        return bytes(table)
+
     def swap_controls(self, text: str) -> str:
         """``text`` with the control chars :meth:`control_swaps` lists swapped, one for one (so its
         offsets stay); ``text`` itself if it holds a CR (CR LF is one grapheme cluster, which a rule

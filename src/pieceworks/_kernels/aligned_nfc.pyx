@@ -82,13 +82,10 @@ def splice_segments(str source, Py_ssize_t start, Py_ssize_t end, bytes kinds, d
     cdef const void* data = PyUnicode_DATA(source)
     cdef const uint8_t* table = <const uint8_t*>PyBytes_AS_STRING(kinds)
     cdef Py_ssize_t table_size = PyBytes_GET_SIZE(kinds)
-    cdef Py_ssize_t i = start, j, done = start, n_maps = len(map_starts)
+    cdef Py_ssize_t i = start, j
     cdef Py_UCS4 c
-    cdef vector[int64_t] starts, shifts, maps
-    cdef vector[int32_t] map_a, map_b
+    cdef Splice splice = Splice(source, start, parts, length, len(map_starts))
     cdef PyObject* hit
-    cdef const int32_t* pairs
-    cdef Py_ssize_t k, count
     while i < end:
         c = PyUnicode_READ(kind, data, i)
         j = i + 1
@@ -109,40 +106,229 @@ def splice_segments(str source, Py_ssize_t start, Py_ssize_t end, bytes kinds, d
         hit = PyDict_GetItem(edits, segment)
         entry = <object>hit if hit != NULL else edit_of(segment)
         if entry is not None:
-            replacement, pair_bytes = <tuple>entry
-            if i > done:                # the stretch kept before it
-                starts.push_back(length)
-                shifts.push_back(done - length)
-                maps.push_back(-1)
-                parts.append(PyUnicode_Substring(source, done, i))
-                length += i - done
-            starts.push_back(length)
-            shifts.push_back(i)
-            maps.push_back(n_maps)
-            pairs = <const int32_t*>PyBytes_AS_STRING(pair_bytes)
-            count = PyBytes_GET_SIZE(pair_bytes) // 8
-            for k in range(count):
-                map_a.push_back(pairs[2 * k])
-                map_b.push_back(pairs[2 * k + 1])
-            n_maps += count
-            parts.append(replacement)
-            length += count
-            done = j
+            splice.replace(i, j, (<tuple>entry)[0], (<tuple>entry)[1])
         i = j
-    if end > done:
-        starts.push_back(length)
-        shifts.push_back(done - length)
-        maps.push_back(-1)
-        parts.append(PyUnicode_Substring(source, done, end))
-        length += end - done
-    if starts.size():
-        extend_buffer(seg_starts, <char*>starts.data(), starts.size())
-        extend_buffer(seg_shift, <char*>shifts.data(), shifts.size())
-        extend_buffer(seg_map, <char*>maps.data(), maps.size())
-    if map_a.size():
-        extend_buffer(map_starts, <char*>map_a.data(), map_a.size())
-        extend_buffer(map_ends, <char*>map_b.data(), map_b.size())
-    return length
+    return splice.finish(end, seg_starts, seg_shift, seg_map, map_starts, map_ends)
+
+
+cdef class Splice:
+    """An :class:`AlignedText`'s parts and arrays as a splice appends to them: stretches of
+    ``source`` kept as they are, between segments replaced by an edit (see ``splice_segments``)."""
+
+    cdef str source
+    cdef list parts
+    cdef Py_ssize_t done             # where the stretch not yet kept begins in source
+    cdef Py_ssize_t length           # chars made so far
+    cdef Py_ssize_t n_maps           # map pairs so far
+    cdef vector[int64_t] starts, shifts, maps
+    cdef vector[int32_t] map_a, map_b
+
+    def __cinit__(self, str source, Py_ssize_t start, list parts, Py_ssize_t length, Py_ssize_t n_maps):
+        self.source, self.parts, self.done, self.length, self.n_maps = source, parts, start, length, n_maps
+
+    cdef void keep_to(self, Py_ssize_t i) except *:
+        """Keep ``source[done:i]`` as it is."""
+        if i > self.done:
+            self.starts.push_back(self.length)
+            self.shifts.push_back(self.done - self.length)
+            self.maps.push_back(-1)
+            self.parts.append(PyUnicode_Substring(self.source, self.done, i))
+            self.length += i - self.done
+            self.done = i
+
+    cdef void replace(self, Py_ssize_t i, Py_ssize_t j, str replacement, bytes pair_bytes) except *:
+        """Put ``replacement`` for ``source[i:j]`` (``pair_bytes``: its map, relative to ``i``)."""
+        cdef const int32_t* pairs = <const int32_t*>PyBytes_AS_STRING(pair_bytes)
+        cdef Py_ssize_t k, count = PyBytes_GET_SIZE(pair_bytes) // 8
+        self.keep_to(i)
+        self.starts.push_back(self.length)
+        self.shifts.push_back(i)
+        self.maps.push_back(self.n_maps)
+        for k in range(count):
+            self.map_a.push_back(pairs[2 * k])
+            self.map_b.push_back(pairs[2 * k + 1])
+        self.n_maps += count
+        self.parts.append(replacement)
+        self.length += count
+        self.done = j
+
+    cdef void charge_last(self, Py_ssize_t i) noexcept:
+        """The last char made, inserted by the replacement that ends at ``i``, now stands for ``source[i]``
+        (a deletion there is charged to it)."""
+        cdef size_t last = self.map_a.size() - 1
+        self.map_a[last] = <int32_t>(i - self.shifts.back())
+        self.map_b[last] = <int32_t>(i - self.shifts.back() + 1)
+
+    cdef Py_ssize_t finish(self, Py_ssize_t end, array seg_starts, array seg_shift, array seg_map, array map_starts,
+                           array map_ends) except -1:
+        """Keep the rest up to ``end``, write the arrays; the text's new length."""
+        self.keep_to(end)
+        if self.starts.size():
+            extend_buffer(seg_starts, <char*>self.starts.data(), self.starts.size())
+            extend_buffer(seg_shift, <char*>self.shifts.data(), self.shifts.size())
+            extend_buffer(seg_map, <char*>self.maps.data(), self.maps.size())
+        if self.map_a.size():
+            extend_buffer(map_starts, <char*>self.map_a.data(), self.map_a.size())
+            extend_buffer(map_ends, <char*>self.map_b.data(), self.map_b.size())
+        return self.length
+
+
+# -- grapheme clusters, for the Precompiled (SentencePiece charsmap) normalizer ------------------------
+
+# A char's grapheme cluster break class, the low four bits of its byte in the grapheme table
+# (``_unicode_tables.grapheme_table``, in the order of its GRAPHEME_CLASSES), and the flags above them.
+cdef enum:
+    G_OTHER, G_CR, G_LF, G_CONTROL, G_EXTEND, G_ZWJ, G_SPACING_MARK, G_PREPEND, G_L, G_V, G_T, G_LV, G_LVT, G_RI
+    G_CLASS = 0x0F
+    G_PICTOGRAPHIC = 0x10
+    G_INCB = 0x60
+    G_INCB_CONSONANT = 0x20
+    G_INCB_EXTEND = 0x40
+    G_INCB_LINKER = 0x60
+
+cpdef enum:
+    RULE_START = 0x80       # (set by the caller's table) a charsmap rule may begin with this char
+
+DEF N_CODE_POINTS = 0x110000
+
+
+def splice_clusters(str source, Py_ssize_t start, Py_ssize_t end, bytes table, dict edits, edit_of,
+                    list parts, array seg_starts, array seg_shift, array seg_map, array map_starts,
+                    array map_ends, Py_ssize_t length):
+    """:func:`splice_segments` for the Precompiled normalizer: the segments are the grapheme clusters
+    (as ``regex``'s ``\\X`` cuts them) that hold a char ``table`` flags RULE_START; -1 when
+    Hugging Face's alignment cannot be made so.
+
+    ``table``: the grapheme table with RULE_START set (a byte per code
+    point). ``edits`` and ``edit_of`` give a cluster's entry: None, or
+    ``(replacement, map, charged, inserts_last)``. ``charged``: the
+    cluster's first chars are deleted while it has made nothing yet, which
+    Hugging Face charges to the char made before it (the map already starts
+    past them). That char's span holds, unless it was inserted (the last
+    char of a replacement with ``inserts_last``): it then stands for the
+    first char deleted. With no char made before it in
+    ``source[start:end]``, the deletion is charged to nothing, and every
+    later char aligns one place early: -1, for the caller's general path to
+    do the same.
+
+    >>> from pieceworks._unicode_tables import grapheme_table
+    >>> table = bytearray(grapheme_table()); table[ord("e")] |= RULE_START
+    >>> edits = {"e\\u0301": ("\\xe9", b"\\x00\\x00\\x00\\x00\\x01\\x00\\x00\\x00", False, False), "e": None}
+    >>> from array import array
+    >>> parts, arrays = [], [array("q"), array("q"), array("q"), array("i"), array("i")]
+    >>> splice_clusters("xe\\u0301e!", 0, 5, bytes(table), edits, None, parts, *arrays, 0)
+    4
+    >>> parts, [a.tolist() for a in arrays]
+    (['x', '\\xe9', 'e!'], [[0, 1, 2], [0, 1, 1], [-1, 0, -1], [0], [1]])
+    """
+    cdef int kind = PyUnicode_KIND(source)
+    cdef const void* data = PyUnicode_DATA(source)
+    cdef const uint8_t* classes = <const uint8_t*>PyBytes_AS_STRING(table)
+    cdef Py_ssize_t i = start, j
+    cdef bint made = False          # some char made before i (one a deletion may be charged to)
+    cdef bint inserted = False      # the last char made was inserted by the replacement right before i
+    cdef uint8_t seen
+    cdef Splice splice = Splice(source, start, parts, length, len(map_starts))
+    cdef PyObject* hit
+    if PyBytes_GET_SIZE(table) != N_CODE_POINTS:
+        raise ValueError(f"splice_clusters: the table has {PyBytes_GET_SIZE(table)} bytes, not one per code point")
+    while i < end:
+        j = _cluster_end(kind, data, i, end, classes, &seen)
+        if not seen & RULE_START:
+            made, inserted = True, False
+            i = j
+            continue
+        segment = PyUnicode_Substring(source, i, j)
+        hit = PyDict_GetItem(edits, segment)
+        entry = <object>hit if hit != NULL else edit_of(segment)
+        if entry is None:
+            made, inserted = True, False
+        else:
+            replacement, pair_bytes, charged, inserts_last = <tuple>entry
+            if charged:
+                if not made:
+                    return -1
+                if inserted:
+                    splice.charge_last(i)
+                    inserted = False
+            splice.replace(i, j, replacement, pair_bytes)
+            if len(replacement):
+                made, inserted = True, inserts_last
+        i = j
+    return splice.finish(end, seg_starts, seg_shift, seg_map, map_starts, map_ends)
+
+
+def cluster_ends(str text, bytes table):
+    """Where each grapheme cluster of ``text`` ends (for tests against ``regex``'s ``\\X``).
+
+    >>> from pieceworks._unicode_tables import grapheme_table
+    >>> cluster_ends("ae\\u0301\\r\\n\\U0001F1EB\\U0001F1F7\\U0001F1EB", grapheme_table())
+    [1, 3, 5, 7, 8]
+    """
+    cdef int kind = PyUnicode_KIND(text)
+    cdef const void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text)
+    cdef uint8_t seen
+    if PyBytes_GET_SIZE(table) != N_CODE_POINTS:
+        raise ValueError(f"cluster_ends: the table has {PyBytes_GET_SIZE(table)} bytes, not one per code point")
+    out = []
+    while i < n:
+        i = _cluster_end(kind, data, i, n, <const uint8_t*>PyBytes_AS_STRING(table), &seen)
+        out.append(i)
+    return out
+
+
+cdef Py_ssize_t _cluster_end(int kind, const void* data, Py_ssize_t i, Py_ssize_t end, const uint8_t* table,
+                             uint8_t* seen) noexcept:
+    """Where the grapheme cluster starting at ``i`` ends (UAX #29's rules, read pair by pair with the
+    state the extended ones need); ``seen``: the OR of its chars' table bytes."""
+    cdef uint8_t prev = table[PyUnicode_READ(kind, data, i)], cur
+    cdef uint8_t before = prev & G_CLASS, klass
+    cdef Py_ssize_t j = i + 1
+    cdef int emoji = 1 if prev & G_PICTOGRAPHIC else 0     # GB11: 1 after ExtPict Extend*, 2 after its ZWJ
+    cdef int flags = 1 if before == G_RI else 0           # GB12/13: regional indicators in a row
+    cdef int conjunct = 1 if prev & G_INCB == G_INCB_CONSONANT else 0    # GB9c: 1 after a consonant, 2 its linker
+    seen[0] = prev
+    if before == G_CR:                                      # GB3, GB4
+        if j < end and table[PyUnicode_READ(kind, data, j)] & G_CLASS == G_LF:
+            seen[0] |= table[PyUnicode_READ(kind, data, j)]
+            j += 1
+        return j
+    if before == G_LF or before == G_CONTROL:               # GB4
+        return j
+    while j < end:
+        cur = table[PyUnicode_READ(kind, data, j)]
+        klass = cur & G_CLASS
+        if klass == G_CR or klass == G_LF or klass == G_CONTROL:
+            break                                           # GB5
+        if not (klass == G_EXTEND or klass == G_ZWJ or klass == G_SPACING_MARK          # GB9, GB9a
+                or before == G_PREPEND                                                  # GB9b
+                or before == G_L and (klass == G_L or klass == G_V or klass == G_LV or klass == G_LVT)  # GB6
+                or (before == G_LV or before == G_V) and (klass == G_V or klass == G_T)                 # GB7
+                or (before == G_LVT or before == G_T) and klass == G_T                                  # GB8
+                or cur & G_INCB == G_INCB_CONSONANT and conjunct == 2                                   # GB9c
+                or cur & G_PICTOGRAPHIC and emoji == 2                                                  # GB11
+                or klass == G_RI and flags % 2 == 1):                                                   # GB12, GB13
+            break
+        if cur & G_PICTOGRAPHIC:
+            emoji = 1
+        elif emoji == 1 and klass == G_EXTEND:
+            emoji = 1
+        elif emoji == 1 and klass == G_ZWJ:
+            emoji = 2
+        else:
+            emoji = 0
+        flags = flags + 1 if klass == G_RI else 0
+        if cur & G_INCB == G_INCB_CONSONANT:
+            conjunct = 1
+        elif conjunct and cur & G_INCB == G_INCB_LINKER:
+            conjunct = 2
+        elif not (conjunct and cur & G_INCB == G_INCB_EXTEND):
+            conjunct = 0
+        seen[0] |= cur
+        before = klass
+        j += 1
+    return j
 
 
 cdef inline uint8_t _kind(Py_UCS4 c, const uint8_t* table, Py_ssize_t table_size) noexcept:

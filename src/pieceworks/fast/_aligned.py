@@ -7,16 +7,16 @@ Only the parts a normalizer changes are mapped char by char; the stretches
 between them only move. :class:`AlignedForm` normalizes with a Unicode form
 (:class:`AlignedNfc` with NFC: the gaps between added tokens, each on its
 own, as Hugging Face does);
-:func:`aligned_precompiled` with a SentencePiece charsmap, word by word.
+:func:`aligned_precompiled` with a SentencePiece charsmap, cluster by cluster.
 """
 
 from __future__ import annotations
 
 from array import array
 
-import regex
+from functools import partial
 
-from .._kernels.aligned_nfc import splice_segments
+from .._kernels.aligned_nfc import splice_clusters, splice_segments
 from .._kernels.raw_encoding import remap_offsets
 from .._unicode_forms import _EDIT_OF, segment_edits, segment_kinds, span_pairs
 
@@ -132,53 +132,60 @@ def aligned_precompiled(precompiled, text: str) -> "AlignedText | None":
     """``text`` through a SentencePiece charsmap (:class:`~pieceworks.normalizers.Precompiled`), aligned;
     or None for the general path.
 
-    Word by word: a grapheme cluster never spans a line feed, nor a space
-    but after a Prepend char, so such a stretch normalizes alone. A
-    stretch that no rule matches in once the control chars the charsmap
-    swaps one for one (``Precompiled.control_swaps``: the newline it makes
-    a space; not in a text with a CR, as CR LF is one cluster) are swapped
-    is kept so swapped, as the fast plans take whole texts; any other is
+    The grapheme clusters holding a char some rule begins with are each
     replaced through ``Precompiled.changes``, the normalizer's own edit
-    list, on the stretch as it came. None when such a stretch's first
-    cluster is deleted: Hugging Face then charges the deletion to the char
-    before, which this cut does not see, or, at the text's start, to
-    nothing, so every later char aligns one place early.
+    list, on the cluster alone; the clusters are found, and the edits
+    spliced, in C (``aligned_nfc.splice_clusters``), and each cluster's
+    edit is kept. None when the charsmap has a rule C cannot place
+    (``Precompiled.cluster_table``), or a deletion has no char before it to
+    be charged to (Hugging Face then aligns every later char one place
+    early).
 
     >>> from pieceworks.normalizers import Precompiled     # doctest: +SKIP
     >>> aligned_precompiled(Precompiled(charsmap), "a\\nﬁx").text    # doctest: +SKIP
     'a fix'
     """
-    checker = precompiled.rule_checker()
-    if checker is None:
+    table, edits = precompiled.cluster_table()
+    if table is None:
         return None
-    swapped = precompiled.swap_controls(text)
-    view = AlignedText(swapped)
-    leaves = checker.leaves
-    kept = 0        # where the stretch to keep as it is began
-    line_start = 0
-    while line_start < len(text):
-        line_end = text.find("\n", line_start) + 1 or len(text)
-        if not leaves(swapped[line_start:line_end]):
-            # Word by word within the line: only the words a rule matches in are replaced.
-            line = text[line_start:line_end]
-            cuts = [m.start() for m in _CLUSTER_AT_SPACE.finditer(line) if m.start()] + [len(line)]
-            start = 0
-            for end in cuts:
-                if not leaves(swapped[line_start + start:line_start + end]):
-                    changes = precompiled.changes(line[start:end])     # (the word as it came: see the doc)
-                    if _consumed(changes) != end - start:
-                        return None     # (a deletion the word before carries, or, at the start, none: see the doc)
-                    view.keep(kept, line_start + start)
-                    view.replace(line_start + start, line_start + end, changes)
-                    kept = line_start + end
-                start = end
-        line_start = line_end
-    view.keep(kept, len(text))
-    return view
+    view = AlignedText(text)
+    view.length = splice_clusters(text, 0, len(text), table, edits, partial(_cluster_edit, precompiled, edits),
+                                  view._parts, view._seg_starts, view._seg_shift, view._seg_map, view._map_starts,
+                                  view._map_ends, 0)
+    return view if view.length >= 0 else None
 
 
-# A space starts a grapheme cluster unless a Prepend char comes before it (rule GB9b).
-_CLUSTER_AT_SPACE = regex.compile(r"(?<!\p{Grapheme_Cluster_Break=Prepend}) ")
+#: Cluster edits kept per charsmap before the dict starts over (a cluster of each script's letters
+#: and marks: a few thousand in the UDHR's 500 languages).
+_MAX_CLUSTER_EDITS = 1 << 16
+
+
+def _cluster_edit(precompiled, edits: dict, cluster: str) -> "tuple[str, bytes, bool, bool] | None":
+    """``splice_clusters``' entry for ``cluster`` (kept in ``edits``): None if the charsmap leaves it,
+    else ``(replacement, map, charged, inserts_last)``.
+
+    ``charged``: its first chars are deleted before it makes any, which
+    the normalizer charges to the char before it; its map starts past them.
+    ``inserts_last``: its last char is an insertion.
+
+    >>> from pieceworks.normalizers import Precompiled
+    >>> _cluster_edit(Precompiled(b""), {}, "a") is None
+    True
+    """
+    changes = precompiled.changes(cluster)
+    made = "".join([ch for ch, _ in changes])
+    if made == cluster and not any(change for _, change in changes):
+        entry = None
+    else:
+        charged = len(cluster) - _consumed(changes)
+        pairs = span_pairs(changes)
+        if charged:
+            pairs = array("i", [at + charged for at in pairs])
+        entry = (made, pairs.tobytes(), charged > 0, bool(changes) and changes[-1][1] > 0)
+    if len(edits) >= _MAX_CLUSTER_EDITS:
+        edits.clear()
+    edits[cluster] = entry
+    return entry
 
 
 def _consumed(changes: list) -> int:

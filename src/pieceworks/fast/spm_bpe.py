@@ -266,7 +266,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
 
     A text the charsmap leaves alone but for control chars it makes one other char (each a grapheme
     of its own, swapped one for one: ``Precompiled.control_swaps``) is encoded as it is; any other
-    is normalized word by word with its alignment (``_aligned.aligned_precompiled``), encoded, and
+    is normalized cluster by cluster with its alignment (``_aligned.aligned_precompiled``), encoded, and
     its offsets mapped back. A text that holds a ``▁`` (Metaspace would cut a word there), before
     or after normalizing, takes the general way.
     """

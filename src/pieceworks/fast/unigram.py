@@ -11,7 +11,7 @@ Viterbi on each, giving the general path's ids, tokens, offsets and word
 ids. A text whose only changes are control chars the charsmap makes one
 other char (newlines and tabs, which become spaces) is encoded after they
 are swapped (``Precompiled.control_swaps``). Any other text the charsmap
-changes is normalized word by word with its alignment
+changes is normalized cluster by cluster with its alignment
 (``_aligned.aligned_precompiled``), encoded, and its offsets mapped back;
 where that cannot be done the tokenizer takes the general path.
 
@@ -217,7 +217,7 @@ class UnigramMetaspacePlan:
         return setup, result
 
     def _encode_aligned(self, text: str, setup: tuple):
-        """:meth:`encode_plain`'s result for a text the charsmap changes: normalized word by word with its
+        """:meth:`encode_plain`'s result for a text the charsmap changes: normalized cluster by cluster with its
         alignment (``_aligned.aligned_precompiled``), encoded, offsets mapped back; or None."""
         view = aligned_precompiled(self._precompiled(), text)
         return None if view is None else self._encode_through(view.text, [view], setup)
@@ -284,10 +284,20 @@ class UnigramMetaspacePlan:
             for (k, _), result in zip(swapped, self._raw_results([plain for _, plain in swapped],
                                                                  [prepends[k] for k, _ in swapped], rules, collapse)):
                 results[k] = result     # (a swap is one char for one: the offsets hold)
-            for k in redo:
-                if results[k] is None:
-                    results[k] = self.encode_raw(texts[k], ats[k])
+            self._aligned_results(texts, prepends, collapse, [k for k in redo if results[k] is None], results)
         return results
+
+    def _aligned_results(self, texts: list[str], prepends: list[bool], collapse: bool, redo: list[int],
+                         results: list) -> None:
+        """:meth:`encode_raw_batch`'s results for ``texts[k]``, ``k`` in ``redo`` (texts the charsmap
+        changes), put in ``results``: each normalized with its alignment (``_aligned.aligned_precompiled``),
+        all through the kernel at once, offsets moved back. A text no view takes stays None."""
+        precompiled = self._precompiled()
+        views = [(k, view) for k in redo for view in (aligned_precompiled(precompiled, texts[k]),) if view is not None]
+        made = self._raw_results([view.text for _, view in views], [prepends[k] for k, _ in views], None, collapse)
+        for (k, view), result in zip(views, made):
+            if result is not None:
+                results[k] = (view.remap(result[0], result[1]), *result[1:])
 
     def _cleaned_results(self, texts: list[str], prepends: list[bool], nmt: bool, form: str | None,
                          collapse: bool) -> list:

@@ -593,9 +593,10 @@ def _hf_rut5(path: str):
 
 
 def test_a_text_with_an_unknown_char_is_encoded_once_and_options_are_read_each_time(shared_data):
-    """An unknown char is spelled by its own text, which a raw encoding cannot: the plan declines
-    the raw way and hands its result to the plain way, so the kernel runs once per encode; a changed
-    option is never answered with a result made under the old one."""
+    """An unknown char is spelled by its own text, which a raw encoding cannot hold: the kernel's
+    batch gives the tokens with it, and encode's snapshot takes them, so the kernel runs once per
+    encode. The plan's encode_raw declines and hands its result to the plain way (the long way's);
+    a changed option is never answered with a result made under the old one."""
     tok = Tokenizer.from_file(str(shared_data / RUT5))
     general = twin(tok)
     core = tok.model._core
@@ -608,6 +609,10 @@ def test_a_text_with_an_unknown_char_is_encoded_once_and_options_are_read_each_t
         def hf_metaspace_encode(self, *args):
             calls.append(args[0])
             return core.hf_metaspace_encode(*args)
+
+        def hf_metaspace_raw_batch(self, *args):
+            calls.extend(args[0])
+            return core.hf_metaspace_raw_batch(*args)
 
     tok.model._core = Counting()
     text = "Äpfel und Ωmega 😀 hier"
@@ -623,6 +628,7 @@ def test_a_text_with_an_unknown_char_is_encoded_once_and_options_are_read_each_t
         assert plan.encode_raw(text) is None
         tok.pre_tokenizer.prepend_scheme = "always" if scheme == "never" else "never"
         assert fields(tok.encode(text)) == fields(general.encode(text)), scheme
+        assert fields(tok.encode(text, add_special_tokens=False)) == fields(general.encode(text, add_special_tokens=False))
     assert [fields(e) for e in tok.encode_batch([text, "plain"])] == [fields(general.encode(t)) for t in [text, "plain"]]
 
 

@@ -314,3 +314,26 @@ def test_tokens_matched_after_normalizing_are_found_in_the_normalized_text():
     texts = ["a XYZZY b", "[CLS] XyZzY", "xyzzy [X] HELLO", "[X]XYZZY[X]", "hello"]
     assert_fresh(tok, texts)
     assert "xyzzy" in tok.encode("a XYZZY b").tokens
+
+
+def test_unknown_chars_and_changed_text_through_the_snapshot_as_hugging_face(shared_data):
+    """ruT5 has no "{", "😀" or "Ω": the snapshot takes the tokens the kernel spells from the text,
+    and texts its charsmap changes (a newline, NFD marks, ﬁ): as the long way and Hugging Face,
+    with special tokens or not, truncated (a cut text with such tokens goes the long way) and
+    padded."""
+    hf = pytest.importorskip("tokenizers")
+    relative, _ = CHAT_FILES["ruT5"]
+    ours, theirs = Tokenizer.from_file(str(shared_data / relative)), hf.Tokenizer.from_file(str(shared_data / relative))
+    texts = ["int f() { return 1; }\n", "😀 Ωmega", "cafe\u0301 ﬁn {x}\n", "plain words\n", "{", ""]
+    settings = [lambda t: None, lambda t: t.enable_truncation(3), lambda t: t.enable_padding(length=12)]
+    for configure in settings:
+        for tok in (ours, theirs):
+            tok.no_truncation()
+            tok.no_padding()
+            configure(tok)
+        assert ours._single_text().usable
+        for text in texts:
+            for add in (True, False):
+                mine = ours.encode(text, add_special_tokens=add)
+                assert_same_encoding(mine, ours._encode_general(text, add_special_tokens=add), repr(text))
+                assert_same_encoding(mine, theirs.encode(text, add_special_tokens=add), repr(text))

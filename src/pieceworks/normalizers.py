@@ -818,12 +818,16 @@ class Precompiled(Normalizer):
         >>> Precompiled(b"").swap_controls("a\\nb")
         'a\\nb'
         """
-        table = self.control_swaps()
+        made = self.__dict__.get("_swapping")     # (one look-up: a line's encode calls this)
+        if made is None or made[0] is not self.precompiled_charsmap:
+            made = self.__dict__["_swapping"] = (self.precompiled_charsmap, self.control_swaps(), self._swap_finder())
+        table = made[1]
         if not table or "\r" in text:
             return text
         # The few swapped chars a text holds, each replaced by a C scan: str.translate looks up every
         # char of the text (most of a line of UDHR's scripts' time through the SentencePiece plans).
-        for ch in set(self._swap_finder().findall(text)):
+        found = made[2].findall(text)
+        for ch in found if len(found) < 2 else set(found):
             text = text.replace(ch, table[ord(ch)])
         return text
 

@@ -23,6 +23,7 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_Tailmatch(object text, object part, Py_ssize_t start, Py_ssize_t end, int direction) except -1
 
 from pieceworks._kernels.raw_encoding cimport encoding_of
+from pieceworks._kernels.raw_encoding import fill_encodings
 
 from pieceworks._component import _EPOCH
 
@@ -33,8 +34,10 @@ cdef class SingleText:
     ``encoder(text)``: the plan's one-text kernel call, ``(raw, n_tokens,
     ...)`` or anything else for the long way; a fifth item or more means
     ``(raw, n_tokens, _, spans_from, source)``, the ids alone (see
-    ``raw_encoding.make_raw``). ``strings[id]``: a token's
-    string. ``finder``: a TokenTrie of the added tokens' contents (None:
+    ``raw_encoding.make_raw``), unless the fifth is a list: then the result
+    is ``(raw, n_tokens, n_words, strings, tokens)``, its own token strings
+    (an unknown char spelled by its text; ``raw_encoding.fill_encodings``).
+    ``strings[id]``: a token's string. ``finder``: a TokenTrie of the added tokens' contents (None:
     no token): a text it says ``holds`` one goes the long way.
     ``frames``/``truncations``: the post-processing frame and what
     truncation does (``raw_encoding.encoding_of``), for
@@ -102,10 +105,15 @@ cdef class SingleText:
             if type(result) is not tuple:
                 return None
             spans_from = source = None
-            if len(<tuple>result) >= 5:     # the ids alone, with what works out the offsets if asked
-                spans_from, source = (<tuple>result)[3], (<tuple>result)[4]
-            encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings, frame,
-                                   truncation, spans_from, source)
+            if len(<tuple>result) == 5 and type((<tuple>result)[4]) is list:     # its own token strings
+                made = [None]
+                fill_encodings(self.encoding_type, made, (0,), [result], frame, truncation)
+                encoding = made[0]
+            else:
+                if len(<tuple>result) >= 5:     # the ids alone, with what works out the offsets if asked
+                    spans_from, source = (<tuple>result)[3], (<tuple>result)[4]
+                encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings,
+                                       frame, truncation, spans_from, source)
         if encoding is None:
             return None
         if self.pads:

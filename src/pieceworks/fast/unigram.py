@@ -261,7 +261,7 @@ class UnigramMetaspacePlan:
         ``tokens`` its token strings, for a caller that sets them (one that cannot takes it as None).
 
         All texts go through the kernel at once, the GIL released; those the
-        charsmap changes then take :meth:`encode_raw`'s ways, one by one.
+        charsmap changes then again, swapped or normalized (:meth:`_changed_results`).
         """
         model, pre = self.model, self.pre_tokenizer
         parts = self._parts()
@@ -276,16 +276,26 @@ class UnigramMetaspacePlan:
             return self._cleaned_results(texts, prepends, nmt, form, collapse)
         rules = None if charsmap is None else self._precompiled().rule_checker()
         results = self._raw_results(texts, prepends, rules, collapse)
-        redo = [k for k, result in enumerate(results) if result is None] if charsmap is not None else []
-        if redo:    # most often a newline, which the charsmap makes a space: see Precompiled.control_swaps
-            swap = self._precompiled().swap_controls
-            swapped = [(k, plain) for k in redo for plain in (swap(texts[k]),)
-                       if plain is not texts[k] and plain != texts[k]]
-            for (k, _), result in zip(swapped, self._raw_results([plain for _, plain in swapped],
-                                                                 [prepends[k] for k, _ in swapped], rules, collapse)):
-                results[k] = result     # (a swap is one char for one: the offsets hold)
-            self._aligned_results(texts, prepends, collapse, [k for k in redo if results[k] is None], results)
+        if charsmap is not None:
+            self._changed_results(texts, prepends, rules, collapse, results)
         return results
+
+    def _changed_results(self, texts: list[str], prepends: list[bool], rules, collapse: bool, results: list) -> None:
+        """The results still None in ``results`` (texts a charsmap rule matches in), made again: with the
+        control chars the charsmap swaps one for one swapped (most often a newline, which it makes a
+        space: see Precompiled.control_swaps), else normalized with their alignment."""
+        redo = [k for k, result in enumerate(results) if result is None]
+        if not redo:
+            return
+        swap = self._precompiled().swap_controls
+        swapped = [(k, plain) for k in redo for plain in (swap(texts[k]),)
+                   if plain is not texts[k] and plain != texts[k]]
+        for (k, _), result in zip(swapped, self._raw_results([plain for _, plain in swapped],
+                                                             [prepends[k] for k, _ in swapped], rules, collapse)):
+            results[k] = result     # (a swap is one char for one: the offsets hold)
+        redo = [k for k in redo if results[k] is None]
+        if redo:
+            self._aligned_results(texts, prepends, collapse, redo, results)
 
     def _aligned_results(self, texts: list[str], prepends: list[bool], collapse: bool, redo: list[int],
                          results: list) -> None:
@@ -319,13 +329,15 @@ class UnigramMetaspacePlan:
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot, or None (the long way).
 
-        ``encode(text)`` is :meth:`encode_raw` of a text at 0 less its
-        strings: the kernel's batch call on the one text, the stages read
+        ``encode(text)`` is :meth:`encode_raw_batch`'s result for a text at
+        0: the kernel's batch call on the one text, the stages read
         now (a short text spent most of its time reading them, and making
         the kernel's lists into a raw encoding). The normalizer Sequence's
         members are checked per call (editing its list moves no epoch). A
         text the charsmap changes, or holding an unknown char, takes
-        :meth:`encode_raw`'s ways; after Nmt or a Unicode form, every text.
+        :meth:`encode_raw_batch`'s ways; after Nmt or a Unicode form, every
+        text. A text holding an unknown char comes with its own token strings
+        (a fifth item: see ``SingleText``).
         """
         model, pre = self.model, self.pre_tokenizer
         parts = self._parts()
@@ -345,14 +357,15 @@ class UnigramMetaspacePlan:
         def encode(text: str):
             if members and tuple(members) != expected:
                 return None
-            result = batch([text], prepends, pieces, rules, replacement, split, collapse)[0]
-            # (None: a char the charsmap changes; 5 items: an unknown char, spelled by its text.)
-            return encode_one(text) if result is None or len(result) > 4 else result
+            results = batch([text], prepends, pieces, rules, replacement, split, collapse)
+            if results[0] is None and rules is not None:    # (a char the charsmap changes)
+                changed([text], prepends, rules, collapse, results)
+            return results[0]
+        changed = self._changed_results
         return encode, pieces
 
     def _encode_one(self, text: str):
-        result = self.encode_raw(text)
-        return None if result is None else result[:3]
+        return self.encode_raw_batch([text])[0]
 
     def normalizes_nothing(self, text: str) -> bool:
         """Not promised (the Precompiled rules are not checked here): tokens matched after normalizing

@@ -735,3 +735,20 @@ def test_decomposed_lines_batched_are_hugging_faces(shared_data):
         assert (mine.ids, mine.tokens, mine.offsets) == (ref.ids, ref.tokens, ref.offsets), repr(line[:60])
     for line, mine in list(zip(lines, ours))[::37]:
         assert fields(fast.encode(line)) == fields(mine), repr(line[:60])
+
+
+def test_long_clusters_are_normalized_char_by_char_as_hugging_face(shared_data):
+    """A cluster of 6 UTF-8 bytes or more takes the charsmap's rules char by char (a letter and its
+    marks: é composes while short, not once long), and a deletion inside it is charged to the
+    char before, as Hugging Face does; so does a megabyte-long cluster, in linear time."""
+    fast, general = rut5(shared_data)
+    hf = _hf_rut5(str(shared_data / RUT5))
+    texts = ["e" + "\u0301" * k for k in range(1, 9)] + ["\ufb01" + "\u0301" * 4, "x\u2026\u0301\u0301\x01 y",
+                                                        "a \u00bd\u0301\u0301\u0301\u200b", "\u3000e\u0301\u0301\u0301 z"]
+    for text in texts:
+        ours = fast.encode(text)
+        assert fields(ours) == fields(general.encode(text)), repr(text)
+        theirs = hf.encode(text)
+        assert (ours.ids, ours.tokens, ours.offsets) == (theirs.ids, theirs.tokens, theirs.offsets), repr(text)
+    huge = "e" + "\u0301" * 300_000
+    assert fast.encode(huge).offsets == hf.encode(huge).offsets

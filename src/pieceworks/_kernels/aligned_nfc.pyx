@@ -2,6 +2,12 @@
 # distutils: language = c++
 """The segments a Unicode normalization may change, found and spliced in one pass (``fast/_aligned.py``).
 
+Two normalizers: the Unicode forms (:func:`splice_segments`, below) and
+SentencePiece's charsmap (:func:`splice_clusters`: the grapheme clusters
+holding a char some rule begins with, cut by UAX #29's rules from a table,
+each replaced by the normalizer's own edit of it; before, each word such a
+cluster was in took a regex and the edit list per char, in Python).
+
 :class:`~pieceworks.fast._aligned.AlignedNfc` normalizes a text part by
 part: the segments NFC may change (a char and the marks after it, or a char
 that changes alone: ``_unicode_forms.changed_segments``) are replaced by
@@ -196,8 +202,9 @@ def splice_clusters(str source, Py_ssize_t start, Py_ssize_t end, bytes table, d
                     list parts, array seg_starts, array seg_shift, array seg_map, array map_starts,
                     array map_ends, Py_ssize_t length):
     """:func:`splice_segments` for the Precompiled normalizer: the segments are the grapheme clusters
-    (as ``regex``'s ``\\X`` cuts them) that hold a char ``table`` flags RULE_START; -1 when
-    Hugging Face's alignment cannot be made so.
+    (as ``regex``'s ``\\X`` cuts them) that hold a char ``table`` flags RULE_START, or in a cluster
+    of 6 UTF-8 bytes or more, each such char (the normalizer's rules then apply char by char); -1
+    when Hugging Face's alignment cannot be made so.
 
     ``table``: the grapheme table with RULE_START set (a byte per code
     point). ``edits`` and ``edit_of`` give a cluster's entry: None, or
@@ -224,7 +231,7 @@ def splice_clusters(str source, Py_ssize_t start, Py_ssize_t end, bytes table, d
     cdef int kind = PyUnicode_KIND(source)
     cdef const void* data = PyUnicode_DATA(source)
     cdef const uint8_t* classes = <const uint8_t*>PyBytes_AS_STRING(table)
-    cdef Py_ssize_t i = start, j
+    cdef Py_ssize_t i = start, j, step
     cdef bint made = False          # some char made before i (one a deletion may be charged to)
     cdef bint inserted = False      # the last char made was inserted by the replacement right before i
     cdef uint8_t seen
@@ -238,24 +245,44 @@ def splice_clusters(str source, Py_ssize_t start, Py_ssize_t end, bytes table, d
             made, inserted = True, False
             i = j
             continue
-        segment = PyUnicode_Substring(source, i, j)
-        hit = PyDict_GetItem(edits, segment)
-        entry = <object>hit if hit != NULL else edit_of(segment)
-        if entry is None:
-            made, inserted = True, False
-        else:
-            replacement, pair_bytes, charged, inserts_last = <tuple>entry
-            if charged:
-                if not made:
-                    return -1
-                if inserted:
-                    splice.charge_last(i)
-                    inserted = False
-            splice.replace(i, j, replacement, pair_bytes)
-            if len(replacement):
-                made, inserted = True, inserts_last
-        i = j
+        # Hugging Face replaces a cluster of fewer than 6 UTF-8 bytes whole, a longer one char by char:
+        # each char is then a segment of its own (a letter with a megabyte of marks is no key to keep).
+        step = j - i if _utf8_below_6(kind, data, i, j) else 1
+        while i < j:
+            if step == 1 and not classes[PyUnicode_READ(kind, data, i)] & RULE_START:
+                made, inserted = True, False
+                i += 1
+                continue
+            segment = PyUnicode_Substring(source, i, i + step)
+            hit = PyDict_GetItem(edits, segment)
+            entry = <object>hit if hit != NULL else edit_of(segment)
+            if entry is None:
+                made, inserted = True, False
+            else:
+                replacement, pair_bytes, charged, inserts_last = <tuple>entry
+                if charged:
+                    if not made:
+                        return -1
+                    if inserted:
+                        splice.charge_last(i)
+                        inserted = False
+                splice.replace(i, i + step, replacement, pair_bytes)
+                if len(replacement):
+                    made, inserted = True, inserts_last
+            i += step
     return splice.finish(end, seg_starts, seg_shift, seg_map, map_starts, map_ends)
+
+
+cdef bint _utf8_below_6(int kind, const void* data, Py_ssize_t i, Py_ssize_t j) noexcept:
+    """Whether the chars ``i:j`` take fewer than 6 bytes in UTF-8 (a surrogate, as surrogatepass
+    writes it, 3)."""
+    cdef Py_ssize_t total = 0
+    cdef Py_UCS4 c
+    while i < j and total < 6:
+        c = PyUnicode_READ(kind, data, i)
+        total += 1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4
+        i += 1
+    return total < 6
 
 
 def cluster_ends(str text, bytes table):

@@ -562,6 +562,24 @@ def test_clusters_are_cut_as_regex_cuts_them(text):
     assert cluster_ends(text, grapheme_table()) == [m.end() for m in _GRAPHEME.finditer(text)], repr(text)
 
 
+def test_the_splices_refuse_a_range_outside_the_text():
+    """The C loops read the text by index: a range past its end is refused, not read."""
+    from array import array
+
+    from pieceworks._kernels.aligned_nfc import cluster_ends, splice_clusters, splice_segments
+    from pieceworks._unicode_tables import grapheme_table
+
+    arrays = [array("q"), array("q"), array("q"), array("i"), array("i")]
+    for splice, table in ((splice_clusters, grapheme_table()), (splice_segments, bytes(16))):
+        for start, end in ((0, 4), (-1, 2), (2, 1)):
+            with pytest.raises(ValueError, match="not inside the text"):
+                splice("abc", start, end, table, {}, None, [], *arrays, 0)
+    with pytest.raises(ValueError, match="one per code point"):
+        splice_clusters("abc", 0, 3, bytes(16), {}, None, [], *arrays, 0)
+    with pytest.raises(ValueError, match="one per code point"):
+        cluster_ends("abc", bytes(16))
+
+
 def test_clusters_on_every_corpus_are_cut_as_regex_cuts_them(shared_data):
     from pieceworks._kernels.aligned_nfc import cluster_ends
     from pieceworks._unicode_tables import grapheme_table

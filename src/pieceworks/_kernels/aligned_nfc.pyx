@@ -92,6 +92,7 @@ def splice_segments(str source, Py_ssize_t start, Py_ssize_t end, bytes kinds, d
     cdef Py_UCS4 c
     cdef Splice splice = Splice(source, start, parts, length, len(map_starts))
     cdef PyObject* hit
+    _check_range("splice_segments", source, start, end)
     while i < end:
         c = PyUnicode_READ(kind, data, i)
         j = i + 1
@@ -115,6 +116,12 @@ def splice_segments(str source, Py_ssize_t start, Py_ssize_t end, bytes kinds, d
             splice.replace(i, j, (<tuple>entry)[0], (<tuple>entry)[1])
         i = j
     return splice.finish(end, seg_starts, seg_shift, seg_map, map_starts, map_ends)
+
+
+cdef int _check_range(str name, str source, Py_ssize_t start, Py_ssize_t end) except -1:
+    if not 0 <= start <= end <= PyUnicode_GET_LENGTH(source):
+        raise ValueError(f"{name}: the range {start}:{end} is not inside the text of {PyUnicode_GET_LENGTH(source)} chars")
+    return 0
 
 
 cdef class Splice:
@@ -239,6 +246,7 @@ def splice_clusters(str source, Py_ssize_t start, Py_ssize_t end, bytes table, d
     cdef PyObject* hit
     if PyBytes_GET_SIZE(table) != N_CODE_POINTS:
         raise ValueError(f"splice_clusters: the table has {PyBytes_GET_SIZE(table)} bytes, not one per code point")
+    _check_range("splice_clusters", source, start, end)
     while i < end:
         j = _cluster_end(kind, data, i, end, classes, &seen)
         if not seen & RULE_START:

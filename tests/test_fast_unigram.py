@@ -770,3 +770,27 @@ def test_long_clusters_are_normalized_char_by_char_as_hugging_face(shared_data):
         assert (ours.ids, ours.tokens, ours.offsets) == (theirs.ids, theirs.tokens, theirs.offsets), repr(text)
     huge = "e" + "\u0301" * 300_000
     assert fast.encode(huge).offsets == hf.encode(huge).offsets
+
+
+def test_the_kernel_swaps_ascii_controls_as_swap_controls_does(shared_data):
+    """ruT5's charsmap makes newlines and tabs spaces: the kernel's batch swaps them as it reads
+    (not in a text with a CR), giving what it gives the text Precompiled.swap_controls swapped."""
+    fast, _ = rut5(shared_data)
+    plan = fast._current_plan()
+    precompiled = plan._precompiled()
+    table, whole = precompiled.ascii_swaps()
+    assert table is not None and table[ord("\n")] == table[ord("\t")] == ord(" ") and not table[ord("\r")]
+    core, pieces, pre = fast.model._core, fast.model._pieces, fast.pre_tokenizer
+    rules = precompiled.rule_checker()
+    collapse = plan._parts()[1]
+    texts = ["a\nb\tc\n", "x\r\ny\n", "plain", "\n", "a\n\u0301", "\t\t x", "\ufb01\n"]
+    prepends = [True] * len(texts)
+
+    def batch(texts, swaps):
+        return core.hf_metaspace_raw_batch(texts, prepends, pieces, rules, pre.replacement, pre.split, collapse, swaps)
+
+    assert batch(texts, table) == batch([precompiled.swap_controls(t) for t in texts], None)
+    assert batch(texts, table)[0] is not None and batch(texts, None)[0] is None
+    for bad in (bytes(255), bytes(0xC3) + b" " + bytes(256 - 0xC4)):
+        with pytest.raises(ValueError, match="swaps"):
+            batch(texts, bad)

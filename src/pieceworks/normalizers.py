@@ -832,6 +832,26 @@ class Precompiled(Normalizer):
             text = text.replace(ch, table[ord(ch)])
         return text
 
+    def ascii_swaps(self) -> "tuple[bytes | None, bool]":
+        """``(table, whole)``: :meth:`control_swaps` of ASCII chars into ASCII chars as 256 bytes (the
+        char each byte becomes, or 0), for the kernels to swap as they read a text; None if there are
+        none. ``whole``: the table holds every swap (none makes a char outside ASCII).
+
+        >>> Precompiled(b"").ascii_swaps()
+        (None, True)
+        """
+        made = self.__dict__.get("_ascii_swaps")
+        if made is None or made[0] is not self.precompiled_charsmap:
+            table, whole = bytearray(256), True
+            for cp, ch in self.control_swaps().items():
+                if cp < 0x80 and ord(ch) < 0x80:
+                    table[cp] = ord(ch)
+                else:
+                    whole = False
+            made = self.__dict__["_ascii_swaps"] = (self.precompiled_charsmap, bytes(table) if any(table) else None,
+                                                    whole)
+        return made[1], made[2]
+
     def _swap_finder(self) -> "re.Pattern[str]":
         """A pattern matching each char :meth:`control_swaps` lists (made once per charsmap)."""
         made = self.__dict__.get("_swap_finder_made")

@@ -73,7 +73,7 @@ class SpmCore:
     ) -> tuple[list[int], list[str], list[tuple[int, int]], list[int], int] | None: ...
     def hf_metaspace_raw_batch(
         self, texts: list[str], prepends: list[bool], pieces: list[str], rules: SpmNormalizer | None,
-        replacement: str, split: bool, collapse_spaces: bool,
+        replacement: str, split: bool, collapse_spaces: bool, swaps: bytes | None = None,
     ) -> list[tuple | None]: ...
 
 class SpmEncoder:

@@ -70,7 +70,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.math cimport exp, expm1, fabs, log, log1p
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.algorithm cimport sort, stable_sort
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
@@ -1361,6 +1361,24 @@ ctypedef struct HfScratch:
     vector[double] bscore
     vector[int32_t] bstart
     vector[int32_t] bid
+    vector[uint8_t] swapped         # the text with its control chars swapped (see _swapped)
+
+
+cdef const uint8_t* _swapped(const uint8_t* s, Py_ssize_t n, const uint8_t* swaps, vector[uint8_t]& out) noexcept nogil:
+    """``s[:n]`` with each byte ``swaps`` gives another swapped for it (into ``out``), or ``s`` itself if it
+    holds none, or a CR: CR LF is one grapheme cluster, which a rule may map whole (see
+    ``Precompiled.swap_controls``, which does this in Python)."""
+    cdef Py_ssize_t i = 0
+    while i < n and not swaps[s[i]]:
+        i += 1
+    if i == n or memchr(s, 13, n) != NULL:
+        return s
+    out.assign(s, s + n)
+    while i < n:
+        if swaps[out[i]]:
+            out[i] = swaps[out[i]]
+        i += 1
+    return out.data()
 
 
 cdef inline void _hf_put(HfText& out, int32_t token_id, int32_t start, int32_t end, int32_t word) noexcept nogil:
@@ -2532,17 +2550,22 @@ cdef class SpmCore:
             return None
         n = _text_utf8(&src, w.utf8, &s)
         if n < 0 or self._hf_metaspace(s, n, rules, <const uint8_t*>PyBytes_AS_STRING(rep), PyBytes_GET_SIZE(rep),
-                                       prepend, split, collapse_spaces, excl, w, out) < 0:
+                                       prepend, split, collapse_spaces, excl, NULL, w, out) < 0:
             return None
         tokens = _hf_token_list(out, pieces)
         offsets = [(out.starts[i], out.ends[i]) for i in range(<Py_ssize_t>out.ids.size())]
         return list(out.ids), tokens, offsets, list(out.words), out.n_words
 
     def hf_metaspace_raw_batch(self, list texts, list prepends, list pieces, SpmNormalizer rules, str replacement,
-                               bint split, bint collapse_spaces):
+                               bint split, bint collapse_spaces, bytes swaps=None):
         """:meth:`hf_metaspace_encode` of each text (``prepends[k]``: its ``prepend``), the GIL released, as
         a plan's ``encode_raw_batch`` gives it (raw encodings, see raw_encoding): ``(raw, n_tokens,
         n_words, pieces)``, or None per text.
+
+        ``swaps`` (with ``rules``): 256 bytes, the ASCII char the charsmap
+        makes of each ASCII control char, one for one, or 0
+        (``Precompiled.ascii_swaps``); a text without a CR is read with
+        them swapped (a newline a space: most lines), its offsets unchanged.
 
         When a token is spelled by its own text (an unknown run: Hugging
         Face's token is the run's text, not the unknown piece), a fifth item
@@ -2565,8 +2588,16 @@ cdef class SpmCore:
         cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(rep)
         cdef Py_ssize_t rn = PyBytes_GET_SIZE(rep)
         cdef const uint8_t* s
+        cdef const uint8_t* swap_table = NULL
         if len(prepends) != n_texts:
             raise ValueError(f"hf_metaspace_raw_batch: {n_texts} texts, {len(prepends)} prepends")
+        if swaps is not None:
+            if PyBytes_GET_SIZE(swaps) != 256:
+                raise ValueError(f"hf_metaspace_raw_batch: swaps must be 256 bytes, got {PyBytes_GET_SIZE(swaps)}")
+            swap_table = <const uint8_t*>PyBytes_AS_STRING(swaps)
+            for k in range(128, 256):
+                if swap_table[k]:
+                    raise ValueError("hf_metaspace_raw_batch: swaps may swap ASCII chars only")
         srcs.resize(n_texts)
         status.assign(n_texts, -1)
         prepend.resize(n_texts)
@@ -2580,7 +2611,7 @@ cdef class SpmCore:
                 if status[k] == 0:
                     n = _text_utf8(&srcs[k], w.utf8, &s)
                     status[k] = -1 if n < 0 else self._hf_metaspace(s, n, rules, r, rn, prepend[k], split,
-                                                                    collapse_spaces, NULL, w, outs[k])
+                                                                    collapse_spaces, NULL, swap_table, w, outs[k])
         results = PyList_New(n_texts)
         for k in range(n_texts):
             if status[k] < 0:
@@ -2597,10 +2628,10 @@ cdef class SpmCore:
         return results
 
     cdef int _hf_metaspace(self, const uint8_t* s, Py_ssize_t n, SpmNormalizer rules, const uint8_t* r, Py_ssize_t rn,
-                           bint prepend, bint split, bint collapse_spaces, const uint8_t* excl, HfScratch& w,
-                           HfText& out) noexcept nogil:
+                           bint prepend, bint split, bint collapse_spaces, const uint8_t* excl, const uint8_t* swaps,
+                           HfScratch& w, HfText& out) noexcept nogil:
         """:meth:`hf_metaspace_encode` of the UTF-8 text ``s[:n]`` into ``out`` (``w``: buffers reused from
-        call to call): 0, or -1 when the general path must run."""
+        call to call): 0, or -1 when the general path must run. ``swaps``: see :meth:`hf_metaspace_raw_batch`."""
         cdef Py_ssize_t i, j, m, word_start
         cdef int32_t oc = 0
         out.ids.clear()
@@ -2615,6 +2646,8 @@ cdef class SpmCore:
         w.orig_of.clear()
         if n == 0:
             return 0
+        if swaps != NULL:
+            s = _swapped(s, n, swaps, w.swapped)
         if rules is not None and not rules.untouched(s, n):
             return -1
         # Metaspace: spaces become the replacement; one goes in front unless the text starts with one.

@@ -287,13 +287,15 @@ class UnigramMetaspacePlan:
         redo = [k for k, result in enumerate(results) if result is None]
         if not redo:
             return
-        swap = self._precompiled().swap_controls
-        swapped = [(k, plain) for k in redo for plain in (swap(texts[k]),)
-                   if plain is not texts[k] and plain != texts[k]]
-        for (k, _), result in zip(swapped, self._raw_results([plain for _, plain in swapped],
-                                                             [prepends[k] for k, _ in swapped], rules, collapse)):
-            results[k] = result     # (a swap is one char for one: the offsets hold)
-        redo = [k for k in redo if results[k] is None]
+        precompiled = self._precompiled()
+        if not precompiled.ascii_swaps()[1]:    # (else the kernel swapped them all as it read)
+            swap = precompiled.swap_controls
+            swapped = [(k, plain) for k in redo for plain in (swap(texts[k]),)
+                       if plain is not texts[k] and plain != texts[k]]
+            for (k, _), result in zip(swapped, self._raw_results([plain for _, plain in swapped],
+                                                                 [prepends[k] for k, _ in swapped], rules, collapse)):
+                results[k] = result     # (a swap is one char for one: the offsets hold)
+            redo = [k for k in redo if results[k] is None]
         if redo:
             self._aligned_results(texts, prepends, collapse, redo, results)
 
@@ -323,8 +325,9 @@ class UnigramMetaspacePlan:
     def _raw_results(self, texts: list[str], prepends: list[bool], rules, collapse: bool) -> list:
         """The kernel's batch, as ``encode_raw_batch`` hands its results on (made so in C)."""
         model = self.model
+        swaps = None if rules is None else self._precompiled().ascii_swaps()[0]
         return model._core.hf_metaspace_raw_batch(texts, prepends, model._pieces, rules, self.pre_tokenizer.replacement,
-                                                  self.pre_tokenizer.split, collapse)
+                                                  self.pre_tokenizer.split, collapse, swaps)
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot, or None (the long way).
@@ -352,16 +355,16 @@ class UnigramMetaspacePlan:
         # (At 0, with no Nmt, a text starts its input: "first" prepends as "always" does.)
         prepends = [pre.prepend_scheme in ("always", "first")]
         batch, pieces, replacement, split = model._core.hf_metaspace_raw_batch, model._pieces, pre.replacement, pre.split
-        encode_one = self._encode_one
+        swaps = None if rules is None else self._precompiled().ascii_swaps()[0]
+        changed = self._changed_results
 
         def encode(text: str):
             if members and tuple(members) != expected:
                 return None
-            results = batch([text], prepends, pieces, rules, replacement, split, collapse)
+            results = batch([text], prepends, pieces, rules, replacement, split, collapse, swaps)
             if results[0] is None and rules is not None:    # (a char the charsmap changes)
                 changed([text], prepends, rules, collapse, results)
             return results[0]
-        changed = self._changed_results
         return encode, pieces
 
     def _encode_one(self, text: str):

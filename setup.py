@@ -18,8 +18,11 @@ KERNELS = Path("src/pieceworks/_kernels")
 # the GIL ("freethreading_compatible": True, Cython >= 3.1), so importing pieceworks
 # on such a build turns the GIL back on (Python warns) and everything runs as today.
 # Audited (see README, Development): bpe_encode, single_text, wordlevel, suffix_array,
-# count, bpe_train, wordpiece_train, aligned_nfc (no state of its own) and id_bytes (a list filled item by item) are
+# count, bpe_train, wordpiece_train and id_bytes (a list filled item by item) are
 # safe (read-only after construction, per-call objects, or atomic state). Not yet, and why:
+#   aligned_nfc         splice_segments and splice_clusters read the caller's shared dict
+#                       of edits by borrowed reference (PyDict_GetItem), which another
+#                       thread may clear: PyDict_GetItemRef (3.13) is the fix;
 #   raw_encoding        basis_for's one-entry cache (_last_basis) is a module global
 #                       replaced without a lock, and a Basis fills its with_frame and
 #                       settled() caches on first use;

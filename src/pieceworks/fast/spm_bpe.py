@@ -283,17 +283,17 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
             return None
         return normalizer, meta.replacement, meta.prepend_scheme
 
-    def _taken(self, stages: tuple, text: str) -> "str | None":
-        """``text`` with its control chars swapped (see the class doc), or None when the plan does not take it."""
+    @staticmethod
+    def _taken(stages: tuple, texts: list[str]) -> "list[str | None]":
+        """Each text with its control chars swapped (see the class doc), or None where the plan does not
+        take it (the stages read once for the list: a line's share was a third of its time)."""
         precompiled, replacement = stages[0], stages[1]
-        if replacement in text:
-            return None
         checker = None if precompiled is None else precompiled.rule_checker()
-        if checker is not None:
-            text = precompiled.swap_controls(text)
-            if not checker.leaves(text):
-                return None
-        return text
+        if checker is None:
+            return [None if replacement in text else text for text in texts]
+        swap, leaves = precompiled.swap_controls, checker.leaves
+        return [None if replacement in text else swapped if leaves(swapped) else None
+                for text in texts for swapped in (swap(text),)]
 
     def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)`` of ``text``, or None (see pieceworks.fast)."""
@@ -307,7 +307,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
             return out
         precompiled, replacement, scheme = stages
-        taken = [self._taken(stages, text) for text in texts]
+        taken = self._taken(stages, texts)
         views = [None] * len(texts)
         for k, text in enumerate(taken):
             if text is None and precompiled is not None and replacement not in texts[k]:

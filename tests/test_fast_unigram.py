@@ -28,7 +28,7 @@ from hypothesis import given, settings, strategies as st
 
 import pieceworks.sentencepiece as pw_spm
 from pieceworks import Tokenizer
-from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
+from pieceworks._kernels.raw_encoding import id_list, offset_list, pack, token_list, word_list
 from pieceworks._regex import Regex
 from pieceworks.errors import InputTypeError, UnknownTokenError
 from pieceworks.fast.unigram import UnigramMetaspacePlan, unigram_plan
@@ -794,3 +794,45 @@ def test_the_kernel_swaps_ascii_controls_as_swap_controls_does(shared_data):
     for bad in (bytes(255), bytes(0xC3) + b" " + bytes(256 - 0xC4)):
         with pytest.raises(ValueError, match="swaps"):
             batch(texts, bad)
+
+
+def _every_charsmap(shared_data) -> dict:
+    """``{charsmap: the first .model holding it}`` (several models share one)."""
+    found = {}
+    for path in sorted((shared_data / "tokenizers/sentencepiece").rglob("*.model")):
+        proto = ModelProto()
+        proto.ParseFromString(path.read_bytes())
+        if proto.normalizer_spec.precompiled_charsmap:
+            found.setdefault(proto.normalizer_spec.precompiled_charsmap, path.relative_to(shared_data).as_posix())
+    return found
+
+
+def test_the_c_splice_aligns_every_char_as_the_normalizer_with_every_charsmap(shared_data):
+    """Each SentencePiece charsmap in ../shared/data, on UDHR, Korean and Japanese lines in NFC, NFD
+    and NFKD, and on deletions after insertions: the splice's text is the normalizer's, and so is
+    the span of every char it makes (NormalizedString's alignments, Hugging Face's)."""
+    import unicodedata
+
+    from pieceworks.alignment import NormalizedString
+    from pieceworks.fast._aligned import aligned_precompiled
+
+    udhr = [json.loads(line)["text"] for line in (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()]
+    base = "\n".join(udhr[::6]) + (shared_data / "corpora/multilingual/ko_nsmc_movie_reviews.txt").read_text(
+        encoding="utf-8")[:3000] + (shared_data / "corpora/multilingual/ja_wagahaiwa_nekodearu.txt").read_text(
+        encoding="utf-8")[:3000]
+    texts = [line for form in ("NFC", "NFD", "NFKD") for line in unicodedata.normalize(form, base).splitlines(True)]
+    texts += ["\u2026\x01", "a\x01\u0301", "\ufb01\u0301\u0301\u0301", "\u3000\u3000x", "\U0001f1eb\U0001f1f7\x01 b",
+              "\u0915\u094d\u0937\u0301", "x\r\n\u0301"]
+    charsmaps = _every_charsmap(shared_data)
+    assert len(charsmaps) >= 2
+    for charsmap, name in charsmaps.items():
+        precompiled = Precompiled(charsmap)
+        for text in texts:
+            view = aligned_precompiled(precompiled, text)
+            assert view is not None, (name, text[:40])
+            general = NormalizedString(text)
+            precompiled.normalize(general)
+            assert view.text == general.normalized, (name, text[:40])
+            m = len(view.text)
+            raw = view.remap(pack([0] * m, list(range(m)), list(range(1, m + 1)), [0] * m), m)
+            assert offset_list(raw, m, 0) == [tuple(span) for span in general.alignments()], (name, text[:40])

@@ -791,9 +791,14 @@ def test_the_kernel_swaps_ascii_controls_as_swap_controls_does(shared_data):
 
     assert batch(texts, table) == batch([precompiled.swap_controls(t) for t in texts], None)
     assert batch(texts, table)[0] is not None and batch(texts, None)[0] is None
-    for bad in (bytes(255), bytes(0xC3) + b" " + bytes(256 - 0xC4)):
+    for bad in (bytes(255), bytes(0xC3) + b" " + bytes(256 - 0xC4), bytes(10) + b"\xc3" + bytes(245)):
         with pytest.raises(ValueError, match="swaps"):
             batch(texts, bad)
+        with pytest.raises(ValueError, match="swaps"):
+            rules.leaves("a", bad)
+    # The charsmap's check reads a text so swapped too (BARThez's plan asks it so).
+    assert rules.leaves("a\tb\n", table) and not rules.leaves("a\tb\n")
+    assert not rules.leaves("a\r\n", table) and not rules.leaves("\ufb01\n", table)
 
 
 def _every_charsmap(shared_data) -> dict:

@@ -801,16 +801,23 @@ cdef class SpmNormalizer:
             return False
         return k >= n or _dead_after(self.charsmap.units, self.charsmap.n_units, state, s + k, n - k)
 
-    def leaves(self, str text not None) -> bool:
+    def leaves(self, str text not None, bytes swaps=None) -> bool:
         """Whether no charsmap rule matches anywhere in ``text`` (so no normalization rule changes it).
 
         False for a text with a lone surrogate (no UTF-8 form to check).
+        ``swaps``: the text is read with them swapped, as
+        ``SpmCore.hf_metaspace_raw_batch`` reads it.
         """
+        cdef vector[uint8_t] swapped
+        cdef const uint8_t* s
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             return False
-        return self.untouched(<const uint8_t*>(<bytes>data), len(data))
+        s = <const uint8_t*>(<bytes>data)
+        if swaps is not None:
+            s = _swapped(s, len(data), _swap_table(swaps), swapped)
+        return self.untouched(s, len(data))
 
     cdef bint untouched(self, const uint8_t* s, Py_ssize_t n) noexcept nogil:
         """True if no charsmap rule matches anywhere in the valid UTF-8 text ``s[:n]`` (rules only)."""
@@ -1362,6 +1369,18 @@ ctypedef struct HfScratch:
     vector[int32_t] bstart
     vector[int32_t] bid
     vector[uint8_t] swapped         # the text with its control chars swapped (see _swapped)
+
+
+cdef const uint8_t* _swap_table(bytes swaps) except NULL:
+    """``swaps`` checked: 256 bytes that swap ASCII chars only (a byte of a longer UTF-8 char stays)."""
+    cdef const uint8_t* table = <const uint8_t*>PyBytes_AS_STRING(swaps)
+    cdef int k
+    if PyBytes_GET_SIZE(swaps) != 256:
+        raise ValueError(f"swaps must be 256 bytes, got {PyBytes_GET_SIZE(swaps)}")
+    for k in range(256):
+        if table[k] and (k >= 128 or table[k] >= 128):
+            raise ValueError("swaps may swap ASCII chars for ASCII chars only")
+    return table
 
 
 cdef const uint8_t* _swapped(const uint8_t* s, Py_ssize_t n, const uint8_t* swaps, vector[uint8_t]& out) noexcept nogil:
@@ -2592,12 +2611,7 @@ cdef class SpmCore:
         if len(prepends) != n_texts:
             raise ValueError(f"hf_metaspace_raw_batch: {n_texts} texts, {len(prepends)} prepends")
         if swaps is not None:
-            if PyBytes_GET_SIZE(swaps) != 256:
-                raise ValueError(f"hf_metaspace_raw_batch: swaps must be 256 bytes, got {PyBytes_GET_SIZE(swaps)}")
-            swap_table = <const uint8_t*>PyBytes_AS_STRING(swaps)
-            for k in range(128, 256):
-                if swap_table[k]:
-                    raise ValueError("hf_metaspace_raw_batch: swaps may swap ASCII chars only")
+            swap_table = _swap_table(swaps)
         srcs.resize(n_texts)
         status.assign(n_texts, -1)
         prepend.resize(n_texts)

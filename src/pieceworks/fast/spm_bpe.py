@@ -30,6 +30,7 @@ spans the first char, as Hugging Face aligns it.
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from itertools import repeat
 
 from .._kernels.bpe_encode import AROUND_ALWAYS, AROUND_FIRST, AROUND_FRONT, AROUND_NEVER, OneSpmText
@@ -260,6 +261,17 @@ class SpmBpePlan(_BpeKernelPlan):
         return stages[2] is not None or " " not in text and not (stages[0] and text)
 
 
+@lru_cache(maxsize=8)
+def _white_space_to_spaces(swaps: "bytes | None") -> bool:
+    """Whether ``swaps`` (``Precompiled.ascii_swaps``) only make white space controls (tab, line feed,
+    vertical tab, form feed: Unicode White_Space, at which the kernel cuts words) spaces.
+
+    >>> _white_space_to_spaces(bytes(9) + b"  " + bytes(245)), _white_space_to_spaces(bytes(1) + b" " + bytes(254))
+    (True, False)
+    """
+    return swaps is None or all(to == 0 or to == 0x20 and cp in (9, 10, 11, 12) for cp, to in enumerate(swaps))
+
+
 class SpmBpeWordsPlan(_BpeKernelPlan):
     """BPE after [Precompiled] then ``Sequence([WhitespaceSplit, Metaspace])`` (BARThez): each word,
     a ``▁`` in front, through the BPE kernel, all the text's words in one GIL-free call.
@@ -291,6 +303,10 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         checker = None if precompiled is None else precompiled.rule_checker()
         if checker is None:
             return [None if replacement in text else text for text in texts]
+        swaps, whole = precompiled.ascii_swaps()
+        if whole and _white_space_to_spaces(swaps):
+            # WhitespaceSplit cuts at such a char as at the space it becomes: only the check swaps it.
+            return [None if replacement in text or not checker.leaves(text, swaps) else text for text in texts]
         swap, leaves = precompiled.swap_controls, checker.leaves
         return [None if replacement in text else swapped if leaves(swapped) else None
                 for text in texts for swapped in (swap(text),)]

@@ -844,7 +844,7 @@ class Precompiled(Normalizer):
         if made is None or made[0] is not self.precompiled_charsmap:
             table, whole = bytearray(256), True
             for cp, ch in self.control_swaps().items():
-                if cp < 0x80 and ord(ch) < 0x80:
+                if cp < 0x80 and 0 < ord(ch) < 0x80:     # (0 marks no swap: a NUL is swapped in Python)
                     table[cp] = ord(ch)
                 else:
                     whole = False

@@ -13,7 +13,6 @@ own, as Hugging Face does);
 from __future__ import annotations
 
 from array import array
-
 from functools import partial
 
 from .._kernels.aligned_nfc import splice_clusters, splice_segments

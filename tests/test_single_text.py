@@ -337,3 +337,21 @@ def test_unknown_chars_and_changed_text_through_the_snapshot_as_hugging_face(sha
                 mine = ours.encode(text, add_special_tokens=add)
                 assert_same_encoding(mine, ours._encode_general(text, add_special_tokens=add), repr(text))
                 assert_same_encoding(mine, theirs.encode(text, add_special_tokens=add), repr(text))
+
+
+@pytest.mark.parametrize("relative", ["tokenizers/hf_tokenizer_json/llama3/tokenizer.json",
+                                      "tokenizers/sentencepiece/barthez/tokenizer.json"])
+def test_a_pre_tokenizer_replaced_in_its_sequence_after_the_snapshot(shared_data, relative):
+    """``tokenizer.pre_tokenizer[0] = ...`` (Hugging Face's way to swap one member) moves the epoch:
+    encode's snapshot, and the plan it read its stages into, are made again."""
+    from pieceworks.pre_tokenizers import Whitespace
+
+    tok = Tokenizer.from_file(str(shared_data / relative))
+    texts = ["Bonjour le,monde 12345", "Hello, world!\n", ""]
+    assert_fresh(tok, texts)
+    assert tok._single_text().usable
+    before = tok.encode(texts[0]).tokens
+    tok.pre_tokenizer[0] = Whitespace()
+    assert tok.encode(texts[0]).tokens != before
+    assert_fresh(tok, texts)
+    assert_fresh(tok, texts, add_special_tokens=False)

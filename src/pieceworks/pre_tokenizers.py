@@ -777,7 +777,11 @@ class Sequence(PreTokenizer):
         return self.pretokenizers[index]
 
     def __setitem__(self, index: int, value: PreTokenizer) -> None:
-        self.pretokenizers[index] = _check_pre_tokenizer(index, value)
+        # A new list, assigned: the assignment moves the component epoch, so the fast plans and
+        # encode's snapshot, which read the stages once per epoch, read them again.
+        items = list(self.pretokenizers)
+        items[index] = _check_pre_tokenizer(index, value)
+        self.pretokenizers = items
 
     def __len__(self) -> int:
         return len(self.pretokenizers)

@@ -346,6 +346,35 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
             out[k] = (raw if views[k] is None else views[k].remap(raw, n), n, n_words, strings)
         return out
 
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: ``encode(text)`` is
+        :meth:`encode_raw` of a text at 0 less its strings, the stages read now (a short line spent
+        half its time reading them and going through the batch's lists).
+
+        A text the charsmap leaves as it is (white space it makes spaces aside) is one kernel call;
+        any other takes :meth:`encode_raw`'s ways. (The normalizer is Precompiled itself, no
+        Sequence whose list could change in place, and every other change moves the epoch.)
+        """
+        stages = self._stages()
+        if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
+            return super().one_text()
+        precompiled, replacement, scheme = stages
+        checker = None if precompiled is None else precompiled.rule_checker()
+        swaps, whole = (None, True) if precompiled is None else precompiled.ascii_swaps()
+        if checker is not None and not (whole and _white_space_to_spaces(swaps)):
+            return super().one_text()
+        encoder = self.model._get_encoder()
+        words, mark, fronts = encoder.encode_words_raw_batch, ord(replacement), [_FRONT_MODES[scheme]]
+        changed = self._encode_one
+
+        def encode(text: str):
+            if replacement in text:
+                return None
+            if checker is not None and not checker.leaves(text, swaps):
+                return changed(text)
+            return words([text], mark, fronts)[0]
+        return encode, encoder.strings
+
     def encode_plain(self, text: str, at: int = 0):
         """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
         return plain_from_raw(self.encode_raw(text, at))

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from parity import assert_same_encoding
 from pieceworks import AddedToken, Tokenizer
 from pieceworks.encoding import Encoding
+from pieceworks.errors import InputTypeError
 from pieceworks.models import BPE, WordPiece
 from pieceworks.normalizers import NFC, BertNormalizer
 from pieceworks.pre_tokenizers import BertPreTokenizer, ByteLevel
@@ -355,3 +356,24 @@ def test_a_pre_tokenizer_replaced_in_its_sequence_after_the_snapshot(shared_data
     assert tok.encode(texts[0]).tokens != before
     assert_fresh(tok, texts)
     assert_fresh(tok, texts, add_special_tokens=False)
+
+
+@pytest.mark.parametrize("name", ["mistral", "ruT5"])
+def test_a_normalizer_replaced_in_its_sequence_as_hugging_face(shared_data, name):
+    """``tokenizer.normalizer[0] = ...`` (Hugging Face's item assignment): the snapshot reads the
+    new member, and the ids and tokens are Hugging Face's after the same assignment."""
+    hf = pytest.importorskip("tokenizers")
+    from pieceworks.normalizers import Lowercase
+
+    relative, template = CHAT_FILES[name]
+    ours, theirs = Tokenizer.from_file(str(shared_data / relative)), hf.Tokenizer.from_file(str(shared_data / relative))
+    texts = ["Hello World", " Lead  Space", template.format("Chat ÉTÉ")]
+    assert_fresh(ours, texts)
+    ours.normalizer[0] = Lowercase()
+    theirs.normalizer[0] = hf.normalizers.Lowercase()
+    assert_fresh(ours, texts)
+    for text in texts:
+        mine, ref = ours.encode(text), theirs.encode(text)
+        assert (mine.ids, mine.tokens) == (ref.ids, ref.tokens), text
+    with pytest.raises(InputTypeError, match="must be a Normalizer"):
+        ours.normalizer[0] = "lowercase"

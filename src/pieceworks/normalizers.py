@@ -564,6 +564,20 @@ class Sequence(Normalizer):
     def __getitem__(self, index: int) -> Normalizer:
         return self.normalizers[index]
 
+    def __setitem__(self, index: int, value: Normalizer) -> None:
+        """Replace one member, as Hugging Face's ``sequence[i] = normalizer`` does.
+
+        >>> seq = Sequence([NFD(), Lowercase()]); seq[0] = NFC(); seq.normalize_str("E\u0301")
+        '\xe9'
+        """
+        if not isinstance(value, Normalizer):
+            raise InputTypeError(f"a Sequence member must be a Normalizer, got {type(value).__name__}",
+                                 fix="assign e.g. NFC() or Lowercase()")
+        # A new list, assigned: the assignment moves the component epoch (see pre_tokenizers.Sequence).
+        items = list(self.normalizers)
+        items[index] = value
+        self.normalizers = items
+
     def __iter__(self):
         return iter(self.normalizers)
 

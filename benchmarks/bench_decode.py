@@ -14,26 +14,20 @@ ratios: the machine is shared.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_bpe_encode import corpora  # noqa: E402
-from harness import SHARED_DATA, compare  # noqa: E402
+from harness import SHARED_DATA, chosen, compare, file_bench_options, tokenizer_files  # noqa: E402
 
 #: Ids a decode call gets in the one-call-each column.
 STEP = 8
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=float, default=0.2, help="MB of each corpus (default 0.2)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell (median; default 5)")
-    parser.add_argument("--files", default="", help="comma-separated parts of folder names (default: every file)")
-    args = parser.parse_args(argv)
-    wanted = [part for part in args.files.split(",") if part]
+    args = file_bench_options(__doc__, 0.2, 5, argv)
     from pieceworks import Tokenizer
 
     texts = corpora(int(args.size * 1_000_000))
@@ -45,9 +39,7 @@ def main(argv=None) -> int:
     except ImportError:
         tokenizers = None
         print("tokenizers is not installed: no tokenizer.json rows")
-    for path in sorted((SHARED_DATA / "tokenizers").rglob("tokenizer.json")) if tokenizers else []:
-        if wanted and not any(part in path.parent.name for part in wanted):
-            continue
+    for path in tokenizer_files(args.files) if tokenizers else []:
         ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
         for tok in (ours, theirs):
             tok.no_truncation()
@@ -64,7 +56,7 @@ def main(argv=None) -> int:
 
     face.set_data_dir(SHARED_DATA / "tokenizers/tiktoken")
     for name in ("cl100k_base", "o200k_base"):
-        if wanted and not any(part in name for part in wanted):
+        if not chosen(name, args.files):
             continue
         ours = face.get_encoding(name)
         # (tiktoken's own get_encoding downloads the ranks: the same ranks are given to it here.)

@@ -17,7 +17,6 @@ the ratios: the machine is shared.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import unicodedata
 from pathlib import Path
@@ -25,11 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_bpe_encode import CHAT_TURNS, corpora  # noqa: E402
-from harness import SHARED_DATA, compare  # noqa: E402
-
-
-def files() -> list[Path]:
-    return sorted((SHARED_DATA / "tokenizers").rglob("tokenizer.json"))
+from harness import compare, file_bench_options, tokenizer_files  # noqa: E402
 
 
 def turn_template(path: Path, tok) -> str:
@@ -45,12 +40,7 @@ ONE_BY_ONE_LINES = 3000
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=float, default=0.3, help="MB of each corpus (default 0.3)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per cell (median; default 3)")
-    parser.add_argument("--files", default="", help="comma-separated parts of folder names (default: every file)")
-    args = parser.parse_args(argv)
-    wanted = [part for part in args.files.split(",") if part]
+    args = file_bench_options(__doc__, 0.3, 3, argv)
     try:
         import tokenizers
     except ImportError:
@@ -63,9 +53,7 @@ def main(argv=None) -> int:
     print(f"# pieceworks.Tokenizer against tokenizers {tokenizers.__version__}: speed ratio (above 1: "
           f"pieceworks faster), {args.size:g} MB per corpus, median of {args.repeat}")
     print(f"{'file':<28}{'corpus':<14}{'one string':>12}{'lines':>10}{'1 by 1':>10}{'turns 1 by 1':>14}  way")
-    for path in files():
-        if wanted and not any(part in path.parent.name for part in wanted):
-            continue
+    for path in tokenizer_files(args.files):
         ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
         plan = ours._current_plan()
         way = "general" if plan is None else type(plan).__name__

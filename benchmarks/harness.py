@@ -13,6 +13,7 @@ the absolute numbers: machines are shared and noisy.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
@@ -70,6 +71,29 @@ def print_table(title: str, results: dict[str, float], size: float, unit: str = 
         rate = size / seconds if seconds > 0 else float("inf")
         ratio = f"{base / seconds:.2f}x" if base else "-"
         print(f"{name:<28}{rate:>12.2f}{ratio:>22}")
+
+
+def file_bench_options(doc: str, size: float, repeat: int, argv=None) -> argparse.Namespace:
+    """``--size`` (MB of each corpus), ``--repeat`` and ``--files``: the options of the benches that run
+    every tokenizer.json in the shared data (``doc``: the bench's docstring, its first paragraph the
+    description)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--size", type=float, default=size, help=f"MB of each corpus (default {size:g})")
+    parser.add_argument("--repeat", type=int, default=repeat, help=f"timed runs per cell (median; default {repeat})")
+    parser.add_argument("--files", default="", help="comma-separated parts of folder names (default: every file)")
+    return parser.parse_args(argv)
+
+
+def chosen(name: str, files: str) -> bool:
+    """Whether ``name`` holds one of the comma-separated parts of ``files`` (``--files``; empty: all)."""
+    parts = [part for part in files.split(",") if part]
+    return not parts or any(part in name for part in parts)
+
+
+def tokenizer_files(files: str = "") -> list[Path]:
+    """The shared data's tokenizer.json files whose folder ``chosen`` takes, sorted."""
+    return [path for path in sorted((SHARED_DATA / "tokenizers").rglob("tokenizer.json"))
+            if chosen(path.parent.name, files)]
 
 
 def read_corpus(relative: str, limit_bytes: int | None = None) -> str:

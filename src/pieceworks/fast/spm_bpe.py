@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
+from typing import Callable
 from itertools import repeat
 
 from .._kernels.bpe_encode import AROUND_ALWAYS, AROUND_FIRST, AROUND_FRONT, AROUND_NEVER, OneSpmText
@@ -296,20 +297,22 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         return normalizer, meta.replacement, meta.prepend_scheme
 
     @staticmethod
-    def _taken(stages: tuple, texts: list[str]) -> "list[str | None]":
-        """Each text with its control chars swapped (see the class doc), or None where the plan does not
-        take it (the stages read once for the list: a line's share was a third of its time)."""
+    def _taker(stages: tuple) -> "Callable[[str], str | None]":
+        """What the kernel is given for a text (see the class doc): the text, its control chars swapped
+        where that changes its words; or None where the plan does not take it as it is. The stages
+        are read once, for every text it is asked of (per text, they were a third of a line's time).
+        """
         precompiled, replacement = stages[0], stages[1]
         checker = None if precompiled is None else precompiled.rule_checker()
         if checker is None:
-            return [None if replacement in text else text for text in texts]
+            return lambda text: None if replacement in text else text
         swaps, whole = precompiled.ascii_swaps()
+        leaves = checker.leaves
         if whole and _white_space_to_spaces(swaps):
             # WhitespaceSplit cuts at such a char as at the space it becomes: only the check swaps it.
-            return [None if replacement in text or not checker.leaves(text, swaps) else text for text in texts]
-        swap, leaves = precompiled.swap_controls, checker.leaves
-        return [None if replacement in text else swapped if leaves(swapped) else None
-                for text in texts for swapped in (swap(text),)]
+            return lambda text: None if replacement in text or not leaves(text, swaps) else text
+        swap = precompiled.swap_controls
+        return lambda text: None if replacement in text else swapped if leaves(swapped := swap(text)) else None
 
     def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)`` of ``text``, or None (see pieceworks.fast)."""
@@ -323,7 +326,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
             return out
         precompiled, replacement, scheme = stages
-        taken = self._taken(stages, texts)
+        taken = list(map(self._taker(stages), texts))
         views = [None] * len(texts)
         for k, text in enumerate(taken):
             if text is None and precompiled is not None and replacement not in texts[k]:
@@ -351,28 +354,21 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         :meth:`encode_raw` of a text at 0 less its strings, the stages read now (a short line spent
         half its time reading them and going through the batch's lists).
 
-        A text the charsmap leaves as it is (white space it makes spaces aside) is one kernel call;
-        any other takes :meth:`encode_raw`'s ways. (The normalizer is Precompiled itself, no
-        Sequence whose list could change in place, and every other change moves the epoch.)
+        A text the plan takes as it is (see :meth:`_taker`) is one kernel call; any other takes
+        :meth:`encode_raw`'s ways. (The normalizer is Precompiled itself, no Sequence whose list
+        could change in place, and every other change moves the epoch.)
         """
         stages = self._stages()
         if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
             return super().one_text()
-        precompiled, replacement, scheme = stages
-        checker = None if precompiled is None else precompiled.rule_checker()
-        swaps, whole = (None, True) if precompiled is None else precompiled.ascii_swaps()
-        if checker is not None and not (whole and _white_space_to_spaces(swaps)):
-            return super().one_text()
+        take = self._taker(stages)
         encoder = self.model._get_encoder()
-        words, mark, fronts = encoder.encode_words_raw_batch, ord(replacement), [_FRONT_MODES[scheme]]
+        words, mark, fronts = encoder.encode_words_raw_batch, ord(stages[1]), [_FRONT_MODES[stages[2]]]
         changed = self._encode_one
 
         def encode(text: str):
-            if replacement in text:
-                return None
-            if checker is not None and not checker.leaves(text, swaps):
-                return changed(text)
-            return words([text], mark, fronts)[0]
+            taken = take(text)
+            return changed(text) if taken is None else words([taken], mark, fronts)[0]
         return encode, encoder.strings
 
     def encode_plain(self, text: str, at: int = 0):

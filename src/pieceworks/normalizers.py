@@ -833,15 +833,12 @@ class Precompiled(Normalizer):
         >>> Precompiled(b"").swap_controls("a\\nb")
         'a\\nb'
         """
-        made = self.__dict__.get("_swapping")     # (one look-up: a line's encode calls this)
-        if made is None or made[0] is not self.precompiled_charsmap:
-            made = self.__dict__["_swapping"] = (self.precompiled_charsmap, self.control_swaps(), self._swap_finder())
-        table = made[1]
+        _, table, finder, _, _ = self._swap_state()
         if not table or "\r" in text:
             return text
         # The few swapped chars a text holds, each replaced by a C scan: str.translate looks up every
         # char of the text (most of a line of UDHR's scripts' time through the SentencePiece plans).
-        found = made[2].findall(text)
+        found = finder.findall(text)
         for ch in found if len(found) < 2 else set(found):
             text = text.replace(ch, table[ord(ch)])
         return text
@@ -849,33 +846,13 @@ class Precompiled(Normalizer):
     def ascii_swaps(self) -> "tuple[bytes | None, bool]":
         """``(table, whole)``: :meth:`control_swaps` of ASCII chars into ASCII chars as 256 bytes (the
         char each byte becomes, or 0), for the kernels to swap as they read a text; None if there are
-        none. ``whole``: the table holds every swap (none makes a char outside ASCII).
+        none. ``whole``: the table holds every swap (none makes a char outside ASCII, or NUL, which
+        0 cannot say).
 
         >>> Precompiled(b"").ascii_swaps()
         (None, True)
         """
-        made = self.__dict__.get("_ascii_swaps")
-        if made is None or made[0] is not self.precompiled_charsmap:
-            table, whole = bytearray(256), True
-            for cp, ch in self.control_swaps().items():
-                if cp < 0x80 and 0 < ord(ch) < 0x80:     # (0 marks no swap: a NUL is swapped in Python)
-                    table[cp] = ord(ch)
-                else:
-                    whole = False
-            made = self.__dict__["_ascii_swaps"] = (self.precompiled_charsmap, bytes(table) if any(table) else None,
-                                                    whole)
-        return made[1], made[2]
-
-    def _swap_finder(self) -> "re.Pattern[str]":
-        """A pattern matching each char :meth:`control_swaps` lists (made once per charsmap)."""
-        made = self.__dict__.get("_swap_finder_made")
-        if made is None or made[0] is not self.precompiled_charsmap:
-            import re
-
-            chars = "".join(re.escape(chr(cp)) for cp in sorted(self.control_swaps()))
-            made = self.__dict__["_swap_finder_made"] = (self.precompiled_charsmap,
-                                                          re.compile(f"[{chars}]" if chars else "(?!)"))
-        return made[1]
+        return self._swap_state()[3:]
 
     def control_swaps(self) -> dict[int, str]:
         """``{code point: char}`` for the control chars (CR aside) the charsmap makes one other char.
@@ -888,15 +865,27 @@ class Precompiled(Normalizer):
         tabs spaces, and a text of several lines went the general way
         whole). Worked out once per charsmap.
         """
-        made = self.__dict__.get("_swaps")
+        return self._swap_state()[1]
+
+    def _swap_state(self) -> tuple:
+        """``(charsmap, control_swaps, a pattern matching each of its chars, ascii_swaps' table and
+        whole)``, worked out once per charsmap (one look-up: a line's encode asks for it)."""
+        made = self.__dict__.get("_swap_state_made")
         if made is None or made[0] is not self.precompiled_charsmap:
             table = {}
             for cp in [*range(0x20), *range(0x7F, 0xA0)]:
                 out = self.normalize_str(chr(cp)) if cp != 0x0D else chr(cp)
                 if len(out) == 1 and out != chr(cp):
                     table[cp] = out
-            made = self.__dict__["_swaps"] = (self.precompiled_charsmap, table)
-        return made[1]
+            finder = re.compile(f"[{''.join(re.escape(chr(cp)) for cp in sorted(table))}]" if table else "(?!)")
+            ascii_table = bytearray(256)
+            for cp, ch in table.items():
+                if cp < 0x80 and 0 < ord(ch) < 0x80:     # (0 marks no swap: a NUL is swapped in Python)
+                    ascii_table[cp] = ord(ch)
+            whole = sum(map(bool, ascii_table)) == len(table)
+            made = self.__dict__["_swap_state_made"] = (self.precompiled_charsmap, table, finder,
+                                                        bytes(ascii_table) if any(ascii_table) else None, whole)
+        return made
 
     def _to_fields(self) -> dict:
         import base64

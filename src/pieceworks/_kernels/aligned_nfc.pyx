@@ -205,6 +205,12 @@ cpdef enum:
 DEF N_CODE_POINTS = 0x110000
 
 
+cdef int _check_table(str name, bytes table) except -1:
+    if PyBytes_GET_SIZE(table) != N_CODE_POINTS:
+        raise ValueError(f"{name}: the table has {PyBytes_GET_SIZE(table)} bytes, not one per code point")
+    return 0
+
+
 def splice_clusters(str source, Py_ssize_t start, Py_ssize_t end, bytes table, dict edits, edit_of,
                     list parts, array seg_starts, array seg_shift, array seg_map, array map_starts,
                     array map_ends, Py_ssize_t length):
@@ -244,8 +250,7 @@ def splice_clusters(str source, Py_ssize_t start, Py_ssize_t end, bytes table, d
     cdef uint8_t seen
     cdef Splice splice = Splice(source, start, parts, length, len(map_starts))
     cdef PyObject* hit
-    if PyBytes_GET_SIZE(table) != N_CODE_POINTS:
-        raise ValueError(f"splice_clusters: the table has {PyBytes_GET_SIZE(table)} bytes, not one per code point")
+    _check_table("splice_clusters", table)
     _check_range("splice_clusters", source, start, end)
     while i < end:
         j = _cluster_end(kind, data, i, end, classes, &seen)
@@ -304,8 +309,7 @@ def cluster_ends(str text, bytes table):
     cdef const void* data = PyUnicode_DATA(text)
     cdef Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text)
     cdef uint8_t seen
-    if PyBytes_GET_SIZE(table) != N_CODE_POINTS:
-        raise ValueError(f"cluster_ends: the table has {PyBytes_GET_SIZE(table)} bytes, not one per code point")
+    _check_table("cluster_ends", table)
     out = []
     while i < n:
         i = _cluster_end(kind, data, i, n, <const uint8_t*>PyBytes_AS_STRING(table), &seen)

@@ -294,10 +294,8 @@ class ByteBpePlan:
     def encode_ids_around(self, text: str, around) -> list[int] | None:
         """The ids of ``text`` encoded around the added tokens in it (``bytebpe.AroundTokens``), or
         None: it holds none, or one with no id there, or needs a change first (NFC, a prefix space)."""
-        ready = self._prepare()
-        if ready is None or ready[1] or self.normalizer is not None and changes_text("NFC", text):
-            return None
-        return ready[0].encode_around(text, around, True)
+        encode = self.ids_around_now()
+        return None if encode is None else encode(text, around)
 
     def ids_around_now(self):
         """:meth:`encode_ids_around` with the stages read now, as ``encode(text, around)``, or None

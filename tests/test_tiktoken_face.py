@@ -285,6 +285,29 @@ def test_many_special_tokens_as_tiktoken(many_specials, inputs):
         ours.encode_batch(["fine", 3], allowed_special="all")
 
 
+def _encode_or_refusal(enc, text: str, **options):
+    try:
+        return enc.encode(text, **options)
+    except ValueError:      # (SpecialTokenError is one, as tiktoken's is)
+        return "refused"
+
+
+_FRAGMENTS = ["<|eot_id|>", "<|endoftext|>", "<|eot_id", "<|", "|>", "<think>", "<thi", "[SEP]", "[", "a", " b",
+              "\n", "é", "\udfff", "中"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(_FRAGMENTS), max_size=8))
+def test_default_and_all_allowed_calls_are_tiktokens(parts, pairs, many_specials):
+    # encode's two usual calls take a shortcut (a text without the specials' common prefix holds
+    # none to refuse; "all" encodes around them): specials with a common prefix (cl100k's "<|")
+    # and without one (Llama 3's and two more), lone surrogates mended or not.
+    text = "".join(parts)
+    for ours, ref in (pairs["cl100k_base"], many_specials):
+        assert _encode_or_refusal(ours, text) == _encode_or_refusal(ref, text)
+        assert ours.encode(text, allowed_special="all") == ref.encode(text, allowed_special="all")
+
+
 def test_batch_threads_encode_around_allowed_specials(many_specials):
     # The job's threads find the allowed special tokens in each text and encode the text between them
     # on its own; a text longer than a chunk that holds one is not cut; a lone surrogate is replaced.

@@ -24,6 +24,7 @@ from .._kernels.token_finder import AroundTokens
 from .._kernels.raw_encoding import untrack
 from ..errors import ConfigError, DecodeError, InputTypeError, OutOfRangeError, SpecialTokenError
 from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS  # noqa: F401 (GPT2_PATTERN: the doctest's)
+from .._kernels.single_text import holds
 from ._special import special_scan
 
 __all__ = ["Encoding"]
@@ -35,6 +36,9 @@ FIM_SUFFIX = "<|fim_suffix|>"
 ENDOFPROMPT = "<|endofprompt|>"
 
 _ALL = "all"
+# encode's default allowed_special: nothing allowed. Its own object, so the common call is told
+# apart without building a set (tiktoken's default, set(), is one object made once too).
+_NOTHING: AbstractSet[str] = frozenset()
 
 
 class Encoding:
@@ -55,6 +59,8 @@ class Encoding:
         self._core = _build_core(name, pat_str, mergeable_ranks, special_tokens)
         self._split_regex = None if self._core.pattern != Pattern.PAT_PIECES else _compile(pat_str)
         self._arounds: dict[frozenset[str], AroundTokens] = {}      # (see _around)
+        # What every special token starts with ("" when they share no start), None if there are none.
+        self._refused_prefix = special_scan(self._all_special).prefix if special_tokens else None
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -72,7 +78,7 @@ class Encoding:
                 return ids
         return self._encode_plain(_fix_surrogates(self._core, _check_text(text)))
 
-    def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+    def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
                disallowed_special: Literal["all"] | Collection[str] = _ALL) -> list[int]:
         """Token ids of ``text``; special tokens only where ``allowed_special`` says.
 
@@ -80,12 +86,16 @@ class Encoding:
         rule): pass ``allowed_special={...}`` (or ``"all"``) to encode it as the
         special token, or ``disallowed_special=()`` to encode it as plain text.
         """
+        if type(text) is str and disallowed_special is _ALL and self._split_regex is None:
+            ids = self._encode_usual(text, allowed_special)
+            if ids is not None:
+                return ids
         text = _check_text(text)
         allowed = self._allowed(allowed_special)
         self._refuse_disallowed(text, allowed, disallowed_special)
         return self._encode_allowing(_fix_surrogates(self._core, text), allowed)
 
-    def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+    def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
                         disallowed_special: Literal["all"] | Collection[str] = _ALL):
         """:meth:`encode` as a NumPy ``uint32`` array (no Python int per token)."""
         import numpy as np
@@ -116,7 +126,7 @@ class Encoding:
         return _run_job(self._core, texts, num_threads)
 
     def encode_batch(self, text: list[str], *, num_threads: int = 8,
-                     allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+                     allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
                      disallowed_special: Literal["all"] | Collection[str] = _ALL) -> list[list[int]]:
         """:meth:`encode` of each text, on threads.
 
@@ -155,7 +165,7 @@ class Encoding:
         return _run_job(self._core, texts, num_threads, around=around)
 
     def encode_with_unstable(self, text: str, *,
-                             allowed_special: Literal["all"] | AbstractSet[str] = set(),  # noqa: B006
+                             allowed_special: Literal["all"] | AbstractSet[str] = _NOTHING,
                              disallowed_special: Literal["all"] | Collection[str] = _ALL,
                              ) -> tuple[list[int], list[list[int]]]:
         """``(stable tokens, completions)``: the tokens more text cannot change, and each way the
@@ -298,6 +308,26 @@ class Encoding:
         self.__init__(**value)
 
     # -- internals ----------------------------------------------------------------------
+    def _encode_usual(self, text: str, allowed_special) -> list[int] | None:
+        """:meth:`encode`'s two usual calls in one kernel call, or None for the general way.
+
+        Nothing allowed (the default): a text without the special tokens'
+        common prefix holds none to refuse (a short text's encode was three
+        quarters sets and scans in Python). ``"all"`` allowed: the text is
+        encoded around them. None for a text that may hold a refused token, or
+        holds a lone surrogate: the general way raises, or mends it.
+        """
+        if allowed_special is _NOTHING:
+            refused = self._refused_prefix
+            if refused is not None and (not refused or holds(text, refused)):
+                return None
+            return self._core.encode(text, True)
+        if allowed_special == _ALL and not self._core.has_surrogates(text):
+            if not self._all_special:
+                return self._core.encode(text)
+            return self._core.encode_around(text, self._around(self._all_special))
+        return None
+
     def _encode_plain(self, text: str) -> list[int]:
         if self._split_regex is None:
             return self._core.encode(text)

@@ -27,7 +27,8 @@ tokenizers, lines also as chat turns of each file's template but GPT-NeoX's,
 and, for Llama 3 and Qwen3, the tiktoken face on the same
 ranks, given the files' added tokens as special tokens); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
-tiktoken; and each line as a Llama 3 chat turn, four special tokens a text:
+tiktoken; ``encode(line)`` with tiktoken's defaults, every special token refused, line by line;
+and each line as a Llama 3 chat turn, four special tokens a text:
 pieceworks.Tokenizer, Hugging Face, the tiktoken face and tiktoken); adversarial inputs (1 MB of one letter, of random letters, of
 digits) against 1 MB of prose.
 """
@@ -465,6 +466,12 @@ def bench_special_tokens(texts: dict[str, str], repeat: int, summary: list) -> N
         result = run_row(f"256 special tokens allowed, {corpus}, batch of lines, {THREADS} threads", many, lines,
                          size, repeat, resets)
         summary.append((f"special tokens {corpus} lines {THREADS}T", result))
+        # tiktoken's most common call: encode(text) with its defaults, every special token refused.
+        by_line = {c: (lambda e: lambda ts: [e.encode(t) for t in ts])(e) for c, e in contenders.items()}
+        clean = [line for line in lines if "<|" not in line]
+        result = run_row(f"encode(line), default special rules, {corpus}, line by line, 1 thread", by_line, clean,
+                         sum(len(line.encode("utf-8")) for line in clean), repeat, resets)
+        summary.append((f"encode() defaults {corpus} lines 1T", result))
         bench_chat_lines(path, face, ref, corpus, lines, repeat, summary)
 
 

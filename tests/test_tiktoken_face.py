@@ -386,6 +386,42 @@ def test_invalid_utf8_gives_replacement_unless_strict(pairs):
         ours.decode_bytes([10**7])
 
 
+def _known_ids_of(enc) -> list[int]:
+    return sorted(set(enc._mergeable_ranks.values()) | set(enc._special_tokens.values()))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, 10**9), max_size=300), errors=st.sampled_from(["replace", "strict", "ignore",
+                                                                                     "surrogateescape"]),
+       as_tuple=st.booleans())
+def test_decode_of_any_ids_is_tiktokens(pairs, picks, errors, as_tuple):
+    # Ids anywhere in the vocabulary (cut characters among them) and lists long enough to pass the
+    # decoder's 512-byte stack buffer; a tuple takes the same way as a list.
+    ours, ref = pairs["o200k_base"]
+    known = _known_ids_of(ref)
+    ids = [known[p % len(known)] for p in picks]
+    try:
+        expected = ref.decode(ids, errors=errors)
+    except UnicodeDecodeError:
+        with pytest.raises(DecodeError):
+            ours.decode(tuple(ids) if as_tuple else ids, errors=errors)
+        return
+    assert ours.decode(tuple(ids) if as_tuple else ids, errors=errors) == expected
+
+
+def test_decode_of_an_iterator_or_a_bad_item(pairs):
+    # An iterator is read once, by the long way (tiktoken refuses one: it wants a Sequence).
+    ours, ref = pairs["cl100k_base"]
+    ids = ref.encode("héllo wörld, " * 50)
+    assert ours.decode(iter(ids)) == ours.decode(ids) == ref.decode(ids)
+    with pytest.raises(KeyError):
+        ours.decode(iter([ids[0], 10**7]))
+    with pytest.raises(TypeError):
+        ours.decode([ids[0], "x"])
+    with pytest.raises(TypeError):
+        ref.decode([ids[0], "x"])
+
+
 def test_vocabulary_queries(pairs):
     ours, ref = pairs["p50k_base"]
     assert ours.n_vocab == ref.n_vocab and ours.max_token_value == ref.max_token_value

@@ -209,6 +209,11 @@ class Encoding:
     def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
         """The text of ``tokens``. Bytes that are not valid UTF-8 (a character cut
         between tokens) become U+FFFD; ``errors="strict"`` raises DecodeError instead."""
+        if type(tokens) is list or type(tokens) is tuple:     # (read again below if it fails)
+            try:
+                return self._core.decode_utf8(tokens, errors)
+            except (KeyError, UnicodeDecodeError, TypeError, OverflowError):
+                pass        # the long way says what is wrong
         data = _known_ids(self._core.decode_bytes, tokens)
         try:
             return data.decode("utf-8", errors=errors)

@@ -74,7 +74,9 @@ def test_decode_as_hugging_face_and_the_long_way(shared_data, name):
     ours = Tokenizer.from_file(str(shared_data / FILES[name]))
     theirs = tokenizers.Tokenizer.from_file(str(shared_data / FILES[name]))
     assert ours._id_bytes() is not None, "the table must be there for this file, or this tests nothing"
-    for ids in id_lists(ours, seed=len(name), count=150):
+    lists = id_lists(ours, seed=len(name), count=150)
+    # (All of them in one list too: past the kilobyte the join keeps on the stack.)
+    for ids in lists + [[tid for ids in lists for tid in ids]]:
         for skip in (True, False):
             got = ours.decode(ids, skip_special_tokens=skip)
             assert got == theirs.decode(ids, skip_special_tokens=skip), ids
@@ -100,6 +102,7 @@ _SPM = _spm_like()
 def test_any_ids_of_a_byte_fallback_vocabulary(ids, skip):
     """Runs of byte tokens valid or not, broken by other tokens or by skipped special tokens."""
     assert _SPM.decode(ids, skip) == long_way(_SPM, ids, skip, "replace")
+    assert _SPM.decode(ids * 300, skip) == long_way(_SPM, ids * 300, skip, "replace")     # (past the stack buffer)
     assert outcome(lambda: _SPM.decode(ids, skip, errors="strict")) == outcome(
         lambda: long_way(_SPM, ids, skip, "strict"))
 

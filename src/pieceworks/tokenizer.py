@@ -973,9 +973,12 @@ class Tokenizer:
             check_utf8_errors(errors)
         made = self._id_bytes()
         if made is not None:
-            data = made[0].join(ids, skip_special_tokens, errors == "strict")
-            if data is not None:
-                text = data.decode("utf-8", "replace") if errors == "replace" else ByteLevel.text_of(data, True)
+            if errors == "replace":
+                text = made[0].text(ids, skip_special_tokens)
+            else:
+                data = made[0].join(ids, skip_special_tokens, True)
+                text = None if data is None else ByteLevel.text_of(data, True)
+            if text is not None:
                 return text if made[1] is None else made[1](text)
         tokens = []
         for i, tid in enumerate(_as_list(ids, "ids")):

@@ -5,8 +5,9 @@
 
 For each tokenizer.json (ByteLevel, SentencePiece's Replace/ByteFallback/Fuse/Strip
 chain, Metaspace, WordPiece): the ids of the prose, multilingual and code corpora
-(0.2 MB each) decoded as one list, and as lists of 8 ids, one decode call each
-(what a server streaming a generation does). Then tiktoken's encodings through
+(0.2 MB each) decoded as one list, as lists of 8 ids, one decode call each,
+and one id at a time through a DecodeStream (what a server streaming a
+generation does: Hugging Face's DecodeStream is the peer). Then tiktoken's encodings through
 the tiktoken face and tiktoken. Outputs are checked equal before a speed is
 reported; the table prints speed ratios (above 1: pieceworks faster). Quote the
 ratios: the machine is shared.
@@ -33,7 +34,7 @@ def main(argv=None) -> int:
     texts = corpora(int(args.size * 1_000_000))
     print(f"# decode: speed ratio to the peer (above 1: pieceworks faster), {args.size:g} MB per corpus, "
           f"median of {args.repeat}")
-    print(f"{'file':<28}{'corpus':<14}{'tokens':>9}{'one list':>10}{f'{STEP} ids a call':>14}  peer")
+    print(f"{'file':<28}{'corpus':<14}{'tokens':>9}{'one list':>10}{f'{STEP} ids a call':>14}{'stream':>8}  peer")
     try:
         import tokenizers
     except ImportError:
@@ -46,7 +47,8 @@ def main(argv=None) -> int:
             tok.no_padding()
         for corpus, text in texts.items():
             ids = ours.encode(text).ids
-            row(path.parent.name, corpus, ids, ours.decode, theirs.decode, "tokenizers", args.repeat)
+            row(path.parent.name, corpus, ids, ours.decode, theirs.decode, "tokenizers", args.repeat,
+                streams=(lambda: stream_all(ours, ids), lambda: stream_all(theirs, ids)))
     try:
         import tiktoken
     except ImportError:
@@ -67,14 +69,28 @@ def main(argv=None) -> int:
     return 0
 
 
-def row(name: str, corpus: str, ids: list[int], ours, theirs, peer: str, repeat: int) -> None:
+def row(name: str, corpus: str, ids: list[int], ours, theirs, peer: str, repeat: int, streams=None) -> None:
+    """One line of the table; ``streams``: (ours, theirs), each streaming all the ids (None: no column)."""
     chunks = [ids[k:k + STEP] for k in range(0, len(ids), STEP)]
     cells = []
-    for arg, mine, other in ((ids, ours, theirs), (chunks, lambda cs: [ours(c) for c in cs],
-                                                     lambda cs: [theirs(c) for c in cs])):
+    runs = [(ids, ours, theirs), (chunks, lambda cs: [ours(c) for c in cs], lambda cs: [theirs(c) for c in cs])]
+    if streams is not None:
+        runs.append((None, lambda _: streams[0](), lambda _: streams[1]()))
+    for arg, mine, other in runs:
         seconds = compare({"pieceworks": mine, peer: other}, arg, len(ids), unit="tokens", repeat=repeat)
         cells.append(f"{seconds[peer] / seconds['pieceworks']:.2f}x")
-    print(f"{name[:27]:<28}{corpus:<14}{len(ids):>9}{cells[0]:>10}{cells[1]:>14}  {peer}", flush=True)
+    stream = cells[2] if streams is not None else "-"
+    print(f"{name[:27]:<28}{corpus:<14}{len(ids):>9}{cells[0]:>10}{cells[1]:>14}{stream:>8}  {peer}", flush=True)
+
+
+def stream_all(tokenizer, ids: list[int]) -> list:
+    """Each id through a DecodeStream of ``tokenizer``'s library, one step each: the pieces."""
+    if type(tokenizer).__module__.startswith("pieceworks"):
+        from pieceworks.decoders import DecodeStream
+    else:
+        from tokenizers.decoders import DecodeStream
+    stream = DecodeStream(skip_special_tokens=False)
+    return [stream.step(tokenizer, tid) for tid in ids]
 
 
 if __name__ == "__main__":

@@ -239,6 +239,22 @@ def test_byte_level_split_emoji(shared_data):
     assert all(p is None or p == "🌍" for p in pieces)
 
 
+@pytest.mark.parametrize("name", sorted(REAL_TOKENIZERS))
+def test_the_usual_step_is_the_kernels(shared_data, name):
+    # One id at a time, on a file whose decoder has an id table: every step is StreamWindow's, so
+    # the comparisons with Hugging Face above hold for it (a step it gave back would be the
+    # Python code's, and those tests would not see the C step at all).
+    from pieceworks._kernels.id_bytes import LONG_WAY
+
+    ours, theirs = load_pair(shared_data, name)
+    assert ours._id_bytes() is not None
+    ids = theirs.encode("Hello there, a stream of words; then more.", add_special_tokens=False).ids
+    stream = DecodeStream(skip_special_tokens=True)
+    out = [stream._step_one(ours, i) for i in ids]
+    assert LONG_WAY not in out
+    assert joined(out) == ours.decode(ids)
+
+
 # -- the API ---------------------------------------------------------------------
 
 def test_prefilled_text_is_context_not_output():

@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 
 from ._component import Component, CustomComponent, Fields, stage_base
+from ._kernels.id_bytes import StreamWindow
 from ._regex import Regex
 from .byte_level import byte_chars_to_bytes_or_none
 from .errors import ConfigError, DecodeError, InputTypeError
@@ -650,7 +651,7 @@ class Sequence(Decoder):
 # few ids. Invariant: the text of the window starts with ``prefix``.
 
 
-class DecodeStream:
+class DecodeStream(StreamWindow):
     """Incremental decoding: feed ids as they are generated, get text as soon as it is complete.
 
     ``ids`` pre-fills the stream with ids already shown (a prompt): their
@@ -678,8 +679,10 @@ class DecodeStream:
         self.prefix = ""
         self.prefix_index = 0
 
-    def step(self, tokenizer, id) -> "str | None":
-        """Add the next id (an int) or ids (a list of int); return the new text, or None if none is complete yet."""
+    # step(tokenizer, id) is StreamWindow's: one id through the tokenizer's id table in C, the rest here.
+    def _step_long(self, tokenizer, id) -> "str | None":
+        """:meth:`step` for what its C code does not take: a list of ids, a tokenizer without an id
+        table, an id the table cannot decode (this says why), a decoder that rewrote the past."""
         new_ids = _stream_ids(id, "id")
         decode = _decode_function(tokenizer)
         if not self.prefix and self.ids:

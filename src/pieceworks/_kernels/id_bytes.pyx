@@ -181,6 +181,94 @@ cdef class IdBytes:
         return True
 
 
+cdef class StreamWindow:
+    """A :class:`~pieceworks.decoders.DecodeStream`'s state, and its usual step in C.
+
+    ``ids`` is the window, ``ids[:prefix_index]`` gave the text returned
+    last, ``prefix`` is the text of the window's returned part (the
+    stream's comment says how they move). :meth:`_step_one` takes one id
+    when the tokenizer has an id table (``Tokenizer._id_bytes``) and the
+    window needs nothing the table cannot say; otherwise it changes nothing
+    and says so (:data:`LONG_WAY`): the stream's Python step then does it.
+    """
+
+    cdef public list ids
+    cdef public str prefix
+    cdef public Py_ssize_t prefix_index
+    cdef public bint skip_special_tokens
+
+    def step(self, tokenizer, id):
+        """Add the next id (an int) or ids (a list of int); return the new text, or None if none is
+        complete yet. (One id through an id table is taken here, in C; anything else by the
+        stream's ``_step_long``, the same step in Python.)"""
+        cdef object out
+        if type(id) is int and 0 <= id < 4294967296:
+            out = self._step_c(tokenizer, <Py_ssize_t>id)
+            if out is not LONG_WAY:
+                return out
+        return self._step_long(tokenizer, id)
+
+    def _step_one(self, tokenizer, Py_ssize_t tid):
+        """:meth:`_step_c` from Python (for tests)."""
+        return self._step_c(tokenizer, tid)
+
+    cdef object _step_c(self, tokenizer, Py_ssize_t tid):
+        """The new text after id ``tid`` (0 <= tid < 2**32), None while a char is incomplete, or
+        LONG_WAY (nothing changed but what the long way would change first): no id table, an id
+        the table cannot decode, or a window that no longer starts with the prefix (the long way
+        raises)."""
+        cdef list ids = self.ids
+        cdef str text, prefix = self.prefix
+        cdef Py_ssize_t n
+        id_bytes = getattr(tokenizer, "_id_bytes", None)
+        made = id_bytes() if id_bytes is not None else None
+        if type(made) is not tuple or len(<tuple>made) != 2 or type((<tuple>made)[0]) is not IdBytes:
+            return LONG_WAY
+        table, after = <IdBytes>(<tuple>made)[0], (<tuple>made)[1]
+        if not prefix and ids:
+            # Pre-filled ids (or a window whose text is empty): their text, if complete, is context,
+            # not output. (Done again, alike, if the long way takes the step after all.)
+            text = self._text(table, after, ids)
+            if text is None:
+                return LONG_WAY
+            if not text.endswith("\ufffd"):
+                prefix = self.prefix = text
+                self.prefix_index = len(ids)
+        ids.append(tid)
+        text = self._text(table, after, ids)
+        if text is None:
+            ids.pop()
+            return LONG_WAY
+        if text.endswith("\ufffd"):
+            return None
+        if not text.startswith(prefix):
+            ids.pop()
+            return LONG_WAY
+        # (After the same prefix, more chars is more UTF-8 bytes: Hugging Face's comparison.)
+        if len(text) <= len(prefix):
+            return None
+        n = len(ids) - self.prefix_index
+        del ids[:self.prefix_index]
+        prefix_text = self._text(table, after, ids)
+        if prefix_text is None:         # (cannot be: these ids decoded a moment ago)
+            raise RuntimeError("DecodeStream: the window's ids no longer decode")
+        self.prefix, self.prefix_index = prefix_text, n
+        return text[len(prefix):]
+
+    cdef str _text(self, IdBytes table, after, list ids):
+        """``Tokenizer.decode(ids, skip_special_tokens)`` through the table, or None (see IdBytes.text)."""
+        cdef Joined out
+        cdef str text
+        if not table._join(ids, self.skip_special_tokens, False, &out):
+            return None
+        text = PyUnicode_DecodeUTF8(out.data, out.size, "replace")
+        return text if after is None else after(text)
+
+
+#: What StreamWindow._step_one says when the step is the Python code's to take.
+LONG_WAY = object()
+
+
 cdef struct Joined:
     char* data              # small, or heap's buffer once past it
     Py_ssize_t size, room

@@ -186,10 +186,11 @@ cdef class StreamWindow:
 
     ``ids`` is the window, ``ids[:prefix_index]`` gave the text returned
     last, ``prefix`` is the text of the window's returned part (the
-    stream's comment says how they move). :meth:`_step_one` takes one id
+    stream's comment says how they move). :meth:`step` takes one id in C
     when the tokenizer has an id table (``Tokenizer._id_bytes``) and the
-    window needs nothing the table cannot say; otherwise it changes nothing
-    and says so (:data:`LONG_WAY`): the stream's Python step then does it.
+    window needs nothing the table cannot say; otherwise the C step changes
+    nothing and says so (:data:`LONG_WAY`), and the stream's Python step
+    (``_step_long``) takes it.
     """
 
     cdef public list ids

@@ -18,8 +18,11 @@ KERNELS = Path("src/pieceworks/_kernels")
 # the GIL ("freethreading_compatible": True, Cython >= 3.1), so importing pieceworks
 # on such a build turns the GIL back on (Python warns) and everything runs as today.
 # Audited (see README, Development): bpe_encode, single_text, wordlevel, suffix_array,
-# count, bpe_train, wordpiece_train and id_bytes (a list filled item by item) are
-# safe (read-only after construction, per-call objects, or atomic state). Not yet, and why:
+# count, bpe_train and wordpiece_train are safe (read-only after construction,
+# per-call objects, or atomic state). Not yet, and why:
+#   id_bytes            IdBytes fills its C table of each id's bytes as ids are met (a
+#                       pointer into the entry's bytes, then the flag that says it is there),
+#                       with no lock: two threads meeting one id at once race;
 #   aligned_nfc         splice_segments and splice_clusters read the caller's shared dict
 #                       of edits by borrowed reference (PyDict_GetItem), which another
 #                       thread may clear: PyDict_GetItemRef (3.13) is the fix;

@@ -3,6 +3,7 @@
 """C-level API of the fused byte-level BPE kernel (see bytebpe.pyx)."""
 
 from cpython.object cimport PyObject
+from pieceworks._kernels.byte_buffer cimport ByteBuffer
 from pieceworks._kernels.raw_encoding cimport SpanSource
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
@@ -167,6 +168,7 @@ cdef class ByteBPE:
     cdef bint _fill_job(self, object job_object, list texts, bint refuse_surrogates,
                         Py_ssize_t chunk_chars, bint split) except -1
     cdef list _id_list(self, State* st, size_t start, size_t end)
+    cdef int _join_ids(self, ids, ByteBuffer* out) except -1
     cdef list _bytes_piece(self, bytes piece, bint whole)
     cdef bint _bytes_known(self, uint32_t tid)
     cdef bint _spells_pair(self, uint32_t t, uint32_t x, uint32_t y)

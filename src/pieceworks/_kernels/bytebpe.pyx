@@ -105,6 +105,7 @@ from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBa
                                                prefetch_next_ints, pw_prefetch_read, pw_prefetch_write,
                                                share_ints_below, shared_int_table)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
+from pieceworks._kernels.byte_buffer cimport buffer_put, buffer_start
 from cpython.unicode cimport PyUnicode_AsUTF8, PyUnicode_DATA, PyUnicode_DecodeUTF8, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport INT32_MAX, UINT32_MAX, UINT64_MAX, int16_t, uint16_t
 from libc.stdlib cimport calloc, free
@@ -2987,17 +2988,9 @@ cdef class ByteBPE:
     # -- decoding and inspection -------------------------------------------------------------
     def decode_bytes(self, ids):
         """The bytes of ``ids`` joined; an unknown id raises KeyError (as tiktoken does)."""
-        cdef vector[uint8_t] out
-        cdef Py_ssize_t tid
-        cdef uint32_t length
-        for item in ids:
-            tid = item
-            if tid < 0 or tid >= self.m.n_ids or not self._has_token[tid]:
-                raise KeyError(tid)
-            length = token_len(&self.m, <uint32_t>tid)
-            out.insert(out.end(), self.m.token_bytes + self.m.token_off[tid],
-                       self.m.token_bytes + self.m.token_off[tid] + length)
-        return PyBytes_FromStringAndSize(<char*>out.data(), out.size())
+        cdef ByteBuffer out
+        self._join_ids(ids, &out)
+        return PyBytes_FromStringAndSize(out.data, out.size)
 
     def decode_utf8(self, ids, str errors not None="replace"):
         """``decode_bytes(ids).decode("utf-8", errors)``, with no bytes object between (tiktoken's
@@ -3008,27 +3001,21 @@ cdef class ByteBPE:
         >>> bpe.decode_utf8([104, 105, 0xC3]), bpe.decode_utf8([0xC3, 0xA9])
         ('hi\ufffd', 'é')
         """
-        cdef char small[512]
-        cdef vector[uint8_t] big
-        cdef char* out = small
-        cdef Py_ssize_t tid, size = 0, room = sizeof(small)
-        cdef uint32_t length
-        cdef const uint8_t* token
+        cdef ByteBuffer out
+        self._join_ids(ids, &out)
+        return PyUnicode_DecodeUTF8(out.data, out.size, PyUnicode_AsUTF8(errors))
+
+    cdef int _join_ids(self, ids, ByteBuffer* out) except -1:
+        """The bytes of ``ids`` into ``out`` (on the stack while they fit); KeyError for an unknown id."""
+        cdef Py_ssize_t tid
+        buffer_start(out)
         for item in ids:
             tid = item
             if tid < 0 or tid >= self.m.n_ids or not self._has_token[tid]:
                 raise KeyError(tid)
-            length = token_len(&self.m, <uint32_t>tid)
-            token = self.m.token_bytes + self.m.token_off[tid]
-            if size + <Py_ssize_t>length > room:       # past the stack buffer: the rest in a vector
-                if out == small:
-                    big.assign(<uint8_t*>small, <uint8_t*>small + size)
-                big.resize(2 * (size + length))
-                out = <char*>big.data()
-                room = <Py_ssize_t>big.size()
-            memcpy(out + size, token, length)
-            size += length
-        return PyUnicode_DecodeUTF8(out, size, PyUnicode_AsUTF8(errors))
+            buffer_put(out, <const char*>self.m.token_bytes + self.m.token_off[tid],
+                       token_len(&self.m, <uint32_t>tid))
+        return 0
 
     def token_bytes(self, Py_ssize_t tid):
         """The bytes of one id (KeyError if there is no such id)."""

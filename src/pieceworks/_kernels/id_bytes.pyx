@@ -17,8 +17,9 @@ tuple, its bytes) cost the loop 30 ns an id.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.object cimport PyObject
-from libc.string cimport memcpy
 from libcpp.vector cimport vector
+
+from pieceworks._kernels.byte_buffer cimport ByteBuffer, buffer_put, buffer_start
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
@@ -96,7 +97,7 @@ cdef class IdBytes:
         ``skip_special``; None where the caller must go its own way: not a list or tuple, an item
         that is not an int (a bool neither), an id with no token, or (``strict``) a run of byte
         tokens that is not valid UTF-8."""
-        cdef Joined out
+        cdef ByteBuffer out
         if not self._join(ids, skip_special, strict, &out):
             return None
         return PyBytes_FromStringAndSize(out.data, out.size)
@@ -109,19 +110,22 @@ cdef class IdBytes:
         >>> IdBytes(2, lambda i: [(b"\\xc3", False), (b"\\xa9!", False)][i]).text([0, 1, 1], False)
         '\xe9!\ufffd!'
         """
-        cdef Joined out
+        return self._text(ids, skip_special)
+
+    cdef str _text(self, ids, bint skip_special):
+        cdef ByteBuffer out
         if not self._join(ids, skip_special, False, &out):
             return None
         return PyUnicode_DecodeUTF8(out.data, out.size, "replace")
 
-    cdef bint _join(self, ids, bint skip_special, bint strict, Joined* out) except -1:
+    cdef bint _join(self, ids, bint skip_special, bint strict, ByteBuffer* out) except -1:
         """Join into ``out`` (see :meth:`join`); False where join says None."""
         cdef vector[char] run
         cdef Py_ssize_t tid, k = 0
         cdef bint first = self.first
         cdef const Spelled* sp
         cdef PyObject* item
-        out.data, out.size, out.room = out.small, 0, sizeof(out.small)
+        buffer_start(out)
         if type(ids) is not list and type(ids) is not tuple:
             return False
         # (The size is read each time: fill is Python, which could shorten a list.)
@@ -148,10 +152,10 @@ cdef class IdBytes:
             if run.size() and not _flush_run(run, out, strict):
                 return False
             if first:
-                _put(out, sp.first_data, sp.first_size)
+                buffer_put(out, sp.first_data, sp.first_size)
                 first = False
             else:
-                _put(out, sp.data, sp.size)
+                buffer_put(out, sp.data, sp.size)
         if run.size() and not _flush_run(run, out, strict):
             return False
         return True
@@ -258,48 +262,25 @@ cdef class StreamWindow:
 
     cdef str _text(self, IdBytes table, after, list ids):
         """``Tokenizer.decode(ids, skip_special_tokens)`` through the table, or None (see IdBytes.text)."""
-        cdef Joined out
-        cdef str text
-        if not table._join(ids, self.skip_special_tokens, False, &out):
-            return None
-        text = PyUnicode_DecodeUTF8(out.data, out.size, "replace")
-        return text if after is None else after(text)
+        cdef str text = table._text(ids, self.skip_special_tokens)
+        return text if text is None or after is None else after(text)
 
 
 #: What StreamWindow._step_one says when the step is the Python code's to take.
 LONG_WAY = object()
 
 
-cdef struct Joined:
-    char* data              # small, or heap's buffer once past it
-    Py_ssize_t size, room
-    vector[char] heap
-    char small[1024]
-
-
-cdef inline void _put(Joined* out, const char* data, Py_ssize_t size):
-    """Append ``size`` bytes to ``out``, moving it to the heap when the stack buffer is full."""
-    if out.size + size > out.room:
-        if out.data == out.small:
-            out.heap.assign(out.small, out.small + out.size)
-        out.heap.resize(2 * (out.size + size))
-        out.data = out.heap.data()
-        out.room = <Py_ssize_t>out.heap.size()
-    memcpy(out.data + out.size, data, size)
-    out.size += size
-
-
-cdef bint _flush_run(vector[char]& run, Joined* out, bint strict) except -1:
+cdef bint _flush_run(vector[char]& run, ByteBuffer* out, bint strict) except -1:
     """Put a run of byte tokens' bytes into ``out``: as they are if valid UTF-8, else one U+FFFD per
     byte; False (nothing put) if not valid and ``strict``. The run is emptied."""
     cdef size_t k
     try:
         PyUnicode_DecodeUTF8(run.data(), run.size(), NULL)
-        _put(out, run.data(), run.size())
+        buffer_put(out, run.data(), run.size())
     except UnicodeDecodeError:
         if strict:
             return False
         for k in range(run.size()):
-            _put(out, REPLACEMENT, 3)
+            buffer_put(out, REPLACEMENT, 3)
     run.clear()
     return True

@@ -113,6 +113,10 @@ def test_decoder_changed_after_a_decode():
     tok = _spm_like()
     ids = [1, 2, 3, 5 + 0xC3, 5 + 0xA9]
     assert tok.decode(ids) == "abé"
+    tok.decoder.decoders[-1].start = 0  # (a member's field: the epoch moves)
+    assert tok.decode(ids) == " abé"
+    tok.decoder.decoders[-1].start = 1
+    assert tok.decode(ids) == "abé"
     tok.decoder.decoders.pop()          # (the Strip, in place)
     assert tok.decode(ids) == " abé"
     tok.decoder.decoders[0] = Replace("▁", "_")

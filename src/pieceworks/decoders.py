@@ -19,7 +19,7 @@ import contextlib
 import contextvars
 
 from ._component import Component, CustomComponent, Fields, stage_base
-from ._kernels.id_bytes import StreamWindow
+from ._kernels.id_bytes import StreamWindow, strip_text
 from ._regex import Regex
 from .byte_level import byte_chars_to_bytes_or_none
 from .errors import ConfigError, DecodeError, InputTypeError
@@ -459,16 +459,7 @@ class Strip(Decoder):
         return [self._strip(token) for token in tokens]
 
     def _strip(self, token: str) -> str:
-        n = len(token)
-        start_cut = 0
-        while start_cut < min(self.start, n) and token[start_cut] == self.content:
-            start_cut += 1
-        # Never cut into what the start already removed: Hugging Face 0.23
-        # panics there (e.g. Strip("a", 1, 1) on "a"); this is its later fix.
-        stop_cut = n
-        while n - stop_cut < min(self.stop, n - start_cut) and token[stop_cut - 1] == self.content:
-            stop_cut -= 1
-        return token[start_cut:stop_cut]
+        return strip_text(token, self.content, self.start, self.stop)
 
     def _to_fields(self) -> dict:
         return {"content": self.content, "start": self.start, "stop": self.stop}

@@ -29,7 +29,7 @@ from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans
 from ._component import _EPOCH, epoch
 from ._kernels.token_finder import AroundTokens, TokenTrie
 from ._kernels.encoding import EncodingWithIds
-from ._kernels.id_bytes import IdBytes
+from ._kernels.id_bytes import NOT_KNOWN, IdBytes, Remembered, known_id_bytes, strip_text
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around, join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
@@ -971,7 +971,9 @@ class Tokenizer:
         """
         if errors != "replace":
             check_utf8_errors(errors)
-        made = self._id_bytes()
+        made = known_id_bytes(self)
+        if made is NOT_KNOWN:
+            made = self._id_bytes()
         if made is not None:
             if errors == "replace":
                 text = made[0].text(ids, skip_special_tokens)
@@ -979,7 +981,7 @@ class Tokenizer:
                 data = made[0].join(ids, skip_special_tokens, True)
                 text = None if data is None else ByteLevel.text_of(data, True)
             if text is not None:
-                return text if made[1] is None else made[1](text)
+                return text if made[1] is None else strip_text(text, *made[1])
         tokens = []
         for i, tid in enumerate(_as_list(ids, "ids")):
             if isinstance(tid, bool) or not isinstance(tid, int):
@@ -1001,9 +1003,10 @@ class Tokenizer:
     def _id_bytes(self) -> tuple | None:
         """decode's way for the two decoders most files have: ``(table, strip)``, the bytes of each
         id's token as the decoder makes them (``_kernels/id_bytes.IdBytes``, filled as ids are met),
-        and what is done to the text after (None: read it as UTF-8); kept per component epoch.
+        and a final Strip's ``(content, start, stop)`` for the text they make (``strip_text``; None:
+        no Strip); kept per component epoch.
         None for any other decoder. Ids it cannot take (unknown, not ints) go the long way, which
-        says what is wrong.
+        says what is wrong. (Kept as a ``Remembered``: ``known_id_bytes`` gives it while it holds.)
 
         - Hugging Face's ByteLevel alone (GPT-2, Llama 3, Qwen): each token's bytes.
         - SentencePiece's chain, ``Replace(str, str)``, ``ByteFallback``, ``Fuse`` and an optional
@@ -1012,10 +1015,9 @@ class Tokenizer:
         - Metaspace (T5, BARThez) and WordPiece (BERT): each token's chunk depends on it alone and
           on whether it comes first; both are spelled by the decoder itself, once.
         """
-        # (A Sequence's list edited in place moves no epoch: its members are checked too.)
-        cached = self.__dict__.get("_id_bytes_for")
-        if cached is not None and cached[0] == _EPOCH[0] and (cached[1] is None or tuple(cached[1]) == cached[2]):
-            return cached[3]
+        made = known_id_bytes(self)
+        if made is not NOT_KNOWN:
+            return made
         decoder = self.decoder
         members = decoder.decoders if type(decoder) is DecoderSequence else None
         chain = _fallback_chain(decoder)
@@ -1034,7 +1036,8 @@ class Tokenizer:
             chain_of = decoder.decode_chain     # (as the second token, and as the first)
             made = self._id_table(lambda token: (chain_of([token, token])[1].encode("utf-8"),
                                                  chain_of([token])[0].encode("utf-8")), first=True), None
-        self.__dict__["_id_bytes_for"] = (_EPOCH[0], members, None if members is None else tuple(members), made)
+        # (A Sequence's list edited in place moves no epoch: its members are checked too.)
+        self.__dict__["_id_bytes_for"] = Remembered(_EPOCH, members, made)
         return made
 
     def _id_table(self, spell, **mode) -> IdBytes:
@@ -1266,7 +1269,7 @@ _RAW_MAX_CHARS = 2**31 - 1
 
 def _fallback_chain(decoder) -> tuple | None:
     """``(old, new, strip)`` if ``decoder`` is exactly ``Sequence([Replace(old, new), ByteFallback(),
-    Fuse()])``, perhaps with a ``Strip`` after (``strip``: its strip of one text; else None), with
+    Fuse()])``, perhaps with a ``Strip`` after (``strip``: its ``(content, start, stop)``; else None), with
     ``old`` a non-empty str: SentencePiece's decoding as tokenizer.json files spell it. Else None.
 
     >>> from pieceworks.decoders import Sequence as Chain, Replace, ByteFallback, Fuse, Strip
@@ -1280,7 +1283,8 @@ def _fallback_chain(decoder) -> tuple | None:
     members = list(decoder.decoders)
     strip = None
     if len(members) == 4 and type(members[3]) is Strip:
-        strip = members.pop()._strip
+        last = members.pop()
+        strip = last.content, last.start, last.stop
     if len(members) != 3 or [type(m) for m in members] != [Replace, ByteFallback, Fuse]:
         return None
     replace = members[0]

@@ -325,9 +325,12 @@ class UnigramMetaspacePlan:
     def _raw_results(self, texts: list[str], prepends: list[bool], rules, collapse: bool) -> list:
         """The kernel's batch, as ``encode_raw_batch`` hands its results on (made so in C)."""
         model = self.model
-        swaps = None if rules is None else self._precompiled().ascii_swaps()[0]
         return model._core.hf_metaspace_raw_batch(texts, prepends, model._pieces, rules, self.pre_tokenizer.replacement,
-                                                  self.pre_tokenizer.split, collapse, swaps)
+                                                  self.pre_tokenizer.split, collapse, self._swaps(rules))
+
+    def _swaps(self, rules):
+        """The table of ASCII chars the kernel swaps as it reads (``Precompiled.ascii_swaps``); None without rules."""
+        return None if rules is None else self._precompiled().ascii_swaps()[0]
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot, or None (the long way).
@@ -355,7 +358,7 @@ class UnigramMetaspacePlan:
         # (At 0, with no Nmt, a text starts its input: "first" prepends as "always" does.)
         prepends = [pre.prepend_scheme in ("always", "first")]
         batch, pieces, replacement, split = model._core.hf_metaspace_raw_batch, model._pieces, pre.replacement, pre.split
-        swaps = None if rules is None else self._precompiled().ascii_swaps()[0]
+        swaps = self._swaps(rules)
         changed = self._changed_results
 
         def encode(text: str):

@@ -670,35 +670,12 @@ class DecodeStream(StreamWindow):
         self.prefix = ""
         self.prefix_index = 0
 
-    # step(tokenizer, id) is StreamWindow's: one id through the tokenizer's id table in C, the rest here.
+    # step(tokenizer, id) is StreamWindow's: one id through the tokenizer's id table, in C, or this.
     def _step_long(self, tokenizer, id) -> "str | None":
-        """:meth:`step` for what its C code does not take: a list of ids, a tokenizer without an id
-        table, an id the table cannot decode (this says why), a decoder that rewrote the past."""
+        """:meth:`step` through ``tokenizer.decode``: a list of ids, a tokenizer without an id table,
+        an id the table cannot decode (decode says why)."""
         new_ids = _stream_ids(id, "id")
-        decode = _decode_function(tokenizer)
-        if not self.prefix and self.ids:
-            # Pre-filled ids: their text (if complete) is context, not output.
-            prefill = decode(self.ids, skip_special_tokens=self.skip_special_tokens)
-            if not prefill.endswith("\ufffd"):
-                self.prefix = prefill
-                self.prefix_index = len(self.ids)
-        self.ids.extend(new_ids)
-        text = decode(self.ids, skip_special_tokens=self.skip_special_tokens)
-        # Compare UTF-8 lengths, as Hugging Face does (Rust's str::len).
-        if _utf8_len(text) <= _utf8_len(self.prefix) or text.endswith("\ufffd"):
-            return None
-        if not text.startswith(self.prefix):
-            raise DecodeError(
-                f"DecodeStream: the decoder changed text it had already returned: after id "
-                f"{self.ids[-1]} the window decodes to {text!r}, which does not start with {self.prefix!r}",
-                fix="this decoder does not stream (its output for earlier ids depends on later ones); "
-                    "decode the whole list of ids with Tokenizer.decode instead")
-        new_text = text[len(self.prefix):]
-        new_prefix_index = len(self.ids) - self.prefix_index
-        del self.ids[:self.prefix_index]
-        self.prefix = decode(self.ids, skip_special_tokens=self.skip_special_tokens)
-        self.prefix_index = new_prefix_index
-        return new_text
+        return self._advance(_decode_function(tokenizer), new_ids)
 
     def __copy__(self) -> "DecodeStream":
         clone = DecodeStream(None, self.skip_special_tokens)
@@ -735,7 +712,3 @@ def _decode_function(tokenizer):
         raise InputTypeError(f"DecodeStream.step needs a Tokenizer, got {type(tokenizer).__name__}",
                              fix="pass the pieceworks.Tokenizer whose ids these are")
     return decode
-
-
-def _utf8_len(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))

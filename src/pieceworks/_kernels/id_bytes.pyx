@@ -21,6 +21,7 @@ from cpython.object cimport PyObject
 from libcpp.vector cimport vector
 
 from pieceworks._kernels.byte_buffer cimport ByteBuffer, buffer_put, buffer_start
+from pieceworks.errors import DecodeError
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
@@ -255,15 +256,17 @@ NOT_KNOWN = object()
 
 
 cdef class StreamWindow:
-    """A :class:`~pieceworks.decoders.DecodeStream`'s state, and its usual step in C.
+    """A :class:`~pieceworks.decoders.DecodeStream`'s state, and its step.
 
     ``ids`` is the window, ``ids[:prefix_index]`` gave the text returned
     last, ``prefix`` is the text of the window's returned part (the
-    stream's comment says how they move). :meth:`step` takes one id in C
-    when the tokenizer has an id table (``Tokenizer._id_bytes``) and the
-    window needs nothing the table cannot say; otherwise the C step changes
-    nothing and says so (:data:`LONG_WAY`), and the stream's Python step
-    (``_step_long``) takes it.
+    stream's comment says how they move). One step, two ways to read the
+    window's text: through the tokenizer's id table (``Tokenizer._id_bytes``),
+    for one int id when the tokenizer has one, all in C; or through
+    ``tokenizer.decode`` (:meth:`_advance`, which the stream's ``_step_long``
+    calls after checking what it was given), for anything else and for a
+    window the table cannot read (which the table's way hands back,
+    unchanged, as :data:`LONG_WAY`).
     """
 
     cdef public list ids
@@ -273,74 +276,98 @@ cdef class StreamWindow:
 
     def step(self, tokenizer, id):
         """Add the next id (an int) or ids (a list of int); return the new text, or None if none is
-        complete yet. (One id through an id table is taken here, in C; anything else by the
-        stream's ``_step_long``, the same step in Python.)"""
+        complete yet."""
         cdef object out
         if type(id) is int and 0 <= id < 4294967296:
-            out = self._step_c(tokenizer, <Py_ssize_t>id)
+            out = self._step_table(tokenizer, <Py_ssize_t>id)
             if out is not LONG_WAY:
                 return out
         return self._step_long(tokenizer, id)
 
     def _step_one(self, tokenizer, Py_ssize_t tid):
-        """:meth:`_step_c` from Python (for tests)."""
-        return self._step_c(tokenizer, tid)
+        """:meth:`_step_table` from Python (for tests)."""
+        return self._step_table(tokenizer, tid)
 
-    cdef object _step_c(self, tokenizer, Py_ssize_t tid):
-        """The new text after id ``tid`` (0 <= tid < 2**32), None while a char is incomplete, or
-        LONG_WAY (nothing changed but what the long way would change first): no id table, an id
-        the table cannot decode, or a window that no longer starts with the prefix (the long way
-        raises)."""
-        cdef list ids = self.ids
-        cdef str text, prefix = self.prefix
-        cdef Py_ssize_t n
-        cdef IdBytes table
-        cdef object strip
+    cdef object _step_table(self, tokenizer, Py_ssize_t tid):
+        """The step for id ``tid`` (0 <= tid < 2**32) through the tokenizer's id table, or LONG_WAY
+        (the window as it was): no id table, or ids the table cannot decode."""
         made = known_id_bytes(tokenizer)
         if made is NOT_KNOWN:
             id_bytes = getattr(tokenizer, "_id_bytes", None)
             made = id_bytes() if id_bytes is not None else None
         if type(made) is not tuple or len(<tuple>made) != 2 or type((<tuple>made)[0]) is not IdBytes:
             return LONG_WAY
-        table, strip = <IdBytes>(<tuple>made)[0], (<tuple>made)[1]
+        strip = (<tuple>made)[1]
         if strip is not None and (type(strip) is not tuple or len(<tuple>strip) != 3):
             return LONG_WAY
+        return self._move(<IdBytes>(<tuple>made)[0], strip, None, None, tid)
+
+    def _advance(self, decode, list new_ids not None):
+        """The step for ``new_ids`` (checked: ints from 0 to 2**32 - 1), the window's text read by
+        ``decode(ids, skip_special_tokens=...)`` (a tokenizer's decode)."""
+        return self._move(None, None, decode, new_ids, 0)
+
+    cdef object _move(self, IdBytes table, tuple strip, decode, list new_ids, Py_ssize_t tid):
+        """Add ``new_ids``, or ``tid`` if it is None, and return the new text, reading the window's
+        text through ``table`` (LONG_WAY, the window as it was, where it cannot) or else ``decode``.
+        The pre-fill's text, when first read, becomes the prefix (that is kept either way)."""
+        cdef list ids = self.ids
+        cdef str text, prefix = self.prefix
+        cdef Py_ssize_t before, n
         if not prefix and ids:
             # Pre-filled ids (or a window whose text is empty): their text, if complete, is context,
-            # not output. (Done again, alike, if the long way takes the step after all.)
-            text = self._text(table, strip, ids)
+            # not output.
+            text = self._text(table, strip, decode, ids)
             if text is None:
                 return LONG_WAY
             if not text.endswith("\ufffd"):
                 prefix = self.prefix = text
                 self.prefix_index = len(ids)
-        ids.append(tid)
-        text = self._text(table, strip, ids)
+        before = len(ids)
+        if new_ids is None:
+            ids.append(tid)
+        else:
+            ids.extend(new_ids)
+        text = self._text(table, strip, decode, ids)
         if text is None:
-            ids.pop()
+            del ids[before:]
             return LONG_WAY
         if text.endswith("\ufffd"):
             return None
-        if not text.startswith(prefix):
-            ids.pop()
-            return LONG_WAY
-        # (After the same prefix, more chars is more UTF-8 bytes: Hugging Face's comparison.)
-        if len(text) <= len(prefix):
+        # Hugging Face compares UTF-8 lengths: after the same prefix, more chars is more bytes.
+        if text.startswith(prefix):
+            if len(text) <= len(prefix):
+                return None
+        elif _utf8_len(text) <= _utf8_len(prefix):
             return None
+        else:
+            raise DecodeError(
+                f"DecodeStream: the decoder changed text it had already returned: after id "
+                f"{ids[len(ids) - 1]} the window decodes to {text!r}, which does not start with {prefix!r}",
+                fix="this decoder does not stream (its output for earlier ids depends on later ones); "
+                    "decode the whole list of ids with Tokenizer.decode instead")
         n = len(ids) - self.prefix_index
         del ids[:self.prefix_index]
-        prefix_text = self._text(table, strip, ids)
+        prefix_text = self._text(table, strip, decode, ids)
         if prefix_text is None:         # (cannot be: these ids decoded a moment ago)
             raise RuntimeError("DecodeStream: the window's ids no longer decode")
         self.prefix, self.prefix_index = prefix_text, n
         return text[len(prefix):]
 
-    cdef str _text(self, IdBytes table, tuple strip, list ids):
-        """``Tokenizer.decode(ids, skip_special_tokens)`` through the table, or None (see IdBytes.text)."""
-        cdef str text = table._text(ids, self.skip_special_tokens)
+    cdef str _text(self, IdBytes table, tuple strip, decode, list ids):
+        """``Tokenizer.decode(ids, skip_special_tokens)``: through ``table`` (None where it cannot: see
+        IdBytes.text) and ``strip``, or by calling ``decode``."""
+        cdef str text
+        if table is None:
+            return decode(ids, skip_special_tokens=self.skip_special_tokens)
+        text = table._text(ids, self.skip_special_tokens)
         if text is None or strip is None:
             return text
         return strip_text(text, (<tuple>strip)[0], (<tuple>strip)[1], (<tuple>strip)[2])
+
+
+cdef Py_ssize_t _utf8_len(str text) except -1:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 cpdef str strip_text(str text, str content, start, stop):
@@ -370,7 +397,7 @@ cpdef str strip_text(str text, str content, start, stop):
     return text[start_cut:stop_cut]
 
 
-#: What StreamWindow._step_one says when the step is the Python code's to take.
+#: What StreamWindow._step_table says when the step is tokenizer.decode's to take.
 LONG_WAY = object()
 
 

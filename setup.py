@@ -18,7 +18,7 @@ KERNELS = Path("src/pieceworks/_kernels")
 # the GIL ("freethreading_compatible": True, Cython >= 3.1), so importing pieceworks
 # on such a build turns the GIL back on (Python warns) and everything runs as today.
 # Audited (see README, Development): bpe_encode, single_text, wordlevel, suffix_array,
-# count, bpe_train and wordpiece_train are safe (read-only after construction,
+# count, bpe_train, wordpiece_train and onig_spans (a match region per thread) are safe (read-only after construction,
 # per-call objects, or atomic state). Not yet, and why:
 #   id_bytes            IdBytes fills its C table of each id's bytes as ids are met (a
 #                       pointer into the entry's bytes, then the flag that says it is there),

@@ -25,7 +25,8 @@ reach (the machine's own scaling for this kernel); tokenizer.json files of
 Llama 3, Qwen3, GPT-NeoX, Gemma 3 and Mistral (pieceworks.Tokenizer against
 tokenizers, lines also as chat turns of each file's template but GPT-NeoX's,
 and, for Llama 3 and Qwen3, the tiktoken face on the same
-ranks, given the files' added tokens as special tokens); many special tokens (Llama 3's ranks
+ranks, given the files' added tokens as special tokens; and Llama 3's file with a split
+pattern the kernel has no scanner for); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
 tiktoken; ``encode(line)`` with tiktoken's defaults, every special token refused, line by line;
 and each line as a Llama 3 chat turn, four special tokens a text:
@@ -415,6 +416,35 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
                             {"pieceworks": mine, "tiktoken face": face_fn}, arg, size, repeat, resets)
 
 
+def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -> None:
+    """Llama 3's tokenizer.json with numbers cut two digits at a time: a Split pattern the kernel has
+    no scanner for (fast/cut_byte_bpe.py: Oniguruma cuts, the kernel encodes), against tokenizers."""
+    try:
+        import tokenizers
+    except ImportError:
+        print("\n[unscanned pattern] tokenizers: not installed, skipped")
+        return
+    from pieceworks import Tokenizer
+
+    document = json.loads((SHARED_DATA / "tokenizers/hf_tokenizer_json/llama3/tokenizer.json").read_text())
+    split = document["pre_tokenizer"]["pretokenizers"][0]["pattern"]
+    split["Regex"] = split["Regex"].replace(r"\p{N}{1,3}", r"\p{N}{1,2}")
+    ours, theirs = Tokenizer.from_str(json.dumps(document)), tokenizers.Tokenizer.from_str(json.dumps(document))
+    for corpus, text in texts.items():
+        size = len(text.encode("utf-8"))
+        lines = text.splitlines(keepends=True)
+        result = run_row(f"llama3 with a pattern with no scanner, {corpus}, one string, 1 thread",
+                         {"pieceworks": lambda t: ours.encode(t, add_special_tokens=False).ids,
+                          "tokenizers": lambda t: theirs.encode(t, add_special_tokens=False).ids},
+                         text, size, repeat, {"pieceworks": cache_reset(ours)})
+        summary.append((f"llama3 no-scanner pattern {corpus} 1T", result))
+        result = run_row(f"llama3 with a pattern with no scanner, {corpus}, batch of lines, {THREADS} threads",
+                         {"pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
+                          "tokenizers": lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)]},
+                         lines, size, repeat, {"pieceworks": cache_reset(ours)})
+        summary.append((f"llama3 no-scanner pattern {corpus} lines {THREADS}T", result))
+
+
 def cache_reset(tok):
     """What empties the pieces ``tok`` keeps encoded: its plan's kernel's cache, or its model's."""
     kernel = getattr(tok._current_plan(), "_current_kernel", None)
@@ -576,6 +606,7 @@ def main(argv=None) -> None:
     if args.only in (None, "tokenizer-json"):
         bench_tokenizer_json(texts, repeat, summary,
                              tuple(args.files.split(",")) if args.files else TOKENIZER_JSON_FILES)
+        bench_unscanned_pattern(texts, repeat, summary)
     if args.only in (None, "special-tokens"):
         bench_special_tokens(texts, repeat, summary)
     if args.only in (None, "adversarial"):

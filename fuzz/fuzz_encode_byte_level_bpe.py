@@ -1,9 +1,12 @@
-"""Fuzz encode/decode of byte-level BPE: Llama 3, Qwen 3 and GPT-NeoX tokenizer.json, and one trained here.
+"""Fuzz encode/decode of byte-level BPE: Llama 3, Qwen 3 and GPT-NeoX tokenizer.json, Qwen 3's with split
+patterns no scanner knows (fast/cut_byte_bpe.py), and one trained here.
 
     python fuzz/fuzz_encode_byte_level_bpe.py -max_total_time=60 CORPUS_DIR
 """
 
-from _common import hf_json_pair, hf_twin, instrumented, run, trained
+import json
+
+from _common import hf_json_pair, hf_twin, instrumented, run, shared_file, trained
 
 with instrumented():
     import pieceworks  # noqa: F401  (instrumented before the targets load)
@@ -18,9 +21,33 @@ def targets() -> list[Target]:
         pair = hf_json_pair(rel)
         if pair is not None:
             out.append(Target(name, pair[0], pair[1], lossless))
+    cut = unscanned_pair("tokenizers/hf_tokenizer_json/qwen3/tokenizer.json")
+    if cut is not None:
+        out.append(Target("qwen3-cut", cut[0], cut[1], "NFC"))
     tok = trained("bytelevel")
     out.append(Target("trained", tok, hf_twin(tok), "exact"))
     return out
+
+
+def unscanned_pair(relative: str):
+    """(pieceworks, Hugging Face or None) for the file with digits cut two at a time and then
+    punctuation merged with what comes before: patterns the kernel has no scanner for."""
+    import pieceworks as pw
+
+    path = shared_file(relative)
+    if path is None:
+        return None
+    document = json.loads(path.read_text())
+    splits = document["pre_tokenizer"]["pretokenizers"]
+    splits[0]["pattern"]["Regex"] = splits[0]["pattern"]["Regex"].replace(r"|\p{N}|", r"|\p{N}{1,2}|")
+    splits.insert(1, {"type": "Split", "pattern": {"Regex": r"\p{P}+"}, "behavior": "MergedWithPrevious",
+                      "invert": False})
+    text = json.dumps(document)
+    try:
+        import tokenizers as hf
+    except ImportError:
+        return pw.Tokenizer.from_str(text), None
+    return pw.Tokenizer.from_str(text), hf.Tokenizer.from_str(text)
 
 
 TARGETS = targets()

@@ -25,33 +25,46 @@ previous match ended is skipped (Python's ``re`` would report it), so
 
 from __future__ import annotations
 
+import threading
 from typing import Iterator
 
+from ._kernels.onig_spans import isolated_ends, match_spans
 from .errors import ConfigError
 
 __all__ = ["Regex", "escape"]
 
 
 def _oniguruma():
-    """``(compile, OnigError, search, MISMATCH, new_region)`` from onigurumacffi: its public
-    ``compile`` and error, and the C calls under its ``search``, which take a byte position (its
-    own ``search`` re-encodes the whole text to find one: over a text's matches, quadratic)."""
+    """``(compile, OnigError, search, address_of, new_region)`` from onigurumacffi: its public
+    ``compile`` and error, the address of the C search under its ``search`` (which takes a byte
+    position: its own re-encodes the whole text to find one, so over a text's matches it is
+    quadratic), what gives a cffi pointer's address, and a new OnigRegion (freed with its object)."""
     import _onigurumacffi
     import onigurumacffi
 
     lib, ffi = _onigurumacffi.lib, _onigurumacffi.ffi
 
+    def address_of(pointer) -> int:
+        return int(ffi.cast("uintptr_t", pointer))
+
     def new_region():
         return ffi.gc(lib.onig_region_new(), lib.onigcffi_region_free)
 
-    return onigurumacffi.compile, onigurumacffi.OnigError, lib.onigcffi_search, lib.ONIG_MISMATCH, new_region
+    return (onigurumacffi.compile, onigurumacffi.OnigError, address_of(ffi.addressof(lib, "onigcffi_search")),
+            address_of, new_region)
 
 
-_compile, _OnigError, _search, _MISMATCH, _new_region = _oniguruma()
+_compile, _OnigError, _SEARCH, _address_of, _new_region = _oniguruma()
+#: One OnigRegion per thread (a search writes the match into it), kept with its address.
+_regions = threading.local()
 
 
-def _utf8_char_size(lead: int) -> int:
-    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+def _region_address() -> int:
+    made = getattr(_regions, "made", None)
+    if made is None:
+        region = _new_region()
+        made = _regions.made = (region, _address_of(region))
+    return made[1]
 
 
 def escape(literal: str) -> str:
@@ -92,7 +105,7 @@ class Match:
 class Regex:
     """A compiled regular expression (Oniguruma's syntax) plus its source text."""
 
-    __slots__ = ("pattern", "_compiled")
+    __slots__ = ("pattern", "_compiled", "_address")
 
     def __init__(self, pattern: str):
         if isinstance(pattern, Regex):
@@ -107,48 +120,37 @@ class Regex:
                               fix="check the pattern's syntax (Oniguruma's, as Hugging Face reads it: escape "
                                   "literal brackets and backslashes)") from None
         self.pattern = pattern
-        self._compiled = compiled
+        self._compiled = compiled       # (keeps the regex_t at _address alive)
+        self._address = _address_of(compiled._regex_t)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The char spans of the matches in ``text``, left to right, skipping an empty match right
         after the previous match (see the module doc).
 
         The text goes to Oniguruma as UTF-8 (a lone surrogate as its three
-        bytes: one char, as in the str); byte positions come back and are
-        turned into chars by counting forward, once over the text.
+        bytes: one char, as in the str); the matches are found in one C loop
+        (``_kernels/onig_spans``), their byte positions counted into chars as
+        it goes.
 
         >>> Regex(r"\\p{L}+").spans("é1日本")
         [(0, 1), (2, 4)]
         """
-        data = text.encode("utf-8", "surrogatepass")
-        size = len(data)
-        one_byte_chars = size == len(text)
-        region = _new_region()
-        compiled = self._compiled._regex_t
-        out: list[tuple[int, int]] = []
-        at, last_end = 0, -1
-        byte_at = char_at = 0       # a byte position and its char position, moving forward
-        while at <= size:
-            found = _search(compiled, data, size, at, region, 0)
-            if found < 0:
-                if found == _MISMATCH:
-                    break
-                raise self._search_error(found, text)
-            start, end = region.beg[0], region.end[0]
-            if start == end == last_end:
-                # Oniguruma's iterator refuses this empty match and retries one char on.
-                at = start + (_utf8_char_size(data[start]) if start < size else 1)
-                continue
-            if one_byte_chars:
-                out.append((start, end))
-            else:
-                char_at += len(data[byte_at:start].decode("utf-8", "surrogatepass"))
-                char_start = char_at
-                char_at += len(data[start:end].decode("utf-8", "surrogatepass"))
-                byte_at = end
-                out.append((char_start, char_at))
-            at = last_end = end
-        return out
+        found = match_spans(_SEARCH, self._address, _region_address(), text.encode("utf-8", "surrogatepass"))
+        if type(found) is int:
+            raise self._search_error(found, text)
+        return found
+
+    def isolated_ends(self, text: str) -> list[int]:
+        """Where each piece of ``text`` ends when each match, and each stretch between matches, is a
+        piece (Split's ``"isolated"``), empty pieces left out: from :meth:`spans`, in C.
+
+        >>> Regex(r"\\d+").isolated_ends("a1b22"), Regex("x*").isolated_ends("ab"), Regex("a").isolated_ends("")
+        ([1, 2, 3, 5], [1, 2], [])
+        """
+        found = isolated_ends(_SEARCH, self._address, _region_address(), text.encode("utf-8", "surrogatepass"))
+        if type(found) is int:
+            raise self._search_error(found, text)
+        return found
 
     def finditer(self, text: str) -> Iterator[Match]:
         """The matches of :meth:`spans`, as objects with ``span()``, ``start()``, ``end()`` and ``group()``."""

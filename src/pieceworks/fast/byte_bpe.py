@@ -333,7 +333,7 @@ class ByteBpePlan:
         model = self.model
         key = (id(model.vocab), id(model._merge_ids), model.ignore_merges, pattern)
         if key != self._built_for:
-            self._kernel, self._tokens = _build(model, pattern)
+            self._kernel, self._tokens = build_kernel(model, pattern)
             self._built_for = key
         return None if self._kernel is None else (self._kernel, prefix_space)
 
@@ -348,12 +348,7 @@ class ByteBpePlan:
 
     def _options(self) -> "tuple[Pattern, bool] | None":
         """``(pattern, add_prefix_space)``, or None when a stage is one the kernel cannot do."""
-        model = self.model
-        if (type(model) is not BPE or model.dropout or model.byte_fallback
-                or model.continuing_subword_prefix or model.end_of_word_suffix):
-            return None     # (an empty prefix or suffix is no prefix or suffix)
-        normalizer = self.normalizer
-        if normalizer is not None and type(normalizer) is not NFC:
+        if not kernel_takes(self.model, self.normalizer):
             return None
         pre = self.pre_tokenizer
         if type(pre) is ByteLevel:
@@ -369,12 +364,21 @@ class ByteBpePlan:
         return None
 
 
+def kernel_takes(model, normalizer) -> bool:
+    """Whether the kernel encodes as ``model`` does, after ``normalizer`` (none, or NFC: a text NFC
+    changes is each plan's to send elsewhere)."""
+    # (An empty prefix or suffix is no prefix or suffix.)
+    return (type(model) is BPE and not model.dropout and not model.byte_fallback
+            and not model.continuing_subword_prefix and not model.end_of_word_suffix
+            and (normalizer is None or type(normalizer) is NFC))
+
+
 _GPT2 = Pattern.PAT_GPT2
 # Raw encodings hold int32 offsets.
 _RAW_MAX_CHARS = 2**31 - 1
 
 
-def _build(model: BPE, pattern: Pattern):
+def build_kernel(model: BPE, pattern: Pattern):
     """The kernel for ``model`` and the token string of each id, or ``(None, None)``."""
     size = max(model.vocab_r, default=-1) + 1
     tokens = list(map(model.vocab_r.get, range(size)))

@@ -1,0 +1,178 @@
+"""The fast plan for byte-level BPE after Split pre-tokenizers the kernel has no scanner for.
+
+:mod:`pieceworks.fast.byte_bpe` scans the split patterns of GPT-2, cl100k,
+o200k, Llama 3 and Qwen by hand. A file with any other pattern (another
+rule for digits, a model's own pattern, several Splits in a row) went the
+general path, a Python object per piece and per char: about half Hugging
+Face's speed. Here the Splits cut the text as the general path cuts it
+(the same Oniguruma matches, the same behaviours), and the kernel encodes
+those pieces in one call, giving the raw encoding with its offsets and
+words (``ByteBPE.encode_raw_cut``): the matching is what is left in Python.
+
+The stages taken: ``Sequence([Split, ..., Split, ByteLevel(use_regex=False)])``,
+no Split that removes what it matches (so the pieces cover the text, whose
+UTF-8 the tokens spell in order), no prefix space; the model and the
+normalizer (none, or NFC) as :mod:`~pieceworks.fast.byte_bpe` takes them. A
+text NFC changes is cut and encoded normalized, its offsets moved back.
+
+>>> from pieceworks import Regex, Tokenizer
+>>> from pieceworks.models import BPE
+>>> from pieceworks.pre_tokenizers import ByteLevel, Sequence, Split
+>>> from pieceworks.byte_level import BYTE_TO_CHAR
+>>> vocab = {c: i for i, c in enumerate(BYTE_TO_CHAR)}
+>>> vocab.update({"ab": 256, "Ġb": 257})
+>>> tok = Tokenizer(BPE(vocab, [("a", "b"), ("Ġ", "b")]))
+>>> tok.pre_tokenizer = Sequence([Split(Regex(r" ?\\p{L}"), "isolated"), ByteLevel(False, use_regex=False)])
+>>> cut_byte_bpe_plan(tok).encode_plain("ab b")
+([97, 98, 257], ['a', 'b', 'Ġb'], [(0, 1), (1, 2), (2, 4)], [0, 1, 2], 3)
+"""
+
+from __future__ import annotations
+
+from .._kernels.bytebpe import ByteBPE, Pattern
+from .._unicode_forms import changes_text
+from ..alignment import find_matches, split_ranges
+from ..pre_tokenizers import ByteLevel, Sequence, Split
+from . import plain_from_raw, register_plan, stages_key
+from ._aligned import AlignedNfc
+from .byte_bpe import ByteBpePlan, build_kernel, kernel_takes
+
+__all__ = ["cut_byte_bpe_plan", "CutByteBpePlan", "piece_ends"]
+
+# Raw encodings hold int32 offsets.
+_RAW_MAX_CHARS = 2**31 - 1
+
+
+@register_plan
+def cut_byte_bpe_plan(tokenizer) -> "CutByteBpePlan | None":
+    """A plan for byte-level BPE after Splits the kernel does not scan (see the module doc), else None."""
+    model, normalizer, pre = tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer
+    if ByteBpePlan(model, normalizer, pre)._options() is not None:
+        return None     # (a pattern the kernel scans: that plan's)
+    plan = CutByteBpePlan(model, normalizer, pre)
+    return plan if plan.supported() else None
+
+
+class CutByteBpePlan:
+    """Encodes plain text of a byte-level BPE tokenizer: Splits cut it, the kernel encodes the pieces."""
+
+    # (Its matching holds the GIL between Oniguruma's calls: on two threads a batch of lines took
+    # twice as long as on one.)
+    releases_gil = False
+    has_raw = True
+
+    def __init__(self, model, normalizer, pre_tokenizer):
+        self.model = model
+        self.normalizer = normalizer
+        self.pre_tokenizer = pre_tokenizer
+        self._built_for = None
+        self._ready_for: tuple = (None, None)     # (the stages' key, what _prepare read for it)
+        self._kernel: ByteBPE | None = None
+        self._tokens: list | None = None
+
+    def supported(self) -> bool:
+        """Whether the stages, as they are now, are ones this plan reproduces."""
+        return self._prepare() is not None
+
+    def _prepare(self) -> "tuple[ByteBPE, list[Split]] | None":
+        """``(kernel, splits)`` for the stages as they are now, or None: read again when they may
+        have changed (``stages_key``, and the pre-tokenizer Sequence's members, whose list may be
+        edited in place); the kernel is made again for a new vocabulary or merges."""
+        pre = self.pre_tokenizer
+        key = (stages_key(self), tuple(map(id, pre.pretokenizers)) if type(pre) is Sequence else ())
+        known = self._ready_for
+        if known[0] == key:
+            return known[1]
+        splits = self._splits()
+        model = self.model
+        ready = None
+        if splits is not None and kernel_takes(model, self.normalizer):
+            built = (id(model.vocab), id(model._merge_ids), model.ignore_merges)
+            if built != self._built_for:
+                self._kernel, self._tokens = build_kernel(model, Pattern.PAT_PIECES)
+                self._built_for = built
+            ready = None if self._kernel is None else (self._kernel, splits)
+        self._ready_for = (key, ready)
+        return ready
+
+    def _splits(self) -> "list[Split] | None":
+        pre = self.pre_tokenizer
+        if type(pre) is not Sequence or len(pre.pretokenizers) < 2:
+            return None
+        *splits, byte_level = pre.pretokenizers
+        if (type(byte_level) is not ByteLevel or byte_level.use_regex or byte_level.add_prefix_space
+                or any(type(split) is not Split or split.behavior == "removed" for split in splits)):
+            return None
+        return splits
+
+    def encode_raw(self, text: str):
+        """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast).
+
+        A text NFC changes is cut and encoded normalized, its offsets moved back (:class:`AlignedNfc`).
+        """
+        ready = self._prepare()
+        if ready is None or len(text) >= _RAW_MAX_CHARS:
+            return None
+        kernel, splits = ready
+        if self.normalizes_nothing(text):
+            return (*kernel.encode_raw_cut(text, piece_ends(text, splits)), self._tokens)
+        view = AlignedNfc(text)
+        normalized = view.normalize(0, len(text))
+        raw, n_tokens, n_pieces = kernel.encode_raw_cut(normalized, piece_ends(normalized, splits))
+        return view.remap(raw, n_tokens), n_tokens, n_pieces, self._tokens
+
+    def encode_raw_batch(self, texts: list[str]) -> list:
+        """``[encode_raw(t) for t in texts]`` (the matching holds the GIL: no kernel batch to share out)."""
+        return [self.encode_raw(text) for text in texts]
+
+    def encode_plain(self, text: str):
+        """``(ids, tokens, offsets, words, n_words)`` of ``text``, or None for the general path."""
+        return plain_from_raw(self.encode_raw(text))
+
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: ``encode(text)`` is
+        ``(raw, n_tokens, n_pieces)``, or None for the long way; or None."""
+        ready = self._prepare()
+        if ready is None:
+            return None
+        encode_raw = self.encode_raw
+
+        def encode(text: str):
+            result = encode_raw(text)
+            return None if result is None else result[:3]
+        return encode, self._tokens
+
+    def normalizes_nothing(self, text: str) -> bool:
+        """Whether the normalizer (none, or NFC) leaves ``text`` as it is."""
+        return self.normalizer is None or not changes_text("NFC", text)
+
+    def _current_kernel(self) -> ByteBPE | None:
+        ready = self._prepare()
+        return None if ready is None else ready[0]
+
+    def token_strings(self) -> list | None:
+        """The table that spells each id's token (the kernel's), or None when there is no kernel."""
+        return None if self._prepare() is None else self._tokens
+
+
+def piece_ends(text: str, splits: list[Split]) -> list[int]:
+    """Where each non-empty piece of ``text`` ends after ``splits`` (none of which removes what it
+    matches), each cutting the pieces the one before made, as the general path cuts them.
+
+    >>> from pieceworks import Regex
+    >>> piece_ends("ab12 c", [Split(Regex(r"\\d"), "isolated"), Split(" ", "merged_with_next")])
+    [2, 3, 4, 6]
+    """
+    if len(splits) == 1 and splits[0].behavior == "isolated" and not splits[0].invert:
+        return splits[0]._regex.isolated_ends(text)     # (the usual one: no list of matches made first)
+    ranges = [(0, len(text))]
+    for split in splits:
+        cut = []
+        for start, end in ranges:
+            matches = find_matches(split._regex, text[start:end])
+            if split.invert:
+                matches = [(span, not is_match) for span, is_match in matches]
+            cut += [(start + a, start + b) for a, b in split_ranges(matches, split.behavior) if b > a]
+        ranges = cut
+    return [end for _, end in ranges]
+

@@ -1,0 +1,149 @@
+"""The byte-level BPE plan for Splits the kernel has no scanner for (fast/cut_byte_bpe.py).
+
+Held to Hugging Face on real vocabularies (Llama 3, Qwen3 with its NFC)
+under pre-tokenizers their files do not have: another digits rule, three
+Splits in a row, other behaviours, an inverted Split. And to the general
+path, field by field, on a small vocabulary and any text (hypothesis).
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pieceworks import Regex, Tokenizer
+from pieceworks.byte_level import BYTE_TO_CHAR
+from pieceworks.fast.byte_bpe import ByteBpePlan
+from pieceworks.fast.cut_byte_bpe import CutByteBpePlan, piece_ends
+from pieceworks.models import BPE
+from pieceworks.normalizers import NFC
+from pieceworks.pre_tokenizers import ByteLevel, Sequence, Split
+from parity import (assert_same_as_hugging_face_on_corpora, assert_same_as_hugging_face_on_lines, assert_same_encoding,
+                    general_path)
+
+tokenizers = pytest.importorskip("tokenizers")
+
+CORPORA = ["corpora/english/botchan.txt", "corpora/code/llama.cpp_ggml_c_cpp.txt",
+           "corpora/multilingual/ja_wagahaiwa_nekodearu.txt", "corpora/multilingual/th_wisesight_social_media.txt"]
+
+
+def _split(pattern: str, behavior: str = "Isolated", invert: bool = False) -> dict:
+    return {"type": "Split", "pattern": {"Regex": pattern}, "behavior": behavior, "invert": invert}
+
+
+def _variants(document: dict) -> dict[str, dict]:
+    """The file with pre-tokenizers no file in shared/data has (each its own copy)."""
+    splits = document["pre_tokenizer"]["pretokenizers"]
+    pattern = splits[0]["pattern"]["Regex"]
+    digits = pattern.replace(r"\p{N}{1,3}", r"\p{N}{1,2}").replace(r"|\p{N}|", r"|\p{N}{1,2}|")
+    assert digits != pattern
+    made = {
+        "digits": [_split(digits)] + splits[1:],
+        "three splits": [_split(r"\p{N}{1,3}"), _split("[一-龥\u3040-ゟ]+")] + splits,
+        "merged with previous": [_split(pattern, "MergedWithPrevious")] + splits[1:],
+        "merged with next, inverted": [_split(r"\s+", "MergedWithNext", True)] + splits[1:],
+        "contiguous": [_split(r"\p{P}", "Contiguous")] + splits,
+    }
+    out = {}
+    for name, pre in made.items():
+        copy = json.loads(json.dumps(document))
+        copy["pre_tokenizer"]["pretokenizers"] = pre
+        out[name] = copy
+    return out
+
+
+@pytest.mark.parametrize("file", ["llama3", "qwen3"])
+def test_real_vocabularies_under_other_splits_match_hugging_face(shared_data, file):
+    document = json.loads((shared_data / f"tokenizers/hf_tokenizer_json/{file}/tokenizer.json").read_text())
+    udhr = [json.loads(line)["text"][:300] for line in
+            (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()][:100]
+    udhr = [unicodedata.normalize("NFD" if k % 2 else "NFC", text) for k, text in enumerate(udhr)]
+    for name, variant in _variants(document).items():
+        text = json.dumps(variant)
+        ours, theirs = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+        assert type(ours._current_plan()) is CutByteBpePlan, name
+        assert_same_as_hugging_face_on_corpora(ours, theirs, shared_data, CORPORA, limit=40_000)
+        # Half the lines decomposed: Qwen's NFC changes them.
+        assert_same_as_hugging_face_on_lines(ours, theirs, udhr)
+
+
+def test_a_pattern_the_kernel_scans_stays_with_the_scanning_plan(shared_data):
+    path = str(shared_data / "tokenizers/hf_tokenizer_json/llama3/tokenizer.json")
+    assert type(Tokenizer.from_file(path)._current_plan()) is ByteBpePlan
+
+
+# -- a small vocabulary, against the general path and Hugging Face ---------------------------
+
+_VOCAB = {c: i for i, c in enumerate(BYTE_TO_CHAR)}
+_MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("1", "2"), ("Ã", "©"), ("e", "Ì"), ("Ġ", "ĠĠ"), ("Ġ", "Ġ")]
+for _a, _b in _MERGES:
+    _VOCAB.setdefault(_a + _b, len(_VOCAB))
+_MERGES = [(a, b) for a, b in _MERGES if a in _VOCAB and b in _VOCAB]
+
+
+def _small(pre, normalizer=None) -> Tokenizer:
+    tok = Tokenizer(BPE(dict(_VOCAB), list(_MERGES)))
+    tok.pre_tokenizer = pre
+    tok.normalizer = normalizer
+    return tok
+
+
+PRE_TOKENIZERS = {
+    "digits": lambda: Sequence([Split(Regex(r"\p{N}{1,2}| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"), "isolated"),
+                                ByteLevel(False, use_regex=False)]),
+    "two splits, merged": lambda: Sequence([Split(Regex(r"\d"), "merged_with_previous"),
+                                            Split(" ", "merged_with_next"), ByteLevel(False, use_regex=False)]),
+    "empty matches": lambda: Sequence([Split(Regex(r"x*"), "isolated"), ByteLevel(False, use_regex=False)]),
+}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(max_size=40) | st.text(st.sampled_from(list("the 12 3xé\u0301\u0323中 \n!")), max_size=40),
+       kind=st.sampled_from(sorted(PRE_TOKENIZERS)), nfc=st.booleans())
+def test_any_text_matches_the_general_path(text, kind, nfc):
+    normalizer = NFC() if nfc else None
+    fast = _small(PRE_TOKENIZERS[kind](), normalizer)
+    assert type(fast._current_plan()) is CutByteBpePlan
+    general = general_path(lambda: _small(PRE_TOKENIZERS[kind](), normalizer))
+    assert_same_encoding(fast.encode(text), general.encode(text), repr(text))
+    assert [e.ids for e in fast.encode_batch([text, text + " 12"])] == \
+        [general.encode(text).ids, general.encode(text + " 12").ids]
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(st.sampled_from(list("the 12 3xé\u0301中 \n!?")), max_size=40))
+def test_small_vocabulary_matches_hugging_face(text):
+    tok = _small(PRE_TOKENIZERS["two splits, merged"]())
+    theirs = tokenizers.Tokenizer.from_str(tok.to_str())
+    assert_same_encoding(tok.encode(text), theirs.encode(text), repr(text))
+
+
+def test_stages_it_does_not_take():
+    removed = _small(Sequence([Split(" ", "removed"), ByteLevel(False, use_regex=False)]))
+    prefix = _small(Sequence([Split(" ", "isolated"), ByteLevel(True, use_regex=False)]))
+    no_split = _small(Sequence([ByteLevel(False, use_regex=False)]))
+    for tok in (removed, prefix, no_split):
+        assert type(tok._current_plan()) is not CutByteBpePlan
+    # (A Split that removes drops chars: the tokens would no longer spell the text's UTF-8 in order.)
+
+
+def test_an_option_changed_later_is_read():
+    tok = _small(PRE_TOKENIZERS["digits"]())
+    assert tok.encode("the 123").tokens[-2:] == ["12", "3"]
+    single = r"\p{N}| ?\p{L}+|\s+"
+    tok.pre_tokenizer.pretokenizers[0].pattern = Regex(single)
+    general = general_path(lambda: _small(Sequence([Split(Regex(single), "isolated"),
+                                                    ByteLevel(False, use_regex=False)])))
+    assert type(tok._current_plan()) is CutByteBpePlan
+    assert_same_encoding(tok.encode("the 123"), general.encode("the 123"))
+    assert tok.encode("the 123").tokens[-3:] == ["1", "2", "3"]
+
+
+def test_piece_ends_cover_the_text():
+    splits = [Split(Regex(r"\d+"), "isolated"), Split(" ", "merged_with_next")]
+    assert piece_ends("ab 12 c", splits) == [2, 3, 5, 7]
+    assert piece_ends("", splits) == []

@@ -1,9 +1,10 @@
-"""The byte-level BPE plan for Splits the kernel has no scanner for (fast/cut_byte_bpe.py).
+"""The byte-level BPE plan for pre-tokenizers the kernel has no scanner for (fast/cut_byte_bpe.py).
 
 Held to Hugging Face on real vocabularies (Llama 3, Qwen3 with its NFC)
 under pre-tokenizers their files do not have: another digits rule, three
-Splits in a row, other behaviours, an inverted Split. And to the general
-path, field by field, on a small vocabulary and any text (hypothesis).
+Splits in a row, other behaviours, an inverted Split, StarCoder's Digits
+before GPT-2's ByteLevel, Punctuation. And to the general path, field by
+field, on a small vocabulary and any text (hypothesis).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pieceworks.fast.byte_bpe import ByteBpePlan
 from pieceworks.fast.cut_byte_bpe import CutByteBpePlan, piece_ends
 from pieceworks.models import BPE
 from pieceworks.normalizers import NFC
-from pieceworks.pre_tokenizers import ByteLevel, Sequence, Split
+from pieceworks.pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
 from parity import (assert_same_as_hugging_face_on_corpora, assert_same_as_hugging_face_on_lines, assert_same_encoding,
                     general_path)
 
@@ -47,6 +48,12 @@ def _variants(document: dict) -> dict[str, dict]:
         "merged with previous": [_split(pattern, "MergedWithPrevious")] + splits[1:],
         "merged with next, inverted": [_split(r"\s+", "MergedWithNext", True)] + splits[1:],
         "contiguous": [_split(r"\p{P}", "Contiguous")] + splits,
+        # StarCoder's and Command R's: each digit apart, then GPT-2's pattern.
+        "digits, then GPT-2's pattern": [{"type": "Digits", "individual_digits": True},
+                                         {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                                          "use_regex": True}],
+        "punctuation merged, digits together": [{"type": "Punctuation", "behavior": "MergedWithPrevious"},
+                                                {"type": "Digits", "individual_digits": False}] + splits,
     }
     out = {}
     for name, pre in made.items():
@@ -69,6 +76,21 @@ def test_real_vocabularies_under_other_splits_match_hugging_face(shared_data, fi
         assert_same_as_hugging_face_on_corpora(ours, theirs, shared_data, CORPORA, limit=40_000)
         # Half the lines decomposed: Qwen's NFC changes them.
         assert_same_as_hugging_face_on_lines(ours, theirs, udhr)
+
+
+def test_neox_with_digits_apart_matches_hugging_face(shared_data):
+    # GPT-NeoX's file: NFC, and added tokens (runs of spaces) matched after normalizing, which the
+    # plan's aligned view finds in the gaps of a text NFC changes.
+    document = json.loads((shared_data / "tokenizers/hf_tokenizer_json/gpt-neox-20b/tokenizer.json").read_text())
+    document["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": True},
+                                                                      document["pre_tokenizer"]]}
+    ours, theirs = Tokenizer.from_str(json.dumps(document)), tokenizers.Tokenizer.from_str(json.dumps(document))
+    assert type(ours._current_plan()) is CutByteBpePlan
+    assert_same_as_hugging_face_on_corpora(ours, theirs, shared_data, CORPORA, limit=40_000)
+    udhr = [json.loads(line)["text"][:300] for line in
+            (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()][:100]
+    lines = [unicodedata.normalize("NFD", text) + "    x  12" for text in udhr]
+    assert_same_as_hugging_face_on_lines(ours, theirs, lines)
 
 
 def test_a_pattern_the_kernel_scans_stays_with_the_scanning_plan(shared_data):
@@ -98,6 +120,8 @@ PRE_TOKENIZERS = {
     "two splits, merged": lambda: Sequence([Split(Regex(r"\d"), "merged_with_previous"),
                                             Split(" ", "merged_with_next"), ByteLevel(False, use_regex=False)]),
     "empty matches": lambda: Sequence([Split(Regex(r"x*"), "isolated"), ByteLevel(False, use_regex=False)]),
+    "digits, GPT-2": lambda: Sequence([Digits(True), ByteLevel(False, use_regex=True)]),
+    "punctuation, digits": lambda: Sequence([Punctuation("contiguous"), Digits(), ByteLevel(False, use_regex=False)]),
 }
 
 
@@ -124,9 +148,10 @@ def test_small_vocabulary_matches_hugging_face(text):
 
 def test_stages_it_does_not_take():
     removed = _small(Sequence([Split(" ", "removed"), ByteLevel(False, use_regex=False)]))
+    punctuation_removed = _small(Sequence([Punctuation("removed"), ByteLevel(False, use_regex=False)]))
     prefix = _small(Sequence([Split(" ", "isolated"), ByteLevel(True, use_regex=False)]))
-    no_split = _small(Sequence([ByteLevel(False, use_regex=False)]))
-    for tok in (removed, prefix, no_split):
+    gpt2_alone = _small(ByteLevel(False))       # (the scanning plan's)
+    for tok in (removed, punctuation_removed, prefix, gpt2_alone):
         assert type(tok._current_plan()) is not CutByteBpePlan
     # (A Split that removes drops chars: the tokens would no longer spell the text's UTF-8 in order.)
 

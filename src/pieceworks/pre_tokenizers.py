@@ -104,10 +104,9 @@ def _cut_by_class(pretok: PreTokenizedString, actions: bytes) -> None:
     pretok.split(lambda _, ns: slices(ns, scan.class_runs(ns.normalized, actions)))
 
 
-def _cut_by_char_matches(pretok: PreTokenizedString, mask: int, behavior: str) -> None:
-    def cut(_, ns: NormalizedString):
-        return slices(ns, split_ranges(scan.char_matches(ns.normalized, mask), behavior))
-    pretok.split(cut)
+def _cut_by_spans(pretok: PreTokenizedString, piece_spans) -> None:
+    """Cut each split of ``pretok`` where ``piece_spans(text)`` says (a component's own cut)."""
+    pretok.split(lambda _, ns: slices(ns, piece_spans(ns.normalized)))
 
 
 def _check_bool(name: str, value) -> bool:
@@ -223,10 +222,17 @@ class Punctuation(PreTokenizer):
         self._behavior = SplitDelimiterBehavior.parse(value)
 
     def pre_tokenize(self, pretok: PreTokenizedString) -> None:
+        _cut_by_spans(pretok, self.piece_spans)
+
+    def piece_spans(self, text: str) -> list[tuple[int, int]]:
+        """The char spans of the pieces this cuts ``text`` into (for each piece of a pre-tokenized string).
+
+        >>> Punctuation("merged_with_next").piece_spans("a,b")
+        [(0, 1), (1, 3)]
+        """
         if self._behavior == "isolated":
-            _cut_by_class(pretok, _PUNCT_ISOLATED_ACTIONS)
-        else:
-            _cut_by_char_matches(pretok, scan.FLAG_PUNCT, self._behavior)
+            return scan.class_runs(text, _PUNCT_ISOLATED_ACTIONS)
+        return split_ranges(scan.char_matches(text, scan.FLAG_PUNCT), self._behavior)
 
     def _to_fields(self) -> dict:
         return {"behavior": SplitDelimiterBehavior.to_json(self._behavior)}
@@ -251,7 +257,15 @@ class Digits(PreTokenizer):
         self.individual_digits = _check_bool("individual_digits", individual_digits)
 
     def pre_tokenize(self, pretok: PreTokenizedString) -> None:
-        _cut_by_class(pretok, _DIGITS_INDIVIDUAL_ACTIONS if self.individual_digits else _DIGITS_CONTIGUOUS_ACTIONS)
+        _cut_by_spans(pretok, self.piece_spans)
+
+    def piece_spans(self, text: str) -> list[tuple[int, int]]:
+        """The char spans of the pieces this cuts ``text`` into.
+
+        >>> Digits().piece_spans("a12b")
+        [(0, 1), (1, 3), (3, 4)]
+        """
+        return scan.class_runs(text, _DIGITS_INDIVIDUAL_ACTIONS if self.individual_digits else _DIGITS_CONTIGUOUS_ACTIONS)
 
     def _to_fields(self) -> dict:
         return {"individual_digits": self.individual_digits}
@@ -627,12 +641,18 @@ class Split(PreTokenizer):
         self._behavior = SplitDelimiterBehavior.parse(value)
 
     def pre_tokenize(self, pretok: PreTokenizedString) -> None:
-        def cut(_, ns: NormalizedString):
-            matches = find_matches(self._regex, ns.normalized)
-            if self.invert:
-                matches = [(span, not is_match) for span, is_match in matches]
-            return slices(ns, split_ranges(matches, self._behavior))
-        pretok.split(cut)
+        _cut_by_spans(pretok, self.piece_spans)
+
+    def piece_spans(self, text: str) -> list[tuple[int, int]]:
+        """The char spans of the pieces this cuts ``text`` into.
+
+        >>> Split(Regex(r"\\d+"), "merged_with_previous").piece_spans("a1b22")
+        [(0, 2), (2, 5)]
+        """
+        matches = find_matches(self._regex, text)
+        if self.invert:
+            matches = [(span, not is_match) for span, is_match in matches]
+        return split_ranges(matches, self._behavior)
 
     def _to_fields(self) -> dict:
         if isinstance(self._pattern, Regex):

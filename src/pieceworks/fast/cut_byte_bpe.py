@@ -1,17 +1,20 @@
-"""The fast plan for byte-level BPE after Split pre-tokenizers the kernel has no scanner for.
+"""The fast plan for byte-level BPE after pre-tokenizers the kernel has no scanner for.
 
 :mod:`pieceworks.fast.byte_bpe` scans the split patterns of GPT-2, cl100k,
 o200k, Llama 3 and Qwen by hand. A file with any other pattern (another
 rule for digits, a model's own pattern, several Splits in a row) went the
 general path, a Python object per piece and per char: about half Hugging
-Face's speed. Here the Splits cut the text as the general path cuts it
-(the same Oniguruma matches, the same behaviours), and the kernel encodes
-those pieces in one call, giving the raw encoding with its offsets and
-words (``ByteBPE.encode_raw_cut``): the matching is what is left in Python.
+Face's speed. Here the stages cut the text as the general path cuts it
+(their own ``piece_spans``: the same Oniguruma matches, found in one C loop
+by ``_kernels/onig_spans``, the same scanners and behaviours), and the
+kernel encodes those pieces in one call, giving the raw encoding with its
+offsets and words (``ByteBPE.encode_raw_cut``).
 
-The stages taken: ``Sequence([Split, ..., Split, ByteLevel(use_regex=False)])``,
-no Split that removes what it matches (so the pieces cover the text, whose
-UTF-8 the tokens spell in order), no prefix space; the model and the
+The stages taken: ``Split``, ``Digits`` and ``Punctuation`` stages, in any
+number and order (StarCoder's ``Digits`` before GPT-2's ``ByteLevel``, Tekken's
+or DeepSeek's Splits), then a ``ByteLevel``, with GPT-2's pattern or not; none
+that removes what it matches (so the pieces cover the text, whose UTF-8 the
+tokens spell in order), no prefix space; the model and the
 normalizer (none, or NFC) as :mod:`~pieceworks.fast.byte_bpe` takes them. A
 text NFC changes is cut and encoded normalized, its offsets moved back.
 
@@ -29,10 +32,10 @@ text NFC changes is cut and encoded normalized, its offsets moved back.
 
 from __future__ import annotations
 
+from .._kernels import scan
 from .._kernels.bytebpe import ByteBPE, Pattern
 from .._unicode_forms import changes_text
-from ..alignment import find_matches, split_ranges
-from ..pre_tokenizers import ByteLevel, Sequence, Split
+from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
 from . import plain_from_raw, register_plan, stages_key
 from ._aligned import AlignedNfc
 from .byte_bpe import ByteBpePlan, build_kernel, kernel_takes
@@ -95,15 +98,19 @@ class CutByteBpePlan:
         self._ready_for = (key, ready)
         return ready
 
-    def _splits(self) -> "list[Split] | None":
+    def _splits(self) -> "list | None":
+        """The stages that cut the text before ByteLevel (Split, Digits, Punctuation, and GPT-2's
+        pattern for a ByteLevel that has it), or None when a stage is one this plan does not take."""
         pre = self.pre_tokenizer
-        if type(pre) is not Sequence or len(pre.pretokenizers) < 2:
+        stages = list(pre.pretokenizers) if type(pre) is Sequence else [pre]
+        if not stages:
             return None
-        *splits, byte_level = pre.pretokenizers
-        if (type(byte_level) is not ByteLevel or byte_level.use_regex or byte_level.add_prefix_space
-                or any(type(split) is not Split or split.behavior == "removed" for split in splits)):
+        *splits, byte_level = stages
+        if (type(byte_level) is not ByteLevel or byte_level.add_prefix_space
+                or any(type(split) not in _CUTTERS or getattr(split, "behavior", "") == "removed"
+                       for split in splits)):
             return None
-        return splits
+        return splits + [_GPT2_CUT] if byte_level.use_regex else splits
 
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast).
@@ -115,10 +122,14 @@ class CutByteBpePlan:
             return None
         kernel, splits = ready
         if self.normalizes_nothing(text):
-            return (*kernel.encode_raw_cut(text, piece_ends(text, splits)), self._tokens)
+            ends = piece_ends(text, splits)
+            return None if ends is None else (*kernel.encode_raw_cut(text, ends), self._tokens)
         view = AlignedNfc(text)
         normalized = view.normalize(0, len(text))
-        raw, n_tokens, n_pieces = kernel.encode_raw_cut(normalized, piece_ends(normalized, splits))
+        ends = piece_ends(normalized, splits)
+        if ends is None:
+            return None
+        raw, n_tokens, n_pieces = kernel.encode_raw_cut(normalized, ends)
         return view.remap(raw, n_tokens), n_tokens, n_pieces, self._tokens
 
     def encode_raw_batch(self, texts: list[str]) -> list:
@@ -132,15 +143,29 @@ class CutByteBpePlan:
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: ``encode(text)`` is
         ``(raw, n_tokens, n_pieces)``, or None for the long way; or None."""
-        ready = self._prepare()
-        if ready is None:
+        return self._one_text(False)
+
+    def one_text_unchanged(self):
+        """:meth:`one_text`, but a text the normalizer (NFC) would change goes the long way: for a
+        tokenizer whose added tokens are matched after normalizing, found in the text as it is."""
+        return self._one_text(True)
+
+    def _one_text(self, unchanged_only: bool):
+        if self._prepare() is None:
             return None
-        encode_raw = self.encode_raw
+        encode_raw, unchanged = self.encode_raw, self.normalizes_nothing
 
         def encode(text: str):
-            result = encode_raw(text)
+            result = None if unchanged_only and not unchanged(text) else encode_raw(text)
             return None if result is None else result[:3]
         return encode, self._tokens
+
+    def aligned_view(self, text: str) -> "AlignedNfc | None":
+        """An :class:`AlignedNfc` of ``text`` to fill, for a caller that normalizes parts of it (the gaps
+        between added tokens) and encodes them with :meth:`encode_raw`; None with no normalizer."""
+        if self.normalizer is None or self._prepare() is None:
+            return None
+        return AlignedNfc(text)
 
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer (none, or NFC) leaves ``text`` as it is."""
@@ -155,24 +180,39 @@ class CutByteBpePlan:
         return None if self._prepare() is None else self._tokens
 
 
-def piece_ends(text: str, splits: list[Split]) -> list[int]:
-    """Where each non-empty piece of ``text`` ends after ``splits`` (none of which removes what it
-    matches), each cutting the pieces the one before made, as the general path cuts them.
+def piece_ends(text: str, splits: list) -> list[int] | None:
+    """Where each non-empty piece of ``text`` ends after ``splits`` (stages with a ``piece_spans``
+    that removes nothing), each cutting the pieces the one before made, as the general path cuts
+    them; None if the pieces do not cover the text (the general path then says what happens).
 
     >>> from pieceworks import Regex
     >>> piece_ends("ab12 c", [Split(Regex(r"\\d"), "isolated"), Split(" ", "merged_with_next")])
     [2, 3, 4, 6]
     """
-    if len(splits) == 1 and splits[0].behavior == "isolated" and not splits[0].invert:
+    if len(splits) == 1 and type(splits[0]) is Split and splits[0].behavior == "isolated" and not splits[0].invert:
         return splits[0]._regex.isolated_ends(text)     # (the usual one: no list of matches made first)
     ranges = [(0, len(text))]
     for split in splits:
         cut = []
         for start, end in ranges:
-            matches = find_matches(split._regex, text[start:end])
-            if split.invert:
-                matches = [(span, not is_match) for span, is_match in matches]
-            cut += [(start + a, start + b) for a, b in split_ranges(matches, split.behavior) if b > a]
+            cut += [(start + a, start + b) for a, b in split.piece_spans(text[start:end]) if b > a]
         ranges = cut
-    return [end for _, end in ranges]
+    ends, reached = [], 0
+    for start, end in ranges:
+        if start != reached:
+            return None
+        ends.append(end)
+        reached = end
+    return ends if reached == len(text) else None
+
+
+class _Gpt2Cut:
+    """A ByteLevel pre-tokenizer's cut with ``use_regex``: GPT-2's pattern, scanned (as there)."""
+
+    piece_spans = staticmethod(scan.gpt2_spans)
+
+
+_GPT2_CUT = _Gpt2Cut()
+#: The stages that only cut (each has ``piece_spans``): with no behaviour that removes, they keep every char.
+_CUTTERS = (Split, Digits, Punctuation)
 

@@ -25,8 +25,8 @@ reach (the machine's own scaling for this kernel); tokenizer.json files of
 Llama 3, Qwen3, GPT-NeoX, Gemma 3 and Mistral (pieceworks.Tokenizer against
 tokenizers, lines also as chat turns of each file's template but GPT-NeoX's,
 and, for Llama 3 and Qwen3, the tiktoken face on the same
-ranks, given the files' added tokens as special tokens; and Llama 3's file with a split
-pattern the kernel has no scanner for); many special tokens (Llama 3's ranks
+ranks, given the files' added tokens as special tokens; and Llama 3's and GPT-NeoX's files with
+pre-tokenizers the kernel has no scanner for); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
 tiktoken; ``encode(line)`` with tiktoken's defaults, every special token refused, line by line;
 and each line as a Llama 3 chat turn, four special tokens a text:
@@ -417,8 +417,9 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
 
 
 def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -> None:
-    """Llama 3's tokenizer.json with numbers cut two digits at a time: a Split pattern the kernel has
-    no scanner for (fast/cut_byte_bpe.py: Oniguruma cuts, the kernel encodes), against tokenizers."""
+    """Pre-tokenizers the kernel has no scanner for (fast/cut_byte_bpe.py: the stages cut, Oniguruma's
+    matches found in C; the kernel encodes), against tokenizers: Llama 3's file with numbers cut two
+    digits at a time, and GPT-NeoX's with StarCoder's Digits (each digit apart) before its ByteLevel."""
     try:
         import tokenizers
     except ImportError:
@@ -426,23 +427,34 @@ def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -
         return
     from pieceworks import Tokenizer
 
-    document = json.loads((SHARED_DATA / "tokenizers/hf_tokenizer_json/llama3/tokenizer.json").read_text())
-    split = document["pre_tokenizer"]["pretokenizers"][0]["pattern"]
-    split["Regex"] = split["Regex"].replace(r"\p{N}{1,3}", r"\p{N}{1,2}")
-    ours, theirs = Tokenizer.from_str(json.dumps(document)), tokenizers.Tokenizer.from_str(json.dumps(document))
-    for corpus, text in texts.items():
-        size = len(text.encode("utf-8"))
-        lines = text.splitlines(keepends=True)
-        result = run_row(f"llama3 with a pattern with no scanner, {corpus}, one string, 1 thread",
-                         {"pieceworks": lambda t: ours.encode(t, add_special_tokens=False).ids,
-                          "tokenizers": lambda t: theirs.encode(t, add_special_tokens=False).ids},
-                         text, size, repeat, {"pieceworks": cache_reset(ours)})
-        summary.append((f"llama3 no-scanner pattern {corpus} 1T", result))
-        result = run_row(f"llama3 with a pattern with no scanner, {corpus}, batch of lines, {THREADS} threads",
-                         {"pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
-                          "tokenizers": lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)]},
-                         lines, size, repeat, {"pieceworks": cache_reset(ours)})
-        summary.append((f"llama3 no-scanner pattern {corpus} lines {THREADS}T", result))
+    def llama3(document):
+        split = document["pre_tokenizer"]["pretokenizers"][0]["pattern"]
+        split["Regex"] = split["Regex"].replace(r"\p{N}{1,3}", r"\p{N}{1,2}")
+
+    def neox(document):
+        document["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": True}, document["pre_tokenizer"]]}
+
+    for name, label, change in (("llama3", "llama3 digits by two", llama3),
+                                ("gpt-neox-20b", "neox digits apart", neox)):
+        document = json.loads((SHARED_DATA / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json").read_text())
+        change(document)
+        ours = Tokenizer.from_str(json.dumps(document))
+        theirs = tokenizers.Tokenizer.from_str(json.dumps(document))
+        for corpus, text in texts.items():
+            size = len(text.encode("utf-8"))
+            lines = text.splitlines(keepends=True)
+            result = run_row(f"{label} (no scanner), {corpus}, one string, 1 thread",
+                             {"pieceworks": lambda t: ours.encode(t, add_special_tokens=False).ids,
+                              "tokenizers": lambda t: theirs.encode(t, add_special_tokens=False).ids},
+                             text, size, repeat, {"pieceworks": cache_reset(ours)})
+            summary.append((f"{label} {corpus} 1T", result))
+            result = run_row(f"{label} (no scanner), {corpus}, batch of lines, {THREADS} threads",
+                             {"pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
+                              "tokenizers": lambda ts: [e.ids for e in theirs.encode_batch(ts,
+                                                                                           add_special_tokens=False)]},
+                             lines, size, repeat, {"pieceworks": cache_reset(ours)})
+            summary.append((f"{label} {corpus} lines {THREADS}T", result))
 
 
 def cache_reset(tok):

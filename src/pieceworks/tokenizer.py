@@ -29,7 +29,7 @@ from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans
 from ._component import _EPOCH, epoch
 from ._kernels.token_finder import AroundTokens, TokenTrie
 from ._kernels.encoding import EncodingWithIds
-from ._kernels.id_bytes import NOT_KNOWN, IdBytes, Remembered, known_id_bytes, strip_text
+from ._kernels.id_bytes import IdBytes, Remembered, id_bytes_of, strip_text
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around, join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
@@ -971,9 +971,7 @@ class Tokenizer:
         """
         if errors != "replace":
             check_utf8_errors(errors)
-        made = known_id_bytes(self)
-        if made is NOT_KNOWN:
-            made = self._id_bytes()
+        made = id_bytes_of(self)      # (self._id_bytes(), with no Python call while it holds)
         if made is not None:
             if errors == "replace":
                 text = made[0].text(ids, skip_special_tokens)
@@ -1006,7 +1004,8 @@ class Tokenizer:
         and a final Strip's ``(content, start, stop)`` for the text they make (``strip_text``; None:
         no Strip); kept per component epoch.
         None for any other decoder. Ids it cannot take (unknown, not ints) go the long way, which
-        says what is wrong. (Kept as a ``Remembered``: ``known_id_bytes`` gives it while it holds.)
+        says what is wrong. (Kept as a ``Remembered`` by :meth:`_make_id_bytes`, and given while it
+        holds.)
 
         - Hugging Face's ByteLevel alone (GPT-2, Llama 3, Qwen): each token's bytes.
         - SentencePiece's chain, ``Replace(str, str)``, ``ByteFallback``, ``Fuse`` and an optional
@@ -1015,9 +1014,10 @@ class Tokenizer:
         - Metaspace (T5, BARThez) and WordPiece (BERT): each token's chunk depends on it alone and
           on whether it comes first; both are spelled by the decoder itself, once.
         """
-        made = known_id_bytes(self)
-        if made is not NOT_KNOWN:
-            return made
+        return id_bytes_of(self)
+
+    def _make_id_bytes(self) -> tuple | None:
+        """:meth:`_id_bytes` made for the decoder as it is now, and kept."""
         decoder = self.decoder
         members = decoder.decoders if type(decoder) is DecoderSequence else None
         chain = _fallback_chain(decoder)

@@ -242,17 +242,15 @@ cdef class Remembered:
         return True
 
 
-cpdef object known_id_bytes(tokenizer):
-    """``tokenizer._id_bytes()``'s answer, if it made one that still holds (see Remembered); else
-    NOT_KNOWN (call ``_id_bytes``, which makes it and keeps it as ``_id_bytes_for``)."""
+cpdef object id_bytes_of(tokenizer):
+    """``tokenizer``'s ``(table, strip)`` for decoding (see ``Tokenizer._id_bytes``), or None: the one it
+    keeps, while that still holds (see Remembered: checked here, in C), else what its
+    ``_make_id_bytes()`` makes now (None for an object without one)."""
     memo = getattr(tokenizer, "_id_bytes_for", None)
     if type(memo) is Remembered and (<Remembered>memo).holds():
         return (<Remembered>memo).made
-    return NOT_KNOWN
-
-
-#: What known_id_bytes says when the tokenizer's _id_bytes must be asked.
-NOT_KNOWN = object()
+    make = getattr(tokenizer, "_make_id_bytes", None)
+    return None if make is None else make()
 
 
 cdef class StreamWindow:
@@ -261,7 +259,7 @@ cdef class StreamWindow:
     ``ids`` is the window, ``ids[:prefix_index]`` gave the text returned
     last, ``prefix`` is the text of the window's returned part (the
     stream's comment says how they move). One step, two ways to read the
-    window's text: through the tokenizer's id table (``Tokenizer._id_bytes``),
+    window's text: through the tokenizer's id table (``id_bytes_of``),
     for one int id when the tokenizer has one, all in C; or through
     ``tokenizer.decode`` (:meth:`_advance`, which the stream's ``_step_long``
     calls after checking what it was given), for anything else and for a
@@ -291,10 +289,7 @@ cdef class StreamWindow:
     cdef object _step_table(self, tokenizer, Py_ssize_t tid):
         """The step for id ``tid`` (0 <= tid < 2**32) through the tokenizer's id table, or LONG_WAY
         (the window as it was): no id table, or ids the table cannot decode."""
-        made = known_id_bytes(tokenizer)
-        if made is NOT_KNOWN:
-            id_bytes = getattr(tokenizer, "_id_bytes", None)
-            made = id_bytes() if id_bytes is not None else None
+        made = id_bytes_of(tokenizer)
         if type(made) is not tuple or len(<tuple>made) != 2 or type((<tuple>made)[0]) is not IdBytes:
             return LONG_WAY
         strip = (<tuple>made)[1]

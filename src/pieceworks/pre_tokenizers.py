@@ -101,7 +101,7 @@ def slices(normalized: NormalizedString, spans: list[Span]) -> list[NormalizedSt
 
 
 def _cut_by_class(pretok: PreTokenizedString, actions: bytes) -> None:
-    pretok.split(lambda _, ns: slices(ns, scan.class_runs(ns.normalized, actions)))
+    _cut_by_spans(pretok, lambda text: scan.class_runs(text, actions))
 
 
 def _cut_by_spans(pretok: PreTokenizedString, piece_spans) -> None:
@@ -357,6 +357,15 @@ class ByteLevel(PreTokenizer):
                                                shift + start - added))
         return pieces
 
+    def piece_spans(self, text: str) -> list[tuple[int, int]]:
+        """The char spans of the pieces this cuts ``text`` into, the prefix space aside (GPT-2's
+        pattern with ``use_regex``, else the whole text).
+
+        >>> ByteLevel(use_regex=False).piece_spans("a b"), ByteLevel().piece_spans("a b")
+        ([(0, 3)], [(0, 1), (1, 3)])
+        """
+        return scan.gpt2_spans(text) if self.use_regex else [(0, len(text))]
+
     def _cut(self, ns: NormalizedString) -> list[NormalizedString]:
         text = ns.normalized
         prefix = self.add_prefix_space and text and not text.startswith(" ")
@@ -365,7 +374,7 @@ class ByteLevel(PreTokenizer):
                 ns.prepend(" ")
             return [ns]
         if not prefix:
-            return slices(ns, scan.gpt2_spans(text))
+            return slices(ns, self.piece_spans(text))
         if ns.is_identity:
             return prefixed_identity_pieces(ns, scan.gpt2_spans(" " + text))
         ns.prepend(" ")

@@ -32,7 +32,6 @@ text NFC changes is cut and encoded normalized, its offsets moved back.
 
 from __future__ import annotations
 
-from .._kernels import scan
 from .._kernels.bytebpe import ByteBPE, Pattern
 from .._unicode_forms import changes_text
 from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
@@ -99,8 +98,8 @@ class CutByteBpePlan:
         return ready
 
     def _splits(self) -> "list | None":
-        """The stages that cut the text before ByteLevel (Split, Digits, Punctuation, and GPT-2's
-        pattern for a ByteLevel that has it), or None when a stage is one this plan does not take."""
+        """The stages that cut the text (Split, Digits, Punctuation, then the ByteLevel, which cuts
+        with GPT-2's pattern or not at all), or None when a stage is one this plan does not take."""
         pre = self.pre_tokenizer
         stages = list(pre.pretokenizers) if type(pre) is Sequence else [pre]
         if not stages:
@@ -110,7 +109,7 @@ class CutByteBpePlan:
                 or any(type(split) not in _CUTTERS or getattr(split, "behavior", "") == "removed"
                        for split in splits)):
             return None
-        return splits + [_GPT2_CUT] if byte_level.use_regex else splits
+        return splits + [byte_level] if byte_level.use_regex else splits
 
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast).
@@ -121,19 +120,16 @@ class CutByteBpePlan:
         if ready is None or len(text) >= _RAW_MAX_CHARS:
             return None
         kernel, splits = ready
-        if self.normalizes_nothing(text):
-            ends = piece_ends(text, splits)
-            return None if ends is None else (*kernel.encode_raw_cut(text, ends), self._tokens)
-        view = AlignedNfc(text)
-        normalized = view.normalize(0, len(text))
-        ends = piece_ends(normalized, splits)
+        view = None if self.normalizes_nothing(text) else AlignedNfc(text)
+        cut = text if view is None else view.normalize(0, len(text))
+        ends = piece_ends(cut, splits)
         if ends is None:
             return None
-        raw, n_tokens, n_pieces = kernel.encode_raw_cut(normalized, ends)
-        return view.remap(raw, n_tokens), n_tokens, n_pieces, self._tokens
+        raw, n_tokens, n_pieces = kernel.encode_raw_cut(cut, ends)
+        return (raw if view is None else view.remap(raw, n_tokens)), n_tokens, n_pieces, self._tokens
 
     def encode_raw_batch(self, texts: list[str]) -> list:
-        """``[encode_raw(t) for t in texts]`` (the matching holds the GIL: no kernel batch to share out)."""
+        """``[encode_raw(t) for t in texts]`` (a few microseconds of Python a text: no kernel batch)."""
         return [self.encode_raw(text) for text in texts]
 
     def encode_plain(self, text: str):
@@ -206,13 +202,6 @@ def piece_ends(text: str, splits: list) -> list[int] | None:
     return ends if reached == len(text) else None
 
 
-class _Gpt2Cut:
-    """A ByteLevel pre-tokenizer's cut with ``use_regex``: GPT-2's pattern, scanned (as there)."""
-
-    piece_spans = staticmethod(scan.gpt2_spans)
-
-
-_GPT2_CUT = _Gpt2Cut()
 #: The stages that only cut (each has ``piece_spans``): with no behaviour that removes, they keep every char.
 _CUTTERS = (Split, Digits, Punctuation)
 

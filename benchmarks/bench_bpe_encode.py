@@ -419,7 +419,8 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
 def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -> None:
     """Pre-tokenizers the kernel has no scanner for (fast/cut_byte_bpe.py: the stages cut, Oniguruma's
     matches found in C; the kernel encodes), against tokenizers: Llama 3's file with numbers cut two
-    digits at a time, and GPT-NeoX's with StarCoder's Digits (each digit apart) before its ByteLevel."""
+    digits at a time, and with DeepSeek-V3's three Splits (Splits alone: a batch is one kernel call
+    without the GIL), and GPT-NeoX's with StarCoder's Digits (each digit apart) before its ByteLevel."""
     try:
         import tokenizers
     except ImportError:
@@ -435,7 +436,19 @@ def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -
         document["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
             {"type": "Digits", "individual_digits": True}, document["pre_tokenizer"]]}
 
+    def deepseek(document):
+        # DeepSeek-V3's three Splits (numbers, CJK runs, then its own pattern) before a ByteLevel
+        # that cuts nothing, on Llama 3's vocabulary.
+        def split(pattern):
+            return {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False}
+        document["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+            split(r"\p{N}{1,3}"), split("[一-龥\u3040-ゟ゠-ヿ]+"),
+            split("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+                  " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"),
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+
     for name, label, change in (("llama3", "llama3 digits by two", llama3),
+                                ("llama3", "llama3, DeepSeek-V3's splits", deepseek),
                                 ("gpt-neox-20b", "neox digits apart", neox)):
         document = json.loads((SHARED_DATA / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json").read_text())
         change(document)

@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pieceworks import Regex, Tokenizer
+from pieceworks.errors import ConfigError
 from pieceworks.byte_level import BYTE_TO_CHAR
+from pieceworks.fast import plain_from_raw
 from pieceworks.fast.byte_bpe import ByteBpePlan
 from pieceworks.fast.cut_byte_bpe import CutByteBpePlan, piece_ends
 from pieceworks.models import BPE
@@ -172,3 +174,50 @@ def test_piece_ends_cover_the_text():
     splits = [Split(Regex(r"\d+"), "isolated"), Split(" ", "merged_with_next")]
     assert piece_ends("ab 12 c", splits) == [2, 3, 5, 7]
     assert piece_ends("", splits) == []
+
+
+# -- a chain of Splits, cut and encoded in one kernel call (onig_spans.Cutter) ----------------
+
+_PATTERNS = [r"\d", r"\p{N}{1,2}", r"a*", r"x*", " ", r" ?\p{L}+", r"\b", "^", "$", "(?=a)", r"\s+(?!\S)",
+             r"[^\s\p{L}\p{N}]+", "b|", r"[一-龥]+", r"\X"]
+_BEHAVIORS = ["isolated", "merged_with_previous", "merged_with_next", "contiguous"]
+_CHARS = list("ab x1\n2é日\u0301.,!") + ["\ud800", "\U0001F600"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(stages=st.lists(st.tuples(st.sampled_from(_PATTERNS), st.sampled_from(_BEHAVIORS), st.booleans()),
+                       min_size=1, max_size=3),
+       text=st.text(st.sampled_from(_CHARS), max_size=30) | st.text(max_size=20))
+def test_the_c_cutter_cuts_as_the_splits_do(stages, text):
+    from pieceworks._regex import _region_address
+    from pieceworks.fast.cut_byte_bpe import _cutter_of
+
+    splits = [Split(Regex(pattern), behavior, invert) for pattern, behavior, invert in stages]
+    assert _cutter_of(splits).piece_ends(text, _region_address()) == piece_ends(text, splits)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(st.text(st.sampled_from(list("the 12 3xé\u0301\u0323中 \n!") + ["\ud800"]), max_size=30)
+                      | st.text(max_size=20), max_size=6),
+       kind=st.sampled_from(["digits", "two splits, merged", "empty matches"]), nfc=st.booleans())
+def test_a_batch_in_one_kernel_call_matches_the_general_path(texts, kind, nfc):
+    normalizer = NFC() if nfc else None
+    plan = _small(PRE_TOKENIZERS[kind](), normalizer)._current_plan()
+    assert plan.releases_gil         # (Splits alone: the batch is the kernel's)
+    general = general_path(lambda: _small(PRE_TOKENIZERS[kind](), normalizer))
+    for text, result in zip(texts, plan.encode_raw_batch(texts), strict=True):
+        want = general.encode(text)
+        assert plain_from_raw(result)[:4] == (want.ids, want.tokens, want.offsets, want.words), repr(text)
+
+
+def test_a_chain_with_digits_or_gpt2_pattern_is_cut_text_by_text():
+    for kind in ("digits, GPT-2", "punctuation, digits"):
+        plan = _small(PRE_TOKENIZERS[kind]())._current_plan()
+        assert type(plan) is CutByteBpePlan and not plan.releases_gil
+
+
+def test_a_search_that_fails_in_a_batch_raises_the_general_paths_error():
+    tok = _small(Sequence([Split(Regex(r"(a+)+$"), "isolated"), ByteLevel(False, use_regex=False)]))
+    assert tok._current_plan().encode_raw_batch(["ab", "a" * 40 + "b"])[1] is None
+    with pytest.raises(ConfigError, match="retry-limit"):
+        tok.encode_batch(["ab", "a" * 40 + "b"])

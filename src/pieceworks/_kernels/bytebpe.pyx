@@ -100,6 +100,8 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 from pieceworks._kernels.board cimport pw_board
 from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, TokenTrie, tokens_around
 from pieceworks._kernels.scan cimport code_point
+from pieceworks._kernels.onig_spans cimport Cutter, CutStage, Region, cut_text, search_t
+from cython.operator cimport dereference as deref
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
                                                framed_ids, ids_raw, int_ref, lazy_with_ids, prefetch_int,
                                                prefetch_next_ints, pw_prefetch_read, pw_prefetch_write,
@@ -107,7 +109,7 @@ from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBa
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from pieceworks._kernels.byte_buffer cimport buffer_put, buffer_start
 from cpython.unicode cimport PyUnicode_AsUTF8, PyUnicode_DATA, PyUnicode_DecodeUTF8, PyUnicode_GET_LENGTH, PyUnicode_KIND
-from libc.stdint cimport INT32_MAX, UINT32_MAX, UINT64_MAX, int16_t, uint16_t
+from libc.stdint cimport INT32_MAX, UINT32_MAX, UINT64_MAX, int16_t, uint16_t, uintptr_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcmp, memcpy, memmove, memset
 
@@ -1660,6 +1662,64 @@ cdef Py_ssize_t encode_str(const Model* m, int kind, const void* data, Py_ssize_
     return scan_and_encode(m, <const uint32_t*>data, n, False, st, one_piece)
 
 
+cdef Py_ssize_t cut_and_encode(const Model* m, const CutStage* stages, size_t n_stages, search_t search,
+                               const void* data, Py_ssize_t n, int kind, bint ascii, Region* region, State* st,
+                               vector[uint8_t]* utf8, vector[Py_ssize_t]* ends, vector[Py_ssize_t]* scratch,
+                               vector[int32_t]* spans) noexcept nogil:
+    """Cut the str ``data[:n]`` (its PEP 393 form) with ``stages`` and append its tokens to
+    ``st.ids``, and each token's start, end (chars) and piece to ``spans``; the number of pieces,
+    or a search's (negative) error code, nothing appended."""
+    cdef const unsigned char* p
+    cdef Py_ssize_t size = 0, k, piece_start = 0
+    cdef size_t first = st.ids.size(), t
+    cdef int found
+    if kind == 1 and ascii:
+        p = <const unsigned char*>data
+        size = n
+    else:
+        utf8.resize(4 * n + 1)
+        for k in range(n):
+            size += utf8_put(code_point(kind, data, k), utf8.data() + size)
+        p = utf8.data()
+    found = cut_text(stages, n_stages, search, p, size, region, ends, scratch)
+    if found < 0:
+        return found
+    for k in range(<Py_ssize_t>ends.size()):
+        encode_piece(m, p + piece_start, <size_t>(deref(ends)[k] - piece_start), st.ids, st)
+        for t in range(spans.size() // 3, st.ids.size()):
+            spans.push_back(0)
+            spans.push_back(0)
+            spans.push_back(<int32_t>k)
+        piece_start = deref(ends)[k]
+    token_spans(m, p, kind == 1 and ascii, st.ids.data() + first, st.ids.size() - first,
+                spans.data() + 3 * first)
+    return <Py_ssize_t>ends.size()
+
+
+cdef void token_spans(const Model* m, const unsigned char* p, bint ascii, const uint32_t* ids, size_t count,
+                      int32_t* spans) noexcept nogil:
+    """Each token's char start and end into ``spans`` (every third slot, from 0 and 1): the tokens'
+    bytes are the UTF-8 ``p`` in order, and a token covers each char one of whose bytes it holds
+    (Hugging Face's byte-to-char alignment, as :func:`spans_of_ids`)."""
+    cdef size_t k, at = 0, seen = 0, length
+    cdef int32_t leads = 0      # the chars begun in p[:seen]
+    for k in range(count):
+        length = token_len(m, ids[k])
+        if ascii:
+            spans[3 * k] = <int32_t>at
+            spans[3 * k + 1] = <int32_t>(at + length)
+        else:
+            while seen < at + 1:
+                leads += (p[seen] & 0xC0) != 0x80
+                seen += 1
+            spans[3 * k] = leads - 1
+            while seen < at + length:
+                leads += (p[seen] & 0xC0) != 0x80
+                seen += 1
+            spans[3 * k + 1] = leads
+        at += length
+
+
 cdef inline size_t utf8_length(uint32_t c) noexcept nogil:
     """Bytes of code point ``c`` in the kernel's UTF-8 (a lone surrogate takes 3, as utf8_put writes it)."""
     return 1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4
@@ -3057,6 +3117,69 @@ cdef class ByteBPE:
                 piece += 1
             words[k] = <int32_t>piece
         return raw, count, <Py_ssize_t>cuts.size()
+
+    def encode_raw_cut_batch(self, list texts not None, Cutter cutter not None, uintptr_t region, strings=None):
+        """``[(raw, n_tokens, n_pieces) or None, ...]``: :meth:`encode_raw_cut` of each str of
+        ``texts`` cut by ``cutter`` (a chain of Oniguruma Splits), the GIL released once for the list;
+        None for a text a search failed on (the caller's long way raises its error), or of
+        ``2**29`` chars or more.
+        ``region``: an ``OnigRegion`` no other thread uses; ``strings``, if given, ends each tuple.
+
+        >>> from array import array
+        >>> from pieceworks import Regex
+        >>> from pieceworks._kernels.onig_spans import Behavior, Cutter
+        >>> from pieceworks._regex import _SEARCH, _region_address
+        >>> bpe = ByteBPE([bytes([i]) for i in range(256)] + [b"ab"], array("I", [97, 98, 256]),
+        ...               pattern=Pattern.PAT_PIECES, whole_piece=False)
+        >>> cutter = Cutter(_SEARCH, [(Regex("b"), Behavior.CUT_MERGED_WITH_PREVIOUS, False)])
+        >>> [(raw, n, pieces)] = bpe.encode_raw_cut_batch(["abab"], cutter, _region_address())
+        >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), pieces
+        ([256, 256], [(0, 2), (2, 4)], [0, 1], 2)
+        """
+        cdef Py_ssize_t n = len(texts), k, j, count, start = 0
+        cdef tuple keep = PyTuple_New(n)
+        cdef TextRefs refs
+        cdef vector[Py_ssize_t] token_end, pieces, ends, scratch
+        cdef vector[uint8_t] utf8
+        cdef vector[int32_t] spans
+        cdef const CutStage* stages = cutter.stages.data()
+        cdef size_t n_stages = cutter.stages.size()
+        cdef Workspace ws
+        cdef State* st
+        cdef bytes raw
+        cdef int32_t* out
+        cdef list results = PyList_New(0)
+        self._read_texts(texts, False, &refs, keep)
+        ws = <Workspace>self._checkout()
+        st = ws.st
+        try:
+            st.ids.clear()
+            with nogil:
+                for k in range(n):
+                    if refs.lengths[k] >= INT32_MAX // 4:     # (offsets are int32, the UTF-8 up to 4 bytes a char)
+                        pieces.push_back(-1)
+                    else:
+                        pieces.push_back(cut_and_encode(&self.m, stages, n_stages, cutter.search, refs.datas[k],
+                                                        refs.lengths[k], refs.kinds[k], refs.asciis[k],
+                                                        <Region*>region, st, &utf8, &ends, &scratch, &spans))
+                    token_end.push_back(st.ids.size())
+            for k in range(n):
+                count = token_end[k] - start
+                if pieces[k] < 0:
+                    results.append(None)
+                else:
+                    raw = PyBytes_FromStringAndSize(NULL, 16 * count)
+                    out = <int32_t*>PyBytes_AS_STRING(raw)
+                    memcpy(out, st.ids.data() + start, 4 * count)
+                    for j in range(count):     # (the spans are kept a token's three together)
+                        out[count + j] = spans[3 * (start + j)]
+                        out[2 * count + j] = spans[3 * (start + j) + 1]
+                        out[3 * count + j] = spans[3 * (start + j) + 2]
+                    results.append((raw, count, pieces[k]) if strings is None else (raw, count, pieces[k], strings))
+                start = token_end[k]
+            return results
+        finally:
+            self._checkin(ws)
 
     def has_surrogates(self, str text not None):
         """Whether ``text`` holds a lone surrogate (U+D800..U+DFFF), which has no UTF-8 form."""

@@ -12,18 +12,10 @@ positions it gives are counted into chars as the loop goes.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cython.operator cimport dereference as deref
 from libc.stdint cimport uintptr_t
 from libcpp.vector cimport vector
 
-
-cdef struct Region:         # the head of Oniguruma's OnigRegion (struct re_registers)
-    int allocated
-    int num_regs
-    int* beg
-    int* end
-
-ctypedef int (*search_t)(void* regex, unsigned char* text, size_t size, size_t start, Region* region,
-                         unsigned int options) noexcept nogil
 
 cdef enum:
     ONIG_MISMATCH = -1
@@ -107,3 +99,135 @@ cdef int find_all(uintptr_t search, uintptr_t regex, uintptr_t region, bytes dat
             byte_at = end
             at = last_end = end
     return found if found < 0 else ONIG_MISMATCH
+
+
+# -- a chain of Splits, cut in C ------------------------------------------------------------
+
+cdef class Cutter:
+    """The pieces a chain of ``Split`` pre-tokenizers (Oniguruma patterns, any behaviour but
+    ``"removed"``, inverted or not) cuts a text into, each stage cutting each piece the one
+    before made, as the general path cuts them (``Split.piece_spans``): for a kernel that
+    encodes a batch of texts without the GIL (``ByteBPE.encode_raw_cut_batch``).
+
+    ``stages``: ``(regex, behavior, invert)`` with ``regex`` a :class:`pieceworks.Regex`, kept
+    alive here, and ``behavior`` a :class:`Behavior`; ``search``: the address of
+    ``onigcffi_search``.
+
+    >>> from pieceworks import Regex
+    >>> from pieceworks._regex import _SEARCH, _region_address
+    >>> cutter = Cutter(_SEARCH, [(Regex(r"\\d"), Behavior.CUT_ISOLATED, False),
+    ...                           (Regex(" "), Behavior.CUT_MERGED_WITH_NEXT, False)])
+    >>> cutter.piece_ends("ab12 c", _region_address())
+    [2, 3, 4, 6]
+    """
+
+    def __init__(self, uintptr_t search, list stages not None):
+        cdef CutStage stage
+        self.search = <search_t>search
+        self.stages.clear()
+        for regex, behavior, invert in stages:
+            if not CUT_ISOLATED <= behavior <= CUT_CONTIGUOUS:
+                raise ValueError(f"Cutter: behavior {behavior!r} is not one this cutter takes")
+            stage.regex = <void*><uintptr_t>regex._address
+            stage.behavior = behavior
+            stage.invert = invert
+            self.stages.push_back(stage)
+        self.regexes = tuple(regex for regex, _, _ in stages)
+
+    def piece_ends(self, str text not None, uintptr_t region):
+        """Where each piece of ``text`` ends, in chars (a lone surrogate is one), or a search's
+        (negative) error code; ``region``: an ``OnigRegion`` no other thread uses."""
+        cdef bytes data = text.encode("utf-8", "surrogatepass")
+        cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
+        cdef vector[Py_ssize_t] ends, scratch
+        cdef int found
+        cdef Py_ssize_t k, byte_at = 0, char_at = 0, size = PyBytes_GET_SIZE(data)
+        with nogil:
+            found = cut_text(self.stages.data(), self.stages.size(), self.search, p, size, <Region*>region,
+                             &ends, &scratch)
+        if found < 0:
+            return found
+        out = []
+        for k in range(<Py_ssize_t>ends.size()):
+            char_at += chars_in(p, byte_at, ends[k])
+            byte_at = ends[k]
+            out.append(char_at)
+        return out
+
+
+cdef int cut_text(const CutStage* stages, size_t n_stages, search_t search, const unsigned char* text,
+                  Py_ssize_t size, Region* region, vector[Py_ssize_t]* ends,
+                  vector[Py_ssize_t]* scratch) noexcept nogil:
+    """Where each non-empty piece of UTF-8 ``text[:size]`` ends after ``stages`` (bytes, rising,
+    the last ``size``; none for an empty text), into ``ends``; 0, or a search's error code."""
+    cdef size_t s, k
+    cdef Py_ssize_t start
+    cdef int found
+    ends.clear()
+    if size == 0:
+        return 0
+    ends.push_back(size)
+    for s in range(n_stages):
+        scratch.swap(deref(ends))
+        ends.clear()
+        start = 0
+        for k in range(scratch.size()):
+            found = cut_piece(&stages[s], search, text, start, deref(scratch)[k], region, ends)
+            if found < 0:
+                return found
+            start = deref(scratch)[k]
+    return 0
+
+
+cdef inline bint cuts_before(int behavior, bint before, bint flag) noexcept nogil:
+    """Whether a piece ends between two spans (matches, or text between them) flagged ``before``
+    and ``flag`` (a match, after ``invert``): Hugging Face's ``split_ranges``, span by span."""
+    if behavior == CUT_ISOLATED:
+        return True
+    if behavior == CUT_CONTIGUOUS:
+        return before != flag
+    if behavior == CUT_MERGED_WITH_PREVIOUS:
+        return not (flag and not before)       # (a match joins the text before it)
+    return not (before and not flag)           # merged with next: a match joins the text after it
+
+
+cdef int cut_piece(const CutStage* stage, search_t search, const unsigned char* text, Py_ssize_t a,
+                   Py_ssize_t b, Region* r, vector[Py_ssize_t]* out) noexcept nogil:
+    """Append where the pieces ``stage`` cuts ``text[a:b]`` into end (empty ones left out); 0, or
+    a search's error code. The piece is searched alone (its start and end are the text's)."""
+    cdef unsigned char* p = <unsigned char*>(text + a)
+    cdef Py_ssize_t size = b - a, at = 0, last_end = -1, prev = 0, start, end, last_cut = 0
+    cdef int found, before = -1          # the flag of the span before (-1: none yet)
+    cdef bint flag
+    while at <= size:
+        found = search(stage.regex, p, <size_t>size, <size_t>at, r, 0)
+        if found < 0:
+            if found != ONIG_MISMATCH:
+                return found
+            break
+        start, end = r.beg[0], r.end[0]
+        if start == end == last_end:
+            # Oniguruma's iterator refuses this empty match and retries one char on (see find_all).
+            at = start + (char_size(p[start]) if start < size else 1)
+            continue
+        if prev != start:       # the text before the match
+            flag = stage.invert
+            if before >= 0 and cuts_before(stage.behavior, before, flag) and prev > last_cut:
+                out.push_back(a + prev)
+                last_cut = prev
+            before = flag
+        flag = not stage.invert
+        if before >= 0 and cuts_before(stage.behavior, before, flag) and start > last_cut:
+            out.push_back(a + start)
+            last_cut = start
+        before = flag
+        prev = end
+        at = last_end = end
+    if prev != size:
+        flag = stage.invert
+        if before >= 0 and cuts_before(stage.behavior, before, flag) and prev > last_cut:
+            out.push_back(a + prev)
+            last_cut = prev
+    if size > last_cut:
+        out.push_back(b)
+    return 0

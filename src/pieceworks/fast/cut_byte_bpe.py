@@ -33,6 +33,8 @@ text NFC changes is cut and encoded normalized, its offsets moved back.
 from __future__ import annotations
 
 from .._kernels.bytebpe import ByteBPE, Pattern
+from .._kernels.onig_spans import Behavior, Cutter
+from .._regex import _SEARCH, _region_address
 from .._unicode_forms import changes_text
 from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
 from . import plain_from_raw, register_plan, stages_key
@@ -58,10 +60,18 @@ def cut_byte_bpe_plan(tokenizer) -> "CutByteBpePlan | None":
 class CutByteBpePlan:
     """Encodes plain text of a byte-level BPE tokenizer: Splits cut it, the kernel encodes the pieces."""
 
-    # (A line still takes a few microseconds of Python around its two C calls, which hold the GIL:
-    # on two threads a batch of lines was no faster than on one, and less steady.)
-    releases_gil = False
     has_raw = True
+    # A batch cut by Splits alone runs in one kernel call without the GIL (Oniguruma's search is
+    # most of its time: threads pay on short lines too).
+    raw_min_average_chars = 16
+
+    @property
+    def releases_gil(self) -> bool:
+        """Whether batches run without the GIL: when every stage that cuts is a ``Split``
+        (:class:`~pieceworks._kernels.onig_spans.Cutter`); else each text takes a few microseconds
+        of Python around its C calls, and two threads were no faster than one."""
+        ready = self._prepare()
+        return ready is not None and ready[2] is not None
 
     def __init__(self, model, normalizer, pre_tokenizer):
         self.model = model
@@ -76,8 +86,9 @@ class CutByteBpePlan:
         """Whether the stages, as they are now, are ones this plan reproduces."""
         return self._prepare() is not None
 
-    def _prepare(self) -> "tuple[ByteBPE, list[Split]] | None":
-        """``(kernel, splits)`` for the stages as they are now, or None: read again when they may
+    def _prepare(self) -> "tuple[ByteBPE, list, Cutter | None] | None":
+        """``(kernel, splits, cutter)`` for the stages as they are now, or None (``cutter``: the
+        :class:`Cutter` of a chain of Splits alone, else None): read again when they may
         have changed (``stages_key``, and the pre-tokenizer Sequence's members, whose list may be
         edited in place); the kernel is made again for a new vocabulary or merges."""
         pre = self.pre_tokenizer
@@ -93,7 +104,7 @@ class CutByteBpePlan:
             if built != self._built_for:
                 self._kernel, self._tokens = build_kernel(model, Pattern.PAT_PIECES)
                 self._built_for = built
-            ready = None if self._kernel is None else (self._kernel, splits)
+            ready = None if self._kernel is None else (self._kernel, splits, _cutter_of(splits))
         self._ready_for = (key, ready)
         return ready
 
@@ -114,23 +125,47 @@ class CutByteBpePlan:
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast).
 
-        A text NFC changes is cut and encoded normalized, its offsets moved back (:class:`AlignedNfc`).
+        Splits alone cut in C (the :class:`Cutter`), with the encoding; other stages in Python
+        (:func:`piece_ends`), the kernel encoding the pieces. A text NFC changes is cut and encoded
+        normalized, its offsets moved back (:class:`AlignedNfc`).
         """
         ready = self._prepare()
         if ready is None or len(text) >= _RAW_MAX_CHARS:
             return None
-        kernel, splits = ready
+        kernel, splits, cutter = ready
         view = None if self.normalizes_nothing(text) else AlignedNfc(text)
         cut = text if view is None else view.normalize(0, len(text))
-        ends = piece_ends(cut, splits)
-        if ends is None:
-            return None
-        raw, n_tokens, n_pieces = kernel.encode_raw_cut(cut, ends)
+        if cutter is not None:
+            [result] = kernel.encode_raw_cut_batch([cut], cutter, _region_address())
+            if result is None:
+                return None
+            raw, n_tokens, n_pieces = result
+        else:
+            ends = piece_ends(cut, splits)
+            if ends is None:
+                return None
+            raw, n_tokens, n_pieces = kernel.encode_raw_cut(cut, ends)
         return (raw if view is None else view.remap(raw, n_tokens)), n_tokens, n_pieces, self._tokens
 
     def encode_raw_batch(self, texts: list[str]) -> list:
-        """``[encode_raw(t) for t in texts]`` (a few microseconds of Python a text: no kernel batch)."""
-        return [self.encode_raw(text) for text in texts]
+        """``[encode_raw(t) for t in texts]``: with a :class:`Cutter`, in one kernel call without the
+        GIL (texts NFC changes, and overlong ones, one by one); else text by text."""
+        ready = self._prepare()
+        if ready is None or ready[2] is None:
+            return [self.encode_raw(text) for text in texts]
+        kernel, _, cutter = ready
+        apart = [k for k, text in enumerate(texts) if len(text) >= _RAW_MAX_CHARS
+                 or self.normalizer is not None and not text.isascii() and changes_text("NFC", text)]
+        if not apart:
+            return kernel.encode_raw_cut_batch(texts, cutter, _region_address(), self._tokens)
+        in_kernel = sorted(set(range(len(texts))).difference(apart))
+        out = [None] * len(texts)
+        for k, result in zip(in_kernel, kernel.encode_raw_cut_batch([texts[k] for k in in_kernel], cutter,
+                                                                     _region_address(), self._tokens)):
+            out[k] = result
+        for k in apart:
+            out[k] = self.encode_raw(texts[k])
+        return out
 
     def encode_plain(self, text: str):
         """``(ids, tokens, offsets, words, n_words)`` of ``text``, or None for the general path."""
@@ -204,4 +239,15 @@ def piece_ends(text: str, splits: list) -> list[int] | None:
 
 #: The stages that only cut (each has ``piece_spans``): with no behaviour that removes, they keep every char.
 _CUTTERS = (Split, Digits, Punctuation)
+
+_BEHAVIORS = {"isolated": Behavior.CUT_ISOLATED, "merged_with_previous": Behavior.CUT_MERGED_WITH_PREVIOUS,
+              "merged_with_next": Behavior.CUT_MERGED_WITH_NEXT, "contiguous": Behavior.CUT_CONTIGUOUS}
+
+
+def _cutter_of(splits: list) -> "Cutter | None":
+    """The :class:`Cutter` that cuts as ``splits`` do when all are Splits (none removes: see
+    ``_splits``), else None (Digits, Punctuation and GPT-2's pattern cut in Python)."""
+    if not all(type(split) is Split for split in splits):      # (GPT-2's pattern is ByteLevel's)
+        return None
+    return Cutter(_SEARCH, [(split._regex, _BEHAVIORS[split.behavior], split.invert) for split in splits])
 

@@ -184,36 +184,57 @@ _BEHAVIORS = ["isolated", "merged_with_previous", "merged_with_next", "contiguou
 _CHARS = list("ab x1\n2é日\u0301.,!") + ["\ud800", "\U0001F600"]
 
 
+def _stage(spec):
+    """A pre-tokenizer stage from a hypothesis draw: a Split's (pattern, behavior, invert), or a name."""
+    if spec == "digits apart":
+        return Digits(individual_digits=True)
+    if spec == "digits together":
+        return Digits(individual_digits=False)
+    if spec in _BEHAVIORS:
+        return Punctuation(spec)
+    pattern, behavior, invert = spec
+    return Split(Regex(pattern), behavior, invert)
+
+
 @settings(max_examples=400, deadline=None)
-@given(stages=st.lists(st.tuples(st.sampled_from(_PATTERNS), st.sampled_from(_BEHAVIORS), st.booleans()),
-                       min_size=1, max_size=3),
+@given(stages=st.lists(st.tuples(st.sampled_from(_PATTERNS), st.sampled_from(_BEHAVIORS), st.booleans())
+                       | st.sampled_from(["digits apart", "digits together"] + _BEHAVIORS), min_size=1, max_size=3),
+       gpt2=st.booleans(),
        text=st.text(st.sampled_from(_CHARS), max_size=30) | st.text(max_size=20))
-def test_the_c_cutter_cuts_as_the_splits_do(stages, text):
+def test_the_c_cutter_cuts_as_the_stages_do(stages, gpt2, text):
     from pieceworks._regex import _region_address
     from pieceworks.fast.cut_byte_bpe import _cutter_of
 
-    splits = [Split(Regex(pattern), behavior, invert) for pattern, behavior, invert in stages]
-    assert _cutter_of(splits).piece_ends(text, _region_address()) == piece_ends(text, splits)
+    stages = [_stage(spec) for spec in stages] + ([ByteLevel(False, use_regex=True)] if gpt2 else [])
+    assert _cutter_of(stages).piece_ends(text, _region_address()) == piece_ends(text, stages)
+
+
+@pytest.mark.parametrize("stage", [Digits(individual_digits=True), Digits(individual_digits=False),
+                                   Punctuation("isolated"), Punctuation("contiguous"), ByteLevel(use_regex=True)],
+                         ids=["digits apart", "digits together", "punctuation", "punctuation runs", "GPT-2"])
+def test_the_c_cutter_cuts_every_code_point_as_the_stage_does(stage):
+    """Digits and Punctuation become Oniguruma classes made from their tables, and ByteLevel
+    GPT-2's pattern on Oniguruma: the pieces of each code point between letters, and of runs of
+    them, equal the stage's own."""
+    from pieceworks._regex import _region_address
+    from pieceworks.fast.cut_byte_bpe import _cutter_of
+
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for text in ("a".join(chars), "".join(chars), " ".join(chars)):
+        assert _cutter_of([stage]).piece_ends(text, _region_address()) == piece_ends(text, [stage])
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts=st.lists(st.text(st.sampled_from(list("the 12 3xé\u0301\u0323中 \n!") + ["\ud800"]), max_size=30)
                       | st.text(max_size=20), max_size=6),
-       kind=st.sampled_from(["digits", "two splits, merged", "empty matches"]), nfc=st.booleans())
+       kind=st.sampled_from(sorted(PRE_TOKENIZERS)), nfc=st.booleans())
 def test_a_batch_in_one_kernel_call_matches_the_general_path(texts, kind, nfc):
     normalizer = NFC() if nfc else None
     plan = _small(PRE_TOKENIZERS[kind](), normalizer)._current_plan()
-    assert plan.releases_gil         # (Splits alone: the batch is the kernel's)
     general = general_path(lambda: _small(PRE_TOKENIZERS[kind](), normalizer))
     for text, result in zip(texts, plan.encode_raw_batch(texts), strict=True):
         want = general.encode(text)
         assert plain_from_raw(result)[:4] == (want.ids, want.tokens, want.offsets, want.words), repr(text)
-
-
-def test_a_chain_with_digits_or_gpt2_pattern_is_cut_text_by_text():
-    for kind in ("digits, GPT-2", "punctuation, digits"):
-        plan = _small(PRE_TOKENIZERS[kind]())._current_plan()
-        assert type(plan) is CutByteBpePlan and not plan.releases_gil
 
 
 def test_a_search_that_fails_in_a_batch_raises_the_general_paths_error():

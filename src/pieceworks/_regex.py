@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from typing import Iterator
 
-from ._kernels.onig_spans import isolated_ends, match_spans
+from ._kernels.onig_spans import match_spans
 from .errors import ConfigError
 
 __all__ = ["Regex", "escape"]
@@ -136,18 +136,6 @@ class Regex:
         [(0, 1), (2, 4)]
         """
         found = match_spans(_SEARCH, self._address, _region_address(), text.encode("utf-8", "surrogatepass"))
-        if type(found) is int:
-            raise self._search_error(found, text)
-        return found
-
-    def isolated_ends(self, text: str) -> list[int]:
-        """Where each piece of ``text`` ends when each match, and each stretch between matches, is a
-        piece (Split's ``"isolated"``), empty pieces left out: from :meth:`spans`, in C.
-
-        >>> Regex(r"\\d+").isolated_ends("a1b22"), Regex("x*").isolated_ends("ab"), Regex("a").isolated_ends("")
-        ([1, 2, 3, 5], [1, 2], [])
-        """
-        found = isolated_ends(_SEARCH, self._address, _region_address(), text.encode("utf-8", "surrogatepass"))
         if type(found) is int:
             raise self._search_error(found, text)
         return found

@@ -1639,20 +1639,6 @@ cdef inline void encode_span(const Model* m, const char_t* s, Py_ssize_t i, Py_s
         encode_piece(m, st.buf.data(), length, st.ids, st)
 
 
-cdef void encode_cut(const Model* m, const char_t* s, bint ascii, State* st, const Py_ssize_t* ends,
-                     size_t count) noexcept nogil:
-    """Append the tokens of the pieces ``s[ends[k - 1]:ends[k]]`` (the first from 0) to ``st.ids``:
-    pieces the caller cut (a pattern with no scanner here)."""
-    cdef size_t k
-    cdef Py_ssize_t i = 0
-    cdef bint utf8_already = False
-    if char_t is uint8_t:
-        utf8_already = ascii
-    for k in range(count):
-        encode_span(m, s, i, ends[k], utf8_already, st)
-        i = ends[k]
-
-
 cdef Py_ssize_t encode_str(const Model* m, int kind, const void* data, Py_ssize_t n, bint ascii,
                            State* st, bint one_piece) noexcept nogil:
     if kind == 1:
@@ -3062,65 +3048,10 @@ cdef class ByteBPE:
             pieces = encode_str(&self.m, kind, data, n, ascii, st, one_piece)
         return pieces
 
-    def encode_raw_cut(self, str text not None, ends):
-        """``(raw, n_tokens, n_pieces)``: :meth:`encode_raw` of ``text`` cut into pieces by the caller,
-        not by a scanner (a pre-tokenizer this kernel has none for). ``ends``: each piece's end, in
-        chars, rising, the last ``len(text)``; each token's word is its piece.
-
-        >>> from array import array
-        >>> bpe = ByteBPE([bytes([i]) for i in range(256)] + [b"ab"], array("I", [97, 98, 256]),
-        ...               pattern=Pattern.PAT_PIECES, whole_piece=False)
-        >>> raw, n, pieces = bpe.encode_raw_cut("abab", [1, 4])
-        >>> from pieceworks._kernels.raw_encoding import id_list, offset_list, word_list
-        >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), pieces
-        ([97, 98, 256], [(0, 1), (1, 2), (2, 4)], [0, 1, 1], 2)
-        """
-        cdef vector[Py_ssize_t] cuts
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), end, previous = 0, k, piece = 0, count
-        cdef int kind = PyUnicode_KIND(text)
-        cdef const void* data = PyUnicode_DATA(text)
-        cdef bint ascii = PyUnicode_IS_ASCII(text)
-        cdef Workspace ws
-        cdef State* st
-        cdef bytes raw
-        cdef int32_t* starts
-        cdef int32_t* words
-        for item in ends:
-            end = item
-            if end <= previous or end > n:
-                raise ValueError(f"encode_raw_cut: piece end {end} after {previous}, in a text of {n} chars: "
-                                 f"the ends must rise, each past the last, to the text's length")
-            cuts.push_back(end)
-            previous = end
-        if previous != n:
-            raise ValueError(f"encode_raw_cut: the pieces end at {previous}, not at the text's end ({n})")
-        ws = <Workspace>self._checkout()
-        st = ws.st
-        try:
-            st.ids.clear()
-            with nogil:
-                if kind == 1:
-                    encode_cut(&self.m, <const uint8_t*>data, ascii, st, cuts.data(), cuts.size())
-                elif kind == 2:
-                    encode_cut(&self.m, <const uint16_t*>data, False, st, cuts.data(), cuts.size())
-                else:
-                    encode_cut(&self.m, <const uint32_t*>data, False, st, cuts.data(), cuts.size())
-            count = st.ids.size()
-            raw = raw_of(self, st.ids.data(), count, text, False)
-        finally:
-            self._checkin(ws)
-        # (raw_of took each token's word from this kernel's scanner: the pieces were cut here instead.)
-        starts = <int32_t*>PyBytes_AS_STRING(raw) + count
-        words = starts + 2 * count
-        for k in range(count):
-            while starts[k] >= cuts[piece]:
-                piece += 1
-            words[k] = <int32_t>piece
-        return raw, count, <Py_ssize_t>cuts.size()
-
     def encode_raw_cut_batch(self, list texts not None, Cutter cutter not None, uintptr_t region, strings=None):
-        """``[(raw, n_tokens, n_pieces) or None, ...]``: :meth:`encode_raw_cut` of each str of
-        ``texts`` cut by ``cutter`` (a chain of Oniguruma Splits), the GIL released once for the list;
+        """``[(raw, n_tokens, n_pieces) or None, ...]``: :meth:`encode_raw` of each str of ``texts``
+        cut into pieces by ``cutter`` (a chain of Oniguruma patterns, not a scanner of this kernel),
+        each token's word its piece, the GIL released once for the list;
         None for a text a search failed on (the caller's long way raises its error), or of
         ``2**29`` chars or more.
         ``region``: an ``OnigRegion`` no other thread uses; ``strings``, if given, ends each tuple.
@@ -3156,7 +3087,7 @@ cdef class ByteBPE:
             st.ids.clear()
             with nogil:
                 for k in range(n):
-                    if refs.lengths[k] >= INT32_MAX // 4:     # (offsets are int32, the UTF-8 up to 4 bytes a char)
+                    if refs.lengths[k] > INT32_MAX // 4:     # (offsets are int32, the UTF-8 up to 4 bytes a char)
                         pieces.push_back(-1)
                     else:
                         pieces.push_back(cut_and_encode(&self.m, stages, n_stages, cutter.search, refs.datas[k],

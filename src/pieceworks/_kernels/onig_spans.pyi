@@ -1,7 +1,6 @@
 import enum
 
 def match_spans(search: int, regex: int, region: int, data: bytes) -> list[tuple[int, int]] | int: ...
-def isolated_ends(search: int, regex: int, region: int, data: bytes) -> list[int] | int: ...
 
 class Behavior(enum.IntEnum):
     CUT_ISOLATED = 0

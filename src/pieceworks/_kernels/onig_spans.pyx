@@ -50,28 +50,6 @@ def match_spans(uintptr_t search, uintptr_t regex, uintptr_t region, bytes data 
     return [(spans[k], spans[k + 1]) for k in range(0, <Py_ssize_t>spans.size(), 2)]
 
 
-def isolated_ends(uintptr_t search, uintptr_t regex, uintptr_t region, bytes data not None):
-    """Where each piece ends (in chars) when the matches are isolated (Split's ``"isolated"``): each
-    non-empty match, and each stretch between them, is a piece; or a search's error code. The
-    arguments are :func:`match_spans`'."""
-    cdef vector[Py_ssize_t] spans
-    cdef Py_ssize_t k, last = 0, n_chars
-    cdef list out = []
-    cdef int found = find_all(search, regex, region, data, &spans)
-    if found < ONIG_MISMATCH:
-        return found
-    for k in range(0, <Py_ssize_t>spans.size(), 2):
-        if spans[k] > last:
-            out.append(spans[k])
-        if spans[k + 1] > spans[k]:
-            out.append(spans[k + 1])
-        last = spans[k + 1]
-    n_chars = chars_in(<unsigned char*>PyBytes_AS_STRING(data), 0, PyBytes_GET_SIZE(data))
-    if last < n_chars:
-        out.append(n_chars)
-    return out
-
-
 cdef int find_all(uintptr_t search, uintptr_t regex, uintptr_t region, bytes data,
                   vector[Py_ssize_t]* spans) noexcept:
     """The matches' char starts and ends into ``spans``, the GIL released; ONIG_MISMATCH when done,

@@ -4,11 +4,13 @@
 o200k, Llama 3 and Qwen by hand. A file with any other pattern (another
 rule for digits, a model's own pattern, several Splits in a row) went the
 general path, a Python object per piece and per char: about half Hugging
-Face's speed. Here the stages cut the text as the general path cuts it
-(their own ``piece_spans``: the same Oniguruma matches, found in one C loop
-by ``_kernels/onig_spans``, the same scanners and behaviours), and the
-kernel encodes those pieces in one call, giving the raw encoding with its
-offsets and words (``ByteBPE.encode_raw_cut``).
+Face's speed. Here each stage is an Oniguruma pattern (a Split's own; for
+``Digits`` and ``Punctuation`` a class of the chars their tables flag; GPT-2's
+pattern for a ``ByteLevel``, which Hugging Face runs on Oniguruma too), and
+one kernel call cuts the texts as the general path cuts them
+(``_kernels/onig_spans``'s :class:`Cutter`, held to :func:`piece_ends`) and
+encodes the pieces, giving each raw encoding with its offsets and words
+(``ByteBPE.encode_raw_cut_batch``), the GIL released for the whole batch.
 
 The stages taken: ``Split``, ``Digits`` and ``Punctuation`` stages, in any
 number and order (StarCoder's ``Digits`` before GPT-2's ``ByteLevel``, Tekken's
@@ -32,19 +34,22 @@ text NFC changes is cut and encoded normalized, its offsets moved back.
 
 from __future__ import annotations
 
+import functools
+
+from .._kernels import scan
 from .._kernels.bytebpe import ByteBPE, Pattern
 from .._kernels.onig_spans import Behavior, Cutter
-from .._regex import _SEARCH, _region_address
+from .._regex import _SEARCH, Regex, _region_address
 from .._unicode_forms import changes_text
 from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
 from . import plain_from_raw, register_plan, stages_key
 from ._aligned import AlignedNfc
-from .byte_bpe import ByteBpePlan, build_kernel, kernel_takes
+from .byte_bpe import GPT2_PATTERN, ByteBpePlan, build_kernel, kernel_takes
 
 __all__ = ["cut_byte_bpe_plan", "CutByteBpePlan", "piece_ends"]
 
-# Raw encodings hold int32 offsets.
-_RAW_MAX_CHARS = 2**31 - 1
+# Raw encodings hold int32 offsets, and the kernel cuts the text's UTF-8 (up to 4 bytes a char).
+_RAW_MAX_CHARS = 2**29
 
 
 @register_plan
@@ -61,17 +66,10 @@ class CutByteBpePlan:
     """Encodes plain text of a byte-level BPE tokenizer: Splits cut it, the kernel encodes the pieces."""
 
     has_raw = True
-    # A batch cut by Splits alone runs in one kernel call without the GIL (Oniguruma's search is
-    # most of its time: threads pay on short lines too).
+    # A batch is cut and encoded in one kernel call without the GIL; Oniguruma's search is most of
+    # its time, so threads pay on short lines too.
+    releases_gil = True
     raw_min_average_chars = 16
-
-    @property
-    def releases_gil(self) -> bool:
-        """Whether batches run without the GIL: when every stage that cuts is a ``Split``
-        (:class:`~pieceworks._kernels.onig_spans.Cutter`); else each text takes a few microseconds
-        of Python around its C calls, and two threads were no faster than one."""
-        ready = self._prepare()
-        return ready is not None and ready[2] is not None
 
     def __init__(self, model, normalizer, pre_tokenizer):
         self.model = model
@@ -86,9 +84,8 @@ class CutByteBpePlan:
         """Whether the stages, as they are now, are ones this plan reproduces."""
         return self._prepare() is not None
 
-    def _prepare(self) -> "tuple[ByteBPE, list, Cutter | None] | None":
-        """``(kernel, splits, cutter)`` for the stages as they are now, or None (``cutter``: the
-        :class:`Cutter` of a chain of Splits alone, else None): read again when they may
+    def _prepare(self) -> "tuple[ByteBPE, Cutter] | None":
+        """``(kernel, cutter)`` for the stages as they are now, or None: read again when they may
         have changed (``stages_key``, and the pre-tokenizer Sequence's members, whose list may be
         edited in place); the kernel is made again for a new vocabulary or merges."""
         pre = self.pre_tokenizer
@@ -104,7 +101,7 @@ class CutByteBpePlan:
             if built != self._built_for:
                 self._kernel, self._tokens = build_kernel(model, Pattern.PAT_PIECES)
                 self._built_for = built
-            ready = None if self._kernel is None else (self._kernel, splits, _cutter_of(splits))
+            ready = None if self._kernel is None else (self._kernel, _cutter_of(splits))
         self._ready_for = (key, ready)
         return ready
 
@@ -125,35 +122,28 @@ class CutByteBpePlan:
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast).
 
-        Splits alone cut in C (the :class:`Cutter`), with the encoding; other stages in Python
-        (:func:`piece_ends`), the kernel encoding the pieces. A text NFC changes is cut and encoded
-        normalized, its offsets moved back (:class:`AlignedNfc`).
+        The stages cut in C (the :class:`Cutter`) in the kernel call that encodes. A text NFC
+        changes is cut and encoded normalized, its offsets moved back (:class:`AlignedNfc`).
         """
         ready = self._prepare()
         if ready is None or len(text) >= _RAW_MAX_CHARS:
             return None
-        kernel, splits, cutter = ready
+        kernel, cutter = ready
         view = None if self.normalizes_nothing(text) else AlignedNfc(text)
         cut = text if view is None else view.normalize(0, len(text))
-        if cutter is not None:
-            [result] = kernel.encode_raw_cut_batch([cut], cutter, _region_address())
-            if result is None:
-                return None
-            raw, n_tokens, n_pieces = result
-        else:
-            ends = piece_ends(cut, splits)
-            if ends is None:
-                return None
-            raw, n_tokens, n_pieces = kernel.encode_raw_cut(cut, ends)
+        [result] = kernel.encode_raw_cut_batch([cut], cutter, _region_address())
+        if result is None:
+            return None     # (a search failed: the general path raises its error)
+        raw, n_tokens, n_pieces = result
         return (raw if view is None else view.remap(raw, n_tokens)), n_tokens, n_pieces, self._tokens
 
     def encode_raw_batch(self, texts: list[str]) -> list:
-        """``[encode_raw(t) for t in texts]``: with a :class:`Cutter`, in one kernel call without the
-        GIL (texts NFC changes, and overlong ones, one by one); else text by text."""
+        """``[encode_raw(t) for t in texts]``, in one kernel call without the GIL (texts NFC changes,
+        and overlong ones, one by one)."""
         ready = self._prepare()
-        if ready is None or ready[2] is None:
-            return [self.encode_raw(text) for text in texts]
-        kernel, _, cutter = ready
+        if ready is None:
+            return [None] * len(texts)
+        kernel, cutter = ready
         apart = [k for k, text in enumerate(texts) if len(text) >= _RAW_MAX_CHARS
                  or self.normalizer is not None and not text.isascii() and changes_text("NFC", text)]
         if not apart:
@@ -214,14 +204,13 @@ class CutByteBpePlan:
 def piece_ends(text: str, splits: list) -> list[int] | None:
     """Where each non-empty piece of ``text`` ends after ``splits`` (stages with a ``piece_spans``
     that removes nothing), each cutting the pieces the one before made, as the general path cuts
-    them; None if the pieces do not cover the text (the general path then says what happens).
+    them; None if the pieces do not cover the text. The readable statement of what the plan's
+    :class:`Cutter` does in C (the tests hold the two equal).
 
     >>> from pieceworks import Regex
     >>> piece_ends("ab12 c", [Split(Regex(r"\\d"), "isolated"), Split(" ", "merged_with_next")])
     [2, 3, 4, 6]
     """
-    if len(splits) == 1 and type(splits[0]) is Split and splits[0].behavior == "isolated" and not splits[0].invert:
-        return splits[0]._regex.isolated_ends(text)     # (the usual one: no list of matches made first)
     ranges = [(0, len(text))]
     for split in splits:
         cut = []
@@ -244,10 +233,44 @@ _BEHAVIORS = {"isolated": Behavior.CUT_ISOLATED, "merged_with_previous": Behavio
               "merged_with_next": Behavior.CUT_MERGED_WITH_NEXT, "contiguous": Behavior.CUT_CONTIGUOUS}
 
 
-def _cutter_of(splits: list) -> "Cutter | None":
-    """The :class:`Cutter` that cuts as ``splits`` do when all are Splits (none removes: see
-    ``_splits``), else None (Digits, Punctuation and GPT-2's pattern cut in Python)."""
-    if not all(type(split) is Split for split in splits):      # (GPT-2's pattern is ByteLevel's)
-        return None
-    return Cutter(_SEARCH, [(split._regex, _BEHAVIORS[split.behavior], split.invert) for split in splits])
+def _cutter_of(stages: list) -> Cutter:
+    """The :class:`Cutter` that cuts as ``stages`` (``_splits``': none removes) do, each an Oniguruma
+    pattern: a Split's own; for Digits and Punctuation a class of exactly the chars their tables
+    flag (Oniguruma's ``\\p{N}`` and ``\\p{P}`` follow another Unicode version); GPT-2's pattern, which
+    Hugging Face runs on Oniguruma too, for a ByteLevel.
+
+    >>> _cutter_of([Digits(individual_digits=False), ByteLevel(use_regex=True)]).piece_ends("ab 12c", _region_address())
+    [2, 3, 5, 6]
+    """
+    return Cutter(_SEARCH, [_stage_of(stage) for stage in stages])
+
+
+def _stage_of(stage) -> tuple:
+    """``(regex, behavior, invert)`` of one stage (see :func:`_cutter_of`)."""
+    kind = type(stage)
+    if kind is Split:
+        return stage._regex, _BEHAVIORS[stage.behavior], stage.invert
+    if kind is Digits:
+        return _class_regex(scan.FLAG_NUMERIC, not stage.individual_digits), Behavior.CUT_ISOLATED, False
+    if kind is Punctuation:
+        return _class_regex(scan.FLAG_PUNCT, False), _BEHAVIORS[stage.behavior], False
+    return Regex(GPT2_PATTERN), Behavior.CUT_ISOLATED, False      # (ByteLevel: _splits keeps it with use_regex alone)
+
+
+@functools.lru_cache(maxsize=None)
+def _class_regex(flag: int, runs: bool) -> Regex:
+    """A pattern matching one char that ``flag`` marks in the scanners' tables (``runs``: a run of
+    them), spelled as ranges of code points: built from the tables, so it flags what they flag."""
+    every_char = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    ranges: list[list[int]] = []
+    for (start, end), flagged in scan.char_matches(every_char, flag):
+        if not flagged:
+            continue
+        first = ord(every_char[start])
+        if ranges and ranges[-1][1] + 1 == first:
+            ranges[-1][1] = first
+        else:
+            ranges.append([first, first])
+    spelled = "".join(f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges)
+    return Regex(f"[{spelled}]" + ("+" if runs else ""))
 

@@ -454,6 +454,8 @@ def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -
         change(document)
         ours = Tokenizer.from_str(json.dumps(document))
         theirs = tokenizers.Tokenizer.from_str(json.dumps(document))
+        batches = {"pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
+                   "tokenizers": lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)]}
         for corpus, text in texts.items():
             size = len(text.encode("utf-8"))
             lines = text.splitlines(keepends=True)
@@ -462,12 +464,15 @@ def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -
                               "tokenizers": lambda t: theirs.encode(t, add_special_tokens=False).ids},
                              text, size, repeat, {"pieceworks": cache_reset(ours)})
             summary.append((f"{label} {corpus} 1T", result))
-            result = run_row(f"{label} (no scanner), {corpus}, batch of lines, {THREADS} threads",
-                             {"pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
-                              "tokenizers": lambda ts: [e.ids for e in theirs.encode_batch(ts,
-                                                                                           add_special_tokens=False)]},
+            result = run_row(f"{label} (no scanner), {corpus}, batch of lines, {THREADS} threads", batches,
                              lines, size, repeat, {"pieceworks": cache_reset(ours)})
             summary.append((f"{label} {corpus} lines {THREADS}T", result))
+            if name in CHAT_TURNS:      # (the added tokens split out in the kernel too)
+                turns = [CHAT_TURNS[name].format(line.strip()) for line in lines if line.strip()]
+                result = run_row(f"{label} (no scanner), {corpus}, chat turns, batch, {THREADS} threads", batches,
+                                 turns, sum(len(t.encode("utf-8")) for t in turns), repeat,
+                                 {"pieceworks": cache_reset(ours)})
+                summary.append((f"{label} {corpus} chat {THREADS}T", result))
 
 
 def cache_reset(tok):

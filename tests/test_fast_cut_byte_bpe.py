@@ -242,3 +242,29 @@ def test_a_search_that_fails_in_a_batch_raises_the_general_paths_error():
     assert tok._current_plan().encode_raw_batch(["ab", "a" * 40 + "b"])[1] is None
     with pytest.raises(ConfigError, match="retry-limit"):
         tok.encode_batch(["ab", "a" * 40 + "b"])
+
+
+@pytest.mark.parametrize("file", ["llama3", "qwen3"])
+def test_texts_holding_added_tokens_match_hugging_face(shared_data, file):
+    """Chat turns: the kernel splits the added tokens out and cuts and encodes each stretch between
+    them (encode_around_batch); texts NFC changes, and those truncation cuts, go the long way."""
+    document = json.loads((shared_data / f"tokenizers/hf_tokenizer_json/{file}/tokenizer.json").read_text())
+    specials = [token["content"] for token in document["added_tokens"]][:3]
+    prose = (shared_data / CORPORA[0]).read_text().splitlines()[:300]
+    udhr = [json.loads(line)["text"][:200] for line in
+            (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()][:60]
+    lines = [f"{specials[0]}user{specials[1]}\n\n{line}{specials[2]}" for line in prose if line.strip()]
+    lines += [f"{specials[k % 3]}{unicodedata.normalize('NFD' if k % 2 else 'NFC', text)} 12345{specials[(k + 1) % 3]}"
+              for k, text in enumerate(udhr)]
+    lines += [specials[0], specials[0] * 2 + "x", "a" + specials[1], ""]
+    for name in ("digits", "three splits", "digits, then GPT-2's pattern"):
+        text = json.dumps(_variants(document)[name])
+        ours, theirs = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+        assert hasattr(ours._current_plan(), "encode_around_batch")
+        assert_same_as_hugging_face_on_lines(ours, theirs, lines)
+        for one in lines[:20] + lines[-70:]:
+            assert_same_encoding(ours.encode(one), theirs.encode(one), repr(one[:60]))
+        ours.enable_truncation(16)
+        theirs.enable_truncation(16)
+        for mine, hf, line in zip(ours.encode_batch(lines), theirs.encode_batch(lines), lines):
+            assert_same_encoding(mine, hf, f"truncated: {line[:60]!r}")

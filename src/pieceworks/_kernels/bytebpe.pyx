@@ -1651,10 +1651,11 @@ cdef Py_ssize_t encode_str(const Model* m, int kind, const void* data, Py_ssize_
 cdef Py_ssize_t cut_and_encode(const Model* m, const CutStage* stages, size_t n_stages, search_t search,
                                const void* data, Py_ssize_t n, int kind, bint ascii, Region* region, State* st,
                                vector[uint8_t]* utf8, vector[Py_ssize_t]* ends, vector[Py_ssize_t]* scratch,
-                               vector[int32_t]* spans) noexcept nogil:
+                               vector[int32_t]* spans, int32_t char_base, int32_t word_base) noexcept nogil:
     """Cut the str ``data[:n]`` (its PEP 393 form) with ``stages`` and append its tokens to
-    ``st.ids``, and each token's start, end (chars) and piece to ``spans``; the number of pieces,
-    or a search's (negative) error code, nothing appended."""
+    ``st.ids``, and each token's start, end (chars, plus ``char_base``) and piece (plus
+    ``word_base``) to ``spans``; the number of pieces, or a search's (negative) error code,
+    nothing appended."""
     cdef const unsigned char* p
     cdef Py_ssize_t size = 0, k, piece_start = 0
     cdef size_t first = st.ids.size(), t
@@ -1675,34 +1676,69 @@ cdef Py_ssize_t cut_and_encode(const Model* m, const CutStage* stages, size_t n_
         for t in range(spans.size() // 3, st.ids.size()):
             spans.push_back(0)
             spans.push_back(0)
-            spans.push_back(<int32_t>k)
+            spans.push_back(word_base + <int32_t>k)
         piece_start = deref(ends)[k]
     token_spans(m, p, kind == 1 and ascii, st.ids.data() + first, st.ids.size() - first,
-                spans.data() + 3 * first)
+                spans.data() + 3 * first, char_base)
     return <Py_ssize_t>ends.size()
 
 
+cdef Py_ssize_t cut_around(const Model* m, const CutStage* stages, size_t n_stages, search_t search,
+                           AroundTokens around, const char* data, Py_ssize_t n, int kind, bint ascii,
+                           Region* region, State* st, AroundScratch* found, vector[uint8_t]* utf8,
+                           vector[Py_ssize_t]* ends, vector[Py_ssize_t]* scratch,
+                           vector[int32_t]* spans) noexcept nogil:
+    """:func:`cut_and_encode` of each stretch of the text between the added tokens ``around``
+    finds in it, each token its own id and word between them (``raw_encoding.join_around``'s
+    layout); the number of words, or a negative number, nothing appended: a search failed, or a
+    token has no id."""
+    cdef size_t first = st.ids.size(), k
+    cdef Py_ssize_t at = 0, made
+    cdef int32_t word = 0
+    cdef Found t
+    if tokens_around(around, kind, data, n, found) < 0:
+        return -1
+    for k in range(found.tokens.size() + 1):
+        t = found.tokens[k] if k < found.tokens.size() else Found(<int32_t>n, 0, -1)
+        if at < t.start:
+            made = cut_and_encode(m, stages, n_stages, search, data + kind * at, t.start - at, kind, ascii, region,
+                                  st, utf8, ends, scratch, spans, <int32_t>at, word)
+            if made < 0:
+                st.ids.resize(first)
+                spans.resize(3 * first)
+                return made
+            word += <int32_t>made
+        if t.index >= 0:
+            st.ids.push_back(<uint32_t>t.index)
+            spans.push_back(t.start)
+            spans.push_back(t.start + t.length)
+            spans.push_back(word)
+            word += 1
+        at = t.start + t.length
+    return word
+
+
 cdef void token_spans(const Model* m, const unsigned char* p, bint ascii, const uint32_t* ids, size_t count,
-                      int32_t* spans) noexcept nogil:
-    """Each token's char start and end into ``spans`` (every third slot, from 0 and 1): the tokens'
-    bytes are the UTF-8 ``p`` in order, and a token covers each char one of whose bytes it holds
-    (Hugging Face's byte-to-char alignment, as :func:`spans_of_ids`)."""
+                      int32_t* spans, int32_t base) noexcept nogil:
+    """Each token's char start and end, plus ``base``, into ``spans`` (every third slot, from 0 and
+    1): the tokens' bytes are the UTF-8 ``p`` in order, and a token covers each char one of whose
+    bytes it holds (Hugging Face's byte-to-char alignment, as :func:`spans_of_ids`)."""
     cdef size_t k, at = 0, seen = 0, length
     cdef int32_t leads = 0      # the chars begun in p[:seen]
     for k in range(count):
         length = token_len(m, ids[k])
         if ascii:
-            spans[3 * k] = <int32_t>at
-            spans[3 * k + 1] = <int32_t>(at + length)
+            spans[3 * k] = base + <int32_t>at
+            spans[3 * k + 1] = base + <int32_t>(at + length)
         else:
             while seen < at + 1:
                 leads += (p[seen] & 0xC0) != 0x80
                 seen += 1
-            spans[3 * k] = leads - 1
+            spans[3 * k] = base + leads - 1
             while seen < at + length:
                 leads += (p[seen] & 0xC0) != 0x80
                 seen += 1
-            spans[3 * k + 1] = leads
+            spans[3 * k + 1] = base + leads
         at += length
 
 
@@ -3048,13 +3084,18 @@ cdef class ByteBPE:
             pieces = encode_str(&self.m, kind, data, n, ascii, st, one_piece)
         return pieces
 
-    def encode_raw_cut_batch(self, list texts not None, Cutter cutter not None, uintptr_t region, strings=None):
+    def encode_raw_cut_batch(self, list texts not None, Cutter cutter not None, uintptr_t region, strings=None,
+                             AroundTokens around=None, Py_ssize_t limit=-1):
         """``[(raw, n_tokens, n_pieces) or None, ...]``: :meth:`encode_raw` of each str of ``texts``
         cut into pieces by ``cutter`` (a chain of Oniguruma patterns, not a scanner of this kernel),
         each token's word its piece, the GIL released once for the list;
         None for a text a search failed on (the caller's long way raises its error), or of
         ``2**29`` chars or more.
         ``region``: an ``OnigRegion`` no other thread uses; ``strings``, if given, ends each tuple.
+        ``around``: the added tokens to split out first (``token_finder.AroundTokens``), each
+        stretch between them cut and encoded on its own, each token one word (``n_pieces`` is then
+        0, as ``raw_encoding.join_around`` gives it); None also for a text one of them has no id
+        for, or of more than ``limit`` (>= 0) tokens.
 
         >>> from array import array
         >>> from pieceworks import Regex
@@ -3073,6 +3114,7 @@ cdef class ByteBPE:
         cdef vector[Py_ssize_t] token_end, pieces, ends, scratch
         cdef vector[uint8_t] utf8
         cdef vector[int32_t] spans
+        cdef AroundScratch found
         cdef const CutStage* stages = cutter.stages.data()
         cdef size_t n_stages = cutter.stages.size()
         cdef Workspace ws
@@ -3089,14 +3131,20 @@ cdef class ByteBPE:
                 for k in range(n):
                     if refs.lengths[k] > INT32_MAX // 4:     # (offsets are int32, the UTF-8 up to 4 bytes a char)
                         pieces.push_back(-1)
-                    else:
+                    elif around is None:
                         pieces.push_back(cut_and_encode(&self.m, stages, n_stages, cutter.search, refs.datas[k],
                                                         refs.lengths[k], refs.kinds[k], refs.asciis[k],
-                                                        <Region*>region, st, &utf8, &ends, &scratch, &spans))
+                                                        <Region*>region, st, &utf8, &ends, &scratch, &spans, 0, 0))
+                    elif cut_around(&self.m, stages, n_stages, cutter.search, around, <const char*>refs.datas[k],
+                                    refs.lengths[k], refs.kinds[k], refs.asciis[k], <Region*>region, st, &found,
+                                    &utf8, &ends, &scratch, &spans) >= 0:
+                        pieces.push_back(0)
+                    else:
+                        pieces.push_back(-1)
                     token_end.push_back(st.ids.size())
             for k in range(n):
                 count = token_end[k] - start
-                if pieces[k] < 0:
+                if pieces[k] < 0 or 0 <= limit < count:
                     results.append(None)
                 else:
                     raw = PyBytes_FromStringAndSize(NULL, 16 * count)

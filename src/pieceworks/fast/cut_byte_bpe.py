@@ -144,18 +144,36 @@ class CutByteBpePlan:
         if ready is None:
             return [None] * len(texts)
         kernel, cutter = ready
-        apart = [k for k, text in enumerate(texts) if len(text) >= _RAW_MAX_CHARS
-                 or self.normalizer is not None and not text.isascii() and changes_text("NFC", text)]
-        if not apart:
-            return kernel.encode_raw_cut_batch(texts, cutter, _region_address(), self._tokens)
-        in_kernel = sorted(set(range(len(texts))).difference(apart))
-        out = [None] * len(texts)
-        for k, result in zip(in_kernel, kernel.encode_raw_cut_batch([texts[k] for k in in_kernel], cutter,
-                                                                     _region_address(), self._tokens)):
-            out[k] = result
+        out, apart = self._in_kernel(texts, lambda some: kernel.encode_raw_cut_batch(some, cutter, _region_address(),
+                                                                                     self._tokens))
         for k in apart:
             out[k] = self.encode_raw(texts[k])
         return out
+
+    def encode_around_batch(self, texts: list[str], around, strings, limit: int = -1) -> list | None:
+        """Each text encoded around the added tokens ``around`` (a ``token_finder.AroundTokens``)
+        splits out of it, each stretch between them cut and encoded, in one kernel call without
+        the GIL: ``(raw, n, 0, strings)``, or None (the long way: a text NFC changes, or of more
+        than ``limit`` >= 0 tokens); None for all when the stages are not this plan's."""
+        ready = self._prepare()
+        if ready is None:
+            return None
+        kernel, cutter = ready
+        return self._in_kernel(texts, lambda some: kernel.encode_raw_cut_batch(some, cutter, _region_address(),
+                                                                               strings, around, limit))[0]
+
+    def _in_kernel(self, texts: list[str], encode) -> tuple[list, list[int]]:
+        """``(results, apart)``: ``encode`` of the texts the kernel takes as they are, in one call, and
+        the indices of the others (NFC changes them, or too long), whose results are None."""
+        apart = [k for k, text in enumerate(texts) if len(text) >= _RAW_MAX_CHARS
+                 or self.normalizer is not None and not text.isascii() and changes_text("NFC", text)]
+        if not apart:
+            return encode(texts), apart
+        taken = sorted(set(range(len(texts))).difference(apart))
+        out = [None] * len(texts)
+        for k, result in zip(taken, encode([texts[k] for k in taken])):
+            out[k] = result
+        return out, apart
 
     def encode_plain(self, text: str):
         """``(ids, tokens, offsets, words, n_words)`` of ``text``, or None for the general path."""

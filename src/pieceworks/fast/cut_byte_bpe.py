@@ -70,6 +70,9 @@ class CutByteBpePlan:
     # its time, so threads pay on short lines too.
     releases_gil = True
     raw_min_average_chars = 16
+    #: encode_around_batch leaves out (None) every text the normalizer (NFC) would change, so added
+    #: tokens matched after normalizing are found in the texts it takes as they are.
+    job_leaves_changed_texts = True
 
     def __init__(self, model, normalizer, pre_tokenizer):
         self.model = model

@@ -35,6 +35,8 @@ text NFC changes is cut and encoded normalized, its offsets moved back.
 from __future__ import annotations
 
 import functools
+import sys
+from array import array
 
 from .._kernels import scan
 from .._kernels.bytebpe import ByteBPE, Pattern
@@ -282,12 +284,13 @@ def _stage_of(stage) -> tuple:
 def _class_regex(flag: int, runs: bool) -> Regex:
     """A pattern matching one char that ``flag`` marks in the scanners' tables (``runs``: a run of
     them), spelled as ranges of code points: built from the tables, so it flags what they flag."""
-    every_char = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    # Every code point, each at its own index (surrogates too: the tables flag none of them).
+    every_char = array("I", range(0x110000)).tobytes().decode("utf-32-le" if sys.byteorder == "little"
+                                                               else "utf-32-be", "surrogatepass")
     ranges: list[list[int]] = []
-    for (start, end), flagged in scan.char_matches(every_char, flag):
+    for (first, _), flagged in scan.char_matches(every_char, flag):
         if not flagged:
             continue
-        first = ord(every_char[start])
         if ranges and ranges[-1][1] + 1 == first:
             ranges[-1][1] = first
         else:

@@ -26,7 +26,8 @@ Llama 3, Qwen3, GPT-NeoX, Gemma 3 and Mistral (pieceworks.Tokenizer against
 tokenizers, lines also as chat turns of each file's template but GPT-NeoX's,
 and, for Llama 3 and Qwen3, the tiktoken face on the same
 ranks, given the files' added tokens as special tokens; and Llama 3's and GPT-NeoX's files with
-pre-tokenizers the kernel has no scanner for); many special tokens (Llama 3's ranks
+pre-tokenizers the kernel has no scanner for: numbers cut two digits at a time, DeepSeek-V3's
+three Splits, StarCoder's Digits; one string, lines, and Llama 3's as chat turns); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
 tiktoken; ``encode(line)`` with tiktoken's defaults, every special token refused, line by line;
 and each line as a Llama 3 chat turn, four special tokens a text:

@@ -1664,7 +1664,10 @@ cdef Py_ssize_t cut_and_encode(const Model* m, const CutStage* stages, size_t n_
         p = <const unsigned char*>data
         size = n
     else:
-        utf8.resize(4 * n + 1)
+        for k in range(n):      # (its exact size: a long text's buffer is not made four times too big)
+            size += <Py_ssize_t>utf8_length(code_point(kind, data, k))
+        utf8.resize(size + 1)
+        size = 0
         for k in range(n):
             size += utf8_put(code_point(kind, data, k), utf8.data() + size)
         p = utf8.data()

@@ -65,7 +65,8 @@ def cut_byte_bpe_plan(tokenizer) -> "CutByteBpePlan | None":
 
 
 class CutByteBpePlan:
-    """Encodes plain text of a byte-level BPE tokenizer: Splits cut it, the kernel encodes the pieces."""
+    """Encodes plain text of a byte-level BPE tokenizer: its stages, as Oniguruma patterns, cut it and
+    the kernel encodes the pieces, both in C (see the module doc)."""
 
     has_raw = True
     # A batch is cut and encoded in one kernel call without the GIL; Oniguruma's search is most of

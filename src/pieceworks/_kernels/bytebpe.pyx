@@ -1614,6 +1614,7 @@ cdef Py_ssize_t scan_and_encode(const Model* m, const char_t* s, Py_ssize_t n, b
     """
     cdef Py_ssize_t i = 0, j
     cdef Py_ssize_t pieces = 0
+    cdef size_t length
     cdef int pattern = PAT_PIECES if one_piece else m.pattern
     cdef const uint8_t* cls = m.classes
     cdef bint utf8_already = False      # ASCII text in one byte per char: its chars are its UTF-8
@@ -1621,22 +1622,14 @@ cdef Py_ssize_t scan_and_encode(const Model* m, const char_t* s, Py_ssize_t n, b
         utf8_already = ascii
     while i < n:
         j = next_piece(pattern, s, i, n, cls)
-        encode_span(m, s, i, j, utf8_already, st)
+        if utf8_already:
+            encode_piece(m, <const uint8_t*>(s + i), <size_t>(j - i), st.ids, st)
+        else:
+            length = piece_to_utf8(s, i, j, st)
+            encode_piece(m, st.buf.data(), length, st.ids, st)
         pieces += 1
         i = j
     return pieces
-
-
-cdef inline void encode_span(const Model* m, const char_t* s, Py_ssize_t i, Py_ssize_t j, bint utf8_already,
-                             State* st) noexcept nogil:
-    """Append the tokens of the piece ``s[i:j]`` to ``st.ids`` (``utf8_already``: ASCII text in one
-    byte per char, whose chars are their UTF-8)."""
-    cdef size_t length
-    if utf8_already:
-        encode_piece(m, <const uint8_t*>(s + i), <size_t>(j - i), st.ids, st)
-    else:
-        length = piece_to_utf8(s, i, j, st)
-        encode_piece(m, st.buf.data(), length, st.ids, st)
 
 
 cdef Py_ssize_t encode_str(const Model* m, int kind, const void* data, Py_ssize_t n, bint ascii,

@@ -54,29 +54,47 @@ cdef int find_all(uintptr_t search, uintptr_t regex, uintptr_t region, bytes dat
                   vector[Py_ssize_t]* spans) noexcept:
     """The matches' char starts and ends into ``spans``, the GIL released; ONIG_MISMATCH when done,
     or a search's error code (below it)."""
-    cdef search_t find = <search_t>search
-    cdef Region* r = <Region*>region
     cdef unsigned char* text = <unsigned char*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t size = PyBytes_GET_SIZE(data)
-    cdef Py_ssize_t at = 0, last_end = -1, start, end, byte_at = 0, char_at = 0
-    cdef int found = ONIG_MISMATCH
+    cdef Py_ssize_t at = 0, start, end = -1, byte_at = 0, char_at = 0
+    cdef int found
     with nogil:
-        while at <= size:
-            found = find(<void*>regex, text, <size_t>size, <size_t>at, r, 0)
+        while True:
+            found = next_match(<search_t>search, <void*>regex, text, size, <Region*>region, &at, &start, &end)
             if found < 0:
                 break
-            start, end = r.beg[0], r.end[0]
-            if start == end == last_end:
-                # Oniguruma's iterator refuses this empty match and retries one char on.
-                at = start + (char_size(text[start]) if start < size else 1)
-                continue
             char_at += chars_in(text, byte_at, start)
             spans.push_back(char_at)
             char_at += chars_in(text, start, end)
             spans.push_back(char_at)
             byte_at = end
-            at = last_end = end
-    return found if found < 0 else ONIG_MISMATCH
+    return found
+
+
+cdef inline int next_match(search_t search, void* regex, unsigned char* text, Py_ssize_t size, Region* r,
+                           Py_ssize_t* at, Py_ssize_t* start, Py_ssize_t* end) noexcept nogil:
+    """The next match of Oniguruma's iterator (Hugging Face's ``find_iter``) in ``text[:size]``:
+    its byte span into ``start`` and ``end``; 0, or ONIG_MISMATCH when there is none, or a
+    search's error code (below it). ``at`` is where to search from: 0 before the first call,
+    then the previous match's end, where this leaves it.
+
+    An empty match right where the previous one ended (``end`` holds that
+    end: -1 before the first call) is refused and the search retried one
+    char on, as the iterator does.
+    """
+    cdef int found
+    cdef Py_ssize_t last_end = end[0]
+    while at[0] <= size:
+        found = search(regex, text, <size_t>size, <size_t>at[0], r, 0)
+        if found < 0:
+            return found
+        start[0], end[0] = r.beg[0], r.end[0]
+        if start[0] == end[0] == last_end:
+            at[0] = start[0] + (char_size(text[start[0]]) if start[0] < size else 1)
+            continue
+        at[0] = end[0]
+        return 0
+    return ONIG_MISMATCH
 
 
 # -- a chain of Splits, cut in C ------------------------------------------------------------
@@ -174,38 +192,33 @@ cdef int cut_piece(const CutStage* stage, search_t search, const unsigned char* 
     """Append where the pieces ``stage`` cuts ``text[a:b]`` into end (empty ones left out); 0, or
     a search's error code. The piece is searched alone (its start and end are the text's)."""
     cdef unsigned char* p = <unsigned char*>(text + a)
-    cdef Py_ssize_t size = b - a, at = 0, last_end = -1, prev = 0, start, end, last_cut = 0
+    cdef Py_ssize_t size = b - a, at = 0, start, end = -1, prev = 0, last_cut = 0
     cdef int found, before = -1          # the flag of the span before (-1: none yet)
-    cdef bint flag
-    while at <= size:
-        found = search(stage.regex, p, <size_t>size, <size_t>at, r, 0)
+    while True:
+        found = next_match(search, stage.regex, p, size, r, &at, &start, &end)
         if found < 0:
             if found != ONIG_MISMATCH:
                 return found
             break
-        start, end = r.beg[0], r.end[0]
-        if start == end == last_end:
-            # Oniguruma's iterator refuses this empty match and retries one char on (see find_all).
-            at = start + (char_size(p[start]) if start < size else 1)
-            continue
         if prev != start:       # the text before the match
-            flag = stage.invert
-            if before >= 0 and cuts_before(stage.behavior, before, flag) and prev > last_cut:
-                out.push_back(a + prev)
-                last_cut = prev
-            before = flag
-        flag = not stage.invert
-        if before >= 0 and cuts_before(stage.behavior, before, flag) and start > last_cut:
-            out.push_back(a + start)
-            last_cut = start
-        before = flag
+            span_at(stage, prev, False, &before, &last_cut, a, out)
+        span_at(stage, start, True, &before, &last_cut, a, out)
         prev = end
-        at = last_end = end
     if prev != size:
-        flag = stage.invert
-        if before >= 0 and cuts_before(stage.behavior, before, flag) and prev > last_cut:
-            out.push_back(a + prev)
-            last_cut = prev
+        span_at(stage, prev, False, &before, &last_cut, a, out)
     if size > last_cut:
         out.push_back(b)
     return 0
+
+
+cdef inline void span_at(const CutStage* stage, Py_ssize_t start, bint is_match, int* before, Py_ssize_t* last_cut,
+                         Py_ssize_t base, vector[Py_ssize_t]* out) noexcept nogil:
+    """The next span (a match, or text between matches) begins at ``start`` of a piece that begins
+    at ``base``: a piece ends there if ``stage``'s behaviour cuts between it and the span before
+    (flagged ``before``: -1 for none) and that piece is not empty (``last_cut``: where the last one
+    ended)."""
+    cdef bint flag = is_match != stage.invert
+    if before[0] >= 0 and cuts_before(stage.behavior, before[0], flag) and start > last_cut[0]:
+        out.push_back(base + start)
+        last_cut[0] = start
+    before[0] = flag

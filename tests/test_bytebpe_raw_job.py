@@ -1,9 +1,10 @@
 """``Tokenizer.encode_batch`` of byte-level BPE as one kernel job (``ByteBPE.raw_batch_job``).
 
 Threads encode chunks of the list as they come free and the calling thread
-makes lazy encodings of the finished ones; texts that may hold an added
-token, texts NFC would change, and texts truncation may not cut here are
-left out (None) and encoded one by one. Every test holds the batch to the
+makes lazy encodings of the finished ones; texts NFC changes are normalized
+by the thread that takes them. Texts that may hold an added token (and
+those NFC changes that hold one's string), and texts truncation may not cut
+here, are left out (None) and encoded one by one. Every test holds the batch to the
 same tokenizer with its plan switched off (the general pipeline), field by
 field, overflowing parts and padding included.
 """
@@ -242,13 +243,35 @@ def test_skipped_texts_come_back_none_from_the_kernel():
     tok = trained(NFC())
     plan = tok._current_plan()
     kernel = plan._current_kernel()
-    # NFC changes 'cafe\u0301' (a mark right after the letter it joins: the quick check knows) and
-    # 'ae\u0316\u0301' (the mark joins the 'e' across another: only normalizing tells); not 'x\u0316\u0301'.
     texts = ["hello", "cafe\u0301", "world", "x" * 10, "ae\u0316\u0301", "x\u0316\u0301"]
     job = kernel.raw_batch_job(texts, Encoding, plan._tokens, PLAIN_FRAME, None, True, 8, [2], EncodingWithIds)
     out = job.run()
-    assert [e is None for e in out] == [False, True, True, True, True, False]    # NFC, skip list, too long, NFC
+    assert [e is None for e in out] == [False, False, True, True, False, False]    # skip list, too long
     assert out[0].ids == tok.encode("hello", add_special_tokens=False).ids
+
+
+def test_texts_nfc_changes_are_normalized_in_the_job():
+    # NFC changes 'cafe\u0301' (a mark right after the letter it joins: the quick check knows) and
+    # 'ae\u0316\u0301' (the mark joins the 'e' across another: only normalizing tells); not
+    # 'x\u0316\u0301'. The threads encode their NFC forms; the offsets point into the texts.
+    tok = trained(NFC())
+    general = general_path(lambda: trained(NFC()))
+    plan = tok._current_plan()
+    texts = ["cafe\u0301 \u212b", "ae\u0316\u0301", "x\u0316\u0301", "\u1100\u1161\u11a8 e\u0301\u0301"] * 3
+    job = plan._current_kernel().raw_batch_job(texts, Encoding, plan._tokens, PLAIN_FRAME, None, True, 1 << 20)
+    for text, encoding in zip(texts, job.run()):
+        assert_same_encoding(encoding, general.encode(text, add_special_tokens=False), repr(text))
+
+
+def test_a_text_holding_an_added_token_only_once_normalized_takes_the_long_way(monkeypatch):
+    # 'e\u0301' holds no added token, but its NFC form is the token '\u00e9' (matched after
+    # normalizing): the job leaves it out, as it does a text holding one before NFC.
+    tok = _with_tokens_matched_after_nfc()
+    plan = tok._current_plan()
+    texts = ["cafe\u0301 x", "ab\u0301", "u\u0301"]
+    job = plan._current_kernel().raw_batch_job(texts, Encoding, plan._tokens, PLAIN_FRAME, None, True, 1 << 20,
+                                               finder=tok._added.finder)
+    assert [e is None for e in job.run()] == [True, True, False]
 
 
 @settings(max_examples=60, deadline=None)
@@ -327,6 +350,19 @@ def test_nfc_texts_with_added_tokens_equal_the_general_path(texts):
         one = tok.encode(text)
         assert one.ids == expected.ids, repr(text)
         assert_same_encoding(one, expected, repr(text))
+
+
+def test_one_text_takes_texts_nfc_changes_unless_their_nfc_form_holds_a_token():
+    # Tokenizer.encode's snapshot with tokens matched after NFC: a text NFC changes is normalized
+    # and encoded in C, unless its NFC form holds a token's string ('cafe\u0301': 'é').
+    tok, general = _NFC_ADDED
+    plan = tok._current_plan()
+    one = plan.one_text_unchanged(tok._added.finder)[0]
+    assert one("a\u0301 b") is not None
+    assert one("cafe\u0301") is None
+    assert plan.one_text_unchanged()[0]("a\u0301 b") is None      # (no finder: every such text)
+    for text in ["a\u0301 b", "cafe\u0301"]:
+        assert_same_encoding(tok.encode(text), general.encode(text), repr(text))
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])

@@ -100,6 +100,34 @@ def test_form_tables_in_c_edit_marked_text_as_python_does(parts, form):
 
 
 @pytest.mark.parametrize("form", FORMS)
+def test_aligned_in_c_is_the_whole_text_edit_on_every_char(form):
+    # normalize_aligned runs the state machine only on the segments the kinds table finds (a
+    # char and the marks after it, a char that changes alone) and copies the rest: the same
+    # text and alignment as running it over the whole text, on every code point, each alone
+    # between letters and all in a row.
+    from pieceworks._unicode_forms import form_tables
+
+    tables = form_tables(form)
+    for low in range(0, 0x30000, 4000):
+        chars = [chr(cp) for cp in range(low, low + 4000) if not 0xD800 <= cp <= 0xDFFF]
+        for text in ("".join(chars), "a" + "a\n".join(chars) + "\n"):
+            assert tables.aligned(text) == tables.edit(text), f"U+{low:04X}.."
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.one_of(_marked.map(lambda parts: "".join(b + "".join(m) for b, m in parts)),
+                                st.sampled_from(["\n", "\r\n", "plain ", "\u212b", "\uf900", "\u0344", "x"])),
+                      max_size=8),
+       form=st.sampled_from(FORMS))
+def test_aligned_in_c_edits_marked_text_as_python_does(parts, form):
+    # Segments next to each other, marks after a line feed or at the start, chars that change alone.
+    from pieceworks._unicode_forms import form_tables
+
+    text = "".join(parts)
+    assert form_tables(form).aligned(text) == python_edit(text, form)
+
+
+@pytest.mark.parametrize("form", FORMS)
 def test_every_mark_reorders_as_hugging_face(form):
     # Hugging Face's tables lack the classes of marks newer than them (U+0898...): starters there,
     # never reordered. Each char with a class in unicodedata, between "a" and marks of class 1 and

@@ -406,7 +406,9 @@ def form_tables(form: str):
         if not _COMPOSITIONS:
             _build_composition_table()
         classes = bytes(map(_combining, map(chr, range(_SCAN_END))))
-        tables = _FORM_TABLES[form] = FormTables(classes, decompositions, _COMPOSITIONS, _COMPOSING[form])
+        tables = FormTables(classes, decompositions, _COMPOSITIONS, _COMPOSING[form])
+        tables.set_kinds(segment_kinds(form))
+        _FORM_TABLES[form] = tables
     return tables
 
 

@@ -793,8 +793,9 @@ class Tokenizer:
             if not self._matched_after_normalizing(plan, ""):
                 one = plan.one_text()
             elif hasattr(plan, "one_text_unchanged"):
-                # Tokens matched after normalizing are found in a text the normalizer leaves as it is.
-                one = plan.one_text_unchanged()
+                # Tokens matched after normalizing are found in a text the normalizer leaves as it is
+                # (and in the normalized form of one it changes, if the plan looks there).
+                one = plan.one_text_unchanged(added.finder)
         if one is None:
             single = SingleText(epoch())
         else:

@@ -45,14 +45,17 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_Substring
 from cython.operator cimport dereference as deref
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 cdef extern from "<algorithm>" namespace "std" nogil:
-    void stable_sort[Iter, Compare](Iter first, Iter last, Compare comp) except +
+    # (It cannot fail: without memory for its buffer it sorts in place, more slowly.)
+    void stable_sort[Iter, Compare](Iter first, Iter last, Compare comp) noexcept nogil
 
 cdef extern from "Python.h":
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
+    int PyUnicode_4BYTE_KIND
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) nogil
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     void PyUnicode_WRITE(int kind, void* data, Py_ssize_t index, Py_UCS4 value) nogil
@@ -60,11 +63,6 @@ cdef extern from "Python.h":
     int PyUnicode_KIND(object o)
     const void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
-
-ctypedef fused ucs_t:     # a str's chars in its PEP 393 form
-    uint8_t
-    uint16_t
-    uint32_t
 
 # A char's kind, one byte each in the table (code points past it are neither).
 cpdef enum:
@@ -376,11 +374,6 @@ cdef inline uint8_t _kind(Py_UCS4 c, const uint8_t* table, Py_ssize_t table_size
 
 # -- a long segment's edit ---------------------------------------------------------------
 
-cdef struct Item:
-    uint32_t cp
-    int32_t change
-    uint8_t klass
-
 cdef bint by_class(const Item& a, const Item& b) noexcept nogil:
     return a.klass < b.klass
 
@@ -412,14 +405,7 @@ cdef class FormTables:
     (True, [0, 1, 2, 3])
     """
 
-    cdef vector[uint8_t] classes
-    cdef vector[uint32_t] decomp_at     # per code point: 0, or 1 + where its decomposition starts in decomp
-    cdef vector[uint32_t] decomp        # each decomposition: its length, then its chars
-    cdef unordered_map[uint64_t, uint32_t] pairs
-    cdef bint composing
-    cdef vector[uint8_t] qc             # per code point (see quick): 0 yes, 1 no, 2 maybe; empty: not set
-    cdef uint32_t plain_below           # every char below it is a starter the form keeps (quick's fast run)
-    cdef uint32_t plain_bits            # the greatest power of two not above it (0 if it is 0)
+    # (Its fields are declared in aligned_nfc.pxd.)
 
     def __init__(self, bytes classes, dict decompositions, dict compositions, bint composing):
         cdef Py_ssize_t k
@@ -435,6 +421,9 @@ cdef class FormTables:
                 self.decomp.push_back(ord(chars[k]))
         for pair, composite in compositions.items():
             self.pairs[(<uint64_t>ord(pair[0])) << 21 | ord(pair[1])] = ord(composite)
+            if ord(pair[1]) >= <Py_ssize_t>self.seconds.size():
+                self.seconds.resize(ord(pair[1]) + 1, 0)
+            self.seconds[ord(pair[1])] = 1
         self.composing = composing
 
     def set_quick(self, bytes qc not None):
@@ -522,15 +511,17 @@ cdef class FormTables:
             i += 1
         return 2 if unsure else 0
 
-    cdef inline uint8_t klass(self, uint32_t c) noexcept:
+    cdef uint8_t klass(self, uint32_t c) noexcept nogil:
         return self.classes[c] if c < self.classes.size() else 0
 
-    cdef uint32_t compose(self, uint32_t a, uint32_t b) noexcept:
+    cdef uint32_t compose(self, uint32_t a, uint32_t b) noexcept nogil:
         """The primary composite of ``a b``, or 0."""
         if L_BASE <= a < L_BASE + L_COUNT and V_BASE <= b < V_BASE + V_COUNT:
             return S_BASE + ((a - L_BASE) * V_COUNT + (b - V_BASE)) * T_COUNT
         if S_BASE <= a < S_BASE + S_COUNT and (a - S_BASE) % T_COUNT == 0 and T_BASE < b < T_BASE + T_COUNT:
             return a + b - T_BASE
+        if b >= self.seconds.size() or not self.seconds[b]:
+            return 0        # (most pairs a text holds: no hash lookup for them)
         cdef unordered_map[uint64_t, uint32_t].iterator found = self.pairs.find((<uint64_t>a) << 21 | b)
         return 0 if found == self.pairs.end() else deref(found).second
 
@@ -538,15 +529,23 @@ cdef class FormTables:
         """What the form makes of ``segment`` and the int32 pairs of the chars each output char spans,
         as ``_unicode_forms.segment_edit`` gives them (the crate's decompose, reorder and compose)."""
         cdef vector[Item] items
-        cdef int kind = PyUnicode_KIND(segment)
-        cdef const void* data = PyUnicode_DATA(segment)
-        cdef Py_ssize_t i, n = len(segment), pending = 0
+        cdef Py_ssize_t n = len(segment)
+        items.reserve(n)        # (a char makes one item at least: no growing a megabyte's items by copies)
+        self._decompose(PyUnicode_KIND(segment), PyUnicode_DATA(segment), 0, n, items)
+        if self.composing:
+            self._recompose(items)
+        return self._edit_of(items)
+
+    cdef void _decompose(self, int kind, const void* data, Py_ssize_t start, Py_ssize_t end,
+                         vector[Item]& items) noexcept nogil:
+        """Append the crate's ``Decompositions`` of chars ``start:end`` to ``items``: each char's full
+        decomposition (its first char a change of 0, the others 1), each run of marks sorted by class."""
+        cdef Py_ssize_t i, pending = items.size()
         cdef uint32_t c, at, length, k
-        cdef uint8_t cls, last = 0
+        cdef uint8_t last = 0
         cdef bint unsorted = False
         cdef Item item
-        items.reserve(n)        # (a char makes one item at least: no growing a megabyte's items by copies)
-        for i in range(n):
+        for i in range(start, end):
             c = PyUnicode_READ(kind, data, i)
             at = self.decomp_at[c] if c < self.decomp_at.size() else 0
             length = self.decomp[at - 1] if at else 1
@@ -565,11 +564,99 @@ cdef class FormTables:
                 items.push_back(item)
         if unsorted:
             stable_sort(items.begin() + pending, items.end(), by_class)
-        if self.composing:
-            self._recompose(items)
-        return self._edit_of(items)
 
-    cdef void _recompose(self, vector[Item]& items) noexcept:
+    def set_kinds(self, bytes kinds not None):
+        """What each code point is to the segment scan of :meth:`normalize_aligned` (INNER, CHANGING
+        or 0, a byte each: ``_unicode_forms.segment_kinds``); no longer than the class table."""
+        if PyBytes_GET_SIZE(kinds) > <Py_ssize_t>self.classes.size():
+            raise ValueError("FormTables.set_kinds: the table is longer than the class table")
+        self.kinds.assign(<const uint8_t*>PyBytes_AS_STRING(kinds),
+                          <const uint8_t*>PyBytes_AS_STRING(kinds) + PyBytes_GET_SIZE(kinds))
+
+    cdef uint8_t _kind_of(self, uint32_t c) noexcept nogil:
+        return self.kinds[c] if c < self.kinds.size() else 0
+
+    def aligned(self, str text not None):
+        """The form of the whole of ``text``, and the int32 pairs (machine order) of the chars of
+        ``text`` each of its chars spans: :meth:`normalize_aligned` from Python.
+
+        >>> from array import array
+        >>> from pieceworks._unicode_forms import form_tables
+        >>> made, pairs = form_tables("NFC").aligned("ae\\u0301\\u1100\\u1161!")
+        >>> made == "a\\xe9\\uac00!", array("i", pairs).tolist()     # (a char composed: the first it was made of)
+        (True, [0, 1, 1, 2, 3, 4, 5, 6])
+        """
+        cdef vector[uint32_t] out
+        cdef vector[int32_t] spans
+        cdef vector[Item] items
+        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text), k
+        if n > INT32_MAX:
+            raise ValueError(f"FormTables.aligned: a text of {n} chars is past the int32 spans")
+        self.normalize_aligned(PyUnicode_KIND(text), PyUnicode_DATA(text), n, out, spans, items)
+        made = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.data(), out.size())
+        return made, PyBytes_FromStringAndSize(<const char*>spans.data(), 4 * spans.size())
+
+    cdef Py_ssize_t normalize_aligned(self, int kind, const void* data, Py_ssize_t n, vector[uint32_t]& out,
+                                      vector[int32_t]& spans, vector[Item]& items) noexcept nogil:
+        """The form of the ``n`` chars at ``data`` (a PEP 393 ``kind``) into ``out``, and for each of its
+        chars the ``(start, end)`` of the input chars it spans into ``spans``; their count.
+
+        The crate's state is fresh at a char that nothing before it can
+        change (see ``_unicode_forms``), so only the segments
+        :func:`splice_segments` finds (from :meth:`set_kinds`' table) go
+        through the state machine; the chars between are copied. With no
+        table set, the whole text is one segment (the same output,
+        slower). ``items``: scratch. At most ``INT32_MAX`` chars.
+        """
+        cdef Py_ssize_t i = 0, j, k
+        cdef uint32_t c
+        cdef int32_t at
+        cdef Item item
+        out.clear()
+        spans.clear()
+        out.reserve(n + n // 8 + 4)
+        spans.reserve(2 * (n + n // 8 + 4))
+        while i < n:
+            if self.kinds.empty():
+                j, i = n, 0
+            else:
+                c = PyUnicode_READ(kind, data, i)
+                j = i + 1
+                if self._kind_of(c) & INNER:
+                    pass        # marks at a line's start (anywhere else they follow a segment's first char)
+                elif c != u"\n" and j < n and self._kind_of(PyUnicode_READ(kind, data, j)) & INNER:
+                    pass        # a char and the marks after it
+                elif self._kind_of(c) & CHANGING:
+                    j = i       # a char that changes alone
+                else:
+                    out.push_back(c)
+                    spans.push_back(<int32_t>i)
+                    spans.push_back(<int32_t>i + 1)
+                    i += 1
+                    continue
+                while j < n and self._kind_of(PyUnicode_READ(kind, data, j)) & INNER:
+                    j += 1
+                if j == i:
+                    j = i + 1
+            items.clear()
+            self._decompose(kind, data, i, j, items)
+            if self.composing:
+                self._recompose(items)
+            at = <int32_t>i
+            for k in range(<Py_ssize_t>items.size()):      # (as _edit_of maps them)
+                item = items[k]
+                out.push_back(item.cp)
+                if item.change > 0:
+                    spans.push_back(at - 1)
+                    spans.push_back(at)
+                else:
+                    spans.push_back(at)
+                    spans.push_back(at + 1)
+                    at += 1 - item.change if item.change < 0 else 1
+            i = j
+        return out.size()
+
+    cdef void _recompose(self, vector[Item]& items) noexcept nogil:
         """The crate's ``Recompositions`` state machine (``_unicode_forms._recompose``), in place.
 
         The crate holds the starter that may still compose (the composee) and

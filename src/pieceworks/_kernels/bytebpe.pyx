@@ -101,11 +101,12 @@ from pieceworks._kernels.board cimport pw_board
 from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, TokenTrie, tokens_around
 from pieceworks._kernels.scan cimport code_point
 from pieceworks._kernels.onig_spans cimport Cutter, CutStage, Region, cut_text, search_t
+from pieceworks._kernels.aligned_nfc cimport FormTables, Item
 from cython.operator cimport dereference as deref
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
                                                framed_ids, ids_raw, int_ref, lazy_with_ids, prefetch_int,
                                                prefetch_next_ints, pw_prefetch_read, pw_prefetch_write,
-                                               share_ints_below, shared_int_table)
+                                               share_ints_below, shared_int_table, spans_to_original)
 from pieceworks._kernels.raw_encoding import id_list, offset_list, token_list, word_list
 from pieceworks._kernels.byte_buffer cimport buffer_put, buffer_start
 from cpython.unicode cimport PyUnicode_AsUTF8, PyUnicode_DATA, PyUnicode_DecodeUTF8, PyUnicode_GET_LENGTH, PyUnicode_KIND
@@ -169,6 +170,7 @@ cdef extern from *:
     uint32_t pw_least_of(const uint32_t* cand, size_t width) noexcept nogil
 
 cdef extern from "Python.h":
+    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
     int PyUnicode_IS_ASCII(object)
     Py_UCS4 PyUnicode_READ_CHAR(object, Py_ssize_t)
     bint PyBytes_CheckExact_p "PyBytes_CheckExact"(PyObject*)
@@ -2825,8 +2827,11 @@ cdef class ByteBPE:
         Each is a lazy encoding of the text's tokens (``strings``, ``frame``,
         cut as ``truncation`` says), or None for the long way:
         the texts whose indices ``skip`` lists, a text of ``max_chars`` or
-        more, with ``nfc`` one that NFC would change, or one truncation may
-        not cut here. No prefix space is added. ``ids_cls``: each
+        more, or one truncation may not cut here. No prefix space is added.
+        With ``nfc``, a text NFC would change is normalized (with each
+        char's span in the text) by the thread that takes it and encoded
+        in that form, its offsets moved back; unless it holds one of the
+        ``finder``'s strings before or after: then it is left out. ``ids_cls``: each
         encoding's ``ids`` list is built as it is made (on the calling
         thread, while the others encode), for callers that read them all;
         one that needs no cut is an ``ids_cls`` (a subclass of ``cls``
@@ -2843,7 +2848,7 @@ cdef class ByteBPE:
         holds the ids; it spells its tokens from ``strings`` and works its
         offsets out through ``spans_from`` (from the text) when first read.
         """
-        from pieceworks._unicode_forms import quick_check, verdict_changes
+        from pieceworks._unicode_forms import form_tables, quick_check, verdict_changes
 
         cdef BatchJob job = BatchJob.__new__(BatchJob)
         cdef Py_ssize_t k
@@ -2874,7 +2879,12 @@ cdef class ByteBPE:
             elif nfc and not job.texts.asciis[k]:
                 verdict = quick(job.keep[k])
                 if verdict and verdict_changes("NFC", job.keep[k], verdict):
-                    job.skip[k] = 1
+                    if job.normal.empty():
+                        job.nfc = form_tables("NFC")
+                        job.normal.resize(len(job.keep), 0)
+                        job.normal_text.resize(len(job.keep))
+                        job.normal_spans.resize(len(job.keep))
+                    job.normal[k] = 1
         return job
 
     cdef bint _fill_job(self, object job_object, list texts, bint refuse_surrogates,
@@ -3358,6 +3368,12 @@ cdef class BatchJob:
     cdef Basis around_basis             # of those texts' encodings
     cdef vector[char] held              # the texts encoded around their tokens
     cdef tuple truncation
+    # Raw jobs with an NFC normalizer: the texts NFC changes are normalized by the thread that takes
+    # them, and encoded from that (see _encode_normalized). Empty: none.
+    cdef FormTables nfc
+    cdef vector[char] normal
+    cdef vector[vector[uint32_t]] normal_text
+    cdef vector[vector[int32_t]] normal_spans   # each normalized char's span in the text
 
     def __dealloc__(self):
         del self.board
@@ -3388,10 +3404,15 @@ cdef class BatchJob:
         cdef int kind
         cdef bint held
         cdef AroundScratch scratch
+        cdef vector[Item] items
         cdef const ChunkRange* c = &self.chunks[i]
         for k in range(c.last - c.first + 1):
             g = segment_at(c, self.texts.lengths.data(), k)
             held = False
+            if self.normal.size() and self.normal[g.text]:
+                self._encode_normalized(g.text, st, items)
+                st.item_end.push_back(<Py_ssize_t>st.ids.size())
+                continue
             # (A raw job cuts no text, and a plain one none holding tokens to encode around: the thread
             # that takes the text alone reads and writes its flags.)
             if self.finder is not None and (not self.raw_mode or not self.skip[g.text]) \
@@ -3418,6 +3439,38 @@ cdef class BatchJob:
         self.board.finish(i, 0)
         return i
 
+    cdef void _encode_normalized(self, Py_ssize_t t, State* st, vector[Item]& items) noexcept nogil:
+        """Encode text ``t`` (one NFC changes) in its NFC form, which it keeps with each char's span in
+        ``t`` for :meth:`_list_raw`; or skip it (the long way) if it holds an added token to look
+        for (the finder's strings), before NFC or after. (The thread that takes the text alone
+        reads and writes its entries.)"""
+        cdef int kind = self.texts.kinds[t]
+        cdef const void* data = self.texts.datas[t]
+        cdef vector[uint32_t]* made = &self.normal_text[t]
+        if self.finder is not None and self.finder.holds_chars(kind, data, self.texts.lengths[t]):
+            self.skip[t] = 1
+            return
+        self.nfc.normalize_aligned(kind, data, self.texts.lengths[t], made[0], self.normal_spans[t], items)
+        if self.finder is not None and self.finder.holds_chars(4, made.data(), made.size()):
+            self.skip[t] = 1
+            return
+        encode_str(&self.bpe.m, 4, <const char*>made.data(), made.size(), False, st, False)
+
+    cdef object _normalized_encoding(self, ChunkSpans shared, Py_ssize_t item, Py_ssize_t k, Py_ssize_t n):
+        """The encoding of text ``item`` (the chunk's ``k``-th, of ``n`` tokens) that
+        :meth:`_encode_normalized` encoded: made whole now, its offsets moved back into the text."""
+        cdef vector[uint32_t]* made = &self.normal_text[item]
+        text = PyUnicode_FromKindAndData(4, made.data(), made.size())
+        raw = shared.full(text, k, n)
+        # (raw is new and this alone holds it: its offsets are moved in place.)
+        spans_to_original(<int32_t*>PyBytes_AS_STRING(raw), n, self.normal_spans[item].data(), made.size())
+        vector[uint32_t]().swap(made[0])
+        vector[int32_t]().swap(self.normal_spans[item])
+        encoding = encoding_of(self.cls, raw, n, self.strings, self.frame, self.truncation)
+        if self.eager_ids and encoding is not None:
+            encoding.ids        # built now, while the other threads still encode
+        return encoding
+
     cdef int _list_raw(self, Py_ssize_t i, list out) except -1:
         """Put the lazy encodings of chunk ``i``'s texts (None where skipped) into ``out``; the chunk's
         ids move into a :class:`ChunkSpans`, which lives as long as an encoding needs it.
@@ -3443,6 +3496,8 @@ cdef class BatchJob:
             text = self.keep[item]
             if self.skip[item]:
                 encoding = None
+            elif self.normal.size() and self.normal[item]:
+                encoding = self._normalized_encoding(shared, item, k, n)
             elif self.held.size() and self.held[item]:       # (made eager: see raw_batch_job's around)
                 encoding = None if n > max_length else lazy_with_ids(
                     self.ids_cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before, after), n,

@@ -1001,6 +1001,45 @@ def remap_offsets(bytes raw not None, Py_ssize_t n, const int64_t[::1] seg_start
     return out
 
 
+def remap_spans(bytes raw not None, Py_ssize_t n, bytes spans not None) -> bytes:
+    """A copy of ``raw`` whose offsets into a normalized text point into the original text instead,
+    ``spans`` holding, for each normalized char, the ``(start, end)`` int32 pair (machine order)
+    of the original chars it came from (``aligned_nfc.FormTables.aligned``'s pairs). A token
+    covers the original span from its first char's start to its last char's end, as in
+    :func:`remap_offsets`.
+
+    >>> from array import array
+    >>> raw = pack([7, 8], [0, 1], [1, 3], [0, 1])   # normalized "abc": its b was "b" + a mark
+    >>> offset_list(remap_spans(raw, 2, array("i", [0, 1, 1, 3, 3, 4]).tobytes()), 2, 0)
+    [(0, 1), (1, 4)]
+    """
+    cdef Py_ssize_t i, chars = PyBytes_GET_SIZE(spans) // 8
+    cdef const int32_t* starts = block(raw, n, 2) - n
+    for i in range(n):
+        if not 0 <= starts[i] <= starts[n + i] <= chars:
+            raise ValueError(f"remap_spans: token {i} spans {starts[i]}:{starts[n + i]}, "
+                             f"outside the {chars} chars the spans cover")
+    out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
+    spans_to_original(<int32_t*>PyBytes_AS_STRING(out), n, <const int32_t*>PyBytes_AS_STRING(spans), chars)
+    return out
+
+
+cdef void spans_to_original(int32_t* raw, Py_ssize_t n, const int32_t* spans, Py_ssize_t chars) noexcept nogil:
+    """:func:`remap_spans` in place on the raw encoding at ``raw`` (of ``n`` tokens), unchecked: its
+    offsets must lie inside the ``chars`` chars ``spans`` covers. (An empty token stays empty, where
+    the char at its place, or the text's end, came from.)"""
+    cdef Py_ssize_t i
+    cdef int32_t s, e
+    for i in range(n):
+        s = raw[n + i]
+        e = raw[2 * n + i]
+        if e > s:
+            raw[n + i] = spans[2 * s]
+            raw[2 * n + i] = spans[2 * e - 1]
+        else:
+            raw[n + i] = raw[2 * n + i] = spans[2 * s] if s < chars else spans[2 * chars - 1] if chars else 0
+
+
 cdef int64_t _original(int64_t pos, bint start, const int64_t[::1] seg_starts, const int64_t[::1] seg_shift,
                        const int64_t[::1] seg_map, const int32_t[::1] map_starts,
                        const int32_t[::1] map_ends, Py_ssize_t* near) except? -1:

@@ -16,10 +16,22 @@ from array import array
 from functools import partial
 
 from .._kernels.aligned_nfc import splice_clusters, splice_segments
-from .._kernels.raw_encoding import remap_offsets
-from .._unicode_forms import _EDIT_OF, segment_edits, segment_kinds, span_pairs
+from .._kernels.raw_encoding import remap_offsets, remap_spans
+from .._unicode_forms import _EDIT_OF, form_tables, segment_edits, segment_kinds, span_pairs
 
-__all__ = ["AlignedText", "AlignedForm", "AlignedNfc", "aligned_precompiled"]
+__all__ = ["AlignedText", "AlignedForm", "AlignedNfc", "aligned_precompiled", "nfc_aligned", "remap_spans"]
+
+
+def nfc_aligned(text: str) -> tuple[str, bytes]:
+    """NFC of the whole of ``text`` in C, and each of its chars' span in ``text`` (int32 pairs, as
+    ``raw_encoding.remap_spans`` takes them): for a text normalized whole, where
+    :class:`AlignedNfc` would build its parts and arrays in Python.
+
+    >>> made, spans = nfc_aligned("cafe\u0301")
+    >>> made, array("i", spans).tolist()[-2:]     # (the é stands for the e: Hugging Face's alignment)
+    ('café', [3, 4])
+    """
+    return form_tables("NFC").aligned(text)
 
 
 class AlignedText:

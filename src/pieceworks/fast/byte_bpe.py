@@ -7,8 +7,9 @@ either ``ByteLevel(use_regex=True)`` (GPT-2's pattern) or, as Llama 3 and
 Qwen files have it, ``Sequence([Split(Regex(<pattern>), "isolated"),
 ByteLevel(use_regex=False)])`` with a pattern the kernel scans by hand
 (:data:`HF_PATTERNS`). The normalizer is none or NFC; a text that NFC
-changes is normalized with its alignment (as the general path does) and the
-kernel's offsets are mapped back through it. The kernel
+changes is normalized with its alignment, in C (``FormTables.normalize_aligned``:
+in a batch, by the thread that encodes it), and the kernel's offsets are
+mapped back through it. The kernel
 (``_kernels/bytebpe.pyx``) scans the pattern, merges each piece and
 reports Hugging Face's ids, tokens, char offsets and one word per piece.
 
@@ -44,7 +45,7 @@ from .._regex import Regex
 from .._unicode_forms import changes_text, normalize
 from ..alignment import NormalizedString
 from . import register_plan
-from ._aligned import AlignedNfc
+from ._aligned import AlignedNfc, nfc_aligned, remap_spans
 from ._pool import run_job
 
 __all__ = ["byte_bpe_plan", "ByteBpePlan", "HF_PATTERNS", "TIKTOKEN_PATTERNS", "GPT2_PATTERN",
@@ -110,7 +111,8 @@ class ByteBpePlan:
     nogil_min_chars = NOGIL_MIN_CHARS
     #: encode_raw and encode_raw_batch exist (see pieceworks.fast).
     has_raw = True
-    #: encode_job leaves out (None) every text the normalizer would change.
+    #: encode_job encodes around added tokens only in texts the normalizer leaves as they are: a text
+    #: it changes that holds a token's string (before NFC or after) is left out (None).
     job_leaves_changed_texts = True
 
     def __init__(self, model, normalizer, pre_tokenizer):
@@ -178,11 +180,14 @@ class ByteBpePlan:
             return raw, n, n_words, self._tokens, spans, source
         return (*result, self._tokens, None, None)
 
-    def _encode_raw_nfc(self, kernel: ByteBPE, text: str) -> tuple[bytes, int, int]:
-        """``kernel.encode_raw`` of NFC(``text``), its offsets mapped back into ``text`` (see :class:`AlignedNfc`)."""
-        view = AlignedNfc(text)
-        raw, n_tokens, n_pieces = kernel.encode_raw(view.normalize(0, len(text)), False)    # (the view's whole text)
-        return view.remap(raw, n_tokens), n_tokens, n_pieces
+    def _encode_raw_nfc(self, kernel: ByteBPE, text: str, finder=None) -> tuple[bytes, int, int] | None:
+        """``kernel.encode_raw`` of NFC(``text``), its offsets mapped back into ``text`` (see :func:`nfc_aligned`);
+        None if that NFC form holds one of ``finder``'s strings."""
+        made, spans = nfc_aligned(text)
+        if finder is not None and finder.holds(made):
+            return None
+        raw, n_tokens, n_pieces = kernel.encode_raw(made, False)
+        return remap_spans(raw, n_tokens, spans), n_tokens, n_pieces
 
     def aligned_view(self, text: str) -> "AlignedNfc | None":
         """An :class:`AlignedNfc` of ``text`` to fill, for a caller that normalizes parts of it
@@ -207,14 +212,17 @@ class ByteBpePlan:
         not_nfc = None if prefix_space else partial(self._encode_raw_nfc, kernel)
         return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS, not_nfc), self._tokens
 
-    def one_text_unchanged(self):
-        """:meth:`one_text`, but a text the normalizer (NFC) would change goes the long way (None):
-        for a tokenizer whose added tokens are matched after normalizing, found in the text as it is."""
+    def one_text_unchanged(self, finder=None):
+        """:meth:`one_text` for a tokenizer whose added tokens are matched after normalizing, found
+        in the text as it is: a text the normalizer (NFC) would change goes the long way (None)
+        if its NFC form holds one of ``finder``'s strings (a ``TokenTrie`` of the tokens), or
+        with no ``finder``; the caller asks the text as it is."""
         ready = self._prepare()
         if ready is None:
             return None
         kernel, prefix_space = ready
-        return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS, None), self._tokens
+        not_nfc = None if finder is None or prefix_space else partial(self._encode_raw_nfc, kernel, finder=finder)
+        return OneText(kernel, prefix_space, self.normalizer is not None, _RAW_MAX_CHARS, not_nfc), self._tokens
 
     def encode_job(self, texts: list[str], cls: type, frame, truncation: tuple | None, threads: int,
                    skip: list[int] | None = None, ids_cls: type | None = None, finder=None,

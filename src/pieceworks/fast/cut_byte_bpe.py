@@ -45,7 +45,7 @@ from .._regex import _SEARCH, Regex, _region_address
 from .._unicode_forms import changes_text
 from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
 from . import plain_from_raw, register_plan, stages_key
-from ._aligned import AlignedNfc
+from ._aligned import AlignedNfc, nfc_aligned, remap_spans
 from .byte_bpe import GPT2_PATTERN, ByteBpePlan, build_kernel, kernel_takes
 
 __all__ = ["cut_byte_bpe_plan", "CutByteBpePlan", "piece_ends"]
@@ -129,19 +129,18 @@ class CutByteBpePlan:
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast).
 
         The stages cut in C (the :class:`Cutter`) in the kernel call that encodes. A text NFC
-        changes is cut and encoded normalized, its offsets moved back (:class:`AlignedNfc`).
+        changes is cut and encoded normalized, its offsets moved back (:func:`nfc_aligned`).
         """
         ready = self._prepare()
         if ready is None or len(text) >= _RAW_MAX_CHARS:
             return None
         kernel, cutter = ready
-        view = None if self.normalizes_nothing(text) else AlignedNfc(text)
-        cut = text if view is None else view.normalize(0, len(text))
-        [result] = kernel.encode_raw_cut_batch([cut], cutter, _region_address())
+        made, spans = (text, None) if self.normalizes_nothing(text) else nfc_aligned(text)
+        [result] = kernel.encode_raw_cut_batch([made], cutter, _region_address())
         if result is None:
             return None     # (a search failed: the general path raises its error)
         raw, n_tokens, n_pieces = result
-        return (raw if view is None else view.remap(raw, n_tokens)), n_tokens, n_pieces, self._tokens
+        return (raw if spans is None else remap_spans(raw, n_tokens, spans)), n_tokens, n_pieces, self._tokens
 
     def encode_raw_batch(self, texts: list[str]) -> list:
         """``[encode_raw(t) for t in texts]``, in one kernel call without the GIL (texts NFC changes,
@@ -190,18 +189,21 @@ class CutByteBpePlan:
         ``(raw, n_tokens, n_pieces)``, or None for the long way; or None."""
         return self._one_text(False)
 
-    def one_text_unchanged(self):
-        """:meth:`one_text`, but a text the normalizer (NFC) would change goes the long way: for a
-        tokenizer whose added tokens are matched after normalizing, found in the text as it is."""
-        return self._one_text(True)
+    def one_text_unchanged(self, finder=None):
+        """:meth:`one_text` for a tokenizer whose added tokens are matched after normalizing, found in
+        the text as it is: a text the normalizer (NFC) would change goes the long way if its NFC
+        form holds one of ``finder``'s strings (a ``TokenTrie``), or with no ``finder``."""
+        return self._one_text(True, finder)
 
-    def _one_text(self, unchanged_only: bool):
+    def _one_text(self, unchanged_only: bool, finder=None):
         if self._prepare() is None:
             return None
         encode_raw, unchanged = self.encode_raw, self.normalizes_nothing
 
         def encode(text: str):
-            result = None if unchanged_only and not unchanged(text) else encode_raw(text)
+            if unchanged_only and not unchanged(text) and (finder is None or finder.holds(nfc_aligned(text)[0])):
+                return None
+            result = encode_raw(text)
             return None if result is None else result[:3]
         return encode, self._tokens
 

@@ -324,18 +324,20 @@ def test_batches_of_texts_with_overlapping_tokens_equal_the_general_path(texts, 
 def _with_tokens_matched_after_nfc() -> Tokenizer:
     tok = trained(NFC())
     tok.add_special_tokens(["<s>"])
-    # Matched in the NFC text: 'e\u0301' is 'é' there; 'x\u0301' has no composite, so stays.
-    tok.add_tokens(["ab", "\u00e9", "s>", "x\u0301"])
+    # Matched in the NFC text: 'e\u0301' is 'é' there; 'x\u0301' has no composite, so stays; the
+    # token 'o\u0301' is matched as NFC spells it ('ó') and spelled so in the tokens.
+    tok.add_tokens(["ab", "\u00e9", "s>", "x\u0301", "o\u0301"])
     return tok
 
 
 _NFC_ADDED = (_with_tokens_matched_after_nfc(), general_path(_with_tokens_matched_after_nfc))
-_NFC_PARTS = st.sampled_from(["<s>", "ab", "a", "b", "e", "\u0301", "\u00e9", "x", "s", ">", " ", "\u0323", "\n"])
+_NFC_PARTS = st.sampled_from(["<s>", "ab", "a", "b", "e", "\u0301", "\u00e9", "x", "s", ">", " ", "\u0323", "\n",
+                              "o", "\u00f3"])
 
 
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.lists(_NFC_PARTS, max_size=12).map("".join), min_size=1, max_size=30))
-@example(["<s>\u0301ab", "e<s>\u0301", "x\u0323\u0301", "ab\u0301", "\u00e9\u0323", "e\u0301s>"])
+@example(["<s>\u0301ab", "e<s>\u0301", "x\u0323\u0301", "ab\u0301", "\u00e9\u0323", "e\u0301s>", "b\u00f3 o\u0301"])
 def test_nfc_texts_with_added_tokens_equal_the_general_path(texts):
     # With NFC, the tokens add_tokens added are matched in the normalized text. A text NFC keeps
     # is encoded around them in the kernel, a second pass in the text as it is (each stretch

@@ -714,11 +714,14 @@ class Tokenizer:
             table = list(strings) + [None] * max(0, top + 1 - len(strings))
         else:
             table = dict(strings)
-        for content, token_id in self._added.by_content.items():
+        for token_id in self._added.by_content.values():
+            # (As id_to_token spells it: a token matched after normalizing, as the normalizer makes
+            # its content, which is what the text holds where it is found.)
+            spelled = self._added.id_to_token(token_id, self._model)
             known = table[token_id] if type(table) is list else table.get(token_id)
             if known is None:
-                table[token_id] = content
-            elif known != content:
+                table[token_id] = spelled
+            elif known != spelled:
                 table = None    # an added token shares an id with a different model token
                 break
         self.__dict__["_spelling"] = (key, table, strings)     # (keeps ``strings`` alive: its id is the key)

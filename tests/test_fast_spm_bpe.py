@@ -142,6 +142,13 @@ def test_stages_it_does_not_reproduce_go_the_general_way(shared_data):
     general.normalizer.normalizers[0] = NFC()
     same(tok.encode(text), general.encode(text), text)
     assert tok.encode(text).tokens[0] != "▁"
+    # ... and so does Tokenizer.encode's snapshot for texts holding added tokens, made before the edit.
+    tok = Tokenizer.from_file(path)
+    turn = "<s>[INST] Hello  wörld [/INST]</s>"
+    assert tok.encode(turn).tokens[2] == "▁["     # (after the frame's <s> and the text's)
+    tok.normalizer.normalizers[0] = NFC()
+    same(tok.encode(turn), general.encode(turn), turn)
+    assert tok.encode(turn).tokens[2] == "["
 
 
 def test_added_tokens_cut_the_text_as_in_hugging_face(trio):
@@ -238,6 +245,8 @@ def test_chat_turns_are_encoded_around_their_tokens_in_the_kernel(trio, inputs, 
         batch = [turn.format(line) for line in lines] + [turn.format(" "), turn.format("")]
         for text, ours, ref in zip(batch, fast.encode_batch(batch), hf.encode_batch(batch)):
             same_as_hf(ours, ref, text)
+        for text in batch[:40] + batch[-2:]:      # (one by one: Tokenizer.encode's snapshot)
+            same_as_hf(fast.encode(text), hf.encode(text), text)
         assert left == [], name
 
 

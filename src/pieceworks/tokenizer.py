@@ -863,7 +863,10 @@ class Tokenizer:
         if parts is None:
             return None
         tokens, table, _ = parts
-        encode_batch = plan.encode_around_batch
+        now = getattr(plan, "around_batch_now", None)
+        encode_batch = plan.encode_around_batch if now is None else now()
+        if encode_batch is None:
+            return None
 
         def around(tokenizer, text: str, frame, truncation) -> Encoding | None:
             made = encode_batch([text], tokens, table, -1)

@@ -71,8 +71,9 @@ def test_job_batches_equal_the_general_path(monkeypatch, threads, normalizer):
 
 @pytest.mark.parametrize("strategy,stride,direction", [("longest_first", 0, "right"), ("longest_first", 2, "left"),
                                                        ("only_first", 1, "right"), ("only_second", 0, "right")])
-def test_job_batches_truncate_and_pad_as_the_general_path(monkeypatch, strategy, stride, direction):
-    tok = trained()
+@pytest.mark.parametrize("normalizer", [None, "nfc"])     # (NFC: 'cafe\u0301' is cut after it, in the job)
+def test_job_batches_truncate_and_pad_as_the_general_path(monkeypatch, strategy, stride, direction, normalizer):
+    tok = trained(NFC() if normalizer else None)
     twin = general_twin(tok, monkeypatch)
     texts = [t for t in TEXTS if "<|" not in t]
     for t in (tok, twin):

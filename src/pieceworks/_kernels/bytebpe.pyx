@@ -170,7 +170,6 @@ cdef extern from *:
     uint32_t pw_least_of(const uint32_t* cand, size_t width) noexcept nogil
 
 cdef extern from "Python.h":
-    object PyUnicode_FromKindAndData(int kind, const void* buffer, Py_ssize_t size)
     int PyUnicode_IS_ASCII(object)
     Py_UCS4 PyUnicode_READ_CHAR(object, Py_ssize_t)
     bint PyBytes_CheckExact_p "PyBytes_CheckExact"(PyObject*)
@@ -2882,7 +2881,6 @@ cdef class ByteBPE:
                     if job.normal.empty():
                         job.nfc = form_tables("NFC")
                         job.normal.resize(len(job.keep), 0)
-                        job.normal_text.resize(len(job.keep))
                         job.normal_spans.resize(len(job.keep))
                     job.normal[k] = 1
         return job
@@ -3372,8 +3370,7 @@ cdef class BatchJob:
     # them, and encoded from that (see _encode_normalized). Empty: none.
     cdef FormTables nfc
     cdef vector[char] normal
-    cdef vector[vector[uint32_t]] normal_text
-    cdef vector[vector[int32_t]] normal_spans   # each normalized char's span in the text
+    cdef vector[vector[int32_t]] normal_spans   # each one's tokens' starts, ends and words, in turn
 
     def __dealloc__(self):
         del self.board
@@ -3440,32 +3437,39 @@ cdef class BatchJob:
         return i
 
     cdef void _encode_normalized(self, Py_ssize_t t, State* st, vector[Item]& items) noexcept nogil:
-        """Encode text ``t`` (one NFC changes) in its NFC form, which it keeps with each char's span in
-        ``t`` for :meth:`_list_raw`; or skip it (the long way) if it holds an added token to look
-        for (the finder's strings), before NFC or after. (The thread that takes the text alone
-        reads and writes its entries.)"""
+        """Encode text ``t`` (one NFC changes) in its NFC form, and work out its tokens' offsets (moved
+        back into ``t``) and words, kept for :meth:`_list_raw`; or skip it (the long way) if it
+        holds an added token to look for (the finder's strings), before NFC or after. (The thread
+        that takes the text alone reads and writes its entries.)"""
         cdef int kind = self.texts.kinds[t]
         cdef const void* data = self.texts.datas[t]
-        cdef vector[uint32_t]* made = &self.normal_text[t]
+        cdef vector[uint32_t] made
+        cdef vector[int32_t] spans
+        cdef vector[int32_t]* out = &self.normal_spans[t]
+        cdef size_t first = st.ids.size(), n
         if self.finder is not None and self.finder.holds_chars(kind, data, self.texts.lengths[t]):
             self.skip[t] = 1
             return
-        self.nfc.normalize_aligned(kind, data, self.texts.lengths[t], made[0], self.normal_spans[t], items)
+        self.nfc.normalize_aligned(kind, data, self.texts.lengths[t], made, spans, items)
         if self.finder is not None and self.finder.holds_chars(4, made.data(), made.size()):
             self.skip[t] = 1
             return
         encode_str(&self.bpe.m, 4, <const char*>made.data(), made.size(), False, st, False)
+        n = st.ids.size() - first
+        out.resize(3 * n)       # starts, ends, words: here, on the threads, not on the calling one
+        spans_of_str(&self.bpe.m, 4, made.data(), made.size(), False, <const int32_t*>st.ids.data() + first, n,
+                     out.data(), out.data() + n, out.data() + 2 * n)
+        spans_to_original(out.data(), out.data() + n, n, spans.data(), made.size())
 
-    cdef object _normalized_encoding(self, ChunkSpans shared, Py_ssize_t item, Py_ssize_t k, Py_ssize_t n):
-        """The encoding of text ``item`` (the chunk's ``k``-th, of ``n`` tokens) that
-        :meth:`_encode_normalized` encoded: made whole now, its offsets moved back into the text."""
-        cdef vector[uint32_t]* made = &self.normal_text[item]
-        text = PyUnicode_FromKindAndData(4, made.data(), made.size())
-        raw = shared.full(text, k, n)
-        # (raw is new and this alone holds it: its offsets are moved in place.)
-        spans_to_original(<int32_t*>PyBytes_AS_STRING(raw), n, self.normal_spans[item].data(), made.size())
-        vector[uint32_t]().swap(made[0])
-        vector[int32_t]().swap(self.normal_spans[item])
+    cdef object _normalized_encoding(self, ChunkSpans shared, Py_ssize_t item, Py_ssize_t first, Py_ssize_t n):
+        """The encoding of text ``item`` (its ``n`` ids at ``first`` in the chunk's) that
+        :meth:`_encode_normalized` encoded, made whole now from its ids and the rest it kept."""
+        cdef vector[int32_t]* rest = &self.normal_spans[item]
+        cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+        cdef int32_t* blocks = <int32_t*>PyBytes_AS_STRING(raw)
+        memcpy(blocks, shared.ids.data() + first, 4 * n)
+        memcpy(blocks + n, rest.data(), 12 * n)
+        vector[int32_t]().swap(rest[0])
         encoding = encoding_of(self.cls, raw, n, self.strings, self.frame, self.truncation)
         if self.eager_ids and encoding is not None:
             encoding.ids        # built now, while the other threads still encode
@@ -3497,7 +3501,7 @@ cdef class BatchJob:
             if self.skip[item]:
                 encoding = None
             elif self.normal.size() and self.normal[item]:
-                encoding = self._normalized_encoding(shared, item, k, n)
+                encoding = self._normalized_encoding(shared, item, first, n)
             elif self.held.size() and self.held[item]:       # (made eager: see raw_batch_job's around)
                 encoding = None if n > max_length else lazy_with_ids(
                     self.ids_cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before, after), n,

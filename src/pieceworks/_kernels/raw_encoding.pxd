@@ -108,5 +108,6 @@ cdef bytes ids_raw(const void* ids, Py_ssize_t n, const void* extra, Py_ssize_t 
 cdef object int_object(Py_ssize_t value)
 cdef PyObject** shared_int_table(Py_ssize_t* count)
 cpdef void share_ints_below(Py_ssize_t n) except *
-cdef void spans_to_original(int32_t* raw, Py_ssize_t n, const int32_t* spans, Py_ssize_t chars) noexcept nogil
+cdef void spans_to_original(int32_t* starts, int32_t* ends, Py_ssize_t n, const int32_t* spans,
+                            Py_ssize_t chars) noexcept nogil
 cdef tuple span_tuple(Py_ssize_t start, Py_ssize_t end, tuple previous)

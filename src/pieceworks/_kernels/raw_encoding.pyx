@@ -1020,24 +1020,26 @@ def remap_spans(bytes raw not None, Py_ssize_t n, bytes spans not None) -> bytes
             raise ValueError(f"remap_spans: token {i} spans {starts[i]}:{starts[n + i]}, "
                              f"outside the {chars} chars the spans cover")
     out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
-    spans_to_original(<int32_t*>PyBytes_AS_STRING(out), n, <const int32_t*>PyBytes_AS_STRING(spans), chars)
+    cdef int32_t* blocks = <int32_t*>PyBytes_AS_STRING(out)
+    spans_to_original(blocks + n, blocks + 2 * n, n, <const int32_t*>PyBytes_AS_STRING(spans), chars)
     return out
 
 
-cdef void spans_to_original(int32_t* raw, Py_ssize_t n, const int32_t* spans, Py_ssize_t chars) noexcept nogil:
-    """:func:`remap_spans` in place on the raw encoding at ``raw`` (of ``n`` tokens), unchecked: its
-    offsets must lie inside the ``chars`` chars ``spans`` covers. (An empty token stays empty, where
-    the char at its place, or the text's end, came from.)"""
+cdef void spans_to_original(int32_t* starts, int32_t* ends, Py_ssize_t n, const int32_t* spans,
+                            Py_ssize_t chars) noexcept nogil:
+    """:func:`remap_spans` in place on ``n`` tokens' ``starts`` and ``ends``, unchecked: they must lie
+    inside the ``chars`` chars ``spans`` covers. (An empty token stays empty, where the char at its
+    place, or the text's end, came from.)"""
     cdef Py_ssize_t i
     cdef int32_t s, e
     for i in range(n):
-        s = raw[n + i]
-        e = raw[2 * n + i]
+        s = starts[i]
+        e = ends[i]
         if e > s:
-            raw[n + i] = spans[2 * s]
-            raw[2 * n + i] = spans[2 * e - 1]
+            starts[i] = spans[2 * s]
+            ends[i] = spans[2 * e - 1]
         else:
-            raw[n + i] = raw[2 * n + i] = spans[2 * s] if s < chars else spans[2 * chars - 1] if chars else 0
+            starts[i] = ends[i] = spans[2 * s] if s < chars else spans[2 * chars - 1] if chars else 0
 
 
 cdef int64_t _original(int64_t pos, bint start, const int64_t[::1] seg_starts, const int64_t[::1] seg_shift,

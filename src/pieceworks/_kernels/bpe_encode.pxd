@@ -98,6 +98,8 @@ cdef class BpeEncoder:
     cdef uint32_t cut_mark               # a piece is merged word by word, each word from this char on
     cdef vector[uint32_t] cut_unsafe     #   but where the char before it is one of these
     cdef bint cut_after_unknown          #   or has no token of its own, unless this is set (see _find_cuts)
+    cdef WordCache calls_cache           # the words met from call to call (see _claim_calls_cache)
+    cdef long calls_cache_busy           # (atomic) 1 while a call holds calls_cache
 
     cdef int _missing_unk(self) except -1
     cdef void _index_makers(self) noexcept nogil
@@ -107,6 +109,9 @@ cdef class BpeEncoder:
     cdef Py_ssize_t _ascii_run(self, int kind, const void* data, Py_ssize_t i, Py_ssize_t n) noexcept nogil
     cdef void _put_ascii(self, int kind, const void* data, Py_ssize_t i, Py_ssize_t run, vector[Symbol]& syms,
                          vector[int32_t]& char_at) noexcept nogil
+    cdef WordCache* _claim_calls_cache(self) noexcept nogil
+    cdef void _free_calls_cache(self, WordCache* claimed) noexcept nogil
+    cdef void _drop_calls_cache(self) noexcept
     cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
                            vector[int32_t]& char_at, const uint8_t* banned, WordCache* cache=*) noexcept nogil
     cdef bint _cuts_before(self, uint32_t previous) noexcept nogil

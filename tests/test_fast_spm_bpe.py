@@ -399,7 +399,9 @@ def test_decomposed_lines_batched_are_hugging_faces(trio, shared_data):
         same_as_hf(ours, ref, line)
 
 
-def test_calls_on_many_threads_share_the_word_cache_safely(trio, shared_data, monkeypatch):
+@pytest.mark.parametrize("name,turn", [("gemma3", "<start_of_turn>user\n{}<end_of_turn>\n"),
+                                       ("barthez", "<s>{}</s>")])      # (BARThez: word by word)
+def test_calls_on_many_threads_share_the_word_cache_safely(trio, shared_data, monkeypatch, name, turn):
     """The encoder keeps the words it merges from call to call, in one cache that a call holds
     alone (one text with the GIL held, a batch without it): lines of 532 languages (words
     enough to fill the cache and start it over, again and again) and chat turns, one text a
@@ -409,10 +411,10 @@ def test_calls_on_many_threads_share_the_word_cache_safely(trio, shared_data, mo
     from concurrent.futures import ThreadPoolExecutor
 
     monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
-    fast, _, _ = trio["gemma3"]
+    fast, _, _ = trio[name]
     udhr = shared_data / "corpora/multilingual/udhr_532_languages.jsonl"
     lines = [line for row in udhr.open() for line in json.loads(row)["text"].splitlines() if line][:6000]
-    turns = [f"<start_of_turn>user\n{line}<end_of_turn>\n" for line in lines[::4]]
+    turns = [turn.format(line) for line in lines[::4]]
     jobs = [("one", text) for text in lines[::3] + turns] + [("batch", lines[k:k + 300])
                                                              for k in range(0, len(lines), 300)]
 

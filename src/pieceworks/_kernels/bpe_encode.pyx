@@ -1518,6 +1518,8 @@ cdef class BpeEncoder:
         cdef bint front
         cdef int64_t a, b, last
         cdef list out = [None] * count
+        cdef WordCache cache        # (the batch's words, if the encoder's own cache is taken)
+        cdef WordCache* shared
         if len(fronts) != count:
             raise ValueError(f"encode_words_raw_batch: {count} texts but {len(fronts)} fronts")
         if self.dropout > 0.0:
@@ -1527,6 +1529,9 @@ cdef class BpeEncoder:
             modes.push_back(fronts[k])
             status.push_back(0)
         with nogil:
+            shared = self._claim_calls_cache()
+            if shared == NULL:
+                shared = batch_cache(&cache, lengths)
             for k in range(count):
                 n = lengths[k]
                 w = 0
@@ -1549,7 +1554,7 @@ cdef class BpeEncoder:
                         i += 1
                     syms.clear()
                     char_at.clear()
-                    if self._split_merged(4, word.data(), <Py_ssize_t>word.size(), syms, char_at, NULL) < 0:
+                    if self._split_merged(4, word.data(), <Py_ssize_t>word.size(), syms, char_at, NULL, shared) < 0:
                         status[k] = -1
                         break
                     # Offsets as _raw_of gives them, moved to where the word starts.
@@ -1566,6 +1571,7 @@ cdef class BpeEncoder:
                     w += 1
                 sym_end.push_back(all_syms.size())
                 word_count.push_back(w)
+            self._free_calls_cache(shared)
         first = 0
         for k in range(count):
             if status[k] < 0:

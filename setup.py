@@ -17,7 +17,8 @@ KERNELS = Path("src/pieceworks/_kernels")
 # Free-threaded Python (3.13t, 3.14t): the kernels are not yet declared safe without
 # the GIL ("freethreading_compatible": True, Cython >= 3.1), so importing pieceworks
 # on such a build turns the GIL back on (Python warns) and everything runs as today.
-# Audited (see README, Development): bpe_encode, single_text, wordlevel, suffix_array,
+# Audited (see README, Development): bpe_encode (its word cache across calls: claimed by
+# compare-and-swap), single_text, wordlevel, suffix_array,
 # count, bpe_train, wordpiece_train and onig_spans (a match region per thread) are safe (read-only after construction,
 # per-call objects, or atomic state). Not yet, and why:
 #   id_bytes            IdBytes fills its C table of each id's bytes as ids are met (a

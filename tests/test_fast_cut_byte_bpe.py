@@ -93,6 +93,12 @@ def test_neox_with_digits_apart_matches_hugging_face(shared_data):
             (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").open()][:100]
     lines = [unicodedata.normalize("NFD", text) + "    x  12" for text in udhr]
     assert_same_as_hugging_face_on_lines(ours, theirs, lines)
+    # One text a call: a text NFC changes that holds no token, before NFC or after, is the plan's.
+    plain = [unicodedata.normalize("NFD", text) for text in udhr if "  " not in text]
+    one = ours._current_plan().one_text_unchanged(ours._added.finder)[0]
+    assert [text for text in plain if one(text) is None] == []
+    assert one("e\u0301  x") is None       # (a run of spaces: GPT-NeoX's added token)
+    assert_same_as_hugging_face_on_lines(ours, theirs, plain)
 
 
 def test_a_pattern_the_kernel_scans_stays_with_the_scanning_plan(shared_data):

@@ -379,6 +379,19 @@ cdef inline uint8_t _kind(Py_UCS4 c, const uint8_t* table, Py_ssize_t table_size
 
 # -- a long segment's edit ---------------------------------------------------------------
 
+cdef inline int32_t span_of(int32_t change, int32_t at, int32_t* pair) noexcept nogil:
+    """Write into ``pair`` the input chars an output char with this ``change`` spans, ``at`` being
+    the first input char not yet consumed; where the next one starts. A new char (change 1) spans
+    the char before it; one that replaces a char and drops ``-change`` more spans that first char.
+
+    (Hugging Face's alignment: the é of e + U+0301 spans the e.)"""
+    if change > 0:
+        pair[0], pair[1] = at - 1, at
+        return at
+    pair[0], pair[1] = at, at + 1
+    return at + 1 - change
+
+
 cdef bint by_class(const Item& a, const Item& b) noexcept nogil:
     return a.klass < b.klass
 
@@ -616,7 +629,7 @@ cdef class FormTables:
         cdef Py_ssize_t i = 0, j, k
         cdef uint32_t c
         cdef int32_t at
-        cdef Item item
+        cdef size_t base
         out.clear()
         spans.clear()
         out.reserve(n + n // 8 + 4)
@@ -648,16 +661,11 @@ cdef class FormTables:
             if self.composing:
                 self._recompose(items)
             at = <int32_t>i
-            for k in range(<Py_ssize_t>items.size()):      # (as _edit_of maps them)
-                item = items[k]
-                out.push_back(item.cp)
-                if item.change > 0:
-                    spans.push_back(at - 1)
-                    spans.push_back(at)
-                else:
-                    spans.push_back(at)
-                    spans.push_back(at + 1)
-                    at += 1 - item.change if item.change < 0 else 1
+            base = spans.size()
+            spans.resize(base + 2 * items.size())
+            for k in range(<Py_ssize_t>items.size()):
+                out.push_back(items[k].cp)
+                at = span_of(items[k].change, at, spans.data() + base + 2 * k)
             i = j
         return out.size()
 
@@ -699,7 +707,6 @@ cdef class FormTables:
         cdef Py_ssize_t k, n = items.size()
         cdef uint32_t widest = 0
         cdef int32_t at = 0
-        cdef Item item
         for k in range(n):
             widest = max(widest, items[k].cp)
         text = PyUnicode_New(n, widest)
@@ -708,13 +715,6 @@ cdef class FormTables:
         pairs = PyBytes_FromStringAndSize(NULL, 8 * n)
         cdef int32_t* spans = <int32_t*>PyBytes_AS_STRING(pairs)
         for k in range(n):
-            item = items[k]
-            PyUnicode_WRITE(kind, data, k, item.cp)
-            if item.change > 0:
-                spans[2 * k] = at - 1
-                spans[2 * k + 1] = at
-            else:
-                spans[2 * k] = at
-                spans[2 * k + 1] = at + 1
-                at += 1 - item.change if item.change < 0 else 1
+            PyUnicode_WRITE(kind, data, k, items[k].cp)
+            at = span_of(items[k].change, at, spans + 2 * k)
         return text, pairs

@@ -110,6 +110,7 @@ cdef class BpeEncoder:
     cdef void _put_ascii(self, int kind, const void* data, Py_ssize_t i, Py_ssize_t run, vector[Symbol]& syms,
                          vector[int32_t]& char_at) noexcept nogil
     cdef WordCache* _claim_calls_cache(self) noexcept nogil
+    cdef WordCache* _word_cache_for(self, WordCache* own, const vector[Py_ssize_t]& lengths) noexcept nogil
     cdef void _free_calls_cache(self, WordCache* claimed) noexcept nogil
     cdef void _drop_calls_cache(self) noexcept
     cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,

@@ -1009,6 +1009,13 @@ cdef class BpeEncoder:
         """
         return &self.calls_cache if try_claim(&self.calls_cache_busy) else NULL
 
+    cdef WordCache* _word_cache_for(self, WordCache* own, const vector[Py_ssize_t]& lengths) noexcept nogil:
+        """The word cache of a batch of texts ``lengths`` long: the encoder's own if free, else
+        ``own`` (the call's) if they are long enough to fill it (:func:`batch_cache`), else NULL;
+        give it back with :meth:`_free_calls_cache`."""
+        cdef WordCache* claimed = self._claim_calls_cache()
+        return claimed if claimed != NULL else batch_cache(own, lengths)
+
     cdef void _free_calls_cache(self, WordCache* claimed) noexcept nogil:
         """Give back what :meth:`_claim_calls_cache` gave, if it was the encoder's cache."""
         if claimed == &self.calls_cache:
@@ -1325,9 +1332,7 @@ cdef class BpeEncoder:
             else:
                 status.push_back(0)
         with nogil:
-            shared = self._claim_calls_cache()
-            if shared == NULL:
-                shared = batch_cache(&cache, lengths)
+            shared = self._word_cache_for(&cache, lengths)
             for k in range(count):
                 if status[k] == 0:
                     syms.clear()
@@ -1415,9 +1420,7 @@ cdef class BpeEncoder:
         read_strs(texts, "encode_around_batch: texts", kinds, datas, lengths)
         status.assign(count, 0)
         with nogil:
-            shared = self._claim_calls_cache()
-            if shared == NULL:
-                shared = batch_cache(&cache, lengths)
+            shared = self._word_cache_for(&cache, lengths)
             for k in range(count):
                 if tokens_around(around, kinds[k], <const char*>datas[k], lengths[k], &scratch) < 0:
                     status[k] = -1
@@ -1529,9 +1532,7 @@ cdef class BpeEncoder:
             modes.push_back(fronts[k])
             status.push_back(0)
         with nogil:
-            shared = self._claim_calls_cache()
-            if shared == NULL:
-                shared = batch_cache(&cache, lengths)
+            shared = self._word_cache_for(&cache, lengths)
             for k in range(count):
                 n = lengths[k]
                 w = 0
@@ -1712,6 +1713,22 @@ cdef tuple _piece_raw(BpeEncoder enc, str piece, bint front):
                    front), <Py_ssize_t>syms.size()
 
 
+cpdef bint same_objects(list items, tuple expected) except -1:
+    """Whether ``items`` holds the very objects ``expected`` does, in order (a normalizer Sequence's
+    list, edited in place since a snapshot of it: see :class:`OneSpmText`).
+
+    >>> a = object(); same_objects([a], (a,)), same_objects([a], (object(),)), same_objects([], (a,))
+    (True, False, False)
+    """
+    cdef Py_ssize_t k
+    if len(items) != len(expected):
+        return False
+    for k in range(len(expected)):
+        if items[k] is not expected[k]:
+            return False
+    return True
+
+
 cdef class OneSpmText:
     """``SpmBpePlan.encode_raw`` of one text (at 0) less its strings, fixed to one reading of the
     stages: ``Tokenizer.encode``'s snapshot, kept while the component epoch holds (see
@@ -1749,15 +1766,10 @@ cdef class OneSpmText:
         self.expected = None if members is None else tuple(members)
 
     def __call__(self, str text not None):
-        cdef Py_ssize_t k
         cdef str front
         cdef Py_UCS4 first
-        if self.members is not None:
-            if len(self.members) != len(self.expected):
-                return None
-            for k in range(len(self.expected)):
-                if self.members[k] is not self.expected[k]:
-                    return None
+        if self.members is not None and not same_objects(self.members, self.expected):
+            return None
         if PyUnicode_GET_LENGTH(text) == 0:
             return b"", 0, 0
         if self.scheme == AROUND_FRONT:

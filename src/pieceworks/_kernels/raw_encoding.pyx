@@ -1014,10 +1014,11 @@ def remap_spans(bytes raw not None, Py_ssize_t n, bytes spans not None) -> bytes
     [(0, 1), (1, 4)]
     """
     cdef Py_ssize_t i, chars = PyBytes_GET_SIZE(spans) // 8
-    cdef const int32_t* starts = block(raw, n, 2) - n
+    cdef const int32_t* starts = block(raw, n, 1)
+    cdef const int32_t* ends = block(raw, n, 2)
     for i in range(n):
-        if not 0 <= starts[i] <= starts[n + i] <= chars:
-            raise ValueError(f"remap_spans: token {i} spans {starts[i]}:{starts[n + i]}, "
+        if not 0 <= starts[i] <= ends[i] <= chars:
+            raise ValueError(f"remap_spans: token {i} spans {starts[i]}:{ends[i]}, "
                              f"outside the {chars} chars the spans cover")
     out = PyBytes_FromStringAndSize(PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
     cdef int32_t* blocks = <int32_t*>PyBytes_AS_STRING(out)

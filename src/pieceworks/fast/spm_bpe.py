@@ -395,6 +395,52 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
         return plain_from_raw(self.encode_raw(text, at))
 
+    def token_strings(self) -> list:
+        """The table that spells each id's token (the kernel's)."""
+        return self.model._get_encoder().strings
+
+    def encode_around_batch(self, texts: list[str], around, strings, limit: int = -1) -> list | None:
+        """Each text encoded around the added tokens ``around`` (a ``token_finder.AroundTokens``)
+        splits out of it, in the kernel (``BpeEncoder.encode_words_around_batch``): ``(raw, n,
+        n_words, strings)``, or None for a text to take the long way (one the plan does not take
+        as it is: see :meth:`_taker`); None for all when the stages need more."""
+        encode = self.around_batch_now()
+        return None if encode is None else encode(texts, around, strings, limit)
+
+    def around_batch_now(self):
+        """:meth:`encode_around_batch` with the stages read now, as ``encode(texts, around, strings,
+        limit)``, or None (for ``Tokenizer.encode``'s snapshot: see :meth:`one_text`).
+
+        A text the charsmap leaves as it is leaves each stretch between its tokens so too (a rule
+        that matches in a stretch matches in the text), so the kernel normalizes nothing. Of the
+        others, those that hold no token take :meth:`encode_raw_batch` (normalized with their
+        alignment); those that hold one, the long way.
+        """
+        stages = self._stages()
+        if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
+            return None
+        take = self._taker(stages)
+        encode_around = self.model._get_encoder().encode_words_around_batch
+        mark, mode = ord(stages[1]), _FRONT_MODES[stages[2]]
+
+        def encode(texts: list[str], around, strings, limit: int = -1) -> list:
+            keep = [k for k, text in enumerate(texts) if take(text) == text]
+            if len(keep) == len(texts):
+                return encode_around(texts, around, mark, mode, strings, limit)
+            out: list = [None] * len(texts)
+            for k, made in zip(keep, encode_around([texts[k] for k in keep], around, mark, mode, strings, limit)):
+                out[k] = made
+            if around.inner is None:    # (a second pass's tokens are matched in the text normalized)
+                kept = set(keep)
+                rest = [k for k in range(len(texts)) if k not in kept]
+                holding = set(around.trie.texts_holding([texts[k] for k in rest]))
+                plain = [k for j, k in enumerate(rest) if j not in holding]
+                for k, made in zip(plain, self.encode_raw_batch([texts[k] for k in plain])):
+                    if made is not None and (limit < 0 or made[1] <= limit):
+                        out[k] = (*made[:3], strings)
+            return out
+        return encode
+
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer (Precompiled) leaves ``text`` as it is: no rule matches in it."""
         stages = self._stages()

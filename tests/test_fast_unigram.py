@@ -841,3 +841,49 @@ def test_the_c_splice_aligns_every_char_as_the_normalizer_with_every_charsmap(sh
             m = len(view.text)
             raw = view.remap(pack([0] * m, list(range(m)), list(range(1, m + 1)), [0] * m), m)
             assert offset_list(raw, m, 0) == [tuple(span) for span in general.alignments()], (name, text[:40])
+
+
+TURN_CHARS = BATCH_CHARS + ["<pad>", "</s>", "<extra_id_0>", "<extra_id_17>"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(TURN_CHARS), max_size=12).map("".join), min_size=1, max_size=8),
+       scheme=st.sampled_from(["always", "first", "never"]), split=st.booleans())
+def test_texts_holding_added_tokens_are_encoded_around_them_in_the_kernel(shared_data, texts, scheme, split):
+    """SpmCore.hf_metaspace_around_batch: the tokens found, each stretch between them through the
+    kernel alone (the ▁ in front by the prepend scheme, unknown runs spelled by their own text),
+    joined. Every field as Hugging Face, batched and one by one (encode's snapshot)."""
+    fast, _ = rut5(shared_data)
+    hf = _hf_rut5(str(shared_data / RUT5))
+    fast.pre_tokenizer.prepend_scheme = scheme
+    fast.pre_tokenizer.split = split
+    saved = hf.pre_tokenizer
+    hf.pre_tokenizer = pytest.importorskip("tokenizers").pre_tokenizers.Metaspace(prepend_scheme=scheme, split=split)
+    try:
+        for text, ours, ref in zip(texts, fast.encode_batch(texts), hf.encode_batch(texts)):
+            assert fields(ours) == fields(ref), repr(text)
+            assert fields(fast.encode(text)) == fields(ref), repr(text)
+    finally:
+        fast.pre_tokenizer.prepend_scheme = "always"
+        fast.pre_tokenizer.split = True
+        hf.pre_tokenizer = saved
+
+
+def test_chat_turns_go_around_their_tokens_in_the_kernel(shared_data, monkeypatch):
+    """ruT5's turns (its tokens around lines, unknown chars in them): one kernel call a batch, and
+    none sent to the segments-and-join way but turns a charsmap rule changes. Every field as
+    Hugging Face."""
+    fast, _ = rut5(shared_data)
+    hf = _hf_rut5(str(shared_data / RUT5))
+    plan = fast._current_plan()
+    joined = []
+    real = Tokenizer._joined_layouts
+    monkeypatch.setattr(Tokenizer, "_joined_layouts",
+                        lambda self, plan, texts, *rest: joined.extend(texts) or real(self, plan, texts, *rest))
+    lines = [line for line in corpus_lines(shared_data, 20_000) if line.strip()][:300]
+    turns = [f"<pad>{line}<extra_id_0>" for line in lines] + ["<pad> {x} 😀 </s>", "</s>", "a\ufb01<pad>b", ""]
+    for text, ours, ref in zip(turns, fast.encode_batch(turns), hf.encode_batch(turns)):
+        assert fields(ours) == fields(ref), text
+    for text in turns[:30] + turns[-4:]:
+        assert fields(fast.encode(text)) == fields(hf.encode(text)), text
+    assert joined and all(not plan._precompiled().rule_checker().leaves(text) for text in joined), joined[:3]

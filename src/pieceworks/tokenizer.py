@@ -508,8 +508,8 @@ class Tokenizer:
             # A plan that encodes around the tokens in its kernel finds them as it goes (none found:
             # the text whole; Tokenizer.encode sends here the texts that hold one).
             joined = self._encode_around_in_kernel(plan, [text], split_special, limit)
-            if joined is not None and joined[0] is not None:
-                return Encoding.from_raw(joined[0][0], joined[0][1], joined[0][3], None, frame)
+            if joined is not None and joined[0] is not None:    # (with its own tokens list, if it has one)
+                return _encoding_of_result(joined[0], frame, None)
             # Where the tokens are, or that there are none: one read of the text (asking first whether
             # it holds one read it again up to the first).
             found = added.token_spans(text, split_special) if len(text) < _RAW_MAX_CHARS else None

@@ -75,6 +75,10 @@ class SpmCore:
         self, texts: list[str], prepends: list[bool], pieces: list[str], rules: SpmNormalizer | None,
         replacement: str, split: bool, collapse_spaces: bool, swaps: bytes | None = None,
     ) -> list[tuple | None]: ...
+    def hf_metaspace_around_batch(
+        self, texts: list[str], around: object, mode: int, pieces: list[str], rules: SpmNormalizer | None,
+        replacement: str, split: bool, collapse_spaces: bool, swaps: bytes | None, strings: object, limit: int = -1,
+    ) -> list[tuple | None]: ...
 
 class SpmEncoder:
     def __init__(self, core: SpmCore, normalizer: SpmNormalizer, pieces: list[str], unk_piece: str) -> None: ...

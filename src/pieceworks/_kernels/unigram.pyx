@@ -74,6 +74,7 @@ from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.algorithm cimport sort, stable_sort
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
+from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, tokens_around
 
 import os
 
@@ -2641,6 +2642,134 @@ cdef class SpmCore:
             PyList_SET_ITEM(results, k, result)
         return results
 
+    def hf_metaspace_around_batch(self, list texts not None, AroundTokens around not None, int mode, list pieces,
+                                  SpmNormalizer rules, str replacement, bint split, bint collapse_spaces,
+                                  bytes swaps, strings, Py_ssize_t limit=-1):
+        """Each text around the added tokens ``around`` splits out of it, each stretch between them
+        through :meth:`hf_metaspace_encode` on its own (``prepend`` by ``mode``: 0 never, 1 every
+        stretch, 2 one at the text's first char only; ``swaps``: see :meth:`hf_metaspace_raw_batch`),
+        each token a word of its own, as Hugging Face splits added tokens out before it normalizes
+        and pre-tokenizes: ``(raw, n, n_words, strings)`` (untracked), with a fifth item, the
+        text's token strings, when an unknown run's token is spelled by its own text (as
+        :meth:`hf_metaspace_raw_batch`); or None to take the long way (a token with no id; a
+        stretch a charsmap rule matches in; more than ``limit`` tokens if ``limit`` >= 0). All
+        without the GIL.
+
+        >>> from pieceworks._kernels.raw_encoding import id_list, offset_list, word_list
+        >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
+        >>> core = SpmCore(["<unk>", "▁a", "b", "▁"], [0.0, -1.0, -2.0, -3.0], [2, 1, 1, 1], 1, False, True, 0)
+        >>> around = AroundTokens(TokenTrie(["<s>"]), [9])
+        >>> (raw, n, n_words, _), = core.hf_metaspace_around_batch(["ab<s> b"], around, 1, [], None, "▁", True,
+        ...                                                        False, None, None)
+        >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
+        ([1, 2, 9, 3, 2], [(0, 1), (1, 2), (2, 5), (5, 6), (6, 7)], [0, 0, 1, 2, 2], 3)
+        """
+        cdef Py_ssize_t count = len(texts), k, j, i, at, nb, word
+        cdef size_t first = 0
+        cdef vector[int] kinds, status         # status 0: encoded; -1: the long way
+        cdef vector[const void*] datas
+        cdef vector[Py_ssize_t] lengths
+        cdef vector[Source] srcs
+        cdef vector[int32_t] byte_at            # a non-ASCII text's char -> UTF-8 byte
+        cdef vector[uint8_t] utf8
+        cdef vector[size_t] text_end, spelled_end
+        cdef vector[Py_ssize_t] word_count
+        cdef size_t base, spelled_first = 0
+        cdef AroundScratch scratch
+        cdef HfScratch w
+        cdef HfText part, made
+        cdef Found t
+        cdef const uint8_t* s
+        cdef bint ascii
+        cdef bytes rep = replacement.encode("utf-8")
+        cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(rep)
+        cdef Py_ssize_t rn = PyBytes_GET_SIZE(rep)
+        cdef const uint8_t* swap_table = NULL
+        cdef list out = [None] * count
+        cdef tuple result
+        if not 0 <= mode <= 2:
+            raise ValueError(f"hf_metaspace_around_batch: mode is 0, 1 or 2, got {mode}")
+        if rn == 0:
+            return out
+        if swaps is not None:
+            swap_table = _swap_table(swaps)
+        srcs.resize(count)
+        status.assign(count, 0)
+        for k in range(count):
+            text = texts[k]
+            if type(text) is not str:
+                raise TypeError(f"hf_metaspace_around_batch: texts[{k}] is {type(text).__name__}, not str")
+            _source_of(text, &srcs[k])
+            kinds.push_back(PyUnicode_KIND(text))
+            datas.push_back(PyUnicode_DATA(text))
+            lengths.push_back(PyUnicode_GET_LENGTH(text))
+        with nogil:
+            for k in range(count):
+                nb = _text_utf8(&srcs[k], utf8, &s)
+                if nb < 0 or tokens_around(around, kinds[k], <const char*>datas[k], lengths[k], &scratch) < 0:
+                    status[k] = -1
+                ascii = nb == lengths[k]
+                if status[k] == 0 and not ascii:
+                    byte_at.resize(lengths[k] + 1)
+                    j = 0
+                    for i in range(nb):
+                        if not is_trail(s[i]):
+                            byte_at[j] = <int32_t>i
+                            j += 1
+                    byte_at[j] = <int32_t>nb
+                at = word = 0
+                for j in range(<Py_ssize_t>scratch.tokens.size() + 1 if status[k] == 0 else 0):
+                    t = scratch.tokens[j] if j < <Py_ssize_t>scratch.tokens.size() else Found(
+                        <int32_t>lengths[k], 0, -1)
+                    if at < t.start:        # the stretch before it, normalized and pre-tokenized alone
+                        i = at if ascii else byte_at[at]
+                        if self._hf_metaspace(s + i, (t.start if ascii else byte_at[t.start]) - i, rules, r, rn,
+                                              mode == 1 or mode == 2 and at == 0, split, collapse_spaces, NULL,
+                                              swap_table, w, part) < 0:
+                            status[k] = -1
+                            break
+                        base = made.ids.size()
+                        for i in range(<Py_ssize_t>part.spelled_at.size()):
+                            made.spelled_at.push_back(part.spelled_at[i] + <int32_t>base)
+                            made.spelled_ends.push_back(part.spelled_ends[i] + <Py_ssize_t>made.spelled_text.size())
+                        made.spelled_text.insert(made.spelled_text.end(), part.spelled_text.begin(),
+                                                 part.spelled_text.end())
+                        for i in range(<Py_ssize_t>part.ids.size()):
+                            _hf_put(made, part.ids[i], part.starts[i] + <int32_t>at, part.ends[i] + <int32_t>at,
+                                    part.words[i] + <int32_t>word)
+                        word += part.n_words
+                    if t.index >= 0:
+                        _hf_put(made, t.index, t.start, t.start + t.length, <int32_t>word)
+                        word += 1
+                    at = t.start + t.length
+                if status[k] < 0:       # (what it put is not kept)
+                    made.ids.resize(first)
+                    made.starts.resize(first)
+                    made.ends.resize(first)
+                    made.words.resize(first)
+                    made.spelled_text.resize(made.spelled_ends[spelled_first - 1] if spelled_first else 0)
+                    made.spelled_at.resize(spelled_first)
+                    made.spelled_ends.resize(spelled_first)
+                text_end.push_back(made.ids.size())
+                spelled_end.push_back(made.spelled_at.size())
+                word_count.push_back(word)
+                first = made.ids.size()
+                spelled_first = made.spelled_at.size()
+        first = spelled_first = 0
+        for k in range(count):
+            j = <Py_ssize_t>(text_end[k] - first)
+            if status[k] == 0 and (limit < 0 or j <= limit):
+                if spelled_end[k] > spelled_first:
+                    result = (_hf_raw(made, first, j), j, word_count[k], strings,
+                              _hf_token_list(made, strings, first, j, spelled_first, spelled_end[k]))
+                else:
+                    result = (_hf_raw(made, first, j), j, word_count[k], strings)
+                PyObject_GC_UnTrack(<void*>result)
+                out[k] = result
+            first = text_end[k]
+            spelled_first = spelled_end[k]
+        return out
+
     cdef int _hf_metaspace(self, const uint8_t* s, Py_ssize_t n, SpmNormalizer rules, const uint8_t* r, Py_ssize_t rn,
                            bint prepend, bint split, bint collapse_spaces, const uint8_t* excl, const uint8_t* swaps,
                            HfScratch& w, HfText& out) noexcept nogil:
@@ -3358,26 +3487,36 @@ cdef Py_ssize_t _text_utf8(Source* src, vector[uint8_t]& buf, const uint8_t** s)
     return n
 
 
-cdef bytes _hf_raw(HfText& out):
-    """``out`` as a raw encoding: four blocks of int32 (ids, starts, ends, words)."""
-    cdef Py_ssize_t n = out.ids.size()
+cdef bytes _hf_raw(HfText& out, size_t first=0, Py_ssize_t n=-1):
+    """``out``'s ``n`` tokens from ``first`` on (-1: to its end) as a raw encoding: four blocks of
+    int32 (ids, starts, ends, words)."""
+    if n < 0:
+        n = <Py_ssize_t>(out.ids.size() - first)
     cdef bytes raw = PyBytes_FromStringAndSize(NULL, 16 * n)
     cdef char* dst = PyBytes_AS_STRING(raw)
     if n:
-        memcpy(dst, out.ids.data(), 4 * n)
-        memcpy(dst + 4 * n, out.starts.data(), 4 * n)
-        memcpy(dst + 8 * n, out.ends.data(), 4 * n)
-        memcpy(dst + 12 * n, out.words.data(), 4 * n)
+        memcpy(dst, out.ids.data() + first, 4 * n)
+        memcpy(dst + 4 * n, out.starts.data() + first, 4 * n)
+        memcpy(dst + 8 * n, out.ends.data() + first, 4 * n)
+        memcpy(dst + 12 * n, out.words.data() + first, 4 * n)
     return raw
 
 
-cdef list _hf_token_list(HfText& out, list pieces):
-    """The token strings of ``out``: each id's piece, or a spelled token's own text."""
-    cdef Py_ssize_t i, k, start = 0
-    cdef list tokens = [pieces[out.ids[i]] for i in range(<Py_ssize_t>out.ids.size())]
-    for k in range(<Py_ssize_t>out.spelled_at.size()):
-        tokens[out.spelled_at[k]] = PyUnicode_DecodeUTF8(<const char*>out.spelled_text.data() + start,
-                                                         out.spelled_ends[k] - start, NULL)
+cdef list _hf_token_list(HfText& out, object pieces, size_t first=0, Py_ssize_t n=-1, size_t spelled_first=0,
+                         size_t spelled_last=<size_t>-1):
+    """The token strings of ``out``'s ``n`` tokens from ``first`` on (-1: to its end): each id's
+    piece (``pieces[id]``), or a spelled token's own text (its ``spelled_first`` to ``spelled_last``
+    ones, their indices counted in all of ``out``)."""
+    cdef Py_ssize_t i, start
+    cdef size_t k
+    if n < 0:
+        n = <Py_ssize_t>(out.ids.size() - first)
+    spelled_last = min(spelled_last, out.spelled_at.size())
+    cdef list tokens = [pieces[out.ids[first + i]] for i in range(n)]
+    start = out.spelled_ends[spelled_first - 1] if spelled_first else 0
+    for k in range(spelled_first, spelled_last):
+        tokens[out.spelled_at[k] - first] = PyUnicode_DecodeUTF8(<const char*>out.spelled_text.data() + start,
+                                                                 out.spelled_ends[k] - start, NULL)
         start = out.spelled_ends[k]
     return tokens
 

@@ -118,6 +118,30 @@ def plain_from_raw(result):
     return id_list(raw, n), token_list(raw, n, strings), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
 
 
+def fill_plain_left(out: list, texts: list[str], around, encode_raw_batch: Callable, strings,
+                    limit: int = -1) -> list:
+    """``out`` (an ``encode_around_batch``'s results) with each text its kernel left (None) that
+    holds no token of ``around`` encoded by the plan's ``encode_raw_batch`` (which normalizes what
+    the kernel would not), its tokens spelled from ``strings``; those that hold one stay None (the
+    long way), as do all when ``around`` has a second pass, whose tokens are matched in the text
+    normalized.
+
+    >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
+    >>> batch = lambda texts: [(t, len(t), 1, None) for t in texts]
+    >>> fill_plain_left([None, None, "kept"], ["ab", "a<s>", "x"], AroundTokens(TokenTrie(["<s>"]), [5]), batch, "S")
+    [('ab', 2, 1, 'S'), None, 'kept']
+    """
+    if around.inner is not None or None not in out:
+        return out
+    left = [k for k, made in enumerate(out) if made is None]
+    holding = set(around.trie.texts_holding([texts[k] for k in left]))
+    plain = [k for j, k in enumerate(left) if j not in holding]
+    for k, made in zip(plain, encode_raw_batch([texts[k] for k in plain])):
+        if made is not None and (limit < 0 or made[1] <= limit):
+            out[k] = made if len(made) > 4 else (*made[:3], strings)    # (a fifth item: its own tokens)
+    return out
+
+
 def stages_key(plan) -> tuple:
     """What a plan's reading of its stages holds for: the component epoch (which every assignment
     to a component's attribute moves), the stage objects, and the members of a normalizer

@@ -40,7 +40,7 @@ from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
-from . import plain_from_raw, register_plan, stages_key
+from . import fill_plain_left, plain_from_raw, register_plan, stages_key
 from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
@@ -422,6 +422,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         take = self._taker(stages)
         encode_around = self.model._get_encoder().encode_words_around_batch
         mark, mode = ord(stages[1]), _FRONT_MODES[stages[2]]
+        plain_batch = self.encode_raw_batch
 
         def encode(texts: list[str], around, strings, limit: int = -1) -> list:
             keep = [k for k, text in enumerate(texts) if take(text) == text]
@@ -430,15 +431,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
             out: list = [None] * len(texts)
             for k, made in zip(keep, encode_around([texts[k] for k in keep], around, mark, mode, strings, limit)):
                 out[k] = made
-            if around.inner is None:    # (a second pass's tokens are matched in the text normalized)
-                kept = set(keep)
-                rest = [k for k in range(len(texts)) if k not in kept]
-                holding = set(around.trie.texts_holding([texts[k] for k in rest]))
-                plain = [k for j, k in enumerate(rest) if j not in holding]
-                for k, made in zip(plain, self.encode_raw_batch([texts[k] for k in plain])):
-                    if made is not None and (limit < 0 or made[1] <= limit):
-                        out[k] = (*made[:3], strings)
-            return out
+            return fill_plain_left(out, texts, around, plain_batch, strings, limit)
         return encode
 
     def normalizes_nothing(self, text: str) -> bool:

@@ -34,17 +34,18 @@ keeps a view (``_aligned``) that maps the offsets back, last step first.
 
 from __future__ import annotations
 
-import sys
-
 import re
+import sys
+from functools import partial
 
+from .._kernels.bpe_encode import same_objects
 from .._kernels.raw_encoding import offset_list, pack
 from .._regex import Regex
 from .._unicode_forms import changes_text
 from ..models.unigram import Unigram
 from ..normalizers import _NMT_DROPPED, _NMT_SPACES, NFC, NFKC, Nmt, Precompiled, Replace, Sequence
 from ..pre_tokenizers import Metaspace
-from . import register_plan, stages_key
+from . import fill_plain_left, register_plan, stages_key
 from ._aligned import AlignedForm, AlignedText, aligned_precompiled
 
 __all__ = ["unigram_plan", "UnigramMetaspacePlan"]
@@ -114,6 +115,10 @@ def _cleaned(text: str, nmt: bool, form: str | None, collapse: bool) -> "tuple[s
     if collapse and "  " in text:
         text = _kept_between(text, _SPACE_RUNS, 1, views)     # a run's last space stays, with its alignment
     return text, views
+
+
+#: Metaspace's prepend scheme as the kernel's around-tokens call takes it (hf_metaspace_around_batch).
+_PREPEND_MODES = {"never": 0, "always": 1, "first": 2}
 
 
 def _starts_input(text: str, at: int, nmt: bool) -> bool:
@@ -372,6 +377,48 @@ class UnigramMetaspacePlan:
 
     def _encode_one(self, text: str):
         return self.encode_raw_batch([text])[0]
+
+    def token_strings(self) -> list:
+        """The table that spells each id's token (the model's pieces)."""
+        return self.model._pieces
+
+    def encode_around_batch(self, texts: list[str], around, strings, limit: int = -1) -> list | None:
+        """Each text encoded around the added tokens ``around`` (a ``token_finder.AroundTokens``)
+        splits out of it, in the kernel (``SpmCore.hf_metaspace_around_batch``): ``(raw, n,
+        n_words, strings[, tokens])``, or None for a text to take the long way; None for all after
+        Nmt or a Unicode form, or when sampling.
+
+        A text the kernel leaves (a stretch the charsmap changes) that holds no token takes
+        :meth:`encode_raw_batch` (normalized with its alignment); one that holds one, the long way.
+        """
+        encode = self.around_batch_now()
+        return None if encode is None else encode(texts, around, strings, limit)
+
+    def around_batch_now(self):
+        """:meth:`encode_around_batch` with the stages read now, as ``encode(texts, around, strings,
+        limit)``, or None: for ``Tokenizer.encode``'s snapshot, kept while the component epoch
+        holds (reading them was a third of a chat turn's time). A normalizer Sequence's list
+        edited in place since (which moves no epoch) makes a call give None: the long way reads
+        the stages again."""
+        model, pre = self.model, self.pre_tokenizer
+        parts = self._parts()
+        if model.alpha or parts is None or parts[2] or parts[3] is not None:
+            return None
+        charsmap, collapse = parts[0], parts[1]
+        rules = None if charsmap is None else self._precompiled().rule_checker()
+        members = self.normalizer.normalizers if type(self.normalizer) is Sequence else None
+        expected = None if members is None else tuple(members)
+        encode_around = partial(model._core.hf_metaspace_around_batch, mode=_PREPEND_MODES[pre.prepend_scheme],
+                                pieces=model._pieces, rules=rules, replacement=pre.replacement, split=pre.split,
+                                collapse_spaces=collapse, swaps=self._swaps(rules))
+        plain_batch = self.encode_raw_batch
+
+        def encode(texts: list[str], around, strings, limit: int = -1) -> list | None:
+            if members is not None and not same_objects(members, expected):
+                return None
+            return fill_plain_left(encode_around(texts, around, strings=strings, limit=limit), texts, around,
+                                   plain_batch, strings, limit)
+        return encode
 
     def normalizes_nothing(self, text: str) -> bool:
         """Not promised (the Precompiled rules are not checked here): tokens matched after normalizing

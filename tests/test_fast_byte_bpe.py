@@ -163,7 +163,8 @@ def test_any_text_under_nfc(text, trio):
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(st.sampled_from(["<|endoftext|>", "<|padding|>", " " * 2, " " * 5, "e", "\u0301", "\u0323",
-                                       "\u0958", "\u0344", "\u212b", "\u1100", "\u1161", "가", "x", "\n", "ﬁ"]),
+                                       "\u0958", "\u0344", "\u212b", "\u1100", "\u1161", "가", "x", "\n", "ﬁ",
+                                       "\u0338", "\u0316", ">", "<"]),
                       max_size=14))
 def test_any_text_under_nfc_with_tokens_matched_after_it(parts, trio):
     """The gaps between GPT-NeoX's special tokens normalized one by one, its space-run tokens found

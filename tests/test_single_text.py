@@ -262,6 +262,40 @@ def test_texts_holding_tokens_are_encoded_around_them_by_the_snapshot(shared_dat
         assert_same_encoding(ours.encode(text), theirs.encode(text), f"{name} {text!r}")
 
 
+@pytest.mark.parametrize("name", ["gpt-neox", "qwen3"])
+def test_texts_nfc_changes_holding_tokens_are_encoded_as_their_nfc_form(shared_data, name, monkeypatch):
+    """A chat turn in NFD (GPT-NeoX, Qwen3: NFC first) holding added tokens: the snapshot encodes the
+    text's NFC form around them, but where a token does not stay as it was (">" and U+0338 make
+    "≯", Hangul jamo compose), which goes the long way. Every field as Hugging Face; offsets into
+    the text as given."""
+    import unicodedata
+
+    hf = pytest.importorskip("tokenizers")
+    relative, template = CHAT_FILES[name]
+    ours, theirs = Tokenizer.from_file(str(shared_data / relative)), hf.Tokenizer.from_file(str(shared_data / relative))
+    long_way = []
+    general = ours._encode_general
+    monkeypatch.setattr(ours, "_encode_general", lambda *a, **k: long_way.append(a[0]) or general(*a, **k),
+                        raising=False)
+    decomposed = [unicodedata.normalize("NFD", c) for c in CONTENTS + ["Ça va? Ἀθῆναι, 한국어  naïve"]]
+    kept = [template.format(c) for c in decomposed] + ["e\u0301" + template.format("x\u0323\u0301")]
+    for add in (True, False):
+        for text in kept:
+            assert_same_encoding(ours.encode(text, add_special_tokens=add), theirs.encode(text, add_special_tokens=add),
+                                 f"{name} {text!r}")
+    assert not [text for text in long_way if text in kept], long_way
+    moved = [template.replace("{}", "\u0338", 1).format(), template.format("x") + "\u0338",
+             "\u1100" + template.format("\u1161"), template.format("a") + "\u0316e\u0301"]
+    for text in moved:
+        assert_same_encoding(ours.encode(text), theirs.encode(text), f"{name} {text!r}")
+    # A token that begins with a mark: NFC may reorder marks across its edge, so the snapshot's
+    # NFC form is not taken for any text.
+    for tok in (ours, theirs):
+        tok.add_tokens(["\u0316", "\u0316z"])
+    for text in ["a\u0301\u0316z" + template.format("e\u0301\u0316"), template.format("\u0301\u0316z")]:
+        assert_same_encoding(ours.encode(text), theirs.encode(text), f"{name} {text!r}")
+
+
 @pytest.mark.parametrize("name", ["llama3", "mistral"])
 def test_texts_holding_tokens_with_truncation_padding_or_splitting_go_the_long_way(shared_data, name):
     """What the snapshot does not do around tokens (truncate, pad, split special tokens), the long

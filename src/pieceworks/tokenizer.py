@@ -39,6 +39,7 @@ from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
                        check_utf8_errors, fallback_byte, token_bytes)
 from .encoding import PLAIN_FRAME, Encoding
+from ._unicode_forms import _combining, changes_text
 from .fast._pool import num_threads, run_in_ranges
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
 
@@ -347,11 +348,18 @@ class Tokenizer:
 
     def _raw_around_found(self, plan, split: bool, passes: tuple, text: str) -> tuple[bytes, int]:
         """``(raw, n)``: the whole raw encoding of ``text`` around its added tokens, found by the
-        ``passes`` a job found them with (see :meth:`_around_added`), when first read."""
-        found = spans_in_passes(passes, text)
-        if found is None:
-            raise RuntimeError(f"pieceworks: an added token in {text[:40]!r} moves its span: no ids joined around it")
-        encoding = self._encode_raw_around_added(plan, text, split, PLAIN_FRAME, None, (text, found, None))
+        ``passes`` a job found them with (see :meth:`_around_added`), when first read. (A text the
+        normalizer changes, whose ids were its NFC form's, has its tokens found as the long way
+        finds them: the second pass's in its normalized stretches.)"""
+        if self._matched_after_normalizing(plan, text) and not plan.normalizes_nothing(text):
+            layout = None
+        else:
+            found = spans_in_passes(passes, text)
+            if found is None:
+                raise RuntimeError(f"pieceworks: an added token in {text[:40]!r} moves its span: no ids joined "
+                                   "around it")
+            layout = (text, found, None)
+        encoding = self._encode_raw_around_added(plan, text, split, PLAIN_FRAME, None, layout)
         if encoding is None:
             raise RuntimeError(f"pieceworks: the offsets of {text[:40]!r} could not be worked out again")
         encoding._ready_spans()
@@ -841,7 +849,7 @@ class Tokenizer:
         :meth:`_encode_ids_around_added` makes them (not cut or padded: that would build the
         offsets at once, which is the long way's job)."""
         parts = self._around_parts(plan, False)
-        encode_ids = plan.ids_around_now()
+        encode_ids = plan.ids_around_now(_bound_nfc(self._added.by_content))
         if parts is None or encode_ids is None:
             return None
         tokens, table, passes = parts
@@ -1325,6 +1333,17 @@ _PAUSE_COLLECTOR_CHARS = 4096
 
 #: No added token: a text is one stretch (``_encode_around_in_kernel`` with none added).
 _NO_TOKENS = AroundTokens(TokenTrie([]), [])
+
+
+def _bound_nfc(contents) -> bool:
+    """Whether each of ``contents`` (added tokens' strings) is NFC and begins and ends with a
+    starter (combining class 0): then NFC reorders no mark across a token's edge.
+
+    >>> _bound_nfc(["<s>", "\u00e9"]), _bound_nfc(["e\u0301"]), _bound_nfc(["\u0301x"])
+    (True, False, False)
+    """
+    return all(not changes_text("NFC", content) and not _combining(content[0]) and not _combining(content[-1])
+               for content in contents)
 
 
 def _around_tokens(passes: tuple) -> AroundTokens:

@@ -97,6 +97,34 @@ TIKTOKEN_PATTERNS.update({
 NOGIL_MIN_CHARS = 64
 
 
+def _ids_of_nfc_around(encode_around, text: str, around) -> "list[int] | None":
+    """The ids of ``text``, NFC normalizing, around the added tokens ``around`` finds: Hugging Face
+    splits the tokens not matched after normalizing out of the text as it is, normalizes each
+    stretch between them on its own and finds the others in it. Encoded here as the NFC form of
+    the whole text, which is the same when those tokens are found in it just where they were
+    (each the same token, its chars each its own char's), and no token's edge can be crossed but
+    by a composition into it (the caller's promise: see ``ByteBpePlan.ids_around_now``), which
+    changes it; else None (the long way).
+
+    >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
+    >>> around = AroundTokens(TokenTrie(["<s>", ">"]), [9, 8])
+    >>> echo = lambda text, around, holding: text
+    >>> _ids_of_nfc_around(echo, "<s>e\u0301", around), _ids_of_nfc_around(echo, "<s>\u0338", around)
+    ('<s>é', None)
+    """
+    if not changes_text("NFC", text):
+        return encode_around(text, around, True)
+    made, spans = nfc_aligned(text)
+    found, there = around.trie.spans(text), around.trie.spans(made)
+    if len(found) != len(there):
+        return None
+    source = array("i", spans)
+    for (start, stop, k), (at, end, j) in zip(found, there):
+        if k != j or end - at != stop - start or source[2 * at] != start or source[2 * end - 1] != stop:
+            return None
+    return encode_around(made, around, True)
+
+
 @register_plan
 def byte_bpe_plan(tokenizer) -> "ByteBpePlan | None":
     """A plan for a byte-level BPE tokenizer the kernel handles, else None."""
@@ -305,16 +333,24 @@ class ByteBpePlan:
         encode = self.ids_around_now()
         return None if encode is None else encode(text, around)
 
-    def ids_around_now(self):
+    def ids_around_now(self, tokens_bound_nfc: bool = False):
         """:meth:`encode_ids_around` with the stages read now, as ``encode(text, around)``, or None
         (they need a prefix space): for ``Tokenizer.encode``'s snapshot, kept while the component
-        epoch holds, as :meth:`one_text` is (reading the stages was half of a chat turn's time)."""
+        epoch holds, as :meth:`one_text` is (reading the stages was half of a chat turn's time).
+
+        ``tokens_bound_nfc``: every added token is NFC and begins and ends with a starter (combining
+        class 0), so NFC can change a text across a token's edge only by composing into it; then a
+        text NFC changes is encoded as its NFC form (:func:`_ids_of_nfc_around`). Otherwise, or when
+        a token does not stay where it was, None.
+        """
         ready = self._prepare()
         if ready is None or ready[1]:
             return None
         encode_around = ready[0].encode_around
         if self.normalizer is None:
             return lambda text, around: encode_around(text, around, True)
+        if tokens_bound_nfc:
+            return partial(_ids_of_nfc_around, encode_around)
         return lambda text, around: None if changes_text("NFC", text) else encode_around(text, around, True)
 
     def _encode_normalized(self, kernel: ByteBPE, text: str):

@@ -824,8 +824,9 @@ class Tokenizer:
         """For encode's snapshot: ``around(tokenizer, text, frame, truncation)``, the Encoding of a
         text holding added tokens encoded around them, as :meth:`_encode_raw` encodes it (cut as
         ``truncation`` says: ``raw_encoding.fill_encodings``; the snapshot pads it), or None for the
-        long way; None when all such texts take the long way (tokens matched after normalizing,
-        but by the byte-level plan, which takes the texts NFC keeps).
+        long way; or the plan's kernel call that does it (see ``SingleText``); None when all such
+        texts take the long way (tokens matched after normalizing, but by the byte-level plan,
+        which takes the texts NFC keeps).
 
         A chat turn of Gemma 3 or Llama 3 (a few tokens and a line) took 4.5 us the long way,
         mostly layers of Python; the snapshot keeps what they work out. Nothing here refers to
@@ -866,20 +867,16 @@ class Tokenizer:
 
     def _single_kernel_around(self, plan):
         """:meth:`_single_around` for a plan that encodes around the tokens in its kernel
-        (``encode_around_batch``: SentencePiece BPE, word by word too, WordPiece, Metaspace BPE)."""
+        (``encode_around_batch``: SentencePiece BPE, word by word too, WordPiece, Metaspace BPE,
+        Unigram): that call, as ``(encode_around_batch, tokens, strings)``."""
         parts = self._around_parts(plan, False)
         if parts is None:
             return None
         tokens, table, _ = parts
         now = getattr(plan, "around_batch_now", None)
         encode_batch = plan.encode_around_batch if now is None else now()
-        if encode_batch is None:
-            return None
-
-        def around(tokenizer, text: str, frame, truncation) -> Encoding | None:
-            made = encode_batch([text], tokens, table, -1)
-            return None if made is None else _encoding_of_result(made[0], frame, truncation)
-        return around
+        # (As SingleText takes a kernel call: it makes the Encoding of ``[text]``'s result itself.)
+        return None if encode_batch is None else (encode_batch, tokens, table)
 
     def _single_joined_around(self, plan):
         """:meth:`_single_around` for any other plan (Unigram): the tokens found, the stretches

@@ -47,8 +47,10 @@ cdef class SingleText:
     produce (then split calls go the long way). ``pads``: padding is on.
     ``around(tokenizer, text, frame, truncation)``: the Encoding of a text
     the finder says holds a token, encoded around them, or None (the long
-    way; padding, if on, is done after); None: all such texts go the long
-    way, and so do they with special tokens split.
+    way; padding, if on, is done after); or a plan's kernel call as
+    ``(encode_around_batch, tokens, strings)``, whose result for ``[text]``
+    (as ``encoder``'s, or None) is made the Encoding here; None: all such
+    texts go the long way, and so do they with special tokens split.
     With no encoder every call goes the long way.
     """
     cdef readonly long long epoch
@@ -99,26 +101,33 @@ cdef class SingleText:
         if self.finder is not None and self.finder.holds(text):
             if self.around is None or split is True or split is None and self.default_split:
                 return None     # (the tokens it finds are the ones matched with no special token split)
-            encoding = self.around(tokenizer, text, frame, truncation)
-        else:
-            result = self.encoder(text)
-            if type(result) is not tuple:
-                return None
-            spans_from = source = None
-            if len(<tuple>result) == 5 and type((<tuple>result)[4]) is list:     # its own token strings
-                made = [None]
-                fill_encodings(self.encoding_type, made, (0,), [result], frame, truncation)
-                encoding = made[0]
+            if type(self.around) is tuple:      # a kernel call (no Python frame between)
+                call, tokens, strings = <tuple>self.around
+                results = call([text], tokens, strings, -1)
+                encoding = None if results is None else self._encoding_of(results[0], strings, frame, truncation)
             else:
-                if len(<tuple>result) >= 5:     # the ids alone, with what works out the offsets if asked
-                    spans_from, source = (<tuple>result)[3], (<tuple>result)[4]
-                encoding = encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], self.strings,
-                                       frame, truncation, spans_from, source)
+                encoding = self.around(tokenizer, text, frame, truncation)
+        else:
+            encoding = self._encoding_of(self.encoder(text), self.strings, frame, truncation)
         if encoding is None:
             return None
         if self.pads:
             tokenizer._pad([encoding])
         return encoding
+
+    cdef object _encoding_of(self, object result, object strings, object frame, tuple truncation):
+        """The Encoding of a kernel's ``result`` for one text (see ``encoder``), or None."""
+        if type(result) is not tuple:
+            return None
+        spans_from = source = None
+        if len(<tuple>result) == 5 and type((<tuple>result)[4]) is list:     # its own token strings
+            made = [None]
+            fill_encodings(self.encoding_type, made, (0,), [result], frame, truncation)
+            return made[0]
+        if len(<tuple>result) >= 5:     # the ids alone, with what works out the offsets if asked
+            spans_from, source = (<tuple>result)[3], (<tuple>result)[4]
+        return encoding_of(self.encoding_type, (<tuple>result)[0], (<tuple>result)[1], strings, frame, truncation,
+                           spans_from, source)
 
 
 cpdef bint holds(str text, str part) except -1:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from functools import partial
+from functools import lru_cache, partial
 from itertools import accumulate
 from typing import Iterable, Iterator
 
@@ -31,7 +31,8 @@ from ._kernels.token_finder import AroundTokens, TokenTrie
 from ._kernels.encoding import EncodingWithIds
 from ._kernels.id_bytes import IdBytes, Remembered, id_bytes_of, strip_text
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
-                                    join_around as _raw_join_around, join_layouts as _raw_join_layouts,
+                                    join as _raw_join, join_around as _raw_join_around,
+                                    join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
                                     pack as _raw_pack, pad_never_read as _pad_never_read, untrack as _untrack)
@@ -39,6 +40,7 @@ from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
                        check_utf8_errors, fallback_byte, token_bytes)
 from .encoding import PLAIN_FRAME, Encoding
+from .frame import Frame
 from ._unicode_forms import _combining, changes_text
 from .fast._pool import num_threads, run_in_ranges
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
@@ -410,10 +412,33 @@ class Tokenizer:
                 raise InputTypeError(f"{name}: with is_pretokenized=True each input must be a list of str, "
                                      f"got {type(sequence).__name__}",
                                      fix="pass a list of words, or is_pretokenized=False for a plain str")
-            parts = [self._encode_text(_check_str(w, f"{name}[{j}]"), type_id, j, split_special)
-                     for j, w in enumerate(sequence)]
+            words = [_check_str(w, f"{name}[{j}]") for j, w in enumerate(sequence)]
+            encoding = self._encode_words_raw(words, type_id, split_special)
+            if encoding is not None:
+                return encoding
+            parts = [self._encode_text(w, type_id, j, split_special) for j, w in enumerate(words)]
             return Encoding.merge(parts, growing_offsets=False)
         return self._encode_text(_check_str(sequence, name), type_id, None, split_special)
+
+    def _encode_words_raw(self, words: list[str], type_id: int, split_special: bool) -> Encoding | None:
+        """The words of a pre-tokenized sequence, not post-processed (each word encoded alone, its
+        offsets in itself, each of its tokens that word): their added tokens found in C, every
+        stretch between them through one ``plan.encode_raw_batch`` call, joined in C (the words one
+        by one took twice Hugging Face's time). None to take the long way (no raw plan, tokens
+        matched after normalizing, special tokens split that the model could spell, a token
+        spelled by its own text)."""
+        plan = self._current_plan()
+        if plan is None or not plan.has_raw or split_special and self._split_exclusion() is not None \
+                or self._matched_after_normalizing(plan, "") or max(map(len, words), default=0) >= _RAW_MAX_CHARS:
+            return None
+        founds = self._added.token_spans_of(words, split_special) if self._added.by_content else [[]] * len(words)
+        results = self._joined_layouts(plan, words, founds, None)
+        strings = results[0][3] if results and results[0] is not None else None
+        if strings is None or not all([result is not None and len(result) == 4 and result[3] is strings
+                                       for result in results]):
+            return None
+        raw, n = _raw_join([(result[0], result[1], 0, j) for j, result in enumerate(results)], True)
+        return Encoding.from_raw(raw, n, strings, None, PLAIN_FRAME if type_id == 0 else _type_frame(type_id))
 
     def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
         excluded = self._split_exclusion() if split_special else None
@@ -1330,6 +1355,12 @@ _PAUSE_COLLECTOR_CHARS = 4096
 
 #: No added token: a text is one stretch (``_encode_around_in_kernel`` with none added).
 _NO_TOKENS = AroundTokens(TokenTrie([]), [])
+
+
+@lru_cache(maxsize=8)
+def _type_frame(type_id: int) -> Frame:
+    """No special tokens, every token of type ``type_id`` (a pair's second sequence, before post-processing)."""
+    return Frame((), type_id, (), False)
 
 
 def _bound_nfc(contents) -> bool:

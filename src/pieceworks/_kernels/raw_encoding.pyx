@@ -1098,17 +1098,22 @@ def untrack(obj) -> None:
     PyObject_GC_UnTrack(<void*>obj)
 
 
-def join(list parts) -> tuple:
+def join(list parts, bint word_each=False) -> tuple:
     """One raw encoding of several in a row: ``(raw, n)``.
 
     Each part is ``(raw, n, offset_shift, word_shift)``: its offsets move by
-    ``offset_shift`` chars and its word indices by ``word_shift``.
+    ``offset_shift`` chars and its word indices by ``word_shift``; with
+    ``word_each``, each of its tokens is word ``word_shift`` (a pre-tokenized
+    input's words, each a word whatever its pre-tokenizer cut in it).
 
     >>> raw, n = join([(pack([1], [0], [2], [0]), 1, 0, 0), (pack([2], [0], [3], [0]), 1, 5, 1)])
     >>> n, offset_list(raw, n, 0), word_list(raw, n, -1)
     (2, [(0, 2), (5, 8)], [0, 1])
+    >>> raw, n = join([(pack([1, 2], [0, 1], [1, 2], [0, 1]), 2, 0, 0), (pack([3], [0], [1], [0]), 1, 0, 1)], True)
+    >>> offset_list(raw, n, 0), word_list(raw, n, -1)
+    ([(0, 1), (1, 2), (0, 1)], [0, 0, 1])
     """
-    cdef Py_ssize_t total = 0, n, at = 0
+    cdef Py_ssize_t total = 0, n, at = 0, k
     cdef const int32_t* src
     for part in parts:
         total += <Py_ssize_t>part[1]
@@ -1120,6 +1125,9 @@ def join(list parts) -> tuple:
         src = block(<bytes>part[0], n, 0)
         memcpy(dst + at, src, 4 * n)
         shifted_spans(src, n, part[2], part[3], dst + total + at, dst + 2 * total + at, dst + 3 * total + at)
+        if word_each:
+            for k in range(n):
+                dst[3 * total + at + k] = <int32_t>part[3]
         at += n
     return out, total
 

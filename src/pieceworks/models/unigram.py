@@ -52,6 +52,43 @@ class Unigram(Model):
             # Hugging Face's empty model: just the unknown token.
             vocab, unk_id = [("<unk>", 0.0)], 0 if unk_id is None else unk_id
         self._vocab = _check_vocab(vocab)
+        self._pieces = [p for p, _ in self._vocab]
+        self._unk_id = self._checked_unk_id(unk_id)
+        self._byte_fallback = bool(byte_fallback)
+        self.alpha = _check_alpha(alpha)
+        self.nbest_size = _check_nbest(nbest_size)
+        self._build_core()
+
+    # -- options the kernel is built with: assigning one builds it again -----------------
+    @property
+    def unk_id(self) -> int | None:
+        """The index of the unknown piece, or None."""
+        return self._unk_id
+
+    @unk_id.setter
+    def unk_id(self, value: int | None) -> None:
+        self._unk_id = self._checked_unk_id(value)
+        self._build_core()
+
+    @property
+    def byte_fallback(self) -> bool:
+        """Whether an unknown char is spelled by its UTF-8 bytes' ``<0xNN>`` pieces.
+
+        >>> m = Unigram([("<unk>", 0.0), ("a", -1.0), ("<0x62>", -1.0)], unk_id=0)
+        >>> [t.value for t in m.tokenize("ab")]
+        ['a', 'b']
+        >>> m.byte_fallback = True
+        >>> [t.value for t in m.tokenize("ab")]
+        ['a', '<0x62>']
+        """
+        return self._byte_fallback
+
+    @byte_fallback.setter
+    def byte_fallback(self, value: bool) -> None:
+        self._byte_fallback = bool(value)
+        self._build_core()
+
+    def _checked_unk_id(self, unk_id):
         if unk_id is not None:
             if isinstance(unk_id, bool) or not isinstance(unk_id, int) or unk_id < 0:
                 raise ConfigError(f"unk_id must be a non-negative int, got {unk_id!r}",
@@ -59,13 +96,13 @@ class Unigram(Model):
             if unk_id >= len(self._vocab):
                 raise ConfigError(f"unk_id {unk_id} is not below the vocabulary size {len(self._vocab)}",
                                   fix="pass the index of the unknown token in vocab")
-        self.unk_id = unk_id
-        self.byte_fallback = bool(byte_fallback)
-        self.alpha = _check_alpha(alpha)
-        self.nbest_size = _check_nbest(nbest_size)
-        self._pieces = [p for p, _ in self._vocab]
+        return unk_id
+
+    def _build_core(self) -> None:
+        """The kernel with the vocabulary and the options as they are now (and empty caches)."""
+        unk_id = self._unk_id
         self._core = K.SpmCore(self._pieces, [s for _, s in self._vocab], [1] * len(self._vocab), 1,
-                               self.byte_fallback, True, -1 if unk_id is None else unk_id)
+                               self._byte_fallback, True, -1 if unk_id is None else unk_id)
         self._cache: dict = {}
         self._masks: dict[frozenset, bytes] = {}
 

@@ -213,20 +213,15 @@ class Tokenizer:
                         split_special_tokens: bool | None = None) -> Encoding:
         """:meth:`encode` for every input: the fused fast plan when it applies, else the pipeline."""
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
-        if pair is None and type(sequence) is str and not is_pretokenized \
-                and not (split and self._split_exclusion() is not None):
-            encoding = self._encode_raw(sequence, add_special_tokens, split, self._raw_limit(add_special_tokens))
-            if encoding is not None:
-                if self._padding is not None:
-                    self._pad([encoding])
-                return encoding
+        encoding = None
         if pair is None and is_pretokenized:
             encoding = self._encode_words_framed(sequence, add_special_tokens, split)
-            if encoding is not None:
-                if self._padding is not None:
-                    self._pad([encoding])
-                return encoding
-        split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+        elif pair is None and type(sequence) is str and not (split and self._split_exclusion() is not None):
+            encoding = self._encode_raw(sequence, add_special_tokens, split, self._raw_limit(add_special_tokens))
+        if encoding is not None:
+            if self._padding is not None:
+                self._pad([encoding])
+            return encoding
         encoding = self._encode_sequence(sequence, 0, is_pretokenized, split, "sequence")
         pair_encoding = None
         if pair is not None:
@@ -902,7 +897,7 @@ class Tokenizer:
             return self._single_ids_around(plan)
         if hasattr(plan, "encode_around_batch"):
             return self._single_kernel_around(plan)
-        return self._single_joined_around(plan)
+        return None     # (every raw plan has one of the two)
 
     def _single_ids_around(self, plan):
         """:meth:`_single_around` for the byte-level kernel: the ids now, the rest when read, as
@@ -936,17 +931,6 @@ class Tokenizer:
         encode_batch = plan.encode_around_batch if now is None else now()
         # (As SingleText takes a kernel call: it makes the Encoding of ``[text]``'s result itself.)
         return None if encode_batch is None else (encode_batch, tokens, table)
-
-    def _single_joined_around(self, plan):
-        """:meth:`_single_around` for any other plan (Unigram): the tokens found, the stretches
-        between them through the plan, joined (:meth:`_joined_layouts`)."""
-        token_spans = self._added.token_spans
-
-        def around(tokenizer, text: str, frame, truncation) -> Encoding | None:
-            found = token_spans(text, False)
-            joined = tokenizer._joined_layouts(plan, [text], [found], None)[0] if found else None
-            return _encoding_of_result(joined, frame, truncation)
-        return around
 
     def _current_plan(self):
         """The fast plan for the current stages (rebuilt when a stage object is replaced)."""

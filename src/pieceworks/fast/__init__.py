@@ -102,6 +102,12 @@ def _load_builders() -> None:
         _loaded = True
 
 
+#: Metaspace's prepend scheme as the kernels take it for a word or a stretch between added tokens
+#: (``BpeEncoder.encode_words_raw_batch``, ``SpmCore.hf_metaspace_around_batch``): never, every one,
+#: only one at the text's first char.
+PREPEND_MODES = {"never": 0, "always": 1, "first": 2}
+
+
 def plain_from_raw(result):
     """``encode_plain``'s ``(ids, tokens, offsets, words, n_words)`` made from ``encode_raw``'s
     ``(raw, n_tokens, n_words, strings)``, or None for None (a plan whose raw form is its own).

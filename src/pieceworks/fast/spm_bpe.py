@@ -40,13 +40,10 @@ from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
-from . import fill_plain_left, plain_from_raw, register_plan, stages_key
+from . import PREPEND_MODES, fill_plain_left, plain_from_raw, register_plan, stages_key
 from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
-
-# Metaspace's prepend scheme as the kernel's word-by-word call takes it (see encode_words_raw_batch).
-_FRONT_MODES = {"never": 0, "always": 1, "first": 2}
 
 
 @register_plan
@@ -343,7 +340,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         the plan takes cut, merged and joined in one kernel call, without the GIL."""
         stages = self._stages()
         out: list = [None] * len(texts)
-        if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
+        if stages is None or len(stages[1]) != 1 or stages[2] not in PREPEND_MODES:
             return out
         precompiled, replacement, scheme = stages
         taken = list(map(self._taker(stages), texts))
@@ -357,7 +354,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         where = [k for k, text in enumerate(taken) if text is not None]
         if not where:
             return out
-        mode = _FRONT_MODES[scheme]
+        mode = PREPEND_MODES[scheme]
         if mode == 2 and ats is not None:   # "first": only where the text starts the input
             fronts = [2 if ats[k] == 0 else 0 for k in where]
         else:
@@ -379,11 +376,11 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         could change in place, and every other change moves the epoch.)
         """
         stages = self._stages()
-        if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
+        if stages is None or len(stages[1]) != 1 or stages[2] not in PREPEND_MODES:
             return super().one_text()
         take = self._taker(stages)
         encoder = self.model._get_encoder()
-        words, mark, fronts = encoder.encode_words_raw_batch, ord(stages[1]), [_FRONT_MODES[stages[2]]]
+        words, mark, fronts = encoder.encode_words_raw_batch, ord(stages[1]), [PREPEND_MODES[stages[2]]]
         changed = self._encode_one
 
         def encode(text: str):
@@ -417,11 +414,11 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         alignment); those that hold one, the long way.
         """
         stages = self._stages()
-        if stages is None or len(stages[1]) != 1 or stages[2] not in _FRONT_MODES:
+        if stages is None or len(stages[1]) != 1 or stages[2] not in PREPEND_MODES:
             return None
         take = self._taker(stages)
         encode_around = self.model._get_encoder().encode_words_around_batch
-        mark, mode = ord(stages[1]), _FRONT_MODES[stages[2]]
+        mark, mode = ord(stages[1]), PREPEND_MODES[stages[2]]
         plain_batch = self.encode_raw_batch
 
         def encode(texts: list[str], around, strings, limit: int = -1) -> list:

@@ -44,7 +44,7 @@ from .._unicode_forms import changes_text
 from ..models.unigram import Unigram
 from ..normalizers import _NMT_DROPPED, _NMT_SPACES, NFC, NFKC, Nmt, Precompiled, Replace, Sequence
 from ..pre_tokenizers import Metaspace
-from . import fill_plain_left, register_plan, stages_key
+from . import PREPEND_MODES, fill_plain_left, register_plan, stages_key
 from ._aligned import AlignedForm, AlignedText, aligned_precompiled
 
 __all__ = ["unigram_plan", "UnigramMetaspacePlan"]
@@ -114,10 +114,6 @@ def _cleaned(text: str, nmt: bool, form: str | None, collapse: bool) -> "tuple[s
     if collapse and "  " in text:
         text = _kept_between(text, _SPACE_RUNS, 1, views)     # a run's last space stays, with its alignment
     return text, views
-
-
-#: Metaspace's prepend scheme as the kernel's around-tokens call takes it (hf_metaspace_around_batch).
-_PREPEND_MODES = {"never": 0, "always": 1, "first": 2}
 
 
 def _starts_input(text: str, at: int, nmt: bool) -> bool:
@@ -408,7 +404,7 @@ class UnigramMetaspacePlan:
         members = self.normalizer.normalizers if type(self.normalizer) is Sequence else None
         expected = None if members is None else tuple(members)
         encode_around, plain_batch = model._core.hf_metaspace_around_batch, self.encode_raw_batch
-        mode, pieces, replacement, split, swaps = (_PREPEND_MODES[pre.prepend_scheme], model._pieces, pre.replacement,
+        mode, pieces, replacement, split, swaps = (PREPEND_MODES[pre.prepend_scheme], model._pieces, pre.replacement,
                                                    pre.split, self._swaps(rules))
 
         def encode(texts: list[str], around, strings, limit: int = -1) -> list | None:

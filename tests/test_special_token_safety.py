@@ -416,3 +416,35 @@ def test_token_spans_of_a_batch_are_where_hugging_face_finds_the_tokens(texts, s
             for e in theirs.encode_batch(texts, add_special_tokens=False)]
     assert added.token_spans_of(texts, split) == want
     assert [added.token_spans(text, split) for text in texts] == want
+
+
+@pytest.mark.parametrize("name", ["llama3", "bert", "qwen3"])
+def test_a_split_special_token_still_takes_its_chars(shared_data, name):
+    """As in Hugging Face, a special token in split mode is still found, leftmost-longest among all
+    the added tokens, and only then left as text: a plain added token that overlaps it is not
+    matched across its chars (before, pieceworks matched the plain one)."""
+    path = str(shared_data / REAL_TOKENIZERS[name])
+    ours, theirs = pw.Tokenizer.from_file(path), hf.Tokenizer.from_file(path)
+    special = sorted(special_texts(ours), key=len)[-1]
+    tail = special[len(special) // 2:]      # a plain token overlapping the special one's end
+    for tok in (ours, theirs):
+        tok.add_tokens([hf.AddedToken(tail, normalized=False) if tok is theirs else pw.AddedToken(tail, normalized=False)])
+        tok.encode_special_tokens = True
+    texts = [special, f"x {special} y", f"{special}{tail}", tail, f"{special[:-1]} {tail}"]
+    for text in texts:
+        assert ours.encode(text).ids == theirs.encode(text).ids, text
+    assert [e.ids for e in ours.encode_batch(texts)] == [e.ids for e in theirs.encode_batch(texts)]
+
+
+def test_a_split_special_token_takes_its_chars_from_a_plain_one_on_the_general_path():
+    """The example the property search found: ``"c "`` special, ``" b"`` plain, text ``"c b"``."""
+    made = []
+    for lib in (pw, hf):
+        tok = lib.Tokenizer(lib.models.WordLevel({"c": 5, "b": 6, " ": 7, "[UNK]": 8}, unk_token="[UNK]"))
+        tok.add_special_tokens([lib.AddedToken("c ", normalized=False)])
+        tok.add_tokens([lib.AddedToken(" b", normalized=False)])
+        tok.encode_special_tokens = True
+        made.append(tok)
+    ours, theirs = made
+    for text in ["c b", "xc b", "c  b", " b c b"]:
+        assert ours.encode(text).tokens == theirs.encode(text).tokens, text

@@ -344,11 +344,13 @@ class AddedVocabulary:
         return made.plain if split_special else (made.raw, made.normalized)
 
     def _without_special(self, matcher):
+        """``matcher`` for ``split_special``: as in Hugging Face, a special token is still found (its
+        chars are taken: no other token matches across them) and then left as plain text."""
         if matcher is None:
             return None
         _, table = matcher
-        kept = {c: i for c, i in table.items() if not self.is_special(self.by_id[i].content)}
-        return matcher if len(kept) == len(table) else _compile_matcher(kept)
+        skipped = frozenset([i for i in table.values() if self.is_special(self.by_id[i].content)])
+        return (_Tokens(tuple(table), skipped), table) if skipped else matcher
 
     def token_spans(self, text: str, split_special: bool = False) -> list[tuple[int, int, int]]:
         """``(start, stop, id)`` of each added token :meth:`extract_and_normalize` finds in ``text``
@@ -473,6 +475,8 @@ class AddedVocabulary:
         for start, stop, k in found:
             tid = table[contents[k]]
             tok = self.by_id[tid]
+            if tid in tokens.skipped:
+                continue        # (found, so its chars are taken, but left as text)
             if tok.single_word:
                 start_space = start == 0 or not _is_word_char(text[start - 1])
                 stop_space = stop == len(text) or not _is_word_char(text[stop])
@@ -610,16 +614,18 @@ class _Tokens:
     [(1, 4, 0), (4, 6, 2), (6, 10, 1)]
     """
 
-    __slots__ = ("contents", "_trie", "_ids")
+    __slots__ = ("contents", "skipped", "_trie", "_ids")
 
-    def __init__(self, contents: tuple[str, ...]):
+    def __init__(self, contents: tuple[str, ...], skipped: frozenset = frozenset()):
         self.contents = contents
+        self.skipped = skipped      # ids of tokens found but left as text (special ones, split_special)
         self._trie = None
         self._ids = None
 
     def ids(self, table: dict[str, int], by_id: dict) -> list:
         """Per token, its id when it has no single_word, lstrip or rstrip option (its span is the
         match as found), else None; made on first use (the tokens of a matcher do not change).
+        A ``skipped`` token's is None too (found, it is left as text).
 
         >>> from pieceworks.added_vocabulary import AddedToken
         >>> _Tokens(("<s>", "ab")).ids({"<s>": 0, "ab": 1}, {0: AddedToken("<s>"), 1: AddedToken("ab", rstrip=True)})
@@ -630,7 +636,8 @@ class _Tokens:
             ids = []
             for content in self.contents:
                 tok = by_id[table[content]]
-                ids.append(None if tok.single_word or tok.lstrip or tok.rstrip else table[content])
+                moved = tok.single_word or tok.lstrip or tok.rstrip or table[content] in self.skipped
+                ids.append(None if moved else table[content])
             self._ids = ids
         return ids
 
@@ -646,9 +653,9 @@ class _Tokens:
         return trie
 
     def __getstate__(self):
-        return self.contents
+        return self.contents, self.skipped
 
-    def __setstate__(self, contents):
-        self.contents = contents
+    def __setstate__(self, state):
+        self.contents, self.skipped = state
         self._trie = None
         self._ids = None

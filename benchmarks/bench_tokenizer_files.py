@@ -9,8 +9,11 @@ and each corpus (and the multilingual one in NFD, decomposed: what files with an
 NFC normalizer must put back together): the text as one string, and its lines as one batch, on the
 default threads of each library; then its lines one ``encode`` call each, as
 they are and as turns between the file's own special tokens (its chat template
-where bench_bpe_encode knows it: what a data loader or a server does), and as
-pre-tokenized words (``is_pretokenized=True``, a token-classification pipeline's input). Ids are
+where bench_bpe_encode knows it: what a data loader or a server does), as
+pre-tokenized words (``is_pretokenized=True``, a token-classification pipeline's input),
+and two lines at a time as pairs, one call each and batched (what a sentence-pair
+classifier or a cross-encoder reranker passes; the file's own padding and
+truncation apply). Ids are
 checked equal before a speed is reported. The last column says which way pieceworks took: the fused plan's
 name, or "general" (the Python pipeline, for stages no plan covers). Quote
 the ratios: the machine is shared.
@@ -54,7 +57,7 @@ def main(argv=None) -> int:
     print(f"# pieceworks.Tokenizer against tokenizers {tokenizers.__version__}: speed ratio (above 1: "
           f"pieceworks faster), {args.size:g} MB per corpus, median of {args.repeat}")
     print(f"{'file':<28}{'corpus':<14}{'one string':>12}{'lines':>10}{'1 by 1':>10}{'turns 1 by 1':>14}{'words':>10}"
-          "  way")
+          f"{'pairs':>10}{'pair batch':>12}  way")
     for path in tokenizer_files(args.files):
         ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
         plan = ours._current_plan()
@@ -65,6 +68,7 @@ def main(argv=None) -> int:
             few = [line.strip() for line in lines if line.strip()][:ONE_BY_ONE_LINES]
             turns = [template.format(line) for line in few]
             words = [line.split() for line in few]      # (pre-tokenized, as token-classification pipelines pass it)
+            pairs = list(zip(few[::2], few[1::2]))
             size = len(text.encode("utf-8")) / 1e6
             cells = []
             for arg, mine, hf in ((text, lambda t: ours.encode(t).ids, lambda t: theirs.encode(t).ids),
@@ -75,11 +79,15 @@ def main(argv=None) -> int:
                                   (turns, lambda ts: [ours.encode(t).ids for t in ts],
                                    lambda ts: [theirs.encode(t).ids for t in ts]),
                                   (words, lambda ws: [ours.encode(w, is_pretokenized=True).ids for w in ws],
-                                   lambda ws: [theirs.encode(w, is_pretokenized=True).ids for w in ws])):
+                                   lambda ws: [theirs.encode(w, is_pretokenized=True).ids for w in ws]),
+                                  (pairs, lambda ps: [ours.encode(a, b).ids for a, b in ps],
+                                   lambda ps: [theirs.encode(a, b).ids for a, b in ps]),
+                                  (pairs, lambda ps: [e.ids for e in ours.encode_batch(ps)],
+                                   lambda ps: [e.ids for e in theirs.encode_batch(ps)])):
                 seconds = compare({"pieceworks": mine, "tokenizers": hf}, arg, size, repeat=args.repeat)
                 cells.append(f"{seconds['tokenizers'] / seconds['pieceworks']:.2f}x")
             print(f"{path.parent.name[:27]:<28}{corpus:<14}{cells[0]:>12}{cells[1]:>10}{cells[2]:>10}{cells[3]:>14}"
-                  f"{cells[4]:>10}  {way}", flush=True)
+                  f"{cells[4]:>10}{cells[5]:>10}{cells[6]:>12}  {way}", flush=True)
     return 0
 
 

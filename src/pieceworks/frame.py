@@ -12,7 +12,7 @@ when first read. Padding a never-read encoding pads its frame instead.
 
 from __future__ import annotations
 
-__all__ = ["Frame", "PLAIN_FRAME"]
+__all__ = ["Frame", "PLAIN_FRAME", "PairFrame", "PLAIN_PAIR_FRAME"]
 
 
 class Frame:
@@ -123,3 +123,85 @@ class Frame:
 
 #: No special tokens, type id 0, no sequence numbering (no post-processor).
 PLAIN_FRAME = Frame((), 0, (), False)
+
+
+class PairFrame:
+    """The special tokens a post-processor puts around and between a pair's two sequences.
+
+    ``before + A + middle + B + after``: ``ids``, ``tokens`` and ``types``
+    hold the three groups one after the other (``nb``, ``nm`` and ``na``
+    long); ``type_a`` and ``type_b`` are the sequences' own type ids;
+    ``trim`` (see ``Frame.trim``) is run on each sequence's offsets alone.
+    A pair's encoding is built whole from it (Tokenizer's pair path), not lazily.
+
+    >>> f = PairFrame([(101, "[CLS]", 0)], 0, [(102, "[SEP]", 0)], 1, [(102, "[SEP]", 1)])
+    >>> f.ids, f.types, (f.nb, f.nm, f.na), f.size
+    ([101, 102, 102], [0, 0, 1], (1, 1, 1), 3)
+    """
+
+    __slots__ = ("ids", "tokens", "types", "type_a", "type_b", "nb", "nm", "na", "size", "trim", "pads_before",
+                 "pads_after", "_groups", "_trimmed", "_padded")
+
+    def __init__(self, before, type_a: int, middle, type_b: int, after, trim=None, pads_before: int = 0,
+                 pads_after: int = 0):
+        self._groups = (list(before), type_a, list(middle), type_b, list(after))
+        self._trimmed: tuple = (None, None)     # (trim, this frame with it)
+        self._padded: dict = {}
+        self.pads_before = pads_before      # the first pads_before tokens before are padding
+        self.pads_after = pads_after        # the last pads_after tokens after are padding
+        groups = list(before) + list(middle) + list(after)
+        self.ids = [t[0] for t in groups]
+        self.tokens = [t[1] for t in groups]
+        self.types = [t[2] for t in groups]
+        self.type_a, self.type_b = type_a, type_b
+        self.nb, self.nm, self.na = len(before), len(middle), len(after)
+        self.size = len(groups)
+        self.trim = trim
+
+    def is_plain(self) -> bool:
+        """No special tokens and the sequences typed 0 and 1 (its trimming aside): what a
+        post-processor is handed, so a member of a Sequence after this one sees the pair as it was.
+
+        >>> PairFrame((), 0, (), 1, ()).is_plain(), PairFrame((), 0, (), 0, ()).is_plain()
+        (True, False)
+        """
+        return not self.size and self.type_a == 0 and self.type_b == 1
+
+    def with_trim(self, trim) -> "PairFrame":
+        """This frame, its sequences' offsets trimmed by ``trim``; kept for the last ``trim`` asked.
+
+        >>> f = PairFrame((), 0, (), 1, ()); f.with_trim(print).trim is print, f.with_trim(print) is f.with_trim(print)
+        (True, True)
+        """
+        made_for, frame = self._trimmed
+        if made_for is not trim or frame is None:
+            frame = PairFrame(*self._groups, trim, self.pads_before, self.pads_after)
+            self._trimmed = (trim, frame)
+        return frame
+
+    def padded(self, missing: int, direction: str, pad_id: int, pad_type_id: int, pad_token: str) -> "PairFrame":
+        """This frame with ``missing`` padding tokens on the ``direction`` side (made once, then
+        kept), as :meth:`Frame.padded`.
+
+        >>> f = PairFrame([(1, "<s>", 0)], 0, [], 1, []).padded(2, "left", 0, 0, "<pad>")
+        >>> f.ids, f.nb, f.pads_before
+        ([0, 0, 1], 3, 2)
+        """
+        key = (missing, direction, pad_id, pad_type_id, pad_token)
+        frame = self._padded.get(key)
+        if frame is None:
+            before, type_a, middle, type_b, after = self._groups
+            pads = [(pad_id, pad_token, pad_type_id)] * missing
+            if direction == "left":
+                frame = PairFrame(pads + before, type_a, middle, type_b, after, self.trim,
+                                  self.pads_before + missing, self.pads_after)
+            else:
+                frame = PairFrame(before, type_a, middle, type_b, after + pads, self.trim, self.pads_before,
+                                  self.pads_after + missing)
+            if len(self._padded) < 1024:   # (Fixed padding makes at most one per length)
+                self._padded[key] = frame
+        return frame
+
+
+#: A pair with no post-processor: the sequences typed 0 and 1, nothing between them.
+PLAIN_PAIR_FRAME = PairFrame((), 0, (), 1, ())

@@ -26,6 +26,7 @@ from ._component import Component, Fields, stage_base
 from .alignment import is_whitespace
 from .byte_level import BYTE_TO_CHAR
 from .encoding import Encoding, Frame
+from .frame import PLAIN_PAIR_FRAME, PairFrame
 from .errors import ConfigError, InputTypeError, TokenizerFileError
 
 __all__ = ["PostProcessor", "TemplateProcessing", "BertProcessing", "RobertaProcessing", "ByteLevel",
@@ -71,6 +72,29 @@ class PostProcessor(Component):
             return frame
 
     def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
+        return None
+
+    def pair_frame(self, add_special_tokens: bool) -> PairFrame | None:
+        """What :meth:`process` does to a plain pair of sequences, as a :class:`~pieceworks.frame.PairFrame`.
+
+        As :meth:`single_frame`, for two fresh encodings (types 0 and 1):
+        None means :meth:`process` must run. Made once per setting.
+
+        >>> f = BertProcessing(("[SEP]", 102), ("[CLS]", 101)).pair_frame(True)
+        >>> f.ids, f.types, f.type_b
+        ([101, 102, 102], [0, 0, 1], 1)
+        """
+        frames = self.__dict__.get("_frames")
+        if frames is None:
+            frames = self.__dict__["_frames"] = {}
+        key = ("pair", add_special_tokens)
+        try:
+            return frames[key]
+        except KeyError:
+            frame = frames[key] = self._pair_frame(add_special_tokens)
+            return frame
+
+    def _pair_frame(self, add_special_tokens: bool) -> PairFrame | None:
         return None
 
     def __setattr__(self, name, value):
@@ -371,6 +395,21 @@ class TemplateProcessing(PostProcessor):
             return None
         return Frame(before, type_id, after, True)
 
+    def _pair_frame(self, add_special_tokens: bool) -> PairFrame | None:
+        groups, types = [[]], []
+        for piece in self.pair:
+            if piece.is_sequence:
+                if len(types) == 2 or piece.id != "AB"[len(types)]:
+                    return None     # B before A, or a sequence twice: process() says what happens
+                types.append(piece.type_id)
+                groups.append([])
+            elif add_special_tokens:
+                token = self.special_tokens[piece.id]
+                groups[-1].extend((tid, text, piece.type_id) for tid, text in zip(token.ids, token.tokens))
+        if len(types) != 2:
+            return None
+        return PairFrame(groups[0], types[0], groups[1], types[1], groups[2])
+
     def _to_fields(self) -> dict:
         return {"single": [p.to_json() for p in self.single], "pair": [p.to_json() for p in self.pair],
                 "special_tokens": {name: self.special_tokens[name].to_json() for name in sorted(self.special_tokens)}}
@@ -462,6 +501,12 @@ class BertProcessing(PostProcessor):
             return Frame((), 0, (), True)
         return Frame([(self.cls[1], self.cls[0], 0)], 0, [(self.sep[1], self.sep[0], 0)], True)
 
+    def _pair_frame(self, add_special_tokens: bool) -> PairFrame:
+        if not add_special_tokens:
+            return PLAIN_PAIR_FRAME
+        sep = (self.sep[1], self.sep[0])
+        return PairFrame([(self.cls[1], self.cls[0], 0)], 0, [sep + (0,)], 1, [sep + (1,)])
+
     def _second(self, enc: Encoding, overflowing: list[Encoding]) -> Encoding:
         return _wrap(enc, [], [self.sep], list(enc.type_ids) + [1], 1, overflowing)
 
@@ -508,6 +553,13 @@ class RobertaProcessing(PostProcessor):
         if not add_special_tokens:
             return Frame((), 0, (), True, trim=trim)
         return Frame([(self.cls[1], self.cls[0], 0)], 0, [(self.sep[1], self.sep[0], 0)], True, trim=trim)
+
+    def _pair_frame(self, add_special_tokens: bool) -> PairFrame:
+        trim = _trimming(self.trim_offsets, self.add_prefix_space)
+        if not add_special_tokens:
+            return PairFrame((), 0, (), 0, (), trim)
+        sep = (self.sep[1], self.sep[0], 0)
+        return PairFrame([(self.cls[1], self.cls[0], 0)], 0, [sep, sep], 0, [sep], trim)
 
     def _wrap(self, enc: Encoding, index: int, overflowing: list[Encoding]) -> Encoding:
         first = self.cls if index == 0 else self.sep
@@ -647,6 +699,9 @@ class ByteLevel(PostProcessor):
     def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
         return Frame((), 0, (), True, trim=_trimming(self.trim_offsets and not ids_only, self.add_prefix_space))
 
+    def _pair_frame(self, add_special_tokens: bool) -> PairFrame:
+        return PairFrame((), 0, (), 1, (), _trimming(self.trim_offsets, self.add_prefix_space))
+
     def _to_fields(self) -> dict:
         return {"add_prefix_space": self.add_prefix_space, "trim_offsets": self.trim_offsets,
                 "use_regex": self.use_regex}
@@ -700,6 +755,20 @@ class Sequence(PostProcessor):
                 return None     # (two members that trim: process's job)
             trim = trim or frame.trim
         # A member that trims before the one that frames the sequence trims the sequence alone.
+        return frame if frame.trim is trim else frame.with_trim(trim)
+
+    def pair_frame(self, add_special_tokens: bool) -> PairFrame | None:
+        """:meth:`single_frame`'s rule for a pair: the last member's frame, every member before it
+        adding nothing and keeping the types (at most one of them trims)."""
+        frame = PLAIN_PAIR_FRAME
+        trim = None
+        for position, proc in enumerate(self.processors):
+            if position and not frame.is_plain():
+                return None
+            frame = proc.pair_frame(add_special_tokens)
+            if frame is None or frame.trim is not None and trim is not None:
+                return None
+            trim = trim or frame.trim
         return frame if frame.trim is trim else frame.with_trim(trim)
 
     def _to_fields(self) -> dict:

@@ -36,12 +36,13 @@ from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encod
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
                                     pack as _raw_pack, pad_never_read as _pad_never_read,
+                                    pair_encoding as _pair_encoding_of,
                                     token_list as _raw_token_list, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
                        check_utf8_errors, fallback_byte, token_bytes)
 from .encoding import PLAIN_FRAME, Encoding
-from .frame import Frame
+from .frame import PLAIN_PAIR_FRAME, Frame, PairFrame
 from ._unicode_forms import _combining, changes_text
 from .fast._pool import num_threads, run_in_ranges
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
@@ -218,6 +219,11 @@ class Tokenizer:
             encoding = self._encode_words_framed(sequence, add_special_tokens, split)
         elif pair is None and type(sequence) is str and not (split and self._split_exclusion() is not None):
             encoding = self._encode_raw(sequence, add_special_tokens, split, self._raw_limit(add_special_tokens))
+        elif pair is not None:      # (padded as it is built)
+            encoding = self._encode_pair_raw(sequence, pair, is_pretokenized, add_special_tokens, split,
+                                             self._padding)
+            if encoding is not None:
+                return encoding
         if encoding is not None:
             if self._padding is not None:
                 self._pad([encoding])
@@ -436,7 +442,7 @@ class Tokenizer:
     def _encode_words_framed(self, sequence, add_special_tokens: bool, split_special: bool) -> Encoding | None:
         """A pre-tokenized sequence with no pair, its special tokens a frame and cut as
         :meth:`_encode_raw` cuts a text (:meth:`_words_raw`; no post-processing in Python); or None."""
-        if type(sequence) is not list and type(sequence) is not tuple or not only_str(list(sequence)):
+        if not _words_list(sequence):
             return None     # (the long way names what is wrong)
         processor = self.post_processor
         frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
@@ -446,28 +452,84 @@ class Tokenizer:
     def _words_raw(self, words: list[str], split_special: bool) -> tuple | None:
         """The words of a pre-tokenized sequence (each word encoded alone, its offsets in itself, each
         of its tokens that word) as one raw result, ``(raw, n, n_words, strings[, tokens])`` (see
-        ``raw_encoding.fill_encodings``): their added tokens found in C, every stretch between
-        them through one ``plan.encode_raw_batch`` call, joined in C (the words one by one took
-        twice Hugging Face's time). None to take the long way (no raw plan, tokens matched after
-        normalizing, special tokens split that the model could spell)."""
+        ``raw_encoding.fill_encodings``): :meth:`_texts_raw` of the words, joined in C (the words
+        one by one took twice Hugging Face's time). None to take the long way."""
+        return _joined_words(self._texts_raw(words, split_special))
+
+    def _texts_raw(self, texts: list[str], split_special: bool) -> list | None:
+        """Each of ``texts`` encoded alone as a raw result (``raw_encoding.fill_encodings``' form,
+        offsets in itself; None where the plan left it), with no post-processing: their added
+        tokens found in C, every stretch between them through one ``plan.encode_raw_batch`` call.
+        None to take the long way (no raw plan, tokens matched after normalizing, special tokens
+        split that the model could spell)."""
         plan = self._current_plan()
         if plan is None or not plan.has_raw or split_special and self._split_exclusion() is not None \
-                or self._matched_after_normalizing(plan, "") or max(map(len, words), default=0) >= _RAW_MAX_CHARS:
+                or self._matched_after_normalizing(plan, "") or max(map(len, texts), default=0) >= _RAW_MAX_CHARS:
             return None
-        founds = self._added.token_spans_of(words, split_special) if self._added.by_content else None
-        # (No added token in them: the words are the plan's texts as they are, each at 0.)
-        results = self._joined_layouts(plan, words, founds, None) if founds and any(founds) else \
-            plan.encode_raw_batch(words)
-        strings = results[0][3] if results and results[0] is not None else None
-        if strings is None or not all([result is not None and result[3] is strings for result in results]):
+        founds = self._added.token_spans_of(texts, split_special) if self._added.by_content else None
+        # (No added token in them: the texts are the plan's as they are, each at 0.)
+        results = self._joined_layouts(plan, texts, founds, None) if founds and any(founds) else \
+            plan.encode_raw_batch(texts)
+        strings = None
+        for result in results:      # (one token table for all: a plan's, whatever its path)
+            if result is not None:
+                if strings is None:
+                    strings = result[3]
+                elif result[3] is not strings:
+                    return self._on_one_table(results)
+        return results if strings is not None or not results else None
+
+    def _on_one_table(self, results: list) -> list | None:
+        """``results`` whose token tables are the plan's and that table with the added tokens
+        (:meth:`_strings_with_added`: the texts that held one), all on the second; else None."""
+        tables = {id(result[3]): result[3] for result in results if result is not None}
+        if len(tables) != 2:
             return None
-        raw, n = _raw_join([(result[0], result[1], 0, j) for j, result in enumerate(results)], True)
-        if all([len(result) == 4 for result in results]):
-            return raw, n, len(words), strings
-        # Some word's tokens are spelled by its own text (an unknown char: Unigram): all the tokens.
-        tokens = [token for result in results
-                  for token in (result[4] if len(result) > 4 else _raw_token_list(result[0], result[1], strings))]
-        return raw, n, len(words), strings, tokens
+        narrow, wide = sorted(tables.values(), key=len)    # (asking of the wrong one would forget the right one)
+        if self._strings_with_added(narrow) is not wide:
+            return None
+        return [result if result is None or result[3] is wide else result[:3] + (wide,) + result[4:]
+                for result in results]
+
+    def _encode_pair_raw(self, first, second, is_pretokenized: bool, add_special_tokens: bool,
+                         split_special: bool, padding: dict | None = None) -> Encoding | None:
+        """A pair (two strs, or two lists of words) encoded whole from the plan's raw form, built in C
+        with its post-processor's :class:`PairFrame` (and ``padding``, for one encoding alone);
+        None to take the long way (a processor that does more, a pair the truncation would cut,
+        anything :meth:`_texts_raw` leaves)."""
+        processor = self.post_processor
+        frame = PLAIN_PAIR_FRAME if processor is None else processor.pair_frame(add_special_tokens)
+        if frame is None:
+            return None
+        if not is_pretokenized:
+            if type(first) is not str or type(second) is not str:
+                return None
+            results = self._texts_raw([first, second], split_special)
+            a, b = (None, None) if results is None else results
+        else:
+            if not _words_list(first) or not _words_list(second):
+                return None     # (the long way names what is wrong)
+            results = self._texts_raw(list(first) + list(second), split_special)     # (one table for both)
+            a, b = (None, None) if results is None else (_joined_words(results[:len(first)]),
+                                                         _joined_words(results[len(first):]))
+        if a is None or b is None or a[3] is not b[3]:
+            return None
+        return _pair_encoding(a, b, frame, self._truncation, padding)
+
+    def _encode_pairs_raw(self, pairs: list, add_special_tokens: bool, split_special: bool) -> list:
+        """:meth:`_encode_pair_raw` of many pairs of strs, their texts in one :meth:`_texts_raw` call;
+        None for each pair left to the long way. Padded only to a fixed length (a batch's longest is
+        its caller's to find)."""
+        processor = self.post_processor
+        frame = PLAIN_PAIR_FRAME if processor is None else processor.pair_frame(add_special_tokens)
+        results = None if frame is None else self._texts_raw([text for pair in pairs for text in pair], split_special)
+        if results is None:
+            return [None] * len(pairs)
+        truncation, padding = self._truncation, self._padding
+        if padding is not None and padding["length"] is None:
+            padding = None
+        return [None if a is None or b is None else _pair_encoding(a, b, frame, truncation, padding)
+                for a, b in zip(results[::2], results[1::2])]
 
     def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
         excluded = self._split_exclusion() if split_special else None
@@ -833,7 +895,13 @@ class Tokenizer:
             for k, encoding in zip(around, self._encode_raw_around_added_batch(
                     plan, [chunk[k] for k in around], split, frame, limit, in_kernel is None)):
                 out[k] = encoding
-        for k in _none_positions(out):
+        left = _none_positions(out)
+        pairs = [k for k in left if _text_pair(chunk[k])]
+        if pairs:
+            for k, encoding in zip(pairs, self._encode_pairs_raw([chunk[k] for k in pairs], add_special_tokens, split)):
+                out[k] = encoding
+            left = _none_positions(out)
+        for k in left:
             i = start + k
             first, second = _split_batch_item(items[i], False, i)
             enc = self._encode_sequence(first, 0, False, split, f"input[{i}]")
@@ -1009,10 +1077,7 @@ class Tokenizer:
         p = self._padding  # read once: another thread may change it meanwhile
         if p is None:
             return
-        target = p["length"] if p["length"] is not None else max((len(e) for e in encodings), default=0)
-        multiple = p["pad_to_multiple_of"]
-        if multiple and target % multiple:
-            target += multiple - target % multiple
+        target = _pad_target(p, max((len(e) for e in encodings), default=0))
         for enc in _pad_never_read(encodings, target, p["direction"], p["pad_id"], p["pad_type_id"], p["pad_token"]):
             enc.pad(target, p["direction"], p["pad_id"], p["pad_type_id"], p["pad_token"])
 
@@ -1379,6 +1444,66 @@ _NO_TOKENS = AroundTokens(TokenTrie([]), [])
 def _type_frame(type_id: int) -> Frame:
     """No special tokens, every token of type ``type_id`` (a pair's second sequence, before post-processing)."""
     return Frame((), type_id, (), False)
+
+
+def _pair_encoding(a: tuple, b: tuple, frame: PairFrame, truncation: dict | None,
+                   padding: dict | None = None) -> Encoding | None:
+    """The Encoding of two raw results (``fill_encodings``' form) between ``frame``'s special tokens,
+    every list built, padded as ``padding`` says for one encoding alone; None when ``truncation``
+    would cut it (Hugging Face's pair rules run in :func:`_truncate_pair`)."""
+    n_a, n_b = a[1], b[1]
+    if truncation is not None and n_a + n_b + frame.size > truncation["max_length"]:
+        return None
+    if padding is not None:     # (the padding joins the frame: no list is made twice)
+        missing = _pad_target(padding, n_a + n_b + frame.size) - (n_a + n_b + frame.size)
+        if missing > 0:
+            frame = frame.padded(missing, padding["direction"], padding["pad_id"], padding["pad_type_id"],
+                                 padding["pad_token"])
+    return _pair_encoding_of(Encoding, a, b, frame)
+
+
+def _pad_target(padding: dict, longest: int) -> int:
+    """The length ``padding`` (the tokenizer's settings) pads to, given the longest encoding's.
+
+    >>> _pad_target({"length": None, "pad_to_multiple_of": 8}, 13), _pad_target({"length": 16, "pad_to_multiple_of": None}, 3)
+    (16, 16)
+    """
+    target = padding["length"] if padding["length"] is not None else longest
+    multiple = padding["pad_to_multiple_of"]
+    if multiple and target % multiple:
+        target += multiple - target % multiple
+    return target
+
+
+def _joined_words(results: list | None) -> tuple | None:
+    """The raw results of a pre-tokenized sequence's words (:meth:`Tokenizer._texts_raw`) as one,
+    ``(raw, n, n_words, strings[, tokens])``, each word's tokens that word; None for none, or
+    for a word the plan left."""
+    if not results or None in results:
+        return None
+    strings = results[0][3]
+    raw, n = _raw_join([(result[0], result[1], 0, j) for j, result in enumerate(results)], True)
+    if all([len(result) == 4 for result in results]):
+        return raw, n, len(results), strings
+    # Some word's tokens are spelled by its own text (an unknown char: Unigram): all the tokens.
+    tokens = [token for result in results
+              for token in (result[4] if len(result) > 4 else _raw_token_list(result[0], result[1], strings))]
+    return raw, n, len(results), strings, tokens
+
+
+def _text_pair(item) -> bool:
+    """Whether a batch item is a pair of strs (a tuple or list of two).
+
+    >>> _text_pair(("a", "b")), _text_pair(["a", "b"]), _text_pair(("a", ["b"])), _text_pair("ab")
+    (True, True, False, False)
+    """
+    return (type(item) is tuple or type(item) is list) and len(item) == 2 and type(item[0]) is str \
+        and type(item[1]) is str
+
+
+def _words_list(sequence) -> bool:
+    """Whether ``sequence`` is a list or tuple of strs (a pre-tokenized input as it should be)."""
+    return (type(sequence) is list or type(sequence) is tuple) and only_str(list(sequence))
 
 
 def _bound_nfc(contents) -> bool:

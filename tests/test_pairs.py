@@ -191,3 +191,21 @@ def test_random_pairs_as_hugging_face(relative, shared_data):
             assert_same_encoding(ours.encode(a, b, add_special_tokens=add), ref, f"{relative} one {(a, b)!r}")
 
     check()
+
+
+@pytest.mark.parametrize("relative", ["bert_all-MiniLM-L6-v2", "hf_tokenizer_json/llama3"])
+def test_a_pair_the_truncation_cuts_is_not_encoded_again(relative, shared_data, monkeypatch):
+    """Its two texts' raw results are the sequences handed to the truncation and the processor."""
+    ours, theirs = _files(relative, shared_data)
+    for tok in (ours, theirs):
+        tok.enable_truncation(max_length=10, stride=2)
+        tok.enable_padding(length=12)
+    again = []
+    monkeypatch.setattr(Tokenizer, "_encode_text", lambda self, *args, **kw: again.append(args))
+    pairs = [("A first sentence that is long enough to be cut.", "And a second one, also too long to fit."),
+             ("short", "A second sentence far longer than the first one is.")]
+    mine = [ours.encode(a, b) for a, b in pairs] + ours.encode_batch(pairs)
+    assert again == []
+    for item, ref in zip(mine, [theirs.encode(a, b) for a, b in pairs] + theirs.encode_batch(pairs)):
+        assert_same_encoding(item, ref, relative)
+        assert item.overflowing

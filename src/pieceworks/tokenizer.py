@@ -514,7 +514,19 @@ class Tokenizer:
                                                          _joined_words(results[len(first):]))
         if a is None or b is None or a[3] is not b[3]:
             return None
-        return _pair_encoding(a, b, frame, self._truncation, padding)
+        encoding = _pair_encoding(a, b, frame, self._truncation, padding)
+        if encoding is None:
+            encoding = self._post_process_raw(a, b, add_special_tokens)
+            if padding is not None:
+                self._pad([encoding])
+        return encoding
+
+    def _post_process_raw(self, a: tuple, b: tuple, add_special_tokens: bool) -> Encoding:
+        """A pair the truncation cuts: the two raw results as the sequences' encodings, through
+        :meth:`post_process` (Hugging Face's rules for the cut and the overflowing parts), not
+        encoded again."""
+        return self.post_process(_encoding_of_result(a, PLAIN_FRAME, None), _encoding_of_result(b, _type_frame(1), None),
+                                 add_special_tokens)
 
     def _encode_pairs_raw(self, pairs: list, add_special_tokens: bool, split_special: bool) -> list:
         """:meth:`_encode_pair_raw` of many pairs of strs, their texts in one :meth:`_texts_raw` call;
@@ -528,8 +540,13 @@ class Tokenizer:
         truncation, padding = self._truncation, self._padding
         if padding is not None and padding["length"] is None:
             padding = None
-        return [None if a is None or b is None else _pair_encoding(a, b, frame, truncation, padding)
-                for a, b in zip(results[::2], results[1::2])]
+        out = [None if a is None or b is None else _pair_encoding(a, b, frame, truncation, padding)
+               for a, b in zip(results[::2], results[1::2])]
+        for k in _none_positions(out):      # (cut by the truncation, or left by the plan)
+            a, b = results[2 * k], results[2 * k + 1]
+            if a is not None and b is not None:
+                out[k] = self._post_process_raw(a, b, add_special_tokens)
+        return out
 
     def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
         excluded = self._split_exclusion() if split_special else None

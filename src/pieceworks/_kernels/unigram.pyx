@@ -1372,6 +1372,27 @@ ctypedef struct HfScratch:
     vector[uint8_t] swapped         # the text with its control chars swapped (see _swapped)
 
 
+cdef Py_ssize_t HF_SCRATCH_KEPT = 1 << 22
+
+
+cdef void _trim_hf(HfScratch& w) noexcept:
+    """Free ``w``'s buffers if a long text grew them past HF_SCRATCH_KEPT bytes (a model keeps its
+    scratch between calls: not a copy of the longest text it ever read)."""
+    if (w.utf8.capacity() + w.norm.capacity() + w.swapped.capacity() + 4 * (w.char_of.capacity() + w.orig_of.capacity())
+            + sizeof(Seg) * (w.raw.capacity() + w.fused.capacity()) < HF_SCRATCH_KEPT):
+        return
+    w.utf8.clear(); w.utf8.shrink_to_fit()
+    w.norm.clear(); w.norm.shrink_to_fit()
+    w.swapped.clear(); w.swapped.shrink_to_fit()
+    w.char_of.clear(); w.char_of.shrink_to_fit()
+    w.orig_of.clear(); w.orig_of.shrink_to_fit()
+    w.raw.clear(); w.raw.shrink_to_fit()
+    w.fused.clear(); w.fused.shrink_to_fit()
+    w.bscore.clear(); w.bscore.shrink_to_fit()
+    w.bstart.clear(); w.bstart.shrink_to_fit()
+    w.bid.clear(); w.bid.shrink_to_fit()
+
+
 cdef const uint8_t* _swap_table(bytes swaps) except NULL:
     """``swaps`` checked: 256 bytes that swap ASCII chars only (a byte of a longer UTF-8 char stays)."""
     cdef const uint8_t* table = <const uint8_t*>PyBytes_AS_STRING(swaps)
@@ -1437,6 +1458,8 @@ cdef class SpmCore:
     cdef vector[int32_t] vcell_id  # the piece id ending at each of its cells
     cdef vector[uint32_t] vroot    # per char U+0080..U+FFFF: its cell one char below the root, or 0
     cdef readonly bint fast_f32    # the float Viterbi over ``vcells`` is exact for this model
+    cdef HfScratch hf_scratch      # the hf_metaspace calls' buffers, reused by one call at a time (hf_busy)
+    cdef bint hf_busy
 
     def __init__(self, list pieces, list scores, list kinds, int model_type, bint byte_fallback,
                  bint hf, int unk_id):
@@ -2542,6 +2565,20 @@ cdef class SpmCore:
             raw.push_back(seg)
         return self._hf_tokens(s, n, raw, pieces, excl)
 
+    cdef HfScratch* _take_hf(self, HfScratch* own):
+        # The shared buffers if no other call (another thread: they are taken and given back with
+        # the GIL held) holds them, else the caller's own: a short text's call then allocates
+        # none of them.
+        if self.hf_busy:
+            return own
+        self.hf_busy = True
+        return &self.hf_scratch
+
+    cdef void _give_hf(self, HfScratch* w):
+        if w == &self.hf_scratch:
+            _trim_hf(self.hf_scratch)
+            self.hf_busy = False
+
     def hf_metaspace_encode(self, text, list pieces, SpmNormalizer rules, str replacement, bint prepend,
                             bint split, bint collapse_spaces, bytes excluded=None):
         """A whole Hugging Face pipeline in one call: [Precompiled] [Replace(' {2,}', ' ')], Metaspace, Unigram.
@@ -2598,12 +2635,21 @@ cdef class SpmCore:
         ...                                                                  ["<unk>", "▁a", "b"], None, "▁", True, False)]
         [(2, 1, ['<unk>', '▁a', 'b']), (2, 1, ['<unk>', '▁a', 'b'], ['▁a', '?'])]
         """
+        cdef HfScratch own
+        cdef HfScratch* w = self._take_hf(&own)
+        try:
+            return self._hf_metaspace_raw_batch(w[0], texts, prepends, pieces, rules, replacement, split, collapse_spaces, swaps)
+        finally:
+            self._give_hf(w)
+
+    cdef object _hf_metaspace_raw_batch(self, HfScratch& w, list texts, list prepends, list pieces,
+                                        SpmNormalizer rules, str replacement, bint split, bint collapse_spaces,
+                                        bytes swaps):
         cdef Py_ssize_t n_texts = len(texts), k, n
         cdef vector[Source] srcs
         cdef vector[int] status
         cdef vector[char] prepend
         cdef vector[HfText] outs
-        cdef HfScratch w
         cdef bytes rep = replacement.encode("utf-8")
         cdef const uint8_t* r = <const uint8_t*>PyBytes_AS_STRING(rep)
         cdef Py_ssize_t rn = PyBytes_GET_SIZE(rep)
@@ -2664,6 +2710,16 @@ cdef class SpmCore:
         >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
         ([1, 2, 9, 3, 2], [(0, 1), (1, 2), (2, 5), (5, 6), (6, 7)], [0, 0, 1, 2, 2], 3)
         """
+        cdef HfScratch own
+        cdef HfScratch* w = self._take_hf(&own)
+        try:
+            return self._hf_metaspace_around_batch(w[0], texts, around, mode, pieces, rules, replacement, split, collapse_spaces, swaps, strings, limit)
+        finally:
+            self._give_hf(w)
+
+    cdef object _hf_metaspace_around_batch(self, HfScratch& w, list texts, AroundTokens around, int mode,
+                                           list pieces, SpmNormalizer rules, str replacement, bint split,
+                                           bint collapse_spaces, bytes swaps, strings, Py_ssize_t limit):
         cdef Py_ssize_t count = len(texts), k, j, i, at, nb, word
         cdef size_t first = 0
         cdef vector[int] kinds, status         # status 0: encoded; -1: the long way
@@ -2676,7 +2732,6 @@ cdef class SpmCore:
         cdef vector[Py_ssize_t] word_count
         cdef size_t base, spelled_first = 0
         cdef AroundScratch scratch
-        cdef HfScratch w
         cdef HfText part, made
         cdef Found t
         cdef const uint8_t* s

@@ -39,7 +39,8 @@ KERNELS = Path("src/pieceworks/_kernels")
 #   scan                the lazily built flag/script tables (same pattern, narrower);
 #   wordpiece_encode    WordPieceMatcher.match() expands pops on a member vector
 #                       (self.stack) shared by every caller;
-#   unigram             SpmEncoder claims its shared scratch with an unlocked busy flag;
+#   unigram             SpmEncoder and SpmCore (its Hugging Face Metaspace calls) claim
+#                       their shared scratch with an unlocked busy flag;
 #   unigram_train       mine_seeds' comparator reads the text from a module global
 #                       (_cand_text) while the GIL is released; trainers/unigram.py
 #                       serializes mine_seeds with a lock (two trainings on threads

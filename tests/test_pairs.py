@@ -147,7 +147,7 @@ def test_each_post_processors_pairs_as_hugging_face(relative, name, shared_data)
 
 
 @pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "bert_all-MiniLM-L6-v2", "sentencepiece/ruT5-large",
-                                      "sentencepiece/barthez"])
+                                      "sentencepiece/barthez", "hf_tokenizer_json/gpt-neox-20b"])
 def test_a_plain_pair_is_built_from_the_plan_in_one_call(relative, shared_data, monkeypatch):
     # (Llama 3 with RoBERTa's processor: a pair layout that trims offsets)
     ours, theirs = _files(relative, shared_data, _post_processor(PROCESSORS["roberta"]) if "llama" in relative else None)
@@ -209,3 +209,22 @@ def test_a_pair_the_truncation_cuts_is_not_encoded_again(relative, shared_data, 
     for item, ref in zip(mine, [theirs.encode(a, b) for a, b in pairs] + theirs.encode_batch(pairs)):
         assert_same_encoding(item, ref, relative)
         assert item.overflowing
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/gpt-neox-20b", "bert_all-MiniLM-L6-v2",
+                                      "sentencepiece/ruT5-large"])
+def test_tokens_matched_after_normalizing_in_pairs_and_words(relative, shared_data):
+    """Added tokens matched in the normalized text (GPT-NeoX's own, under NFC; one a user adds, as
+    add_tokens makes them): texts the normalizer keeps are built from the plan's raw form with
+    the tokens found as they are, the others go the long way; all as Hugging Face."""
+    ours, theirs = _files(relative, shared_data)
+    for tok in (ours, theirs):
+        tok.add_tokens(["newword", "x\u0301y"])
+    texts = ["a newword here <|endoftext|>", "NewWord upper", "cafe\u0301 newword", "x\u0301y and xy", "plain",
+             "\u00e9newword\u00e9", ""]
+    pairs = [(a, b) for a in texts for b in texts[::-1]]
+    _assert_pairs_as_hugging_face(ours, theirs, pairs, relative)
+    words = [text.split() or ["w"] for text in texts]
+    for mine, ref, item in zip(ours.encode_batch(words, is_pretokenized=True),
+                               theirs.encode_batch(words, is_pretokenized=True), words):
+        assert_same_encoding(mine, ref, f"{relative} words {item!r}")

@@ -585,6 +585,28 @@ def spans_in_passes(passes: tuple, text: str) -> list[tuple[int, int, int]] | No
     return _with_second_pass(text, spans, lambda gap: inner[0].spans_of([gap], inner[1])[0])
 
 
+def spans_in_passes_of(passes: tuple, texts: list[str]) -> list:
+    """:func:`spans_in_passes` of each text, each pass one C call for all of them (the second on
+    the stretches between the first's tokens; a text the first finds none in is one stretch).
+
+    >>> from pieceworks._kernels.token_finder import TokenTrie
+    >>> spans_in_passes_of(((TokenTrie(["<s>"]), [7]), (TokenTrie(["a<", "b"]), [8, 9])), ["a<s>b", "ab", "x"])
+    [[(1, 4, 7), (4, 5, 9)], [(1, 2, 9)], []]
+    """
+    (trie, ids), inner = passes[0], passes[1] if len(passes) > 1 else None
+    firsts = trie.spans_of(texts, ids)
+    if inner is None:
+        return firsts
+    whole = [k for k, spans in enumerate(firsts) if spans == []]
+    out = list(firsts)
+    for k, spans in zip(whole, inner[0].spans_of([texts[k] for k in whole], inner[1])):
+        out[k] = spans
+    for k, spans in enumerate(firsts):
+        if spans:       # (a text holding a first-pass token: its stretches one by one)
+            out[k] = _with_second_pass(texts[k], spans, lambda gap: inner[0].spans_of([gap], inner[1])[0])
+    return out
+
+
 def _with_second_pass(text: str, spans: list, find_in) -> list[tuple[int, int, int]] | None:
     """``spans`` (``(start, stop, id)``, in order) with, in each gap of ``text`` between them, the spans
     ``find_in(gap)`` gives, moved to where the gap starts; None if it gives None for one.

@@ -25,6 +25,7 @@ from typing import NamedTuple
 from ._component import Component, Fields, stage_base
 from .alignment import is_whitespace
 from .byte_level import BYTE_TO_CHAR
+from ._kernels.raw_encoding import trim_spans as _trim_spans
 from .encoding import Encoding, Frame
 from .frame import PLAIN_PAIR_FRAME, PairFrame
 from .errors import ConfigError, InputTypeError, TokenizerFileError
@@ -612,22 +613,7 @@ def trim_span(offsets: list, tokens: list, first: int, stop: int, add_prefix_spa
     >>> trim_span(offsets, ["<s>", "Ġhello", "Ġworld"], 1, 3, add_prefix_space=True); offsets
     [(0, 0), (0, 6), (7, 12)]
     """
-    for i in range(first, stop):
-        token = tokens[i]
-        counts = _SPACES_AT_ENDS.get(token)
-        if counts is None:
-            counts = _spaces_at_ends(token)
-        if counts is _NO_SPACES:
-            continue
-        leading, trailing = counts
-        start, end = offsets[i]
-        if leading:
-            if (i == first or start == 0) and add_prefix_space and leading == 1:
-                leading = 0
-            start = min(start + leading, end)
-        if trailing and end >= trailing:
-            end = max(end - trailing, start)
-        offsets[i] = (start, end)
+    _trim_spans(offsets, tokens, first, stop, add_prefix_space, _SPACES_AT_ENDS, _spaces_at_ends, _NO_SPACES)
 
 
 # Tokens come from a vocabulary, so their counts are kept (a line of 10 tokens

@@ -25,7 +25,7 @@ from itertools import accumulate
 from typing import Iterable, Iterator
 
 from ._collector import paused as _collector_paused
-from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes
+from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes, spans_in_passes_of
 from ._component import _EPOCH, epoch
 from ._kernels.token_finder import AroundTokens, TokenTrie
 from ._kernels.encoding import EncodingWithIds
@@ -464,20 +464,44 @@ class Tokenizer:
         split that the model could spell)."""
         plan = self._current_plan()
         if plan is None or not plan.has_raw or split_special and self._split_exclusion() is not None \
-                or self._matched_after_normalizing(plan, "") or max(map(len, texts), default=0) >= _RAW_MAX_CHARS:
+                or max(map(len, texts), default=0) >= _RAW_MAX_CHARS:
             return None
+        if self._matched_after_normalizing(plan, ""):
+            return self._texts_raw_as_is(plan, texts, split_special)
         founds = self._added.token_spans_of(texts, split_special) if self._added.by_content else None
         # (No added token in them: the texts are the plan's as they are, each at 0.)
         results = self._joined_layouts(plan, texts, founds, None) if founds and any(founds) else \
             plan.encode_raw_batch(texts)
+        return self._one_table(results)
+
+    def _one_table(self, results: list) -> list | None:
+        """``results`` with one token table for all (a plan's, whatever its path; see
+        :meth:`_on_one_table`), or None."""
         strings = None
-        for result in results:      # (one token table for all: a plan's, whatever its path)
+        for result in results:
             if result is not None:
                 if strings is None:
                     strings = result[3]
                 elif result[3] is not strings:
                     return self._on_one_table(results)
         return results if strings is not None or not results else None
+
+    def _texts_raw_as_is(self, plan, texts: list[str], split_special: bool) -> list | None:
+        """:meth:`_texts_raw` with added tokens matched after normalizing (GPT-NeoX's, under NFC):
+        in a text the normalizer leaves as it is, so it leaves each stretch between the tokens
+        matched first, they are found in the text as it is (the second of
+        :meth:`AddedVocabulary.exact_matcher`'s passes); a text it changes is left (None)."""
+        passes = self._added.exact_matcher(split_special, as_is=True)
+        if passes is None:
+            return None
+        kept = [k for k, text in enumerate(texts) if plan.normalizes_nothing(text)]
+        layouts: list = [None] * len(texts)
+        if len(kept) < len(texts):  # (a text it changes: the tokens matched in its normalized gaps)
+            for k in set(range(len(texts))).difference(kept):
+                layouts[k] = self._added_layout(plan, texts[k], split_special)
+        for k, found in zip(kept, spans_in_passes_of(passes, [texts[k] for k in kept])):
+            layouts[k] = None if found is None else (texts[k], found, None)
+        return self._one_table(self._layout_results(plan, layouts, None))
 
     def _on_one_table(self, results: list) -> list | None:
         """``results`` whose token tables are the plan's and that table with the added tokens
@@ -745,17 +769,25 @@ class Tokenizer:
         return encode(texts, around[0], around[1], -1 if limit is None else limit)
 
     def _encode_layouts(self, plan, layouts: list, frame, limit: int | None) -> list:
-        """The encoding of each :meth:`_added_layout` (None stays None), the segments of all of
-        them through one ``plan.encode_raw_batch`` call, and joined in C (``raw_encoding.join_layouts``)."""
+        """The encoding of each :meth:`_added_layout` (None stays None), from :meth:`_layout_results`."""
+        results = self._layout_results(plan, layouts, limit)
+        keep = [k for k, result in enumerate(results) if result is not None]
+        out: list = [None] * len(layouts)
+        _fill_encodings(Encoding, out, keep, [results[k] for k in keep], frame, None)
+        return out
+
+    def _layout_results(self, plan, layouts: list, limit: int | None) -> list:
+        """The raw result of each :meth:`_added_layout` (None stays None), the segments of all of
+        them through one ``plan.encode_raw_batch`` call, joined in C (``raw_encoding.join_layouts``),
+        offsets in a view's normalized text mapped back to the text's."""
         keep = [k for k, layout in enumerate(layouts) if layout is not None]
         joined = self._joined_layouts(plan, [layouts[k][0] for k in keep], [layouts[k][1] for k in keep], limit)
-        for j, k in enumerate(keep):
-            view = layouts[k][2]
-            if view is not None and joined[j]:      # offsets in the view's normalized text: mapped back
-                raw, n, n_words, table = joined[j]
-                joined[j] = (view.remap(raw, n), n, n_words, table)
         out: list = [None] * len(layouts)
-        _fill_encodings(Encoding, out, keep, joined, frame, None)
+        for j, k in enumerate(keep):
+            view, made = layouts[k][2], joined[j]
+            if view is not None and made:
+                made = (view.remap(made[0], made[1]),) + made[1:]
+            out[k] = made
         return out
 
     def _joined_layouts(self, plan, texts: list[str], founds: list, limit: int | None) -> list:

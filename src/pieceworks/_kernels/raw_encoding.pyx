@@ -488,6 +488,46 @@ cdef int _put_sequence(list ids, list types, list tokens, list words, list offse
     return 0
 
 
+def trim_spans(list offsets not None, list tokens not None, Py_ssize_t first, Py_ssize_t stop,
+               bint add_prefix_space, dict counts not None, count_spaces, tuple none) -> None:
+    """``offsets[first:stop]`` shrunk in place to leave out each token's leading and trailing space
+    chars (``processors.trim_span``'s loop, here for speed: a pair's encoding trims every token).
+
+    ``counts[token]`` is ``(leading, trailing)`` (``count_spaces(token)``
+    works it out and keeps it when missing); ``none`` is the ``(0, 0)``
+    counts object of tokens with none. A single leading space is kept on
+    the first token, or one starting at 0, with ``add_prefix_space``.
+
+    >>> offsets = [(0, 0), (0, 6), (6, 12)]
+    >>> none = (0, 0)
+    >>> trim_spans(offsets, ["<s>", "Ġhello", "Ġworld"], 1, 3, True, {"Ġhello": (1, 0), "Ġworld": (1, 0)}, None, none)
+    >>> offsets
+    [(0, 0), (0, 6), (7, 12)]
+    """
+    cdef Py_ssize_t i, leading, trailing, start, end
+    cdef object token, found
+    cdef tuple span
+    if not 0 <= first <= stop <= min(len(offsets), len(tokens)):
+        raise ValueError(f"trim_spans: {first}..{stop} is not within the {len(offsets)} offsets")
+    for i in range(first, stop):
+        token = tokens[i]
+        found = counts.get(token)
+        if found is None:
+            found = count_spaces(token)
+        if found is none:
+            continue
+        leading, trailing = found
+        span = offsets[i]
+        start, end = span[0], span[1]
+        if leading:
+            if (i == first or start == 0) and add_prefix_space and leading == 1:
+                leading = 0
+            start = min(start + leading, end)
+        if trailing and end >= trailing:
+            end = max(end - trailing, start)
+        offsets[i] = span_tuple(start, end, None)
+
+
 def ids_bytes(bytes raw not None, Py_ssize_t n) -> bytes:
     """The ids block alone (int32, machine order)."""
     cdef const int32_t* ids = block(raw, n, 0)

@@ -22,6 +22,7 @@ import os
 import warnings
 from functools import lru_cache, partial
 from itertools import accumulate
+from operator import itemgetter
 from typing import Iterable, Iterator
 
 from ._collector import paused as _collector_paused
@@ -31,7 +32,8 @@ from ._kernels.token_finder import AroundTokens, TokenTrie
 from ._kernels.encoding import EncodingWithIds
 from ._kernels.id_bytes import IdBytes, Remembered, id_bytes_of, strip_text
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
-                                    join as _raw_join, join_around as _raw_join_around,
+                                    join_around as _raw_join_around,
+                                    join_words as _raw_join_words,
                                     join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
@@ -477,6 +479,9 @@ class Tokenizer:
     def _one_table(self, results: list) -> list | None:
         """``results`` with one token table for all (a plan's, whatever its path; see
         :meth:`_on_one_table`), or None."""
+        if None not in results:     # (the common case, in C-level loops: words are many)
+            tables = set(map(id, map(_STRINGS_OF, results)))
+            return results if len(tables) <= 1 else self._on_one_table(results)
         strings = None
         for result in results:
             if result is not None:
@@ -1511,6 +1516,10 @@ def _pair_encoding(a: tuple, b: tuple, frame: PairFrame, truncation: dict | None
     return _pair_encoding_of(Encoding, a, b, frame)
 
 
+#: A raw result's token table.
+_STRINGS_OF = itemgetter(3)
+
+
 def _pad_target(padding: dict, longest: int) -> int:
     """The length ``padding`` (the tokenizer's settings) pads to, given the longest encoding's.
 
@@ -1531,8 +1540,8 @@ def _joined_words(results: list | None) -> tuple | None:
     if not results or None in results:
         return None
     strings = results[0][3]
-    raw, n = _raw_join([(result[0], result[1], 0, j) for j, result in enumerate(results)], True)
-    if all([len(result) == 4 for result in results]):
+    raw, n = _raw_join_words(results)
+    if max(map(len, results)) == 4:
         return raw, n, len(results), strings
     # Some word's tokens are spelled by its own text (an unknown char: Unigram): all the tokens.
     tokens = [token for result in results

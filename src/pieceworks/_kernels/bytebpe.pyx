@@ -2945,21 +2945,28 @@ cdef class ByteBPE:
         job.board = new pw_board(<Py_ssize_t>job.results.size())
         return True
 
-    def encode_raw_batch(self, list texts, bint prefix_space=False):
-        """``[encode_raw(t, prefix_space) for t in texts]``, the GIL released once for the whole list."""
+    def encode_raw_batch(self, list texts, bint prefix_space=False, strings=None):
+        """``[encode_raw(t, prefix_space) for t in texts]``, the GIL released once for the whole list;
+        with ``strings``, each result ends with it, ``(raw, n, n_words, strings)`` (a plan's form,
+        untracked: no Python step a text to add it)."""
         cdef Workspace ws = <Workspace>self._checkout()
         cdef State* st = ws.st
         cdef Py_ssize_t k
         cdef vector[Py_ssize_t] pieces
         cdef size_t start = 0
         cdef list out
-        cdef tuple keep = PyTuple_New(len(texts))
+        cdef tuple keep = PyTuple_New(len(texts)), item
         try:
             self._encode_all(st, texts, False, &pieces, keep)
             out = PyList_New(0)
             for k in range(len(keep)):
-                out.append((raw_of(self, st.ids.data() + start, st.item_end[k] - start, keep[k], prefix_space),
-                            st.item_end[k] - start, pieces[k]))
+                raw = raw_of(self, st.ids.data() + start, st.item_end[k] - start, keep[k], prefix_space)
+                if strings is None:
+                    item = (raw, st.item_end[k] - start, pieces[k])
+                else:
+                    item = (raw, st.item_end[k] - start, pieces[k], strings)
+                    PyObject_GC_UnTrack(<void*>item)
+                out.append(item)
                 start = st.item_end[k]
             return out
         finally:

@@ -1245,7 +1245,24 @@ def join(list parts, bint word_each=False) -> tuple:
     >>> offset_list(raw, n, 0), word_list(raw, n, -1)
     ([(0, 1), (1, 2), (0, 1)], [0, 0, 1])
     """
-    cdef Py_ssize_t total = 0, n, at = 0, k
+    return _join(parts, word_each, False)
+
+
+def join_words(list results) -> tuple:
+    """:func:`join` of the raw results (``(raw, n, ...)``, offsets in itself) of a pre-tokenized
+    sequence's words: ``(raw, n)``, each token of result ``j`` word ``j``, no offset moved.
+
+    >>> raw, n = join_words([(pack([1, 2], [0, 1], [1, 2], [0, 1]), 2, 1), (pack([3], [0], [1], [0]), 1, 1)])
+    >>> offset_list(raw, n, 0), word_list(raw, n, -1)
+    ([(0, 1), (1, 2), (0, 1)], [0, 0, 1])
+    """
+    return _join(results, True, True)
+
+
+cdef tuple _join(list parts, bint word_each, bint words_in_order):
+    """:func:`join`; ``words_in_order``: each part is a result, ``(raw, n, ...)``, shifted by no
+    offset and numbered by its position (:func:`join_words`)."""
+    cdef Py_ssize_t total = 0, n, at = 0, k, j = 0, offset_shift, word_shift
     cdef const int32_t* src
     for part in parts:
         total += <Py_ssize_t>part[1]
@@ -1253,14 +1270,17 @@ def join(list parts, bint word_each=False) -> tuple:
     cdef int32_t* dst = <int32_t*>PyBytes_AS_STRING(out)
     for part in parts:
         n = part[1]
+        offset_shift, word_shift = (0, j) if words_in_order else (part[2], part[3])
         block(<bytes>part[0], n, 3)      # (raises unless it holds all four blocks)
         src = block(<bytes>part[0], n, 0)
         memcpy(dst + at, src, 4 * n)
-        shifted_spans(src, n, part[2], part[3], dst + total + at, dst + 2 * total + at, dst + 3 * total + at)
+        shifted_spans(src, n, offset_shift, word_shift, dst + total + at, dst + 2 * total + at,
+                      dst + 3 * total + at)
         if word_each:
             for k in range(n):
-                dst[3 * total + at + k] = <int32_t>part[3]
+                dst[3 * total + at + k] = <int32_t>word_shift
         at += n
+        j += 1
     return out, total
 
 

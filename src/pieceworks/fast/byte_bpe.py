@@ -282,6 +282,11 @@ class ByteBpePlan:
         if ready is None:
             return [None] * len(texts)
         kernel, prefix_space = ready
+        if not prefix_space and (self.normalizer is None or all(map(str.isascii, texts))) \
+                and max(map(len, texts), default=0) < _RAW_MAX_CHARS:
+            # (Every text as it is: the kernel's results in the plan's form, no Python step a text;
+            # words and pairs are many short texts.)
+            return kernel.encode_raw_batch(texts, False, self._tokens)
         out: list = [None] * len(texts)
         todo, where = [], []
         for k, text in enumerate(texts):

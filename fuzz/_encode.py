@@ -5,7 +5,8 @@ reads a text and some ids from the fuzzer bytes, and checks:
 
 * ``encode`` refuses cleanly or gives a well-formed Encoding (offsets inside
   the text), with and without ``split_special_tokens``; ``encode_batch``
-  gives the same encodings;
+  gives the same encodings; the text cut in two, as a pair, gives Hugging
+  Face's encoding, alone and in a batch;
 * the same ids and offsets as Hugging Face ``tokenizers`` (when installed and
   the text has no lone surrogates, which it refuses);
 * a lossless model gives the text back (``decode(encode(text))``);
@@ -91,6 +92,31 @@ def check_target(target: Target, data: bytes) -> None:
         assert "\ufffd" in decoded, f"{target.name}: strict decode refused ids whose text is clean"
     else:
         assert strict == decoded
+    # (Read last, so the inputs saved before it still mean what they meant.)
+    check_pair(target, text[:inp.int_in(len(text) + 1)], text, add_special)
+
+
+def check_pair(target: Target, first: str, text: str, add_special: bool) -> None:
+    """``encode(first, rest)`` (the text cut in two) is well formed, one pair of a batch gives the
+    same, and it is Hugging Face's."""
+    ours, theirs = target.ours, target.theirs
+    second = text[len(first):]
+    enc = clean(ours.encode, first, second, add_special_tokens=add_special)
+    if enc is None:
+        return
+    batch = clean(ours.encode_batch, [(first, second), first], add_special_tokens=add_special)
+    if batch is not None:
+        assert (batch[0].ids, batch[0].type_ids, batch[0].offsets) == (enc.ids, enc.type_ids, enc.offsets), \
+            f"{target.name}: encode_batch of the pair {(first, second)!r}"
+    if theirs is not None and not has_surrogates(text) and hf_comparable(first) and hf_comparable(second):
+        theirs.encode_special_tokens = False
+        try:
+            expected = theirs.encode(first, second, add_special_tokens=add_special)
+        except Exception:   # noqa: BLE001 - a pair Hugging Face refuses (ours refused or not: no twin)
+            return
+        assert (enc.ids, enc.type_ids, enc.offsets, enc.sequence_ids) == (
+            expected.ids, expected.type_ids, expected.offsets, expected.sequence_ids), \
+            f"{target.name}: the pair {(first, second)!r} differs from Hugging Face"
 
 
 def check_batch(ours, text: str, enc, **options) -> None:

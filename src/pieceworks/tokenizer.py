@@ -470,11 +470,24 @@ class Tokenizer:
             return None
         if self._matched_after_normalizing(plan, ""):
             return self._texts_raw_as_is(plan, texts, split_special)
+        # A plan that encodes around added tokens in its kernel takes every text, holding one or not,
+        # in one call (the Python around the kernel cost a word more than the kernel did).
+        results = self._encode_around_in_kernel(plan, texts, split_special, None)
+        if results is None:
+            return self._one_table(self._texts_found_raw(plan, texts, split_special))
+        left = _none_positions(results)
+        if left:
+            for k, result in zip(left, self._texts_found_raw(plan, [texts[k] for k in left], split_special)):
+                results[k] = result
+        return self._one_table(results)
+
+    def _texts_found_raw(self, plan, texts: list[str], split_special: bool) -> list:
+        """:meth:`_texts_raw`'s results with the added tokens found first (``token_spans_of``),
+        the stretches between them through one ``plan.encode_raw_batch`` call."""
         founds = self._added.token_spans_of(texts, split_special) if self._added.by_content else None
         # (No added token in them: the texts are the plan's as they are, each at 0.)
-        results = self._joined_layouts(plan, texts, founds, None) if founds and any(founds) else \
+        return self._joined_layouts(plan, texts, founds, None) if founds and any(founds) else \
             plan.encode_raw_batch(texts)
-        return self._one_table(results)
 
     def _one_table(self, results: list) -> list | None:
         """``results`` with one token table for all (a plan's, whatever its path; see
@@ -514,9 +527,15 @@ class Tokenizer:
         tables = {id(result[3]): result[3] for result in results if result is not None}
         if len(tables) != 2:
             return None
-        narrow, wide = sorted(tables.values(), key=len)    # (asking of the wrong one would forget the right one)
-        if self._strings_with_added(narrow) is not wide:
-            return None
+        # The pair _strings_with_added made last, if these are it (the plan's table and the extended
+        # one may be as long: asking of the wrong one would forget the right one, and make another).
+        known = self.__dict__.get("_spelling")
+        if known is not None and known[0] == (id(known[2]), epoch()) and {id(known[1]), id(known[2])} == set(tables):
+            wide = known[1]
+        else:
+            narrow, wide = sorted(tables.values(), key=len)
+            if self._strings_with_added(narrow) is not wide:
+                return None
         return [result if result is None or result[3] is wide else result[:3] + (wide,) + result[4:]
                 for result in results]
 

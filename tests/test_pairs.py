@@ -228,3 +228,20 @@ def test_tokens_matched_after_normalizing_in_pairs_and_words(relative, shared_da
     for mine, ref, item in zip(ours.encode_batch(words, is_pretokenized=True),
                                theirs.encode_batch(words, is_pretokenized=True), words):
         assert_same_encoding(mine, ref, f"{relative} words {item!r}")
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "bert_all-MiniLM-L6-v2", "sentencepiece/ruT5-large"])
+def test_a_batch_of_pairs_on_two_threads_is_the_serial_one(relative, shared_data, monkeypatch):
+    """Ranges of a big batch of pairs run on threads (each range's texts one kernel call, its
+    encodings built after): the same encodings as one by one, and Hugging Face's ids."""
+    from pieceworks.fast import _pool
+
+    ours, theirs = _files(relative, shared_data)
+    text = (shared_data / "corpora/english/botchan.txt").read_text(encoding="utf-8")[:200_000]
+    lines = [line for line in text.splitlines() if line.strip()][:2000]
+    pairs = list(zip(lines[::2], lines[1::2]))
+    monkeypatch.setattr(_pool, "num_threads", lambda: 2)
+    batch = ours.encode_batch(pairs)
+    assert [e.ids for e in batch] == [e.ids for e in theirs.encode_batch(pairs)]
+    for k in range(0, len(pairs), 37):
+        assert_same_encoding(batch[k], ours.encode(*pairs[k]), f"{relative} {pairs[k]!r}")

@@ -460,10 +460,12 @@ class Tokenizer:
 
     def _texts_raw(self, texts: list[str], split_special: bool) -> list | None:
         """Each of ``texts`` encoded alone as a raw result (``raw_encoding.fill_encodings``' form,
-        offsets in itself; None where the plan left it), with no post-processing: their added
-        tokens found in C, every stretch between them through one ``plan.encode_raw_batch`` call.
-        None to take the long way (no raw plan, tokens matched after normalizing, special tokens
-        split that the model could spell)."""
+        offsets in itself; None where the plan left it), with no post-processing, all on one
+        token table: through the plan's in-kernel around-tokens call where it has one, else
+        their added tokens found in C and every stretch between them through one
+        ``plan.encode_raw_batch`` call (tokens matched after normalizing: :meth:`_texts_raw_as_is`).
+        None to take the long way (no raw plan, a text too long, special tokens split that the
+        model could spell)."""
         plan = self._current_plan()
         if plan is None or not plan.has_raw or split_special and self._split_exclusion() is not None \
                 or max(map(len, texts), default=0) >= _RAW_MAX_CHARS:
@@ -542,9 +544,9 @@ class Tokenizer:
     def _encode_pair_raw(self, first, second, is_pretokenized: bool, add_special_tokens: bool,
                          split_special: bool, padding: dict | None = None) -> Encoding | None:
         """A pair (two strs, or two lists of words) encoded whole from the plan's raw form, built in C
-        with its post-processor's :class:`PairFrame` (and ``padding``, for one encoding alone);
-        None to take the long way (a processor that does more, a pair the truncation would cut,
-        anything :meth:`_texts_raw` leaves)."""
+        with its post-processor's :class:`PairFrame` (and ``padding``, for one encoding alone); a
+        pair the truncation cuts through :meth:`_post_process_raw`. None to take the long way (a
+        processor that does more, anything :meth:`_texts_raw` leaves)."""
         processor = self.post_processor
         frame = PLAIN_PAIR_FRAME if processor is None else processor.pair_frame(add_special_tokens)
         if frame is None:

@@ -71,3 +71,22 @@ def test_the_words_go_to_the_plan_in_one_call(relative, shared_data, monkeypatch
                         or real(self, text, *rest))
     encoding = ours.encode(["Hello", "there", "world"], is_pretokenized=True)
     assert one_by_one == [] and encoding.word_ids.count(2) >= 1
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "bert_all-MiniLM-L6-v2", "sentencepiece/ruT5-large"])
+def test_a_big_batch_of_words_on_two_threads(relative, shared_data, monkeypatch):
+    """A batch's ranges run on threads, each range's words one kernel call: Hugging Face's ids, and
+    each encoding the one ``encode`` gives (pairs and empty sequences among them go the long way)."""
+    from pieceworks.fast import _pool
+
+    ours, theirs = _pair(relative, shared_data)
+    text = (shared_data / "corpora/english/botchan.txt").read_text(encoding="utf-8")[:200_000]
+    batch = [line.split() for line in text.splitlines() if line.strip()][:1500]
+    batch[7], batch[11] = [], (batch[11], ["and", "a", "pair"])
+    monkeypatch.setattr(_pool, "num_threads", lambda: 2)
+    mine = ours.encode_batch(batch, is_pretokenized=True)
+    assert [e.ids for e in mine] == [e.ids for e in theirs.encode_batch(batch, is_pretokenized=True)]
+    for k in list(range(0, len(batch), 41)) + [7, 11]:
+        item = batch[k]
+        one = ours.encode(*item, is_pretokenized=True) if type(item) is tuple else ours.encode(item, is_pretokenized=True)
+        assert_same_encoding(mine[k], one, f"{relative} {item!r}")

@@ -257,7 +257,12 @@ class Tokenizer:
                 return self._encode_range_raw(items, start, stop, plan, raw_ready, split, add_special_tokens,
                                               self._ids_class())
             out = []
+            words = self._encode_words_framed_batch(items[start:stop], add_special_tokens, split) \
+                if is_pretokenized else None
             for i in range(start, stop):
+                if words is not None and words[i - start] is not None:
+                    out.append(words[i - start])
+                    continue
                 first, second = _split_batch_item(items[i], is_pretokenized, i)
                 if is_pretokenized and second is None:
                     enc = self._encode_words_framed(first, add_special_tokens, split)
@@ -273,8 +278,10 @@ class Tokenizer:
         out = None
         if raw_ready is not None and hasattr(plan, "encode_job"):
             out = self._encode_batch_job(items, plan, raw_ready, split, add_special_tokens)
-        if out is None:
-            out = run_in_ranges(encode_range, items, plan, raw_ready is not None)
+        if out is None:     # (pre-tokenized: a range's words are one kernel call, as a raw batch's texts)
+            words_plan = self._current_plan() if is_pretokenized else None
+            out = run_in_ranges(encode_range, items, words_plan or plan,
+                                raw_ready is not None or words_plan is not None and words_plan.has_raw)
         if self._padding is not None:
             self._pad(out)
         return out
@@ -450,6 +457,25 @@ class Tokenizer:
         frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
         made = None if frame is None else self._words_raw(list(sequence), split_special)
         return None if made is None else _encoding_of_result(made, frame, self._raw_truncation(add_special_tokens))
+
+    def _encode_words_framed_batch(self, items: list, add_special_tokens: bool, split_special: bool) -> list:
+        """:meth:`_encode_words_framed` of each pre-tokenized sequence of ``items``, the words of all
+        of them in one :meth:`_texts_raw` call; None for an item left to the long way (a pair,
+        an empty or odd sequence, a word the plan leaves)."""
+        processor = self.post_processor
+        frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
+        picked = [k for k, item in enumerate(items) if _words_list(item) and item] if frame is not None else []
+        out: list = [None] * len(items)
+        results = self._texts_raw([word for k in picked for word in items[k]], split_special) if picked else None
+        if results is None:
+            return out
+        truncation = self._raw_truncation(add_special_tokens)
+        at = 0
+        for k in picked:
+            made = _joined_words(results[at:at + len(items[k])])
+            at += len(items[k])
+            out[k] = None if made is None else _encoding_of_result(made, frame, truncation)
+        return out
 
     def _words_raw(self, words: list[str], split_special: bool) -> tuple | None:
         """The words of a pre-tokenized sequence (each word encoded alone, its offsets in itself, each

@@ -90,3 +90,19 @@ def test_a_big_batch_of_words_on_two_threads(relative, shared_data, monkeypatch)
         item = batch[k]
         one = ours.encode(*item, is_pretokenized=True) if type(item) is tuple else ours.encode(item, is_pretokenized=True)
         assert_same_encoding(mine[k], one, f"{relative} {item!r}")
+
+
+def test_words_the_kernel_leaves_and_takes_share_one_table(shared_data, monkeypatch):
+    """ruT5: a word the charsmap changes comes back on the plan's token table, the others on that
+    table with the added tokens (every one is in the vocabulary: the two are as long); telling
+    them apart keeps the sequence on the fast way."""
+    ours, theirs = _pair("sentencepiece/ruT5-large", shared_data)
+    words = ["Hello", "cafe\u0301", "мир", "\uff21bc"]
+    one_by_one = []
+    real = Tokenizer._encode_text
+    monkeypatch.setattr(Tokenizer, "_encode_text", lambda self, text, *rest: one_by_one.append(text)
+                        or real(self, text, *rest))
+    for _ in range(2):      # (the second time, the tables are the ones made the first time)
+        mine = ours.encode(words, is_pretokenized=True)
+        assert one_by_one == []
+        assert_same_encoding(mine, theirs.encode(words, is_pretokenized=True), "ruT5 words")

@@ -62,15 +62,7 @@ class PostProcessor(Component):
         >>> BertProcessing(("[SEP]", 102), ("[CLS]", 101)).single_frame(True).ids_before
         [101]
         """
-        frames = self.__dict__.get("_frames")
-        if frames is None:
-            frames = self.__dict__["_frames"] = {}
-        key = (add_special_tokens, ids_only)
-        try:
-            return frames[key]
-        except KeyError:
-            frame = frames[key] = self._single_frame(add_special_tokens, ids_only)
-            return frame
+        return self._kept_frame((add_special_tokens, ids_only), self._single_frame, add_special_tokens, ids_only)
 
     def _single_frame(self, add_special_tokens: bool, ids_only: bool) -> Frame | None:
         return None
@@ -85,18 +77,21 @@ class PostProcessor(Component):
         >>> f.ids, f.types, f.type_b
         ([101, 102, 102], [0, 0, 1], 1)
         """
-        frames = self.__dict__.get("_frames")
-        if frames is None:
-            frames = self.__dict__["_frames"] = {}
-        key = ("pair", add_special_tokens)
-        try:
-            return frames[key]
-        except KeyError:
-            frame = frames[key] = self._pair_frame(add_special_tokens)
-            return frame
+        return self._kept_frame(("pair", add_special_tokens), self._pair_frame, add_special_tokens)
 
     def _pair_frame(self, add_special_tokens: bool) -> PairFrame | None:
         return None
+
+    def _kept_frame(self, key: tuple, make, *args):
+        """``make(*args)``, made once per ``key`` (assigning any attribute forgets them all)."""
+        frames = self.__dict__.get("_frames")
+        if frames is None:
+            frames = self.__dict__["_frames"] = {}
+        try:
+            return frames[key]
+        except KeyError:
+            frame = frames[key] = make(*args)
+            return frame
 
     def __setattr__(self, name, value):
         self.__dict__.pop("_frames", None)

@@ -451,12 +451,7 @@ class Tokenizer:
     def _encode_words_framed(self, sequence, add_special_tokens: bool, split_special: bool) -> Encoding | None:
         """A pre-tokenized sequence with no pair, its special tokens a frame and cut as
         :meth:`_encode_raw` cuts a text (:meth:`_words_raw`; no post-processing in Python); or None."""
-        if not _words_list(sequence):
-            return None     # (the long way names what is wrong)
-        processor = self.post_processor
-        frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
-        made = None if frame is None else self._words_raw(list(sequence), split_special)
-        return None if made is None else _encoding_of_result(made, frame, self._raw_truncation(add_special_tokens))
+        return self._encode_words_framed_batch([sequence], add_special_tokens, split_special)[0]
 
     def _encode_words_framed_batch(self, items: list, add_special_tokens: bool, split_special: bool) -> list:
         """:meth:`_encode_words_framed` of each pre-tokenized sequence of ``items``, the words of all
@@ -540,11 +535,13 @@ class Tokenizer:
         passes = self._added.exact_matcher(split_special, as_is=True)
         if passes is None:
             return None
-        kept = [k for k, text in enumerate(texts) if plan.normalizes_nothing(text)]
+        kept = []
         layouts: list = [None] * len(texts)
-        if len(kept) < len(texts):  # (a text it changes: the tokens matched in its normalized gaps)
-            for k in set(range(len(texts))).difference(kept):
-                layouts[k] = self._added_layout(plan, texts[k], split_special)
+        for k, text in enumerate(texts):
+            if plan.normalizes_nothing(text):
+                kept.append(k)
+            else:   # (the tokens matched in its normalized gaps)
+                layouts[k] = self._added_layout(plan, text, split_special)
         for k, found in zip(kept, spans_in_passes_of(passes, [texts[k] for k in kept])):
             layouts[k] = None if found is None else (texts[k], found, None)
         return self._one_table(self._layout_results(plan, layouts, None))
@@ -555,13 +552,9 @@ class Tokenizer:
         tables = {id(result[3]): result[3] for result in results if result is not None}
         if len(tables) != 2:
             return None
-        # The pair _strings_with_added made last, if these are it (the plan's table and the extended
-        # one may be as long: asking of the wrong one would forget the right one, and make another).
-        known = self.__dict__.get("_spelling")
-        if known is not None and known[0] == (id(known[2]), epoch()) and {id(known[1]), id(known[2])} == set(tables):
-            wide = known[1]
-        else:
-            narrow, wide = sorted(tables.values(), key=len)
+        narrow, wide = sorted(tables.values(), key=len)
+        if self._strings_with_added(narrow) is not wide:
+            narrow, wide = wide, narrow     # (as long, when every added token is in the vocabulary)
             if self._strings_with_added(narrow) is not wide:
                 return None
         return [result if result is None or result[3] is wide else result[:3] + (wide,) + result[4:]
@@ -570,59 +563,53 @@ class Tokenizer:
     def _encode_pair_raw(self, first, second, is_pretokenized: bool, add_special_tokens: bool,
                          split_special: bool, padding: dict | None = None) -> Encoding | None:
         """A pair (two strs, or two lists of words) encoded whole from the plan's raw form, built in C
-        with its post-processor's :class:`PairFrame` (and ``padding``, for one encoding alone); a
-        pair the truncation cuts through :meth:`_post_process_raw`. None to take the long way (a
-        processor that does more, anything :meth:`_texts_raw` leaves)."""
-        processor = self.post_processor
-        frame = PLAIN_PAIR_FRAME if processor is None else processor.pair_frame(add_special_tokens)
-        if frame is None:
-            return None
+        with its post-processor's :class:`PairFrame` (and ``padding``, for one encoding alone), or
+        through :meth:`post_process` when the truncation cuts it (:meth:`_pair_of_results`). None
+        to take the long way (a processor that does more, anything :meth:`_texts_raw` leaves)."""
         if not is_pretokenized:
             if type(first) is not str or type(second) is not str:
                 return None
-            results = self._texts_raw([first, second], split_special)
-            a, b = (None, None) if results is None else results
-        else:
-            if not _words_list(first) or not _words_list(second):
-                return None     # (the long way names what is wrong)
-            results = self._texts_raw(list(first) + list(second), split_special)     # (one table for both)
-            a, b = (None, None) if results is None else (_joined_words(results[:len(first)]),
-                                                         _joined_words(results[len(first):]))
-        if a is None or b is None or a[3] is not b[3]:
+            return self._encode_pairs_raw([(first, second)], add_special_tokens, split_special, padding)[0]
+        if not _words_list(first) or not _words_list(second):
+            return None     # (the long way names what is wrong)
+        frame = self._pair_frame(add_special_tokens)
+        results = None if frame is None else self._texts_raw(list(first) + list(second), split_special)
+        if results is None:
             return None
-        encoding = _pair_encoding(a, b, frame, self._truncation, padding)
-        if encoding is None:
-            encoding = self._post_process_raw(a, b, add_special_tokens)
-            if padding is not None:
-                self._pad([encoding])
-        return encoding
+        return self._pair_of_results(_joined_words(results[:len(first)]), _joined_words(results[len(first):]), frame,
+                                     add_special_tokens, self._truncation, padding)
 
-    def _post_process_raw(self, a: tuple, b: tuple, add_special_tokens: bool) -> Encoding:
-        """A pair the truncation cuts: the two raw results as the sequences' encodings, through
-        :meth:`post_process` (Hugging Face's rules for the cut and the overflowing parts), not
-        encoded again."""
-        return self.post_process(_encoding_of_result(a, PLAIN_FRAME, None), _encoding_of_result(b, _type_frame(1), None),
-                                 add_special_tokens)
-
-    def _encode_pairs_raw(self, pairs: list, add_special_tokens: bool, split_special: bool) -> list:
-        """:meth:`_encode_pair_raw` of many pairs of strs, their texts in one :meth:`_texts_raw` call;
-        None for each pair left to the long way. Padded only to a fixed length (a batch's longest is
-        its caller's to find)."""
-        processor = self.post_processor
-        frame = PLAIN_PAIR_FRAME if processor is None else processor.pair_frame(add_special_tokens)
+    def _encode_pairs_raw(self, pairs: list, add_special_tokens: bool, split_special: bool,
+                          padding: dict | None) -> list:
+        """:meth:`_encode_pair_raw` of many pairs of strs, their texts in one :meth:`_texts_raw` call
+        (one token table for all); None for each pair left to the long way."""
+        frame = self._pair_frame(add_special_tokens)
         results = None if frame is None else self._texts_raw([text for pair in pairs for text in pair], split_special)
         if results is None:
             return [None] * len(pairs)
-        truncation, padding = self._truncation, self._padding
-        if padding is not None and padding["length"] is None:
-            padding = None
-        out = [None if a is None or b is None else _pair_encoding(a, b, frame, truncation, padding)
-               for a, b in zip(results[::2], results[1::2])]
-        for k in _none_positions(out):      # (cut by the truncation, or left by the plan)
-            a, b = results[2 * k], results[2 * k + 1]
-            if a is not None and b is not None:
-                out[k] = self._post_process_raw(a, b, add_special_tokens)
-        return out
+        truncation = self._truncation   # (read once: another thread may change it meanwhile)
+        return [self._pair_of_results(a, b, frame, add_special_tokens, truncation, padding)
+                for a, b in zip(results[::2], results[1::2])]
+
+    def _pair_frame(self, add_special_tokens: bool) -> PairFrame | None:
+        processor = self.post_processor
+        return PLAIN_PAIR_FRAME if processor is None else processor.pair_frame(add_special_tokens)
+
+    def _pair_of_results(self, a: tuple | None, b: tuple | None, frame: PairFrame, add_special_tokens: bool,
+                         truncation: dict | None, padding: dict | None) -> Encoding | None:
+        """The encoding of a pair's two raw results (None if the plan left one), padded as
+        ``padding`` says for it alone: built in C (:func:`_pair_encoding`), or, when the
+        truncation cuts it, the results as the sequences' encodings through :meth:`post_process`
+        (Hugging Face's rules for the cut and the overflowing parts), not encoded again."""
+        if a is None or b is None:
+            return None
+        encoding = _pair_encoding(a, b, frame, truncation, padding)
+        if encoding is None:
+            encoding = self.post_process(_encoding_of_result(a, PLAIN_FRAME, None),
+                                         _encoding_of_result(b, _type_frame(1), None), add_special_tokens)
+            if padding is not None:
+                self._pad([encoding])
+        return encoding
 
     def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
         excluded = self._split_exclusion() if split_special else None
@@ -932,8 +919,8 @@ class Tokenizer:
         """The plan's token table extended with the added tokens beyond it (made once); None if they clash."""
         key = (id(strings), epoch())    # (adding tokens moves the epoch on)
         cached = self.__dict__.get("_spelling")
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if cached is not None and (cached[0] == key or strings is cached[1] and cached[0][1] == key[1]):
+            return cached[1]    # (asked of the table it made: that one, not another made from it)
         if type(strings) is list:
             top = max(self._added.by_content.values(), default=-1)
             table = list(strings) + [None] * max(0, top + 1 - len(strings))
@@ -999,7 +986,12 @@ class Tokenizer:
         left = _none_positions(out)
         pairs = [k for k in left if _text_pair(chunk[k])]
         if pairs:
-            for k, encoding in zip(pairs, self._encode_pairs_raw([chunk[k] for k in pairs], add_special_tokens, split)):
+            # (Padded here only to a fixed length: the batch's longest is its caller's to find.)
+            padding = self._padding     # (read once: another thread may change it meanwhile)
+            if padding is not None and padding["length"] is None:
+                padding = None
+            for k, encoding in zip(pairs, self._encode_pairs_raw([chunk[k] for k in pairs], add_special_tokens, split,
+                                                                 padding)):
                 out[k] = encoding
             left = _none_positions(out)
         for k in left:

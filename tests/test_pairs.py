@@ -12,7 +12,8 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pieceworks import Tokenizer
+from pieceworks import Encoding, Tokenizer
+from pieceworks.errors import ConfigError
 from parity import assert_same_encoding
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -77,8 +78,8 @@ def test_padded_pairs_as_hugging_face(relative, padding, shared_data):
 @pytest.mark.parametrize("relative", ["hf_tokenizer_json/qwen3", "bert_all-MiniLM-L6-v2", "sentencepiece/barthez"])
 @pytest.mark.parametrize("strategy", ["longest_first", "only_first", "only_second"])
 def test_truncated_pairs_as_hugging_face(relative, strategy, shared_data):
-    """Pairs that fit are built whole; the ones the truncation cuts go the long way (their
-    overflowing parts too)."""
+    """Pairs that fit are built whole; the ones the truncation cuts keep their tokens built from
+    the raw results, their overflowing parts made when read."""
     ours, theirs = _files(relative, shared_data)
     for tok in (ours, theirs):
         tok.enable_truncation(max_length=24, stride=3, strategy=strategy)
@@ -245,3 +246,112 @@ def test_a_batch_of_pairs_on_two_threads_is_the_serial_one(relative, shared_data
     assert [e.ids for e in batch] == [e.ids for e in theirs.encode_batch(pairs)]
     for k in range(0, len(pairs), 37):
         assert_same_encoding(batch[k], ours.encode(*pairs[k]), f"{relative} {pairs[k]!r}")
+
+
+# -- pairs the truncation cuts: kept tokens built from the raw results, overflowing parts made when read ----------
+
+_TRUNCATION = st.fixed_dictionaries({
+    "room": st.integers(1, 30), "stride": st.integers(0, 6), "strategy": st.sampled_from(
+        ["longest_first", "only_first", "only_second"]), "direction": st.sampled_from(["right", "left"])})
+_PADDING = st.sampled_from([None, dict(length=48), dict(direction="left"), dict(pad_to_multiple_of=8)])
+
+
+@pytest.mark.parametrize("relative, processor", [("bert_all-MiniLM-L6-v2", None), ("hf_tokenizer_json/llama3", "roberta"),
+                                                 ("hf_tokenizer_json/llama3", "byte level then template"),
+                                                 ("sentencepiece/ruT5-large", None)])
+def test_random_cut_pairs_as_hugging_face(relative, processor, shared_data):
+    """Every truncation setting (strategy, direction, stride, room), padded or not, one call and
+    batched: every field of the encoding and of its overflowing parts, nested, as Hugging Face;
+    a strategy that cannot cut a pair raises as Hugging Face does."""
+    ours, theirs = _files(relative, shared_data, None if processor is None else _post_processor(PROCESSORS[processor]))
+    lines = _lines(shared_data, 60)
+
+    @settings(max_examples=60, deadline=None, derandomize=True)
+    @given(_TRUNCATION, _PADDING, st.booleans(), st.lists(st.tuples(st.sampled_from(lines) | _TEXT,
+                                                                    st.sampled_from(lines) | _TEXT), min_size=1,
+                                                          max_size=4))
+    def check(truncation, padding, add, pairs):
+        max_length = truncation["room"] + ours.num_special_tokens_to_add(True)
+        stride = min(truncation["stride"], truncation["room"] - 1)
+        for tok in (ours, theirs):
+            tok.enable_truncation(max_length, stride=stride, strategy=truncation["strategy"],
+                                  direction=truncation["direction"])
+            if padding is None:
+                tok.no_padding()
+            else:
+                tok.enable_padding(pad_id=3, pad_token="<pad>", **padding)
+        try:
+            expected = theirs.encode_batch(pairs, add_special_tokens=add)
+        except BaseException as error:  # (a cut it cannot make; pyo3's PanicException is a BaseException)
+            if isinstance(error, (KeyboardInterrupt, SystemExit)):
+                raise
+            with pytest.raises(ConfigError):
+                ours.encode_batch(pairs, add_special_tokens=add)
+            return
+        for (a, b), mine, ref in zip(pairs, ours.encode_batch(pairs, add_special_tokens=add), expected):
+            assert_same_encoding(mine, ref, f"{relative} {truncation} {padding} {(a, b)!r}")
+            assert_same_encoding(ours.encode(a, b, add_special_tokens=add), theirs.encode(a, b, add_special_tokens=add),
+                                 f"{relative} one {truncation} {padding} {(a, b)!r}")
+            if a.split() and b.split():
+                assert_same_encoding(ours.encode(a.split(), b.split(), is_pretokenized=True, add_special_tokens=add),
+                                     theirs.encode(a.split(), b.split(), is_pretokenized=True, add_special_tokens=add),
+                                     f"{relative} words {truncation} {padding} {(a, b)!r}")
+
+    check()
+
+
+def _cut_bert(shared_data, **truncation):
+    ours, theirs = _files("bert_all-MiniLM-L6-v2", shared_data)
+    for tok in (ours, theirs):
+        tok.no_padding()
+        tok.enable_truncation(**({"max_length": 12, "stride": 2} | truncation))
+    return ours, theirs
+
+
+LONG_PAIR = ("The first sentence of the pair is long enough to be cut in several windows.",
+             "And the second one, which is about as long, is cut into windows too.")
+
+
+def test_a_cut_pairs_overflowing_parts_are_made_only_when_read(shared_data, monkeypatch):
+    """Reading the ids builds no overflowing part (Hugging Face's every combination of both
+    sequences' windows: ten times the encoding); reading them makes them once."""
+    import pieceworks.tokenizer as tokenizer_module
+
+    ours, theirs = _cut_bert(shared_data)
+    made = []
+    real = tokenizer_module._cut_pair_overflowing
+    monkeypatch.setattr(tokenizer_module, "_cut_pair_overflowing", lambda *args: made.append(1) or real(*args))
+    one, batch = ours.encode(*LONG_PAIR), ours.encode_batch([LONG_PAIR] * 3)
+    assert [one.ids] + [e.ids for e in batch] == [theirs.encode(*LONG_PAIR).ids] * 4
+    assert made == []
+    assert len(one.overflowing) == len(theirs.encode(*LONG_PAIR).overflowing) > 4
+    assert one.overflowing is one.overflowing and made == [1]
+
+
+def test_padding_asked_before_the_parts_are_made_pads_them(shared_data):
+    """``pad`` on a cut pair pads its parts once they are made, each padding in turn (as Hugging
+    Face pads the parts that exist); a copy, a pickle and a merge see them made and padded."""
+    import pickle
+
+    ours, theirs = _cut_bert(shared_data, direction="left")
+
+    def padded(tok):
+        enc = tok.encode(*LONG_PAIR)
+        enc.pad(14, pad_id=9, pad_token="<pad>")
+        enc.pad(16, direction="left", pad_id=8, pad_type_id=1, pad_token="<p>")
+        return enc
+
+    ref = padded(theirs)
+    assert_same_encoding(padded(ours), ref, "padded twice")
+    assert_same_encoding(padded(ours).copy(), ref, "a copy")
+    assert_same_encoding(pickle.loads(pickle.dumps(padded(ours))), ref, "pickled")
+    assert_same_encoding(Encoding.merge([padded(ours), ours.encode("x")]),
+                         tokenizers.Encoding.merge([ref, theirs.encode("x")]), "merged")
+
+
+def test_a_cut_pairs_parts_follow_the_settings_it_was_encoded_with(shared_data):
+    """Changing the tokenizer's truncation after encoding does not change the parts made later."""
+    ours, theirs = _cut_bert(shared_data)
+    mine = ours.encode(*LONG_PAIR)
+    ours.enable_truncation(max_length=20, stride=0, strategy="only_second")
+    assert_same_encoding(mine, theirs.encode(*LONG_PAIR), "settings changed after encoding")

@@ -29,13 +29,14 @@ from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes, spans_in_passes_of
 from ._component import _EPOCH, epoch
 from ._kernels.token_finder import AroundTokens, TokenTrie
-from ._kernels.encoding import EncodingWithIds
+from ._kernels.encoding import EncodingWithIds, check_stride
 from ._kernels.id_bytes import IdBytes, Remembered, id_bytes_of, strip_text
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around,
                                     join_words as _raw_join_words,
                                     join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
+                                    defer_overflowing as _defer_overflowing,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
                                     pack as _raw_pack, pad_never_read as _pad_never_read,
                                     pair_encoding as _pair_encoding_of,
@@ -563,9 +564,9 @@ class Tokenizer:
     def _encode_pair_raw(self, first, second, is_pretokenized: bool, add_special_tokens: bool,
                          split_special: bool, padding: dict | None = None) -> Encoding | None:
         """A pair (two strs, or two lists of words) encoded whole from the plan's raw form, built in C
-        with its post-processor's :class:`PairFrame` (and ``padding``, for one encoding alone), or
-        through :meth:`post_process` when the truncation cuts it (:meth:`_pair_of_results`). None
-        to take the long way (a processor that does more, anything :meth:`_texts_raw` leaves)."""
+        with its post-processor's :class:`PairFrame` (and ``padding``, for one encoding alone), cut
+        as the truncation says (:meth:`_pair_of_results`). None to take the long way (a processor
+        that does more, anything :meth:`_texts_raw` leaves)."""
         if not is_pretokenized:
             if type(first) is not str or type(second) is not str:
                 return None
@@ -598,17 +599,50 @@ class Tokenizer:
     def _pair_of_results(self, a: tuple | None, b: tuple | None, frame: PairFrame, add_special_tokens: bool,
                          truncation: dict | None, padding: dict | None) -> Encoding | None:
         """The encoding of a pair's two raw results (None if the plan left one), padded as
-        ``padding`` says for it alone: built in C (:func:`_pair_encoding`), or, when the
-        truncation cuts it, the results as the sequences' encodings through :meth:`post_process`
-        (Hugging Face's rules for the cut and the overflowing parts), not encoded again."""
+        ``padding`` says for it alone: built in C (:func:`_pair_encoding`; :meth:`_cut_pair` when
+        the truncation cuts it), or, for the few cuts that cannot be so, the results as the
+        sequences' encodings through :meth:`post_process`; never encoded again."""
         if a is None or b is None:
             return None
         encoding = _pair_encoding(a, b, frame, truncation, padding)
+        if encoding is None:
+            encoding = self._cut_pair(a, b, frame, add_special_tokens, truncation, padding)
         if encoding is None:
             encoding = self.post_process(_encoding_of_result(a, PLAIN_FRAME, None),
                                          _encoding_of_result(b, _type_frame(1), None), add_special_tokens)
             if padding is not None:
                 self._pad([encoding])
+        return encoding
+
+    def _cut_pair(self, a: tuple, b: tuple, frame: PairFrame, add_special_tokens: bool, truncation: dict,
+                  padding: dict | None) -> Encoding | None:
+        """A pair of raw results the truncation cuts: the kept tokens of each built in C, as
+        :meth:`post_process` keeps them (:func:`_pair_cut_lengths`), and the overflowing parts,
+        Hugging Face's every combination of both sequences' windows, made only when first read
+        (``raw_encoding.defer_overflowing``: made, they cost ten times the encoding, and a
+        classifier's batch never reads them). None for the cuts :meth:`post_process` makes
+        otherwise (none at all, or to nothing)."""
+        params = self._content_truncation(True, add_special_tokens, truncation)
+        if params is None or params["max_length"] == 0:
+            return None
+        n_a, n_b = _pair_cut_lengths(a[1], b[1], params)
+        for kept, n in ((n_a, a[1]), (n_b, b[1])):
+            if 0 < kept < n:
+                check_stride(params["stride"], kept)      # (now, as the cut itself would raise)
+        left = params["direction"] == "left"
+        keep_a = (a[1] - n_a, a[1]) if left else (0, n_a)
+        keep_b = (b[1] - n_b, b[1]) if left else (0, n_b)
+        target = None
+        if padding is not None:     # (the padding joins the frame, as for a pair left whole)
+            target = _pad_target(padding, n_a + n_b + frame.size)
+            if target > n_a + n_b + frame.size:
+                frame = frame.padded(target - (n_a + n_b + frame.size), padding["direction"], padding["pad_id"],
+                                     padding["pad_type_id"], padding["pad_token"])
+        encoding = _pair_encoding_of(Encoding, a, b, frame, keep_a, keep_b)
+        _defer_overflowing(encoding, partial(_cut_pair_overflowing, self.post_processor, a, b, params,
+                                             add_special_tokens))
+        if target is not None:      # (padded already: this pads the parts, once made)
+            encoding.pad(target, padding["direction"], padding["pad_id"], padding["pad_type_id"], padding["pad_token"])
         return encoding
 
     def _encode_text(self, text: str, type_id: int, word_index: int | None, split_special: bool) -> Encoding:
@@ -1150,21 +1184,24 @@ class Tokenizer:
     def post_process(self, encoding: Encoding, pair: Encoding | None = None,
                      add_special_tokens: bool = True) -> Encoding:
         """Truncate, add special tokens (post-processor); padding is not applied here."""
-        truncation = self._truncation  # read once: another thread may change it meanwhile
-        if truncation is not None:
-            params = dict(truncation)
-            n_added = self.num_special_tokens_to_add(pair is not None)
-            if add_special_tokens:
-                params["max_length"] = _room_for_content(params["max_length"], n_added)
-            if params["max_length"] is not None:
-                encoding, pair = _truncate_pair(encoding, pair, params)
-        if self.post_processor is not None:
-            return self.post_processor.process(encoding, pair, add_special_tokens)
-        if pair is None:
-            return encoding
-        encoding.set_sequence_id(0)
-        pair.set_sequence_id(1)
-        return Encoding.merge([encoding, pair], growing_offsets=False)
+        params = self._content_truncation(pair is not None, add_special_tokens)
+        if params is not None:
+            encoding, pair = _truncate_pair(encoding, pair, params)
+        return _processed(self.post_processor, encoding, pair, add_special_tokens)
+
+    def _content_truncation(self, is_pair: bool, add_special_tokens: bool,
+                            truncation: dict | None = None) -> dict | None:
+        """The truncation settings (``truncation``, or the tokenizer's) for the sequences' own tokens:
+        ``max_length`` less the special tokens the post-processor adds; None when nothing is cut
+        (no truncation, or the special tokens alone do not fit)."""
+        if truncation is None:
+            truncation = self._truncation  # read once: another thread may change it meanwhile
+        if truncation is None:
+            return None
+        params = dict(truncation)
+        if add_special_tokens:
+            params["max_length"] = _room_for_content(params["max_length"], self.num_special_tokens_to_add(is_pair))
+        return params if params["max_length"] is not None else None
 
     def _pad(self, encodings: list[Encoding]) -> None:
         p = self._padding  # read once: another thread may change it meanwhile
@@ -1414,22 +1451,36 @@ def _room_for_content(max_length: int, n_added: int) -> int | None:
 
 
 def _truncate_pair(encoding: Encoding, pair: Encoding | None, params: dict):
-    max_length, stride, direction = params["max_length"], params["stride"], params["direction"]
+    """Cut ``encoding`` and ``pair`` in place to :func:`_pair_cut_lengths`' (``truncate`` leaves one
+    that fits as it is)."""
+    n_first, n_second = _pair_cut_lengths(len(encoding), None if pair is None else len(pair), params)
+    encoding.truncate(n_first, params["stride"], params["direction"])
+    if pair is not None:
+        pair.truncate(n_second, params["stride"], params["direction"])
+    return encoding, pair
+
+
+def _pair_cut_lengths(n_first: int, n_second: int | None, params: dict) -> tuple[int, int | None]:
+    """How many tokens each of a first sequence of ``n_first`` and a second of ``n_second`` (None: no
+    pair) keeps under ``params`` (truncation settings for the sequences' own tokens), as in
+    Hugging Face: ``longest_first`` takes from the longer until they are equal, then from both.
+
+    >>> rules = {"max_length": 10, "strategy": "longest_first"}
+    >>> _pair_cut_lengths(3, 20, rules), _pair_cut_lengths(20, 20, rules), _pair_cut_lengths(30, None, rules)
+    ((3, 7), (5, 5), (10, None))
+    """
+    max_length = params["max_length"]
     if max_length == 0:
-        encoding.truncate(0, stride, direction)
-        if pair is not None:
-            pair.truncate(0, stride, direction)
-        return encoding, pair
-    total = len(encoding) + (len(pair) if pair is not None else 0)
+        return 0, None if n_second is None else 0
+    total = n_first + (n_second or 0)
     if total <= max_length:
-        return encoding, pair
+        return n_first, n_second
     to_remove = total - max_length
     strategy = params["strategy"]
     if strategy == "longest_first":
-        if pair is None:
-            encoding.truncate(max_length, stride, direction)
-            return encoding, pair
-        n1, n2 = len(encoding), len(pair)
+        if n_second is None:
+            return max_length, None
+        n1, n2 = n_first, n_second
         swap = n1 > n2
         if swap:
             n1, n2 = n2, n1
@@ -1437,21 +1488,37 @@ def _truncate_pair(encoding: Encoding, pair: Encoding | None, params: dict):
         if n1 + n2 > max_length:
             n1 = max_length // 2
             n2 = n1 + max_length % 2
-        if swap:
-            n1, n2 = n2, n1
-        encoding.truncate(n1, stride, direction)
-        pair.truncate(n2, stride, direction)
-        return encoding, pair
-    if strategy == "only_second" and pair is None:
+        return (n2, n1) if swap else (n1, n2)
+    if strategy == "only_second" and n_second is None:
         raise ConfigError("truncation strategy 'only_second' needs a pair of sequences",
                           fix="pass a pair, or use strategy='longest_first' or 'only_first'")
-    target = encoding if strategy == "only_first" else pair
-    if len(target) <= to_remove:
+    target = n_first if strategy == "only_first" else n_second
+    if target <= to_remove:
         raise ConfigError(
-            f"cannot truncate with strategy {strategy!r}: that sequence has {len(target)} tokens but "
+            f"cannot truncate with strategy {strategy!r}: that sequence has {target} tokens but "
             f"{to_remove} must go", fix="use strategy='longest_first' or raise max_length")
-    target.truncate(len(target) - to_remove, stride, direction)
-    return encoding, pair
+    if strategy == "only_first":
+        return n_first - to_remove, n_second
+    return n_first, n_second - to_remove
+
+
+def _processed(processor, encoding: Encoding, pair: Encoding | None, add_special_tokens: bool) -> Encoding:
+    """``processor`` (None: none) run on sequences already truncated (:meth:`Tokenizer.post_process`'s last step)."""
+    if processor is not None:
+        return processor.process(encoding, pair, add_special_tokens)
+    if pair is None:
+        return encoding
+    encoding.set_sequence_id(0)
+    pair.set_sequence_id(1)
+    return Encoding.merge([encoding, pair], growing_offsets=False)
+
+
+def _cut_pair_overflowing(processor, a: tuple, b: tuple, params: dict, add_special_tokens: bool) -> list[Encoding]:
+    """The overflowing parts of the pair of raw results ``a`` and ``b`` cut by ``params``, as
+    :meth:`Tokenizer.post_process` makes them (see :meth:`Tokenizer._cut_pair`)."""
+    first, second = _truncate_pair(_encoding_of_result(a, PLAIN_FRAME, None),
+                                   _encoding_of_result(b, _type_frame(1), None), params)
+    return _processed(processor, first, second, add_special_tokens).overflowing
 
 
 def _check_str(value, name: str) -> str:

@@ -47,3 +47,6 @@ class Encoding(EncodingBase):
 
 class EncodingWithIds(Encoding):
     """An Encoding made with its ids list built; ``ids`` is a slot."""
+
+
+def check_stride(stride: int, max_length: int) -> None: ...

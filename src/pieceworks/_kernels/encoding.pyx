@@ -18,7 +18,8 @@ cimport cython
 from cpython.object cimport PyObject, PyTypeObject, Py_TYPE
 from array import array
 
-from pieceworks._kernels.raw_encoding cimport Basis, EncodingBase, Lists, _lists_of, make_raw, never_read
+from pieceworks._kernels.raw_encoding cimport (Basis, EncodingBase, Lists, _lists_of, make_raw, never_read,
+                                              overflowing_parts)
 
 from pieceworks._kernels import raw_encoding as _raw
 from pieceworks.errors import ConfigError, OutOfRangeError
@@ -134,7 +135,7 @@ cdef class Encoding(EncodingBase):
         cdef Lists lists = _lists_of(self)
         if lists.overflowing is None:
             lists.overflowing = []
-        return lists.overflowing
+        return overflowing_parts(self)      # (made now if left for later: a truncated pair's)
 
     @overflowing.setter
     def overflowing(self, value):
@@ -351,9 +352,7 @@ cdef class Encoding(EncodingBase):
             self.__init__()
             self.overflowing.append(whole)
             return
-        if stride >= max_length:
-            raise ConfigError(f"truncation stride ({stride}) must be smaller than max_length ({max_length})",
-                              fix="lower the stride or raise max_length")
+        check_stride(stride, max_length)
         step = max_length - stride
         parts = []
         if direction == "right":
@@ -422,6 +421,8 @@ cdef class Encoding(EncodingBase):
         """Pad to ``length`` tokens (and the overflowing encodings too)."""
         if direction not in ("right", "left"):
             raise ConfigError(f"unknown padding direction {direction!r}", fix="use 'right' or 'left'")
+        # (Parts left for later are padded once made.)
+        parts_later = _raw.pad_parts_later(self, (length, direction, pad_id, pad_type_id, pad_token))
         if self._ids is None and not self._any_built():
             # Lazy and never read: the padding joins the frame, and the lists stay unbuilt
             # (so do those of raw truncation's overflowing parts, padded alike).
@@ -432,7 +433,7 @@ cdef class Encoding(EncodingBase):
                 self._basis = self._basis.with_frame(self._lazy_frame().padded(missing, direction, pad_id,
                                                                                pad_type_id, pad_token))
             return
-        for over in self.overflowing:
+        for over in () if parts_later else self.overflowing:
             over.pad(length, direction, pad_id, pad_type_id, pad_token)
         missing = length - len(self.ids)
         if missing <= 0:
@@ -497,3 +498,11 @@ def _install_ids_slot():
 
 
 _install_ids_slot()
+
+
+def check_stride(stride, max_length):
+    """Raise unless a sequence cut to ``max_length`` tokens can have overflowing windows that
+    overlap by ``stride`` (what :meth:`Encoding.truncate` needs)."""
+    if stride >= max_length:
+        raise ConfigError(f"truncation stride ({stride}) must be smaller than max_length ({max_length})",
+                          fix="lower the stride or raise max_length")

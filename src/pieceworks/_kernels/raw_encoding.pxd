@@ -92,6 +92,7 @@ cdef class EncodingBase:
 
 cpdef Basis basis_for(object strings, object frame, object word_index, SpanSource spans_from, object source)
 cdef Lists _lists_of(EncodingBase e)
+cdef object overflowing_parts(EncodingBase self)
 cpdef EncodingBase lazy_copy(EncodingBase e)
 cdef EncodingBase lazy_with_ids(type cls, list ids, Py_ssize_t n, Basis basis, object source, Py_ssize_t at)
 cdef bint never_read(EncodingBase self)

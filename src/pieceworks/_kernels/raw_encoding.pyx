@@ -396,7 +396,8 @@ cdef list _word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t 
     return out
 
 
-def pair_encoding(type cls, tuple a not None, tuple b not None, frame) -> EncodingBase:
+def pair_encoding(type cls, tuple a not None, tuple b not None, frame, tuple keep_a=None,
+                  tuple keep_b=None) -> EncodingBase:
     """The eager encoding (of type ``cls``) of a pair, ``before + A + middle + B + after``: raw
     results ``a`` and ``b`` (``fill_encodings``' form: ``(raw, n, _, strings[, tokens])``)
     between the special tokens of ``frame`` (a :class:`~pieceworks.frame.PairFrame`, padding
@@ -404,6 +405,8 @@ def pair_encoding(type cls, tuple a not None, tuple b not None, frame) -> Encodi
 
     Each sequence keeps its own offsets and words; a result's own tokens
     list (its fifth item) spells its tokens, else ``strings[id]``.
+    ``keep_a``, ``keep_b``: ``(start, stop)``, the tokens of that result
+    to keep (a truncated pair's); None keeps them all.
 
     >>> from pieceworks.frame import PairFrame
     >>> f = PairFrame([(1, "<s>", 0)], 0, [(2, "</s>", 0)], 1, [])
@@ -412,7 +415,9 @@ def pair_encoding(type cls, tuple a not None, tuple b not None, frame) -> Encodi
     >>> e.ids, e._lists.type_ids, e.tokens, e.words, e.offsets, e._lists.special_tokens_mask, e._lists.ranges
     ([1, 5, 2, 7], [0, 0, 0, 1], ['<s>', 'hi', '</s>', 'there'], [None, 0, None, 4], [(0, 0), (0, 2), (0, 0), (3, 8)], [1, 0, 1, 0], {0: (1, 2), 1: (3, 4)})
     """
-    cdef Py_ssize_t nb = frame.nb, nm = frame.nm, na = frame.na, n_a = a[1], n_b = b[1]
+    cdef Py_ssize_t nb = frame.nb, nm = frame.nm, na = frame.na
+    cdef Py_ssize_t first_a = _kept_start(keep_a, a[1]), n_a = _kept_stop(keep_a, a[1]) - first_a
+    cdef Py_ssize_t first_b = _kept_start(keep_b, b[1]), n_b = _kept_stop(keep_b, b[1]) - first_b
     cdef Py_ssize_t pads_before = frame.pads_before, pads_after = frame.pads_after
     cdef list f_ids = frame.ids, f_tokens = frame.tokens, f_types = frame.types
     if len(f_ids) != nb + nm + na or len(f_tokens) != len(f_ids) or len(f_types) != len(f_ids):
@@ -430,8 +435,10 @@ def pair_encoding(type cls, tuple a not None, tuple b not None, frame) -> Encodi
         _put(words, p, None)
         _put(offsets, p, _NO_SPAN)
         _put(special, p, one)
-    _put_sequence(ids, types, tokens, words, offsets, special, nb, a, strings, int_object(frame.type_a))
-    _put_sequence(ids, types, tokens, words, offsets, special, start_b, b, strings, int_object(frame.type_b))
+    _put_sequence(ids, types, tokens, words, offsets, special, nb, a, first_a, first_a + n_a, strings,
+                  int_object(frame.type_a))
+    _put_sequence(ids, types, tokens, words, offsets, special, start_b, b, first_b, first_b + n_b, strings,
+                  int_object(frame.type_b))
     if frame.trim is not None:      # (each sequence alone, as the processor trims each encoding)
         frame.trim(offsets, tokens, nb, nb + n_a)
         frame.trim(offsets, tokens, start_b, start_b + n_b)
@@ -455,9 +462,22 @@ cdef inline void _put(list out, Py_ssize_t i, object obj):
     PyList_SET_ITEM(out, i, obj)
 
 
+cdef Py_ssize_t _kept_start(tuple keep, Py_ssize_t n) except -1:
+    """Where ``keep`` (:func:`pair_encoding`'s ``(start, stop)``, or None: all ``n``) starts."""
+    if keep is None:
+        return 0
+    if len(keep) != 2 or not 0 <= keep[0] <= keep[1] <= n:
+        raise ValueError(f"pair_encoding: cannot keep tokens {keep!r} of a sequence of {n}")
+    return keep[0]
+
+
+cdef inline Py_ssize_t _kept_stop(tuple keep, Py_ssize_t n):
+    return n if keep is None else keep[1]      # (checked by _kept_start)
+
+
 cdef int _put_sequence(list ids, list types, list tokens, list words, list offsets, list special, Py_ssize_t at,
-                       tuple result, strings, object type_id) except -1:
-    """One sequence of :func:`pair_encoding` into its lists, from position ``at``."""
+                       tuple result, Py_ssize_t first, Py_ssize_t stop, strings, object type_id) except -1:
+    """Tokens ``first:stop`` of one sequence of :func:`pair_encoding` into its lists, from position ``at``."""
     cdef bytes raw = result[0]
     cdef Py_ssize_t n = result[1]
     cdef list own_tokens = result[4] if len(result) > 4 else None
@@ -471,7 +491,8 @@ cdef int _put_sequence(list ids, list types, list tokens, list words, list offse
     cdef object zero = int_object(0)
     if own_tokens is not None and len(own_tokens) != n:
         raise ValueError(f"pair_encoding: {len(own_tokens)} tokens for a sequence of {n}")
-    for i in range(n):
+    at -= first
+    for i in range(first, stop):
         PyList_SET_ITEM_p(ids, at + i, int_ref(_shared_ptrs, _n_shared, block_ids[i]))
         _put(types, at + i, type_id)
         if own_tokens is not None:
@@ -838,9 +859,67 @@ cdef bint never_read(EncodingBase self):
     return True
 
 
-cdef inline object overflowing_parts(EncodingBase self):
-    """The overflowing list as set or built (None: none yet)."""
-    return None if self._lists is None else self._lists.overflowing
+cdef object overflowing_parts(EncodingBase self):
+    """The overflowing list as set or built (None: none yet); parts left for later
+    (:func:`defer_overflowing`) are made now."""
+    if self._lists is None:
+        return None
+    parts = self._lists.overflowing
+    if type(parts) is PendingParts:
+        return _made_parts(self._lists, <PendingParts>parts)
+    return parts
+
+
+@cython.no_gc
+cdef class PendingParts:
+    """Overflowing parts made when first read (see :func:`defer_overflowing`): ``make()`` gives
+    them, then each padding asked for meanwhile is applied to them in turn."""
+    cdef object make
+    cdef list pads
+
+
+def defer_overflowing(EncodingBase e not None, make) -> None:
+    """Leave ``e``'s overflowing parts to ``make()`` (a list of encodings), called when they
+    are first read; until then :meth:`Encoding.pad` keeps its padding for them
+    (:func:`pad_parts_later`). A truncated pair's main encoding is quick to build and its
+    parts are not (Hugging Face's every combination of both sequences' windows), and most
+    callers never read them.
+
+    >>> from pieceworks.frame import PLAIN_PAIR_FRAME
+    >>> strings = {5: "a", 6: "b"}
+    >>> e = pair_encoding(EncodingBase, (pack([5, 6], [0, 1], [1, 2], [0, 1]), 2, 2, strings),
+    ...                   (pack([6], [0], [1], [0]), 1, 1, strings), PLAIN_PAIR_FRAME, keep_a=(1, 2))
+    >>> defer_overflowing(e, lambda: ["made"]); e.tokens, e._overflowing
+    (['b', 'b'], ['made'])
+    """
+    cdef PendingParts pending = PendingParts.__new__(PendingParts)
+    if not callable(make):
+        raise TypeError(f"defer_overflowing: make must be callable, got {type(make).__name__}")
+    pending.make = make
+    pending.pads = []
+    _lists_of(e).overflowing = pending
+
+
+def pad_parts_later(EncodingBase e not None, tuple how not None) -> bool:
+    """Whether ``e``'s overflowing parts are left for later; if so, ``how`` (``Encoding.pad``'s
+    arguments after ``self``) is kept and applied to each part once they are made."""
+    if e._lists is None or type(e._lists.overflowing) is not PendingParts:
+        return False
+    (<PendingParts>e._lists.overflowing).pads.append(how)
+    return True
+
+
+cdef list _made_parts(Lists lists, PendingParts pending):
+    cdef list parts = pending.make()
+    cdef Py_ssize_t k = 0
+    while k < len(pending.pads):        # (a part's pad may be asked for while they are made)
+        for part in parts:
+            part.pad(*pending.pads[k])
+        k += 1
+    if lists.overflowing is pending:    # (else another thread made them first: its list is the one)
+        lists.overflowing = parts
+    return lists.overflowing
+
 
 
 cdef int spans_ready(EncodingBase self) except -1:

@@ -355,3 +355,19 @@ def test_a_cut_pairs_parts_follow_the_settings_it_was_encoded_with(shared_data):
     mine = ours.encode(*LONG_PAIR)
     ours.enable_truncation(max_length=20, stride=0, strategy="only_second")
     assert_same_encoding(mine, theirs.encode(*LONG_PAIR), "settings changed after encoding")
+
+
+def test_a_pairs_encoding_leaves_nothing_for_the_collector(shared_data):
+    """Neither the encoding nor its lists, ranges or overflowing list are tracked (each collection
+    would walk the batch's thousands of them: a fifth of a BERT pair batch's time); padded too."""
+    import gc
+
+    ours, theirs = _files("bert_all-MiniLM-L6-v2", shared_data)
+    pairs = [("a pair of", "short sentences"), ("one more", "pair")]
+    for enc, pair in zip(ours.encode_batch(pairs) + [ours.encode(*pair) for pair in pairs], pairs * 2):
+        lists = enc._lists
+        held = [enc, lists, lists.ranges, *lists.ranges.values(), enc.ids, lists.type_ids, lists.tokens, lists.words,
+                lists.offsets, lists.special_tokens_mask, lists.attention_mask]
+        assert [gc.is_tracked(obj) for obj in held] == [False] * len(held)
+        assert lists.overflowing is None
+        assert_same_encoding(enc, theirs.encode(*pair), repr(pair))

@@ -433,7 +433,7 @@ cdef class Encoding(EncodingBase):
                 self._basis = self._basis.with_frame(self._lazy_frame().padded(missing, direction, pad_id,
                                                                                pad_type_id, pad_token))
             return
-        for over in () if parts_later else self.overflowing:
+        for over in () if parts_later else self._overflowing or ():
             over.pad(length, direction, pad_id, pad_type_id, pad_token)
         missing = length - len(self.ids)
         if missing <= 0:

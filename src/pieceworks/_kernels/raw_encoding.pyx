@@ -442,18 +442,22 @@ def pair_encoding(type cls, tuple a not None, tuple b not None, frame, tuple kee
     if frame.trim is not None:      # (each sequence alone, as the processor trims each encoding)
         frame.trim(offsets, tokens, nb, nb + n_a)
         frame.trim(offsets, tokens, start_b, start_b + n_b)
-    cdef list attention = [1] * (total - pads_before - pads_after)
-    if pads_before or pads_after:
-        attention = [0] * pads_before + attention + [0] * pads_after
+    cdef list attention = PyList_New(total)
+    cdef object zero = int_object(0)
+    for j in range(total):
+        _put(attention, j, zero if j < pads_before or j >= total - pads_after else one)
     cdef EncodingBase e = <EncodingBase>cls.__new__(cls)
     cdef Lists lists = Lists.__new__(Lists)
     e._ids = ids
     lists.type_ids, lists.tokens, lists.words, lists.offsets = types, tokens, words, offsets
-    lists.special_tokens_mask, lists.attention_mask, lists.overflowing = special, attention, []
+    # (No overflowing list until read: an empty one would be one more object for the collector.)
+    lists.special_tokens_mask, lists.attention_mask = special, attention
     lists.ranges = {0: (nb, nb + n_a), 1: (start_b, start_b + n_b)}
     e._lists = lists
-    for out in (ids, types, tokens, words, offsets, special, attention):
+    for out in (ids, types, tokens, words, offsets, special, attention, lists.ranges):
         PyObject_GC_UnTrack(<void*>out)     # (ints, strs, None and untracked int pairs)
+    for span in (<dict>lists.ranges).values():
+        PyObject_GC_UnTrack(<void*>span)
     return e
 
 

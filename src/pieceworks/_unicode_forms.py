@@ -471,6 +471,16 @@ def changes_text(form: str, text: str) -> bool:
     return verdict_changes(form, text, quick_check(form)(text) if _COMPOSING[form] else 2)
 
 
+def changes_none_of(form: str, texts: list[str]) -> bool:
+    """Whether ``form`` leaves every one of ``texts`` as it is (:func:`changes_text`; all ASCII in
+    one C-level pass: a pre-tokenized sentence is many short words).
+
+    >>> changes_none_of("NFC", ["plain", "words"]), changes_none_of("NFC", ["x", "e\u0301"])
+    (True, False)
+    """
+    return all(map(str.isascii, texts)) or not any(changes_text(form, text) for text in texts)
+
+
 def verdict_changes(form: str, text: str, verdict: int) -> bool:
     """Whether ``form`` changes ``text``, given its quick check's ``verdict`` (0: it keeps it, 1: it
     changes it, 2: ``unicodedata.is_normalized`` tells).

@@ -536,6 +536,11 @@ class Tokenizer:
         passes = self._added.exact_matcher(split_special, as_is=True)
         if passes is None:
             return None
+        if _normalizes_none_of(plan, texts):    # (the common case, a sentence's words: no Python step a text)
+            founds = spans_in_passes_of(passes, texts)
+            if None not in founds:
+                return self._one_table(self._joined_layouts(plan, texts, founds, None) if any(founds)
+                                       else plan.encode_raw_batch(texts))
         kept = []
         layouts: list = [None] * len(texts)
         for k, text in enumerate(texts):
@@ -1500,6 +1505,13 @@ def _pair_cut_lengths(n_first: int, n_second: int | None, params: dict) -> tuple
     if strategy == "only_first":
         return n_first - to_remove, n_second
     return n_first, n_second - to_remove
+
+
+def _normalizes_none_of(plan, texts: list[str]) -> bool:
+    """Whether ``plan``'s normalizer leaves every one of ``texts`` as it is (its ``normalizes_none_of``
+    where it has one)."""
+    check = getattr(plan, "normalizes_none_of", None)
+    return check(texts) if check is not None else all(map(plan.normalizes_nothing, texts))
 
 
 def _processed(processor, encoding: Encoding, pair: Encoding | None, add_special_tokens: bool) -> Encoding:

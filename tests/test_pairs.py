@@ -258,6 +258,9 @@ _PADDING = st.sampled_from([None, dict(length=48), dict(direction="left"), dict(
 
 @pytest.mark.parametrize("relative, processor", [("bert_all-MiniLM-L6-v2", None), ("hf_tokenizer_json/llama3", "roberta"),
                                                  ("hf_tokenizer_json/llama3", "byte level then template"),
+                                                 ("hf_tokenizer_json/llama3", "byte level"),
+                                                 ("hf_tokenizer_json/llama3", "bert"), ("hf_tokenizer_json/llama3", "none"),
+                                                 ("hf_tokenizer_json/llama3", "template typed 0 and 0"),
                                                  ("sentencepiece/ruT5-large", None)])
 def test_random_cut_pairs_as_hugging_face(relative, processor, shared_data):
     """Every truncation setting (strategy, direction, stride, room), padded or not, one call and
@@ -319,8 +322,9 @@ def test_a_cut_pairs_overflowing_parts_are_made_only_when_read(shared_data, monk
 
     ours, theirs = _cut_bert(shared_data)
     made = []
-    real = tokenizer_module._cut_pair_overflowing
-    monkeypatch.setattr(tokenizer_module, "_cut_pair_overflowing", lambda *args: made.append(1) or real(*args))
+    for name in ("_cut_pair_parts", "_cut_pair_overflowing"):    # (built in C, or through post_process)
+        monkeypatch.setattr(tokenizer_module, name, lambda *args, real=getattr(tokenizer_module, name):
+                            made.append(1) or real(*args))
     one, batch = ours.encode(*LONG_PAIR), ours.encode_batch([LONG_PAIR] * 3)
     assert [one.ids] + [e.ids for e in batch] == [theirs.encode(*LONG_PAIR).ids] * 4
     assert made == []

@@ -167,6 +167,19 @@ class PairFrame:
         """
         return not self.size and self.type_a == 0 and self.type_b == 1
 
+    def with_types(self, type_a: int, type_b: int) -> "PairFrame":
+        """This frame with its sequences' own tokens typed ``type_a`` and ``type_b`` (the special
+        tokens, trimming and padding as they are): a cut pair's overflowing parts keep the type
+        ids their tokens had before the post-processor ran.
+
+        >>> f = PairFrame([(101, "[CLS]", 0)], 0, [], 0, []).with_types(0, 1); f.type_b, f.ids
+        (1, [101])
+        """
+        if (type_a, type_b) == (self.type_a, self.type_b):
+            return self
+        before, _, middle, _, after = self._groups
+        return PairFrame(before, type_a, middle, type_b, after, self.trim, self.pads_before, self.pads_after)
+
     def with_trim(self, trim) -> "PairFrame":
         """This frame, its sequences' offsets trimmed by ``trim``; kept for the last ``trim`` asked.
 

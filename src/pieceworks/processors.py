@@ -43,6 +43,13 @@ class PostProcessor(Component):
     numbers the sequences, runs them and merges the result.
     """
 
+    def part_types(self, add_special_tokens: bool) -> tuple[int, int] | None:
+        """When :meth:`process` does to each overflowing part of a pair's sequences what it does to
+        the sequence (special tokens, trimming) but for the type ids of the part's own tokens:
+        those of the first's parts and of the second's, and a cut pair's parts are built from
+        :meth:`pair_frame` too (``Tokenizer._cut_pair``). None: it does otherwise."""
+        return None
+
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         raise NotImplementedError
 
@@ -359,6 +366,11 @@ class TemplateProcessing(PostProcessor):
         return sum(len(self.special_tokens[p.id].ids) for p in template
                    if not p.is_sequence and p.id in self.special_tokens)
 
+    def part_types(self, add_special_tokens: bool) -> tuple[int, int] | None:
+        # (A sequence's parts get no special tokens of their own, but merged in turn with the
+        # template's pieces, each combination of them gets them all, as the pair does.)
+        return 0, 1
+
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         template = self.pair if len(encodings) == 2 else self.single
         out = []
@@ -482,6 +494,9 @@ class BertProcessing(PostProcessor):
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         return 3 if is_pair else 2
 
+    def part_types(self, add_special_tokens: bool) -> tuple[int, int] | None:
+        return 0, 1     # (each part wrapped as its sequence, keeping its own type ids)
+
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         if not add_special_tokens:
             return encodings
@@ -532,6 +547,10 @@ class RobertaProcessing(PostProcessor):
 
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         return 4 if is_pair else 2
+
+    def part_types(self, add_special_tokens: bool) -> tuple[int, int] | None:
+        # (Unwrapped, a part keeps its type ids where the sequence's become 0.)
+        return (0, 0) if add_special_tokens else None
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         if self.trim_offsets:
@@ -669,6 +688,9 @@ class ByteLevel(PostProcessor):
 
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         return 0
+
+    def part_types(self, add_special_tokens: bool) -> tuple[int, int] | None:
+        return 0, 1     # (each part trimmed as its sequence)
 
     def process_encodings(self, encodings: list[Encoding], add_special_tokens: bool) -> list[Encoding]:
         for i, enc in enumerate(encodings):

@@ -29,7 +29,7 @@ from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes, spans_in_passes_of
 from ._component import _EPOCH, epoch
 from ._kernels.token_finder import AroundTokens, TokenTrie
-from ._kernels.encoding import EncodingWithIds, check_stride
+from ._kernels.encoding import EncodingWithIds, check_stride, truncation_windows
 from ._kernels.id_bytes import IdBytes, Remembered, id_bytes_of, strip_text
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around,
@@ -637,6 +637,12 @@ class Tokenizer:
         left = params["direction"] == "left"
         keep_a = (a[1] - n_a, a[1]) if left else (0, n_a)
         keep_b = (b[1] - n_b, b[1]) if left else (0, n_b)
+        processor = self.post_processor
+        part_types = None if processor is None else processor.part_types(add_special_tokens)
+        if part_types is not None:
+            make_parts = partial(_cut_pair_parts, a, b, frame, part_types, params, n_a, n_b)
+        else:
+            make_parts = partial(_cut_pair_overflowing, processor, a, b, params, add_special_tokens)
         target = None
         if padding is not None:     # (the padding joins the frame, as for a pair left whole)
             target = _pad_target(padding, n_a + n_b + frame.size)
@@ -644,8 +650,7 @@ class Tokenizer:
                 frame = frame.padded(target - (n_a + n_b + frame.size), padding["direction"], padding["pad_id"],
                                      padding["pad_type_id"], padding["pad_token"])
         encoding = _pair_encoding_of(Encoding, a, b, frame, keep_a, keep_b)
-        _defer_overflowing(encoding, partial(_cut_pair_overflowing, self.post_processor, a, b, params,
-                                             add_special_tokens))
+        _defer_overflowing(encoding, make_parts)
         if target is not None:      # (padded already: this pads the parts, once made)
             encoding.pad(target, padding["direction"], padding["pad_id"], padding["pad_type_id"], padding["pad_token"])
         return encoding
@@ -1525,12 +1530,56 @@ def _processed(processor, encoding: Encoding, pair: Encoding | None, add_special
     return Encoding.merge([encoding, pair], growing_offsets=False)
 
 
-def _cut_pair_overflowing(processor, a: tuple, b: tuple, params: dict, add_special_tokens: bool) -> list[Encoding]:
+def _cut_pair_parts(a: tuple, b: tuple, frame: PairFrame, part_types: tuple[int, int], params: dict, n_a: int,
+                    n_b: int, pads: list) -> list[Encoding]:
+    """The overflowing parts of the pair of raw results ``a`` and ``b`` cut to ``n_a`` and ``n_b``
+    tokens, each built in C with ``frame`` (for a processor that treats each part as its
+    sequence: ``PostProcessor.part_types``, the types of a part's own tokens), padded by each of
+    ``pads`` in turn (``Encoding.pad``'s arguments), in Hugging Face's order: each window of
+    the first with the second kept (itself holding that window with each of the second's), then
+    with each of the second's; then the first kept with each window of the second (itself
+    holding each of the first's windows with that one)."""
+    kept_a, *over_a = truncation_windows(a[1], n_a, params["stride"], params["direction"])
+    kept_b, *over_b = truncation_windows(b[1], n_b, params["stride"], params["direction"])
+    typed = {}      # (kept or not, kept or not): the frame
+
+    def part(window_a, window_b, nested=None):
+        key = (window_a is kept_a, window_b is kept_b)
+        own = typed.get(key)
+        if own is None:
+            own = typed[key] = frame.with_types(frame.type_a if key[0] else part_types[0],
+                                                frame.type_b if key[1] else part_types[1])
+        size = window_a[1] - window_a[0] + window_b[1] - window_b[0] + frame.size
+        for length, direction, pad_id, pad_type_id, pad_token in pads:    # (as pad() would, each in turn)
+            if length > size:
+                own = own.padded(length - size, direction, pad_id, pad_type_id, pad_token)
+                size = length
+        made = _pair_encoding_of(Encoding, a, b, own, window_a, window_b)
+        if nested:
+            made.overflowing = nested
+        return made
+
+    parts = []
+    for window_a in over_a:
+        parts.append(part(window_a, kept_b, [part(window_a, window_b) for window_b in over_b]))
+        parts.extend(part(window_a, window_b) for window_b in over_b)
+    for window_b in over_b:
+        parts.append(part(kept_a, window_b, [part(window_a, window_b) for window_a in over_a]))
+    return parts
+
+
+def _cut_pair_overflowing(processor, a: tuple, b: tuple, params: dict, add_special_tokens: bool,
+                          pads: list) -> list[Encoding]:
     """The overflowing parts of the pair of raw results ``a`` and ``b`` cut by ``params``, as
-    :meth:`Tokenizer.post_process` makes them (see :meth:`Tokenizer._cut_pair`)."""
+    :meth:`Tokenizer.post_process` makes them (see :meth:`Tokenizer._cut_pair`), padded by each
+    of ``pads`` in turn."""
     first, second = _truncate_pair(_encoding_of_result(a, PLAIN_FRAME, None),
                                    _encoding_of_result(b, _type_frame(1), None), params)
-    return _processed(processor, first, second, add_special_tokens).overflowing
+    parts = _processed(processor, first, second, add_special_tokens).overflowing
+    for how in pads:
+        for part in parts:
+            part.pad(*how)
+    return parts
 
 
 def _check_str(value, name: str) -> str:

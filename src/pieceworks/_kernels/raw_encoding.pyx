@@ -876,25 +876,28 @@ cdef object overflowing_parts(EncodingBase self):
 
 @cython.no_gc
 cdef class PendingParts:
-    """Overflowing parts made when first read (see :func:`defer_overflowing`): ``make()`` gives
-    them, then each padding asked for meanwhile is applied to them in turn."""
+    """Overflowing parts made when first read (see :func:`defer_overflowing`): ``make(pads)``
+    gives them, padded by each padding asked for meanwhile in turn."""
     cdef object make
     cdef list pads
 
 
 def defer_overflowing(EncodingBase e not None, make) -> None:
-    """Leave ``e``'s overflowing parts to ``make()`` (a list of encodings), called when they
-    are first read; until then :meth:`Encoding.pad` keeps its padding for them
-    (:func:`pad_parts_later`). A truncated pair's main encoding is quick to build and its
-    parts are not (Hugging Face's every combination of both sequences' windows), and most
-    callers never read them.
+    """Leave ``e``'s overflowing parts to ``make(pads)`` (a list of encodings), called when they
+    are first read, with the arguments of each :meth:`Encoding.pad` called meanwhile, in turn
+    (:func:`pad_parts_later`), to pad them by. A truncated pair's main encoding is quick to build
+    and its parts are not (Hugging Face's every combination of both sequences' windows), and
+    most callers never read them.
 
     >>> from pieceworks.frame import PLAIN_PAIR_FRAME
     >>> strings = {5: "a", 6: "b"}
     >>> e = pair_encoding(EncodingBase, (pack([5, 6], [0, 1], [1, 2], [0, 1]), 2, 2, strings),
     ...                   (pack([6], [0], [1], [0]), 1, 1, strings), PLAIN_PAIR_FRAME, keep_a=(1, 2))
-    >>> defer_overflowing(e, lambda: ["made"]); e.tokens, e._overflowing
-    (['b', 'b'], ['made'])
+    >>> defer_overflowing(e, lambda pads: [f"made, padded to {[how[0] for how in pads]}"])
+    >>> pad_parts_later(e, (3, "right", 0, 0, "[PAD]")), pad_parts_later(e, (5, "left", 0, 0, "[PAD]"))
+    (True, True)
+    >>> e.tokens, e._overflowing
+    (['b', 'b'], ['made, padded to [3, 5]'])
     """
     cdef PendingParts pending = PendingParts.__new__(PendingParts)
     if not callable(make):
@@ -914,12 +917,7 @@ def pad_parts_later(EncodingBase e not None, tuple how not None) -> bool:
 
 
 cdef list _made_parts(Lists lists, PendingParts pending):
-    cdef list parts = pending.make()
-    cdef Py_ssize_t k = 0
-    while k < len(pending.pads):        # (a part's pad may be asked for while they are made)
-        for part in parts:
-            part.pad(*pending.pads[k])
-        k += 1
+    cdef list parts = pending.make(list(pending.pads))
     if lists.overflowing is pending:    # (else another thread made them first: its list is the one)
         lists.overflowing = parts
     return lists.overflowing

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_bpe_encode import corpora  # noqa: E402
-from harness import SHARED_DATA, chosen, compare, file_bench_options, tokenizer_files  # noqa: E402
+from harness import SHARED_DATA, chosen, compare, file_bench_options, hugging_face, tokenizer_files  # noqa: E402
 
 #: Ids a decode call gets in the one-call-each column.
 STEP = 8
@@ -35,11 +35,7 @@ def main(argv=None) -> int:
     print(f"# decode: speed ratio to the peer (above 1: pieceworks faster), {args.size:g} MB per corpus, "
           f"median of {args.repeat}")
     print(f"{'file':<28}{'corpus':<14}{'tokens':>9}{'one list':>10}{f'{STEP} ids a call':>14}{'stream':>8}  peer")
-    try:
-        import tokenizers
-    except ImportError:
-        tokenizers = None
-        print("tokenizers is not installed: no tokenizer.json rows")
+    tokenizers = hugging_face("no tokenizer.json rows")
     for path in tokenizer_files(args.files) if tokenizers else []:
         ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
         for tok in (ours, theirs):

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_bpe_encode import corpora  # noqa: E402
-from harness import compare, file_bench_options, tokenizer_files  # noqa: E402
+from harness import compare, file_bench_options, hugging_face, tokenizer_files  # noqa: E402
 
 
 def question_pairs(prose: str, count: int = 100) -> list[tuple[str, str]]:
@@ -45,10 +45,8 @@ def with_parts(encodings) -> list:
 
 def main(argv=None) -> int:
     args = file_bench_options(__doc__, 1.0, 3, argv)
-    try:
-        import tokenizers
-    except ImportError:
-        print("tokenizers is not installed: nothing to compare with")
+    tokenizers = hugging_face()
+    if tokenizers is None:
         return 0
     from pieceworks import Tokenizer
 

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_bpe_encode import CHAT_TURNS, corpora  # noqa: E402
-from harness import compare, file_bench_options, tokenizer_files  # noqa: E402
+from harness import compare, file_bench_options, hugging_face, tokenizer_files  # noqa: E402
 
 
 def turn_template(path: Path, tok) -> str:
@@ -45,10 +45,8 @@ ONE_BY_ONE_LINES = 3000
 
 def main(argv=None) -> int:
     args = file_bench_options(__doc__, 0.3, 3, argv)
-    try:
-        import tokenizers
-    except ImportError:
-        print("tokenizers is not installed: nothing to compare with")
+    tokenizers = hugging_face()
+    if tokenizers is None:
         return 0
     from pieceworks import Tokenizer
 

@@ -90,6 +90,16 @@ def chosen(name: str, files: str) -> bool:
     return not parts or any(part in name for part in parts)
 
 
+def hugging_face(without: str = "nothing to compare with"):
+    """The ``tokenizers`` module, or None after saying it is not installed and what goes ``without`` it."""
+    try:
+        import tokenizers
+    except ImportError:
+        print(f"tokenizers is not installed: {without}")
+        return None
+    return tokenizers
+
+
 def tokenizer_files(files: str = "") -> list[Path]:
     """The shared data's tokenizer.json files whose folder ``chosen`` takes, sorted."""
     return [path for path in sorted((SHARED_DATA / "tokenizers").rglob("tokenizer.json"))

@@ -29,17 +29,17 @@ from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes, spans_in_passes_of
 from ._component import _EPOCH, epoch
 from ._kernels.token_finder import AroundTokens, TokenTrie
-from ._kernels.encoding import EncodingWithIds, check_stride, truncation_windows
+from ._kernels.encoding import EncodingWithIds
 from ._kernels.id_bytes import IdBytes, Remembered, id_bytes_of, strip_text
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around,
                                     join_words as _raw_join_words,
                                     join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
-                                    defer_overflowing as _defer_overflowing,
+                                    check_stride, defer_overflowing as _defer_overflowing,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
                                     pack as _raw_pack, pad_never_read as _pad_never_read,
-                                    pair_encoding as _pair_encoding_of,
+                                    pair_encoding as _pair_encoding_of, truncation_windows,
                                     token_list as _raw_token_list, untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
@@ -509,6 +509,11 @@ class Tokenizer:
         """:meth:`_texts_raw`'s results with the added tokens found first (``token_spans_of``),
         the stretches between them through one ``plan.encode_raw_batch`` call."""
         founds = self._added.token_spans_of(texts, split_special) if self._added.by_content else None
+        return self._raw_around(plan, texts, founds)
+
+    def _raw_around(self, plan, texts: list[str], founds: list | None) -> list:
+        """The raw result of each text with its added tokens ``founds`` (in the text as it is; None:
+        none looked for), the stretches between them through one ``plan.encode_raw_batch`` call."""
         # (No added token in them: the texts are the plan's as they are, each at 0.)
         return self._joined_layouts(plan, texts, founds, None) if founds and any(founds) else \
             plan.encode_raw_batch(texts)
@@ -539,8 +544,7 @@ class Tokenizer:
         if _normalizes_none_of(plan, texts):    # (the common case, a sentence's words: no Python step a text)
             founds = spans_in_passes_of(passes, texts)
             if None not in founds:
-                return self._one_table(self._joined_layouts(plan, texts, founds, None) if any(founds)
-                                       else plan.encode_raw_batch(texts))
+                return self._one_table(self._raw_around(plan, texts, founds))
         kept = []
         layouts: list = [None] * len(texts)
         for k, text in enumerate(texts):

@@ -48,6 +48,3 @@ class Encoding(EncodingBase):
 class EncodingWithIds(Encoding):
     """An Encoding made with its ids list built; ``ids`` is a slot."""
 
-
-def check_stride(stride: int, max_length: int) -> None: ...
-def truncation_windows(n: int, max_length: int, stride: int, direction: str) -> list[tuple[int, int]]: ...

@@ -352,7 +352,7 @@ cdef class Encoding(EncodingBase):
             self.__init__()
             self.overflowing.append(whole)
             return
-        parts = truncation_windows(n, max_length, stride, direction)
+        parts = _raw.truncation_windows(n, max_length, stride, direction)
         first = self._slice(*parts[0])
         first.overflowing = [self._slice(*p) for p in parts[1:]]
         self._assign(first)
@@ -482,44 +482,3 @@ def _install_ids_slot():
 
 _install_ids_slot()
 
-
-def check_stride(stride, max_length):
-    """Raise unless a sequence cut to ``max_length`` tokens can have overflowing windows that
-    overlap by ``stride`` (what :meth:`Encoding.truncate` needs)."""
-    if stride >= max_length:
-        raise ConfigError(f"truncation stride ({stride}) must be smaller than max_length ({max_length})",
-                          fix="lower the stride or raise max_length")
-
-
-def truncation_windows(n, max_length, stride, direction):
-    """The ``(start, stop)`` token windows :meth:`Encoding.truncate` cuts ``n`` tokens into: the
-    kept ones first, then each overflowing part's, ``max_length`` long and overlapping by
-    ``stride``, from the start (``"right"``) or from the end (``"left"``); 0 keeps none and makes
-    the whole one part.
-
-    >>> truncation_windows(5, 2, 1, "right"), truncation_windows(5, 3, 0, "left"), truncation_windows(2, 0, 0, "right")
-    ([(0, 2), (1, 3), (2, 4), (3, 5)], [(2, 5), (0, 2)], [(0, 0), (0, 2)])
-    """
-    if max_length >= n:
-        return [(0, n)]
-    if max_length == 0:
-        return [(0, 0), (0, n)]
-    check_stride(stride, max_length)
-    step = max_length - stride
-    parts = []
-    if direction == "right":
-        for start in range(0, n, step):
-            stop = min(start + max_length, n)
-            parts.append((start, stop))
-            if stop == n:
-                break
-    elif direction == "left":
-        for last in range(n - 1, -1, -step):
-            stop = last + 1
-            start = max(stop - max_length, 0)
-            parts.append((start, stop))
-            if start == 0:
-                break
-    else:
-        raise ConfigError(f"unknown truncation direction {direction!r}", fix="use 'right' or 'left'")
-    return parts

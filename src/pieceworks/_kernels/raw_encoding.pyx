@@ -39,6 +39,8 @@ from cpython.unicode cimport PyUnicode_Tailmatch
 from libc.stdint cimport INT32_MAX, int32_t, int64_t
 from libc.string cimport memcpy
 
+from pieceworks.errors import ConfigError
+
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void* op)
     void PyObject_GC_Track(void* op)
@@ -1094,37 +1096,61 @@ def truncated(type cls, bytes raw not None, Py_ssize_t n, object strings, object
     >>> e.ids, [o.ids for o in e._overflowing]
     ([0, 1], [[1, 2], [2, 3], [3, 4]])
     """
-    cdef Py_ssize_t start, stop, last, step
     cdef list parts = []
     if max_length <= 0 or stride < 0 or stride >= max_length:
         raise ValueError(f"truncated: need 0 <= stride < max_length, got stride {stride}, max_length {max_length}")
     block(raw, n, 3)        # (raises unless raw holds all four blocks of n tokens)
     if n <= max_length:
         return make_raw(cls, raw, n, strings, None, frame)
-    step = max_length - stride
     cdef object overflow_frame = None if frame is None else frame.for_overflow()
-    if not left:
-        start = 0
-        while start < n:
-            stop = min(start + max_length, n)
-            parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None,
-                                  overflow_frame if parts else frame))
-            if stop == n:
-                break
-            start += step
-    else:
-        last = n - 1
-        while last >= 0:
-            stop = last + 1
-            start = max(stop - max_length, 0)
-            parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None,
-                                  overflow_frame if parts else frame))
-            if start == 0:
-                break
-            last -= step
+    for start, stop in truncation_windows(n, max_length, stride, "left" if left else "right"):
+        parts.append(make_raw(cls, _slice(raw, n, start, stop), stop - start, strings, None,
+                              overflow_frame if parts else frame))
     first = <EncodingBase>parts[0]
     _lists_of(first).overflowing = parts[1:]
     return first
+
+
+def check_stride(stride, max_length):
+    """Raise unless a sequence cut to ``max_length`` tokens can have overflowing windows that
+    overlap by ``stride`` (what :meth:`Encoding.truncate` needs)."""
+    if stride >= max_length:
+        raise ConfigError(f"truncation stride ({stride}) must be smaller than max_length ({max_length})",
+                          fix="lower the stride or raise max_length")
+
+
+def truncation_windows(n, max_length, stride, direction):
+    """The ``(start, stop)`` token windows :meth:`Encoding.truncate` cuts ``n`` tokens into: the
+    kept ones first, then each overflowing part's, ``max_length`` long and overlapping by
+    ``stride``, from the start (``"right"``) or from the end (``"left"``); 0 keeps none and makes
+    the whole one part.
+
+    >>> truncation_windows(5, 2, 1, "right"), truncation_windows(5, 3, 0, "left"), truncation_windows(2, 0, 0, "right")
+    ([(0, 2), (1, 3), (2, 4), (3, 5)], [(2, 5), (0, 2)], [(0, 0), (0, 2)])
+    """
+    if max_length >= n:
+        return [(0, n)]
+    if max_length == 0:
+        return [(0, 0), (0, n)]
+    check_stride(stride, max_length)
+    step = max_length - stride
+    parts = []
+    if direction == "right":
+        for start in range(0, n, step):
+            stop = min(start + max_length, n)
+            parts.append((start, stop))
+            if stop == n:
+                break
+    elif direction == "left":
+        for last in range(n - 1, -1, -step):
+            stop = last + 1
+            start = max(stop - max_length, 0)
+            parts.append((start, stop))
+            if start == 0:
+                break
+    else:
+        raise ConfigError(f"unknown truncation direction {direction!r}", fix="use 'right' or 'left'")
+    return parts
 
 
 cdef bytes _slice(bytes raw, Py_ssize_t n, Py_ssize_t start, Py_ssize_t stop):

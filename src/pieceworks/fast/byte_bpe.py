@@ -286,8 +286,7 @@ class ByteBpePlan:
         if ready is None:
             return [None] * len(texts)
         kernel, prefix_space = ready
-        if not prefix_space and (self.normalizer is None or all(map(str.isascii, texts))) \
-                and max(map(len, texts), default=0) < _RAW_MAX_CHARS:
+        if not prefix_space and self.normalizes_none_of(texts) and max(map(len, texts), default=0) < _RAW_MAX_CHARS:
             # (Every text as it is: the kernel's results in the plan's form, no Python step a text;
             # words and pairs are many short texts.)
             return kernel.encode_raw_batch(texts, False, self._tokens)

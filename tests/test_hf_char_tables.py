@@ -228,3 +228,16 @@ def test_a_long_segment_is_left_exactly_when_the_form_keeps_it(form, segment):
 def test_a_char_with_thousands_of_marks_normalizes_as_hugging_face(form):
     text = "ab" + "e" + "\u0301\u0323" * 2000 + " x\u0345\u0300" * 50 + "\u1100\u1161\u11a8" + "\u0300" * 40
     assert getattr(ours, form)().normalize_str(text) == getattr(hf, form)().normalize_str(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(st.builds("".join, _quick_parts), max_size=8),
+       form=st.sampled_from(["NFC", "NFKC", "NFD", "NFKD"]))
+def test_changed_among_is_changes_text_of_each(texts, form):
+    # (One C call for a batch's quick checks: it must pick the very texts the per-text check does,
+    # which the test above holds to Hugging Face's normalizer.)
+    from pieceworks._unicode_forms import changed_among, changes_none_of, changes_text
+
+    expected = [k for k, text in enumerate(texts) if changes_text(form, text)]
+    assert changed_among(form, texts) == expected
+    assert changes_none_of(form, texts) == (not expected)

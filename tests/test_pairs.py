@@ -370,8 +370,77 @@ def test_a_pairs_encoding_leaves_nothing_for_the_collector(shared_data):
     pairs = [("a pair of", "short sentences"), ("one more", "pair")]
     for enc, pair in zip(ours.encode_batch(pairs) + [ours.encode(*pair) for pair in pairs], pairs * 2):
         lists = enc._lists
+        assert enc._pair_pending and [gc.is_tracked(obj) for obj in (enc, lists, enc.ids)] == [False] * 3
+        enc.tokens      # (its other lists, built together when the first is read)
+        assert not enc._pair_pending
         held = [enc, lists, lists.ranges, *lists.ranges.values(), enc.ids, lists.type_ids, lists.tokens, lists.words,
                 lists.offsets, lists.special_tokens_mask, lists.attention_mask]
         assert [gc.is_tracked(obj) for obj in held] == [False] * len(held)
         assert lists.overflowing is None
         assert_same_encoding(enc, theirs.encode(*pair), repr(pair))
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/gpt-neox-20b", "bert_all-MiniLM-L6-v2",
+                                      "hf_tokenizer_json/llama3"])
+def test_a_pairs_lists_wait_for_the_first_read_and_are_as_if_built_at_once(relative, shared_data):
+    """A pair's lists but its ids are built when one is first read (a reranker's batch reads the ids
+    alone); what is done to it before that (padding, twice; truncating; copying, pickling,
+    merging) gives what Hugging Face's encoding, built whole at once, gives. (GPT-NeoX's
+    ByteLevel trims each sequence's offsets as they are built; Llama 3's single pairs hold
+    their texts' ids alone, and work out their offsets then.)"""
+    import pickle
+
+    ours, theirs = _files(relative, shared_data)
+
+    def pad_twice(e):
+        e.pad(40, pad_id=9, pad_token="<pad>")
+        e.pad(44, direction="left", pad_id=8, pad_type_id=1, pad_token="<p>")
+
+    changes = {"nothing": lambda e: None, "padded twice": pad_twice, "truncated": lambda e: e.truncate(5, stride=1),
+               "padded, then truncated": lambda e: (pad_twice(e), e.truncate(42)),
+               "padded, short of its length": lambda e: e.pad(2)}
+    for pair in PAIRS:
+        for name, change in changes.items():
+            mine, ref = ours.encode(*pair), theirs.encode(*pair)
+            assert mine._pair_pending, (pair, name)
+            change(mine)
+            change(ref)
+            assert_same_encoding(mine, ref, f"{pair!r} {name}")
+        for name, made in (("copied", lambda e: e.copy()), ("pickled", lambda e: pickle.loads(pickle.dumps(e)))):
+            assert_same_encoding(made(ours.encode(*pair)), theirs.encode(*pair), f"{pair!r} {name}")
+        assert_same_encoding(Encoding.merge([ours.encode(*pair), ours.encode("x")]),
+                             tokenizers.Encoding.merge([theirs.encode(*pair), theirs.encode("x")]), f"{pair!r} merged")
+    batch = ours.encode_batch(PAIRS)
+    assert all(e._pair_pending for e in batch)
+    batch[0].offsets                            # (one read builds that pair's lists, no other's)
+    assert [e._pair_pending for e in batch] == [False] + [True] * (len(PAIRS) - 1)
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "hf_tokenizer_json/gpt-neox-20b",
+                                      "bert_all-MiniLM-L6-v2", "sentencepiece/ruT5-large", "sentencepiece/barthez"])
+@pytest.mark.parametrize("settings", ["none", "truncation", "padding"])
+def test_one_pair_of_plain_texts_takes_the_snapshot(relative, settings, shared_data, monkeypatch):
+    """``encode(a, b)`` of two strs holding no added token goes from the call to the kernel with no
+    Python step (``SingleText.encode_pair``), and gives Hugging Face's encoding, cut and padded
+    by the tokenizer's settings too; a text holding an added token takes the long way."""
+    ours, theirs = _files(relative, shared_data)
+    for tok in (ours, theirs):
+        tok.no_truncation()
+        tok.no_padding()
+        if settings == "truncation":
+            tok.enable_truncation(12, stride=2, strategy="longest_first")
+        elif settings == "padding":
+            tok.enable_padding(length=48, direction="left", pad_id=3, pad_token="<pad>")
+    general = []
+    monkeypatch.setattr(Tokenizer, "_encode_general", lambda self, *args, real=Tokenizer._encode_general:
+                        general.append(args[:2]) or real(self, *args))
+    pairs = [("What is a tokenizer?", "A tokenizer splits text into tokens, and then some more of them."),
+             ("naïve cafe\u0301 中文 😀", ""), ("def f(x): return x + 1\n", "print(f(41))")]
+    for a, b in pairs:
+        for add in (True, False):
+            assert_same_encoding(ours.encode(a, b, add_special_tokens=add), theirs.encode(a, b, add_special_tokens=add),
+                                 f"{relative} {settings} {(a, b)!r} {add}")
+    assert general == []
+    special = next(t.content for t in ours.get_added_tokens_decoder().values() if t.special)
+    assert_same_encoding(ours.encode("a " + special, "b"), theirs.encode("a " + special, "b"), f"{relative} {special}")
+    assert general == [("a " + special, "b")]

@@ -472,13 +472,31 @@ def changes_text(form: str, text: str) -> bool:
 
 
 def changes_none_of(form: str, texts: list[str]) -> bool:
-    """Whether ``form`` leaves every one of ``texts`` as it is (:func:`changes_text`; all ASCII in
-    one C-level pass: a pre-tokenized sentence is many short words).
+    """Whether ``form`` leaves every one of ``texts`` as it is (:func:`changed_among` finds none).
 
     >>> changes_none_of("NFC", ["plain", "words"]), changes_none_of("NFC", ["x", "e\u0301"])
     (True, False)
     """
-    return all(map(str.isascii, texts)) or not any(changes_text(form, text) for text in texts)
+    return not changed_among(form, texts)
+
+
+def changed_among(form: str, texts: list[str]) -> list[int]:
+    """The positions of the ``texts`` (a list of strs) that ``form`` may change (:func:`changes_text`
+    of each): all ASCII in one C-level pass, and for NFC and NFKC every text's quick check in one
+    call (a batch's texts, a pre-tokenized sentence's words, are many).
+
+    >>> changed_among("NFC", ["plain", "e\u0301", "caf\xe9", "x\u0301"]), changed_among("NFD", ["caf\xe9", "ok"])
+    ([1], [0])
+    """
+    if all(map(str.isascii, texts)):
+        return []
+    if not _COMPOSING[form]:
+        return [k for k, text in enumerate(texts) if changes_text(form, text)]
+    quick_check(form)   # (sets the tables' quick-check values on first use)
+    verdicts = form_tables(form).quick_all(texts)
+    if not verdicts.strip(b"\0"):
+        return []
+    return [k for k, verdict in enumerate(verdicts) if verdict and verdict_changes(form, texts[k], verdict)]
 
 
 def verdict_changes(form: str, text: str, verdict: int) -> bool:

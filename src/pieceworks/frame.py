@@ -132,7 +132,7 @@ class PairFrame:
     hold the three groups one after the other (``nb``, ``nm`` and ``na``
     long); ``type_a`` and ``type_b`` are the sequences' own type ids;
     ``trim`` (see ``Frame.trim``) is run on each sequence's offsets alone.
-    A pair's encoding is built whole from it (Tokenizer's pair path), not lazily.
+    A pair's encoding builds its ids from it at once, its other lists when first read.
 
     >>> f = PairFrame([(101, "[CLS]", 0)], 0, [(102, "[SEP]", 0)], 1, [(102, "[SEP]", 1)])
     >>> f.ids, f.types, (f.nb, f.nm, f.na), f.size

@@ -514,9 +514,16 @@ class Tokenizer:
     def _raw_around(self, plan, texts: list[str], founds: list | None) -> list:
         """The raw result of each text with its added tokens ``founds`` (in the text as it is; None:
         none looked for), the stretches between them through one ``plan.encode_raw_batch`` call."""
-        # (No added token in them: the texts are the plan's as they are, each at 0.)
-        return self._joined_layouts(plan, texts, founds, None) if founds and any(founds) else \
-            plan.encode_raw_batch(texts)
+        # (A text holding no added token is the plan's as it is, at 0: one call for all of those.)
+        holding = [k for k, found in enumerate(founds) if found] if founds else ()
+        if not holding:
+            return plan.encode_raw_batch(texts)
+        if len(holding) == len(texts):
+            return self._joined_layouts(plan, texts, founds, None)
+        results = plan.encode_raw_batch([text for text, found in zip(texts, founds) if not found])
+        joined = iter(self._joined_layouts(plan, [texts[k] for k in holding], [founds[k] for k in holding], None))
+        plain = iter(results)
+        return [next(joined) if found else next(plain) for found in founds]
 
     def _one_table(self, results: list) -> list | None:
         """``results`` with one token table for all (a plan's, whatever its path; see
@@ -542,19 +549,21 @@ class Tokenizer:
         if passes is None:
             return None
         if _normalizes_none_of(plan, texts):    # (the common case, a sentence's words: no Python step a text)
-            founds = spans_in_passes_of(passes, texts)
-            if None not in founds:
-                return self._one_table(self._raw_around(plan, texts, founds))
-        kept = []
-        layouts: list = [None] * len(texts)
-        for k, text in enumerate(texts):
-            if plan.normalizes_nothing(text):
-                kept.append(k)
-            else:   # (the tokens matched in its normalized gaps)
-                layouts[k] = self._added_layout(plan, text, split_special)
-        for k, found in zip(kept, spans_in_passes_of(passes, [texts[k] for k in kept])):
-            layouts[k] = None if found is None else (texts[k], found, None)
-        return self._one_table(self._layout_results(plan, layouts, None))
+            kept, changed = range(len(texts)), ()
+        else:
+            changed = _normalized_among(plan, texts)
+            kept = sorted(set(range(len(texts))).difference(changed))
+        results: list = [None] * len(texts)
+        founds = spans_in_passes_of(passes, [texts[k] for k in kept])
+        found_in = [j for j, found in enumerate(founds) if found is not None]   # (None: a token moved its span)
+        for j, result in zip(found_in, self._raw_around(plan, [texts[kept[j]] for j in found_in],
+                                                        [founds[j] for j in found_in])):
+            results[kept[j]] = result
+        if changed:     # (their tokens matched in their normalized gaps)
+            layouts = [self._added_layout(plan, texts[k], split_special) for k in changed]
+            for k, result in zip(changed, self._layout_results(plan, layouts, None)):
+                results[k] = result
+        return self._one_table(results)
 
     def _on_one_table(self, results: list) -> list | None:
         """``results`` whose token tables are the plan's and that table with the added tokens
@@ -1079,7 +1088,8 @@ class Tokenizer:
             truncations = (self._raw_truncation(True), self._raw_truncation(False))
             single = SingleText(epoch(), one[0], one[1], Encoding, added.finder, frames, truncations,
                                 bool(self.encode_special_tokens), self._split_exclusion() is not None,
-                                self._padding is not None, self._single_around(plan))
+                                self._padding is not None, self._single_around(plan),
+                                (self._pair_frame(True), self._pair_frame(False)))
         self.__dict__["_single"] = single
         return single
 
@@ -1514,6 +1524,15 @@ def _pair_cut_lengths(n_first: int, n_second: int | None, params: dict) -> tuple
     if strategy == "only_first":
         return n_first - to_remove, n_second
     return n_first, n_second - to_remove
+
+
+def _normalized_among(plan, texts: list[str]) -> list[int]:
+    """The positions of the ``texts`` ``plan``'s normalizer may change (its ``normalized_among``
+    where it has one: one pass for all)."""
+    among = getattr(plan, "normalized_among", None)
+    if among is not None:
+        return among(texts)
+    return [k for k, text in enumerate(texts) if not plan.normalizes_nothing(text)]
 
 
 def _normalizes_none_of(plan, texts: list[str]) -> bool:

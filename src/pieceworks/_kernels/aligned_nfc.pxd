@@ -34,6 +34,7 @@ cdef class FormTables:
     cdef vector[uint8_t] kinds          # per code point: INNER, CHANGING or 0 (see set_kinds); empty: not set
 
     cdef int _quick(self, const ucs_t* s, Py_ssize_t n) noexcept
+    cdef int _quick_text(self, str text)
     cdef uint8_t klass(self, uint32_t c) noexcept nogil
     cdef uint32_t compose(self, uint32_t a, uint32_t b) noexcept nogil
     cdef void _decompose(self, int kind, const void* data, Py_ssize_t start, Py_ssize_t end,

@@ -418,6 +418,8 @@ cdef class Encoding(EncodingBase):
             return
         for over in () if parts_later else self._overflowing or ():
             over.pad(length, direction, pad_id, pad_type_id, pad_token)
+        if _raw.pad_pending_pair(self, length, direction, pad_id, pad_type_id, pad_token):
+            return      # (a pair none of whose other lists was read: they are built padded)
         missing = length - len(self.ids)
         if missing <= 0:
             return

@@ -76,6 +76,7 @@ cdef class Basis:
 @cython.no_gc
 cdef class Lists:
     cdef public object type_ids, tokens, words, offsets, special_tokens_mask, attention_mask, overflowing, ranges
+    cdef object pending               # a pair's PendingPair until its lists are built (see pair_encoding)
 
 
 @cython.no_gc

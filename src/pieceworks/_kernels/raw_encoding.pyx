@@ -400,11 +400,15 @@ cdef list _word_list(bytes raw, Py_ssize_t n, Py_ssize_t word_index, Py_ssize_t 
 
 def pair_encoding(type cls, tuple a not None, tuple b not None, frame, tuple keep_a=None,
                   tuple keep_b=None) -> EncodingBase:
-    """The eager encoding (of type ``cls``) of a pair, ``before + A + middle + B + after``: raw
-    results ``a`` and ``b`` (``fill_encodings``' form: ``(raw, n, _, strings[, tokens])``)
-    between the special tokens of ``frame`` (a :class:`~pieceworks.frame.PairFrame`, padding
-    included), every list built here, each sequence's offsets trimmed alone by ``frame.trim``.
+    """The encoding (of type ``cls``) of a pair, ``before + A + middle + B + after``: raw
+    results ``a`` and ``b`` (``fill_encodings``' form: ``(raw, n, _, strings[, tokens])``, or
+    the ids alone, ``(raw, n, _, strings, spans_from, source)``: see :func:`whole_result`) between the special tokens of ``frame`` (a :class:`~pieceworks.frame.PairFrame`, padding
+    included), each sequence's offsets trimmed alone by ``frame.trim``.
 
+    Its ids list is built here; its other lists all at once, when the first
+    of them is read (a :class:`PendingPair` in its ``_lists``; see
+    :func:`_lists_of`): a classifier's or reranker's batch reads the ids
+    alone, and the six other lists were two thirds of a pair's time.
     Each sequence keeps its own offsets and words; a result's own tokens
     list (its fifth item) spells its tokens, else ``strings[id]``.
     ``keep_a``, ``keep_b``: ``(start, stop)``, the tokens of that result
@@ -414,32 +418,77 @@ def pair_encoding(type cls, tuple a not None, tuple b not None, frame, tuple kee
     >>> f = PairFrame([(1, "<s>", 0)], 0, [(2, "</s>", 0)], 1, [])
     >>> strings = {5: "hi", 7: "there"}
     >>> e = pair_encoding(EncodingBase, (pack([5], [0], [2], [0]), 1, 0, strings), (pack([7], [3], [8], [4]), 1, 0, strings), f)
-    >>> e.ids, e._lists.type_ids, e.tokens, e.words, e.offsets, e._lists.special_tokens_mask, e._lists.ranges
-    ([1, 5, 2, 7], [0, 0, 0, 1], ['<s>', 'hi', '</s>', 'there'], [None, 0, None, 4], [(0, 0), (0, 2), (0, 0), (3, 8)], [1, 0, 1, 0], {0: (1, 2), 1: (3, 4)})
+    >>> e.ids, e._lists.type_ids, e._pair_pending
+    ([1, 5, 2, 7], None, True)
+    >>> e.tokens, e.words, e.offsets, e._lists.type_ids, e._lists.special_tokens_mask, e._lists.ranges, e._pair_pending
+    (['<s>', 'hi', '</s>', 'there'], [None, 0, None, 4], [(0, 0), (0, 2), (0, 0), (3, 8)], [0, 0, 0, 1], [1, 0, 1, 0], {0: (1, 2), 1: (3, 4)}, False)
     """
+    cdef PendingPair pending = PendingPair.__new__(PendingPair)
+    pending.a, pending.b, pending.frame = a, b, frame
+    pending.first_a = _kept_start(keep_a, a[1])
+    pending.n_a = _kept_stop(keep_a, a[1]) - pending.first_a
+    pending.first_b = _kept_start(keep_b, b[1])
+    pending.n_b = _kept_stop(keep_b, b[1]) - pending.first_b
+    _check_sequence(a)
+    _check_sequence(b)
     cdef Py_ssize_t nb = frame.nb, nm = frame.nm, na = frame.na
-    cdef Py_ssize_t first_a = _kept_start(keep_a, a[1]), n_a = _kept_stop(keep_a, a[1]) - first_a
-    cdef Py_ssize_t first_b = _kept_start(keep_b, b[1]), n_b = _kept_stop(keep_b, b[1]) - first_b
-    cdef Py_ssize_t pads_before = frame.pads_before, pads_after = frame.pads_after
-    cdef list f_ids = frame.ids, f_tokens = frame.tokens, f_types = frame.types
-    if len(f_ids) != nb + nm + na or len(f_tokens) != len(f_ids) or len(f_types) != len(f_ids):
+    cdef list f_ids = frame.ids
+    if len(f_ids) != nb + nm + na or len(frame.tokens) != len(f_ids) or len(frame.types) != len(f_ids):
         raise ValueError("pair_encoding: the frame's groups and sizes disagree")
+    cdef Py_ssize_t n_a = pending.n_a, n_b = pending.n_b, j
+    cdef list ids = PyList_New(nb + n_a + nm + n_b + na)
+    for j in range(nb + nm + na):
+        _put(ids, _frame_position(j, nb, nm, n_a, n_b), f_ids[j])
+    _put_ids(ids, nb, a, pending.first_a, pending.first_a + n_a)
+    _put_ids(ids, nb + n_a + nm, b, pending.first_b, pending.first_b + n_b)
+    PyObject_GC_UnTrack(<void*>ids)     # (ints only)
+    cdef EncodingBase e = <EncodingBase>cls.__new__(cls)
+    cdef Lists lists = Lists.__new__(Lists)
+    lists.pending = pending
+    e._ids = ids
+    e._lists = lists
+    return e
+
+
+@cython.no_gc
+cdef class PendingPair:
+    """What a pair encoding builds its lists but the ids from, when the first is read (see
+    :func:`pair_encoding`): the two raw results, the tokens of each kept, and the frame."""
+    cdef tuple a, b
+    cdef object frame
+    cdef Py_ssize_t first_a, n_a, first_b, n_b
+
+
+cdef inline Py_ssize_t _frame_position(Py_ssize_t j, Py_ssize_t nb, Py_ssize_t nm, Py_ssize_t n_a,
+                                       Py_ssize_t n_b) noexcept:
+    """Where a pair frame's ``j``-th special token goes among the pair's tokens."""
+    return j if j < nb else (j + n_a if j < nb + nm else j + n_a + n_b)
+
+
+cdef int _settle_pair(Lists lists) except -1:
+    """Build every list of a pair encoding but its ids (see :func:`pair_encoding`), then drop its
+    :class:`PendingPair`. (Two threads reading at once both build the same lists; either's stay.)"""
+    cdef PendingPair p = lists.pending
+    cdef tuple a = whole_result(p.a), b = whole_result(p.b)
+    frame = p.frame
+    cdef Py_ssize_t nb = frame.nb, nm = frame.nm, na = frame.na, n_a = p.n_a, n_b = p.n_b
+    cdef Py_ssize_t pads_before = frame.pads_before, pads_after = frame.pads_after
+    cdef list f_tokens = frame.tokens, f_types = frame.types
     strings = a[3]
-    cdef Py_ssize_t total = nb + n_a + nm + n_b + na, j, p, start_b = nb + n_a + nm
-    cdef list ids = PyList_New(total), types = PyList_New(total), tokens = PyList_New(total)
+    cdef Py_ssize_t total = nb + n_a + nm + n_b + na, j, at, start_b = nb + n_a + nm
+    cdef list types = PyList_New(total), tokens = PyList_New(total)
     cdef list words = PyList_New(total), offsets = PyList_New(total), special = PyList_New(total)
     cdef object one = int_object(1)
     for j in range(nb + nm + na):
-        p = j if j < nb else (j + n_a if j < nb + nm else j + n_a + n_b)
-        _put(ids, p, f_ids[j])
-        _put(types, p, f_types[j])
-        _put(tokens, p, f_tokens[j])
-        _put(words, p, None)
-        _put(offsets, p, _NO_SPAN)
-        _put(special, p, one)
-    _put_sequence(ids, types, tokens, words, offsets, special, nb, a, first_a, first_a + n_a, strings,
+        at = _frame_position(j, nb, nm, n_a, n_b)
+        _put(types, at, f_types[j])
+        _put(tokens, at, f_tokens[j])
+        _put(words, at, None)
+        _put(offsets, at, _NO_SPAN)
+        _put(special, at, one)
+    _put_sequence(types, tokens, words, offsets, special, nb, a, p.first_a, p.first_a + n_a, strings,
                   int_object(frame.type_a))
-    _put_sequence(ids, types, tokens, words, offsets, special, start_b, b, first_b, first_b + n_b, strings,
+    _put_sequence(types, tokens, words, offsets, special, start_b, b, p.first_b, p.first_b + n_b, strings,
                   int_object(frame.type_b))
     if frame.trim is not None:      # (each sequence alone, as the processor trims each encoding)
         frame.trim(offsets, tokens, nb, nb + n_a)
@@ -448,19 +497,34 @@ def pair_encoding(type cls, tuple a not None, tuple b not None, frame, tuple kee
     cdef object zero = int_object(0)
     for j in range(total):
         _put(attention, j, zero if j < pads_before or j >= total - pads_after else one)
-    cdef EncodingBase e = <EncodingBase>cls.__new__(cls)
-    cdef Lists lists = Lists.__new__(Lists)
-    e._ids = ids
-    lists.type_ids, lists.tokens, lists.words, lists.offsets = types, tokens, words, offsets
-    # (No overflowing list until read: an empty one would be one more object for the collector.)
-    lists.special_tokens_mask, lists.attention_mask = special, attention
-    lists.ranges = {0: (nb, nb + n_a), 1: (start_b, start_b + n_b)}
-    e._lists = lists
-    for out in (ids, types, tokens, words, offsets, special, attention, lists.ranges):
+    cdef dict ranges = {0: (nb, nb + n_a), 1: (start_b, start_b + n_b)}
+    for out in (types, tokens, words, offsets, special, attention, ranges):
         PyObject_GC_UnTrack(<void*>out)     # (ints, strs, None and untracked int pairs)
-    for span in (<dict>lists.ranges).values():
+    for span in ranges.values():
         PyObject_GC_UnTrack(<void*>span)
-    return e
+    lists.type_ids, lists.tokens, lists.words, lists.offsets = types, tokens, words, offsets
+    lists.special_tokens_mask, lists.attention_mask, lists.ranges = special, attention, ranges
+    # (No overflowing list until read: an empty one would be one more object for the collector.)
+    lists.pending = None
+    return 0
+
+
+def pad_pending_pair(EncodingBase e not None, Py_ssize_t length, str direction, pad_id, pad_type_id,
+                     pad_token) -> bool:
+    """Pad a pair encoding none of whose lists but the ids was read yet (see :func:`pair_encoding`):
+    its ids now, the rest through its frame, padded, when built. False (nothing done) for any
+    other encoding. ``direction``: "right" or "left" (checked by the caller)."""
+    cdef Lists lists = e._lists
+    if lists is None or lists.pending is None or e._ids is None:
+        return False
+    cdef PendingPair p = lists.pending
+    cdef list ids = e._ids
+    cdef Py_ssize_t missing = length - len(ids)
+    if missing > 0:
+        p.frame = p.frame.padded(missing, direction, pad_id, pad_type_id, pad_token)
+        e._ids = ([pad_id] * missing + ids) if direction == "left" else ids + [pad_id] * missing
+        PyObject_GC_UnTrack(<void*>e._ids)
+    return True
 
 
 cdef inline void _put(list out, Py_ssize_t i, object obj):
@@ -481,9 +545,44 @@ cdef inline Py_ssize_t _kept_stop(tuple keep, Py_ssize_t n):
     return n if keep is None else keep[1]      # (checked by _kept_start)
 
 
-cdef int _put_sequence(list ids, list types, list tokens, list words, list offsets, list special, Py_ssize_t at,
+cdef int _check_sequence(tuple result) except -1:
+    """A pair's raw result holds its tokens (and its own tokens list, if any, one a token)."""
+    if _deferred(result):
+        block(result[0], result[1], 0)
+        return 0
+    block(result[0], result[1], 3)
+    if len(result) > 4 and len(result[4]) != result[1]:
+        raise ValueError(f"pair_encoding: {len(result[4])} tokens for a sequence of {result[1]}")
+    return 0
+
+
+cdef inline bint _deferred(tuple result):
+    return len(result) == 6 and isinstance(result[4], SpanSource)
+
+
+cpdef tuple whole_result(tuple result):
+    """A raw result of :func:`pair_encoding`'s with all four blocks: an ids-alone one,
+    ``(raw, n, n_words, strings, spans_from, source)``, as ``(raw, n, n_words, strings)``
+    with its offsets and words worked out by ``spans_from``; any other as it is."""
+    if not _deferred(result):
+        return result
+    return (full_raw(result[4], result[5], result[0], result[1]),) + result[1:4]
+
+
+cdef int _put_ids(list ids, Py_ssize_t at, tuple result, Py_ssize_t first, Py_ssize_t stop) except -1:
+    """The ids of tokens ``first:stop`` of one sequence of :func:`pair_encoding`, from position ``at``."""
+    cdef const int32_t* block_ids = block(result[0], result[1], 0)
+    cdef Py_ssize_t i
+    at -= first
+    for i in range(first, stop):
+        PyList_SET_ITEM_p(ids, at + i, int_ref(_shared_ptrs, _n_shared, block_ids[i]))
+    return 0
+
+
+cdef int _put_sequence(list types, list tokens, list words, list offsets, list special, Py_ssize_t at,
                        tuple result, Py_ssize_t first, Py_ssize_t stop, strings, object type_id) except -1:
-    """Tokens ``first:stop`` of one sequence of :func:`pair_encoding` into its lists, from position ``at``."""
+    """Tokens ``first:stop`` of one sequence of :func:`pair_encoding` into its lists but the ids,
+    from position ``at``."""
     cdef bytes raw = result[0]
     cdef Py_ssize_t n = result[1]
     cdef list own_tokens = result[4] if len(result) > 4 else None
@@ -495,11 +594,8 @@ cdef int _put_sequence(list ids, list types, list tokens, list words, list offse
     cdef Py_ssize_t i
     cdef tuple span = None
     cdef object zero = int_object(0)
-    if own_tokens is not None and len(own_tokens) != n:
-        raise ValueError(f"pair_encoding: {len(own_tokens)} tokens for a sequence of {n}")
     at -= first
     for i in range(first, stop):
-        PyList_SET_ITEM_p(ids, at + i, int_ref(_shared_ptrs, _n_shared, block_ids[i]))
         _put(types, at + i, type_id)
         if own_tokens is not None:
             obj = own_tokens[i]
@@ -631,10 +727,23 @@ cpdef Basis basis_for(object strings, object frame, object word_index, SpanSourc
 
 @cython.no_gc
 cdef class Lists:
-    """An encoding's lists other than its ids, each None until built or assigned (see EncodingBase)."""
+    """An encoding's lists other than its ids, each None until built or assigned (see EncodingBase);
+    a pair encoding's are built together from its ``pending`` :class:`PendingPair` (see :func:`_lists_of`)."""
 
 
 cdef Lists _lists_of(EncodingBase e):
+    """``e``'s lists, made if none yet; a pair's built first if they are pending (see
+    :func:`pair_encoding`): every read or assignment of a list but the ids comes through here."""
+    cdef Lists lists = e._lists
+    if lists is None:
+        lists = e._lists = Lists.__new__(Lists)
+    elif lists.pending is not None:
+        _settle_pair(lists)
+    return lists
+
+
+cdef Lists _bare_lists(EncodingBase e):
+    """``e``'s lists, made if none yet, a pending pair's left pending (for the overflowing parts)."""
     if e._lists is None:
         e._lists = Lists.__new__(Lists)
     return e._lists
@@ -712,6 +821,11 @@ cdef class EncodingBase:
         if self._basis is None or self._basis.spans_from is None:
             return None
         return self._data if self._no_raw else self._basis.source
+
+    @property
+    def _pair_pending(self):
+        """Whether this is a pair encoding whose lists but the ids are not built yet (see :func:`pair_encoding`)."""
+        return self._lists is not None and self._lists.pending is not None
 
     @property
     def _overflowing(self):
@@ -906,7 +1020,7 @@ def defer_overflowing(EncodingBase e not None, make) -> None:
         raise TypeError(f"defer_overflowing: make must be callable, got {type(make).__name__}")
     pending.make = make
     pending.pads = []
-    _lists_of(e).overflowing = pending
+    _bare_lists(e).overflowing = pending
 
 
 def pad_parts_later(EncodingBase e not None, tuple how not None) -> bool:

@@ -23,7 +23,8 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_Tailmatch(object text, object part, Py_ssize_t start, Py_ssize_t end, int direction) except -1
 
 from pieceworks._kernels.raw_encoding cimport encoding_of
-from pieceworks._kernels.raw_encoding import fill_encodings
+from pieceworks._kernels.raw_encoding cimport SpanSource
+from pieceworks._kernels.raw_encoding import fill_encodings, pair_encoding, whole_result
 
 from pieceworks._component import _EPOCH
 
@@ -51,22 +52,29 @@ cdef class SingleText:
     ``(encode_around_batch, tokens, strings)``, whose result for ``[text]``
     (as ``encoder``'s, or None) is made the Encoding here; None: all such
     texts go the long way, and so do they with special tokens split.
+    ``pair_frames``: the post-processor's ``PairFrame`` for a pair of strs,
+    for ``add_special_tokens`` True and False (None: the long way), whose two
+    texts go through ``encoder`` and are put together by
+    ``raw_encoding.pair_encoding``, or by ``Tokenizer._pair_of_results``
+    when truncation or padding is on (a text the finder says holds a token
+    sends the pair the long way).
     With no encoder every call goes the long way.
     """
     cdef readonly long long epoch
     cdef object encoder, strings, encoding_type
     cdef object finder, around
-    cdef object frame_with, frame_without
+    cdef object frame_with, frame_without, pair_with, pair_without
     cdef tuple truncation_with, truncation_without
     cdef bint default_split, split_matters, pads
 
     def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, finder=None,
                  frames=(None, None), truncations=(None, None), bint default_split=False, bint split_matters=False,
-                 bint pads=False, around=None):
+                 bint pads=False, around=None, pair_frames=(None, None)):
         self.epoch = epoch
         self.encoder, self.strings, self.encoding_type = encoder, strings, encoding_type
         self.finder, self.around = finder, around
         self.frame_with, self.frame_without = frames
+        self.pair_with, self.pair_without = pair_frames
         self.truncation_with, self.truncation_without = truncations
         self.default_split, self.split_matters, self.pads = default_split, split_matters, pads
 
@@ -88,15 +96,7 @@ cdef class SingleText:
             frame, truncation = self.frame_without, self.truncation_without
         else:
             return None
-        if frame is None:
-            return None
-        if split is None:
-            if self.default_split and self.split_matters:
-                return None
-        elif split is True:
-            if self.split_matters:
-                return None
-        elif split is not False:
+        if frame is None or not self._split_allowed(split):
             return None
         if self.finder is not None and self.finder.holds(text):
             if self.around is None or split is True or split is None and self.default_split:
@@ -114,6 +114,46 @@ cdef class SingleText:
         if self.pads:
             tokenizer._pad([encoding])
         return encoding
+
+    cdef bint _split_allowed(self, object split):
+        """Whether ``split_special_tokens`` (None: the tokenizer's) leaves a call this way."""
+        if split is None:
+            return not (self.default_split and self.split_matters)
+        if split is True:
+            return not self.split_matters
+        return split is False
+
+    cdef object encode_pair(self, tokenizer, str first, str second, object add_special, object split):
+        """The Encoding of the pair ``first``, ``second``, or None for the long way."""
+        if self.encoder is None:
+            return None
+        frame = self.pair_with if add_special is True else self.pair_without if add_special is False else None
+        if frame is None or not self._split_allowed(split):
+            return None
+        if self.finder is not None and (self.finder.holds(first) or self.finder.holds(second)):
+            return None
+        a = self._pair_result(self.encoder(first))
+        if a is None:
+            return None
+        b = self._pair_result(self.encoder(second))
+        if b is None:
+            return None
+        truncation, padding = tokenizer._truncation, tokenizer._padding
+        if truncation is None and padding is None:
+            return pair_encoding(self.encoding_type, a, b, frame)
+        return tokenizer._pair_of_results(whole_result(a), whole_result(b), frame, add_special, truncation, padding)
+
+    cdef tuple _pair_result(self, object result):
+        """A kernel's ``result`` for one text (see ``encoder``) in ``pair_encoding``'s form, or None."""
+        if type(result) is not tuple or len(<tuple>result) < 3:
+            return None
+        if len(<tuple>result) <= 4:
+            return (<tuple>result)[:3] + (self.strings,)
+        if len(<tuple>result) == 5 and type((<tuple>result)[4]) is list:      # its own token strings
+            return <tuple>result
+        if len(<tuple>result) == 5 and isinstance((<tuple>result)[3], SpanSource):    # the ids alone
+            return (<tuple>result)[:3] + (self.strings,) + (<tuple>result)[3:]
+        return None
 
     cdef object _encoding_of(self, object result, object strings, object frame, tuple truncation):
         """The Encoding of a kernel's ``result`` for one text (see ``encoder``), or None."""
@@ -179,11 +219,14 @@ def tokenizer_encode(self, sequence, pair=None, is_pretokenized=False, add_speci
     :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
     """
     cdef SingleText single
-    if pair is None and type(sequence) is str and is_pretokenized is False:
+    if type(sequence) is str and is_pretokenized is False and (pair is None or type(pair) is str):
         single = self._single
         if single is None or single.epoch != <long long>_EPOCH[0]:
             single = self._single_text()
-        encoding = single.encode_one(self, <str>sequence, add_special_tokens, split_special_tokens)
+        if pair is None:
+            encoding = single.encode_one(self, <str>sequence, add_special_tokens, split_special_tokens)
+        else:
+            encoding = single.encode_pair(self, <str>sequence, <str>pair, add_special_tokens, split_special_tokens)
         if encoding is not None:
             return encoding
     return self._encode_general(sequence, pair, is_pretokenized, add_special_tokens, split_special_tokens)

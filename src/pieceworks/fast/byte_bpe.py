@@ -42,7 +42,7 @@ from ..models.bpe import BPE
 from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
-from .._unicode_forms import changes_none_of, changes_text, normalize
+from .._unicode_forms import changed_among, changes_none_of, changes_text, normalize
 from ..alignment import NormalizedString
 from . import register_plan
 from ._aligned import AlignedNfc, nfc_aligned, remap_spans
@@ -176,6 +176,10 @@ class ByteBpePlan:
         """:meth:`normalizes_nothing` of every one of ``texts``."""
         return self.normalizer is None or changes_none_of("NFC", texts)
 
+    def normalized_among(self, texts: list[str]) -> list[int]:
+        """The positions of the ``texts`` the normalizer may change (none without one), in one pass."""
+        return [] if self.normalizer is None else changed_among("NFC", texts)
+
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)`` of :meth:`encode_plain`, or None (see pieceworks.fast)."""
         ready = self._prepare()
@@ -286,16 +290,18 @@ class ByteBpePlan:
         if ready is None:
             return [None] * len(texts)
         kernel, prefix_space = ready
-        if not prefix_space and self.normalizes_none_of(texts) and max(map(len, texts), default=0) < _RAW_MAX_CHARS:
+        changed = self.normalized_among(texts)
+        if not prefix_space and not changed and max(map(len, texts), default=0) < _RAW_MAX_CHARS:
             # (Every text as it is: the kernel's results in the plan's form, no Python step a text;
             # words and pairs are many short texts.)
             return kernel.encode_raw_batch(texts, False, self._tokens)
         out: list = [None] * len(texts)
         todo, where = [], []
+        changed = set(changed)
         for k, text in enumerate(texts):
             if len(text) >= _RAW_MAX_CHARS:
                 continue
-            if self.normalizer is not None and changes_text("NFC", text):
+            if k in changed:
                 if not prefix_space:
                     out[k] = (*self._encode_raw_nfc(kernel, text), self._tokens)
                 continue

@@ -42,7 +42,7 @@ from .._kernels import scan
 from .._kernels.bytebpe import ByteBPE, Pattern
 from .._kernels.onig_spans import Behavior, Cutter
 from .._regex import _SEARCH, Regex, _region_address
-from .._unicode_forms import changes_none_of, changes_text
+from .._unicode_forms import changed_among, changes_none_of, changes_text
 from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
 from . import plain_from_raw, register_plan, stages_key
 from ._aligned import AlignedNfc, nfc_aligned, remap_spans
@@ -177,8 +177,8 @@ class CutByteBpePlan:
     def _in_kernel(self, texts: list[str], encode) -> tuple[list, list[int]]:
         """``(results, apart)``: ``encode`` of the texts the kernel takes as they are, in one call, and
         the indices of the others (NFC changes them, or too long), whose results are None."""
-        apart = [k for k, text in enumerate(texts) if len(text) >= _RAW_MAX_CHARS
-                 or self.normalizer is not None and not text.isascii() and changes_text("NFC", text)]
+        apart = sorted({k for k, text in enumerate(texts) if len(text) >= _RAW_MAX_CHARS}
+                       .union(self.normalized_among(texts)))
         if not apart:
             return encode(texts), apart
         taken = sorted(set(range(len(texts))).difference(apart))
@@ -229,6 +229,10 @@ class CutByteBpePlan:
     def normalizes_none_of(self, texts: list[str]) -> bool:
         """:meth:`normalizes_nothing` of every one of ``texts``."""
         return self.normalizer is None or changes_none_of("NFC", texts)
+
+    def normalized_among(self, texts: list[str]) -> list[int]:
+        """The positions of the ``texts`` the normalizer may change (none without one), in one pass."""
+        return [] if self.normalizer is None else changed_among("NFC", texts)
 
     def _current_kernel(self) -> ByteBPE | None:
         ready = self._prepare()

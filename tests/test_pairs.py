@@ -444,3 +444,26 @@ def test_one_pair_of_plain_texts_takes_the_snapshot(relative, settings, shared_d
     special = next(t.content for t in ours.get_added_tokens_decoder().values() if t.special)
     assert_same_encoding(ours.encode("a " + special, "b"), theirs.encode("a " + special, "b"), f"{relative} {special}")
     assert general == [("a " + special, "b")]
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "sentencepiece/ruT5-large"])
+def test_a_batch_of_short_pairs_is_one_c_loop_and_names_a_bad_item_by_its_index(relative, shared_data, monkeypatch):
+    """Short pairs (too short for threads to pay) are encoded as single pair calls are, in one loop;
+    whatever that loop leaves (a text holding an added token, a str, a bad item) goes the long way,
+    whose error names the item's own index in the batch."""
+    from pieceworks.errors import InputTypeError
+
+    ours, theirs = _files(relative, shared_data)
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    general = []
+    monkeypatch.setattr(Tokenizer, "_encode_pairs_raw", lambda self, pairs, *args, real=Tokenizer._encode_pairs_raw:
+                        general.append(pairs) or real(self, pairs, *args))
+    special = next(t.content for t in ours.get_added_tokens_decoder().values() if t.special)
+    batch = [("short", "pairs"), "a text", ["as a", "list"], (f"one {special}", "holding a token"), ("", "")] * 3
+    for mine, ref, item in zip(ours.encode_batch(batch), theirs.encode_batch(batch), batch):
+        assert_same_encoding(mine, ref, f"{relative} {item!r}")
+    assert general == [[(f"one {special}", "holding a token")] * 3]     # (the loop's leftovers, in one raw batch)
+    for bad, index in (([("a", "b"), ("c", "d"), (1, "x")], 2), ([("a", "b"), "c", ("x",)], 2),
+                       ([("a", "b"), ("c", "d", "e")], 1)):
+        with pytest.raises(InputTypeError, match=rf"input\[{index}\]"):
+            ours.encode_batch(bad)

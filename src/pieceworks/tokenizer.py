@@ -47,7 +47,7 @@ from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequen
 from .encoding import PLAIN_FRAME, Encoding
 from .frame import PLAIN_PAIR_FRAME, Frame, PairFrame
 from ._unicode_forms import _combining, changes_text
-from .fast._pool import num_threads, run_in_ranges
+from .fast._pool import num_threads, run_in_ranges, threads_pay
 from .errors import ConfigError, InputTypeError, OutOfRangeError, UnknownIdError
 
 __all__ = ["Tokenizer"]
@@ -256,7 +256,7 @@ class Tokenizer:
         def encode_range(start: int, stop: int) -> list[Encoding]:
             if raw_ready is not None:
                 return self._encode_range_raw(items, start, stop, plan, raw_ready, split, add_special_tokens,
-                                              self._ids_class())
+                                              self._ids_class(), None if done is None else done[start:stop])
             out = []
             words = self._encode_words_framed_batch(items[start:stop], add_special_tokens, split) \
                 if is_pretokenized else None
@@ -279,6 +279,13 @@ class Tokenizer:
         out = None
         if raw_ready is not None and hasattr(plan, "encode_job"):
             out = self._encode_batch_job(items, plan, raw_ready, split, add_special_tokens)
+        done = None
+        if raw_ready is not None and out is None and not only_str(items) and not threads_pay(items, plan):
+            # Each pair of strs as one encode call takes it, in one C loop (pairs too short for threads to
+            # pay: they would only pass the GIL to and fro); the rest as below.
+            done = self._current_single().encode_pairs(self, items, add_special_tokens, split, self._fixed_padding())
+            if None not in done:
+                out = done
         if out is None:     # (pre-tokenized: a range's words are one kernel call, as a raw batch's texts)
             words_plan = self._current_plan() if is_pretokenized else None
             out = run_in_ranges(encode_range, items, words_plan or plan,
@@ -1015,12 +1022,13 @@ class Tokenizer:
         return EncodingWithIds if self._padding is None else None
 
     def _encode_range_raw(self, items: list, start: int, stop: int, plan, frame, split: bool,
-                          add_special_tokens: bool, ids_cls: type | None = None) -> list[Encoding]:
+                          add_special_tokens: bool, ids_cls: type | None = None, done: list | None = None) -> list:
         """``items[start:stop]`` encoded: plain texts in one raw batch, anything else one by one.
 
         ``ids_cls``: see :meth:`_ids_class` (None for callers that read the raw ids alone).
+        ``done``: the encodings of the range's items made already (None where not).
         """
-        out: list = [None] * (stop - start)
+        out: list = [None] * (stop - start) if done is None else list(done)   # (done are pairs: no str is)
         chunk = items[start:stop]
         truncation = self._raw_truncation(add_special_tokens)
         # A plan that encodes around added tokens in its kernel takes every text, holding one or not,
@@ -1044,11 +1052,8 @@ class Tokenizer:
         pairs = [k for k in left if _text_pair(chunk[k])]
         if pairs:
             # (Padded here only to a fixed length: the batch's longest is its caller's to find.)
-            padding = self._padding     # (read once: another thread may change it meanwhile)
-            if padding is not None and padding["length"] is None:
-                padding = None
             for k, encoding in zip(pairs, self._encode_pairs_raw([chunk[k] for k in pairs], add_special_tokens, split,
-                                                                 padding)):
+                                                                 self._fixed_padding())):
                 out[k] = encoding
             left = _none_positions(out)
         for k in left:
@@ -1058,6 +1063,17 @@ class Tokenizer:
             pair = None if second is None else self._encode_sequence(second, 1, False, split, f"input[{i}]")
             out[k] = self.post_process(enc, pair, add_special_tokens)
         return out
+
+    def _fixed_padding(self) -> dict | None:
+        """The padding settings if they pad to a fixed length, else None (a batch's longest is found
+        once the batch is made)."""
+        padding = self._padding     # (read once: another thread may change it meanwhile)
+        return None if padding is None or padding["length"] is None else padding
+
+    def _current_single(self) -> SingleText:
+        """encode's snapshot at this epoch (:meth:`_single_text`), as ``encode`` finds it."""
+        single = self._single
+        return single if single is not None and single.epoch == epoch() else self._single_text()
 
     def _single_text(self) -> SingleText:
         """encode's snapshot for one plain str at this epoch (see _kernels/single_text.pyx), built and kept.

@@ -125,11 +125,37 @@ cdef class SingleText:
 
     cdef object encode_pair(self, tokenizer, str first, str second, object add_special, object split):
         """The Encoding of the pair ``first``, ``second``, or None for the long way."""
-        if self.encoder is None:
+        frame = self._pair_frame(add_special, split)
+        if frame is None:
             return None
-        frame = self.pair_with if add_special is True else self.pair_without if add_special is False else None
-        if frame is None or not self._split_allowed(split):
+        return self._pair(tokenizer, first, second, frame, add_special, tokenizer._truncation, tokenizer._padding)
+
+    def encode_pairs(self, tokenizer, list items not None, add_special, split, padding) -> list:
+        """Each of ``items`` that is a pair of strs (a tuple or list of two) encoded as
+        ``encode_pair`` does it, padded by ``padding`` for itself alone (None: not); None for
+        the others, and for the pairs that take the long way (a batch's: ``encode_batch``)."""
+        cdef Py_ssize_t n = len(items), i
+        cdef list out = [None] * n
+        frame = self._pair_frame(add_special, split)
+        if frame is None:
+            return out
+        truncation = tokenizer._truncation     # (read once: another thread may change it meanwhile)
+        for i in range(n):
+            item = items[i]
+            if (type(item) is tuple or type(item) is list) and len(item) == 2 and type(item[0]) is str \
+                    and type(item[1]) is str:
+                out[i] = self._pair(tokenizer, item[0], item[1], frame, add_special, truncation, padding)
+        return out
+
+    cdef object _pair_frame(self, object add_special, object split):
+        """The PairFrame a pair call with these arguments takes this way, or None: the long way."""
+        if self.encoder is None or not self._split_allowed(split):
             return None
+        return self.pair_with if add_special is True else self.pair_without if add_special is False else None
+
+    cdef object _pair(self, tokenizer, str first, str second, object frame, object add_special, object truncation,
+                      object padding):
+        """The Encoding of the pair ``first``, ``second`` (see ``pair_frames``), or None for the long way."""
         if self.finder is not None and (self.finder.holds(first) or self.finder.holds(second)):
             return None
         a = self._pair_result(self.encoder(first))
@@ -138,7 +164,6 @@ cdef class SingleText:
         b = self._pair_result(self.encoder(second))
         if b is None:
             return None
-        truncation, padding = tokenizer._truncation, tokenizer._padding
         if truncation is None and padding is None:
             return pair_encoding(self.encoding_type, a, b, frame)
         return tokenizer._pair_of_results(whole_result(a), whole_result(b), frame, add_special, truncation, padding)

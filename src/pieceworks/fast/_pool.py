@@ -105,6 +105,30 @@ def run_in_ranges(encode_range: Callable[[int, int], list], items: list, plan, w
     return out
 
 
+def threads_pay(items: list, plan) -> bool:
+    """Whether :func:`run_in_ranges` would have threads encode ``items`` (strs, or pairs of strs: two
+    texts' chars) as a raw batch: more than one thread, and on average at least the plan's
+    ``raw_min_average_chars`` an item.
+
+    >>> threads_pay([("ab", "cd")] * 3, None)
+    False
+    """
+    if num_threads() <= 1:
+        return False
+    chars = sum(map(_chars_of, items))
+    return chars >= getattr(plan, "raw_min_average_chars", RAW_MIN_AVERAGE_CHARS) * len(items)
+
+
+def _chars_of(item) -> int:
+    """The chars of a str, or of a pair of strs (a tuple or list of two); 0 for anything else."""
+    if type(item) is str:
+        return len(item)
+    if (type(item) is tuple or type(item) is list) and len(item) == 2 and type(item[0]) is str \
+            and type(item[1]) is str:
+        return len(item[0]) + len(item[1])
+    return 0
+
+
 def _short_strs(items: list, least_average: int = RAW_MIN_AVERAGE_CHARS) -> bool:
     """True if ``items`` are all str, fewer than ``least_average`` chars on average (C-level loops:
     for 40k lines the per-item weights cost 15 ms, this 1 ms).

@@ -106,3 +106,43 @@ def test_words_the_kernel_leaves_and_takes_share_one_table(shared_data, monkeypa
         mine = ours.encode(words, is_pretokenized=True)
         assert one_by_one == []
         assert_same_encoding(mine, theirs.encode(words, is_pretokenized=True), "ruT5 words")
+
+
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "hf_tokenizer_json/gpt-neox-20b", "bert_all-MiniLM-L6-v2",
+                                      "sentencepiece/ruT5-large", "hf_tokenizer_json/gemma3"])
+@pytest.mark.parametrize("settings", ["none", "truncation", "padding"])
+def test_one_sequence_of_plain_words_takes_the_snapshot(relative, settings, shared_data, monkeypatch):
+    """``encode(words, is_pretokenized=True)`` of words holding no added token goes from the call to
+    the kernel with no Python step (``SingleText.encode_words``: each word as one text is encoded,
+    joined), and gives Hugging Face's encoding, cut and padded by the tokenizer's settings too; a
+    word holding an added token, or a tuple of words with a pair, takes the long way."""
+    ours, theirs = _pair(relative, shared_data)
+    for tok in (ours, theirs):
+        if settings == "truncation":
+            tok.enable_truncation(6, stride=1)
+        elif settings == "padding":
+            tok.enable_padding(length=24, direction="left", pad_id=3, pad_token="<pad>")
+    plain = [["Hello", "world", "!"], ("naïve", "cafe\u0301", "中文", "😀"), ["two words", "", "trail "],
+             ["x"] * 9, ["Ω", "\u2581mark", "a\u0301\u0323", "{x}"]]
+    # (Cut, a sequence whose unknown chars are spelled by their own text, Unigram's, takes the long way.)
+    spelled_by_text = [words for words in plain for _ in (True, False) if _spells_a_token_by_its_text(ours, words)]
+    general = []
+    monkeypatch.setattr(Tokenizer, "_encode_general", lambda self, *args, real=Tokenizer._encode_general:
+                        general.append(args[0]) or real(self, *args))
+    for words in plain:
+        for add in (True, False):
+            assert_same_encoding(ours.encode(words, is_pretokenized=True, add_special_tokens=add),
+                                 theirs.encode(words, is_pretokenized=True, add_special_tokens=add),
+                                 f"{relative} {settings} {words!r} {add}")
+    assert general == (spelled_by_text if settings == "truncation" else [])
+    general.clear()
+    special = next(t.content for t in ours.get_added_tokens_decoder().values() if t.special)
+    for words in (["a", special], []):
+        assert_same_encoding(ours.encode(words, is_pretokenized=True), theirs.encode(words, is_pretokenized=True),
+                             f"{relative} {words!r}")
+    assert general == [["a", special], []]
+
+
+def _spells_a_token_by_its_text(tok, words) -> bool:
+    encoding = tok.encode(words, is_pretokenized=True)
+    return any(token != tok.id_to_token(i) for token, i in zip(encoding.tokens, encoding.ids))

@@ -33,14 +33,14 @@ from ._kernels.encoding import EncodingWithIds
 from ._kernels.id_bytes import IdBytes, Remembered, id_bytes_of, strip_text
 from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encodings,
                                     join_around as _raw_join_around,
-                                    join_words as _raw_join_words,
+                                    joined_words as _joined_words,
                                     join_layouts as _raw_join_layouts,
                                     join_lazily as _raw_join_lazily, layout_segments as _raw_layout_segments,
                                     check_stride, defer_overflowing as _defer_overflowing,
                                     make_with_ids as _make_with_ids, none_positions as _none_positions,
                                     pack as _raw_pack, pad_never_read as _pad_never_read,
                                     pair_encoding as _pair_encoding_of, truncation_windows,
-                                    token_list as _raw_token_list, untrack as _untrack)
+                                    untrack as _untrack)
 from ._kernels.single_text import SingleText, only_str, tokenizer_encode
 from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
                        check_utf8_errors, fallback_byte, token_bytes)
@@ -1737,22 +1737,6 @@ def _pad_target(padding: dict, longest: int) -> int:
     if multiple and target % multiple:
         target += multiple - target % multiple
     return target
-
-
-def _joined_words(results: list | None) -> tuple | None:
-    """The raw results of a pre-tokenized sequence's words (:meth:`Tokenizer._texts_raw`) as one,
-    ``(raw, n, n_words, strings[, tokens])``, each word's tokens that word; None for none, or
-    for a word the plan left."""
-    if not results or None in results:
-        return None
-    strings = results[0][3]
-    raw, n = _raw_join_words(results)
-    if max(map(len, results)) == 4:
-        return raw, n, len(results), strings
-    # Some word's tokens are spelled by its own text (an unknown char: Unigram): all the tokens.
-    tokens = [token for result in results
-              for token in (result[4] if len(result) > 4 else _raw_token_list(result[0], result[1], strings))]
-    return raw, n, len(results), strings, tokens
 
 
 def _text_pair(item) -> bool:

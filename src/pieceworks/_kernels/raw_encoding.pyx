@@ -1480,6 +1480,27 @@ def join_words(list results) -> tuple:
     return _join(results, True, True)
 
 
+def joined_words(list results) -> tuple:
+    """The raw results of a pre-tokenized sequence's words (``(raw, n, n_words, strings[, tokens])``,
+    each word encoded alone) as one, ``(raw, n, n_words, strings[, tokens])``, each word's tokens
+    that word; None for none, or for a word the plan left (None).
+
+    >>> made = joined_words([(pack([5], [0], [2], [0]), 1, 1, {5: "hi"}), (pack([5], [0], [2], [0]), 1, 1, {5: "hi"})])
+    >>> made[1:], offset_list(made[0], 2, 0), word_list(made[0], 2, -1)
+    ((2, 2, {5: 'hi'}), [(0, 2), (0, 2)], [0, 1])
+    """
+    if not results or None in results:
+        return None
+    strings = results[0][3]
+    raw, n = _join(results, True, True)
+    if max(map(len, results)) == 4:
+        return raw, n, len(results), strings
+    # Some word's tokens are spelled by its own text (an unknown char: Unigram): all the tokens.
+    tokens = [token for result in results
+              for token in (result[4] if len(result) > 4 else _token_list(result[0], result[1], strings, None, None))]
+    return raw, n, len(results), strings, tokens
+
+
 cdef tuple _join(list parts, bint word_each, bint words_in_order):
     """:func:`join`; ``words_in_order``: each part is a result, ``(raw, n, ...)``, shifted by no
     offset and numbered by its position (:func:`join_words`)."""

@@ -1,12 +1,14 @@
 # cython: language_level=3
-"""``Tokenizer.encode`` for one plain str, with no Python frame between the call and the kernel.
+"""``Tokenizer.encode`` for one plain str (a pair of them, a pre-tokenized sequence of them), with
+no Python frame between the call and the kernel.
 
 Most calls of ``encode`` are one short text, and for a short text the
 layers of Python around the kernel (argument checks, finding the plan,
 asking the added vocabulary, building the encoding) cost several times what
 the kernel does. :func:`tokenizer_encode` is ``Tokenizer.encode`` itself
-(bound as the method, as ``SentencePieceProcessor.Encode`` is): for a str
-with no pair it asks a :class:`SingleText`, which holds everything those
+(bound as the method, as ``SentencePieceProcessor.Encode`` is): for a str,
+two strs, or a list or tuple of strs with ``is_pretokenized=True`` (each
+word encoded alone, then joined), it asks a :class:`SingleText`, which holds everything those
 layers would work out, fixed at one *component epoch* (the counter every
 assignment to a component or a tokenizer moves). When the epoch has moved,
 the tokenizer builds a new one (``Tokenizer._single_text``). Anything the
@@ -24,7 +26,7 @@ cdef extern from "Python.h":
 
 from pieceworks._kernels.raw_encoding cimport encoding_of
 from pieceworks._kernels.raw_encoding cimport SpanSource
-from pieceworks._kernels.raw_encoding import fill_encodings, pair_encoding, whole_result
+from pieceworks._kernels.raw_encoding import fill_encodings, joined_words, pair_encoding, whole_result
 
 from pieceworks._component import _EPOCH
 
@@ -88,16 +90,10 @@ cdef class SingleText:
         cdef object frame, result
         cdef tuple truncation
         cdef str lead
-        if self.encoder is None:
+        settings = self._single_settings(add_special, split)
+        if settings is None:
             return None
-        if add_special is True:
-            frame, truncation = self.frame_with, self.truncation_with
-        elif add_special is False:
-            frame, truncation = self.frame_without, self.truncation_without
-        else:
-            return None
-        if frame is None or not self._split_allowed(split):
-            return None
+        frame, truncation = settings
         if self.finder is not None and self.finder.holds(text):
             if self.around is None or split is True or split is None and self.default_split:
                 return None     # (the tokens it finds are the ones matched with no special token split)
@@ -114,6 +110,44 @@ cdef class SingleText:
         if self.pads:
             tokenizer._pad([encoding])
         return encoding
+
+    cdef object encode_words(self, tokenizer, object words, object add_special, object split):
+        """The Encoding of a pre-tokenized sequence (a list or tuple of strs, no pair): each word
+        through ``encoder``, joined (``raw_encoding.joined_words``), framed and cut as one text is;
+        or None for the long way (an empty sequence, a word not a str, or holding a token)."""
+        cdef object frame
+        cdef tuple truncation
+        cdef list results
+        settings = self._single_settings(add_special, split)
+        if settings is None or not words:
+            return None
+        frame, truncation = settings
+        results = []
+        for word in words:
+            if type(word) is not str or self.finder is not None and self.finder.holds(<str>word):
+                return None
+            result = self._pair_result(self.encoder(word))
+            if result is None:
+                return None
+            results.append(whole_result(result))
+        made = [None]
+        fill_encodings(self.encoding_type, made, (0,), [joined_words(results)], frame, truncation)
+        encoding = made[0]
+        if encoding is not None and self.pads:
+            tokenizer._pad([encoding])
+        return encoding
+
+    cdef tuple _single_settings(self, object add_special, object split):
+        """``(frame, truncation)`` for one sequence called with these arguments, or None: the long way."""
+        if self.encoder is None or not self._split_allowed(split):
+            return None
+        if add_special is True:
+            frame, truncation = self.frame_with, self.truncation_with
+        elif add_special is False:
+            frame, truncation = self.frame_without, self.truncation_without
+        else:
+            return None
+        return None if frame is None else (frame, truncation)
 
     cdef bint _split_allowed(self, object split):
         """Whether ``split_special_tokens`` (None: the tokenizer's) leaves a call this way."""
@@ -244,7 +278,14 @@ def tokenizer_encode(self, sequence, pair=None, is_pretokenized=False, add_speci
     :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
     """
     cdef SingleText single
-    if type(sequence) is str and is_pretokenized is False and (pair is None or type(pair) is str):
+    if pair is None and is_pretokenized is True and (type(sequence) is list or type(sequence) is tuple):
+        single = self._single
+        if single is None or single.epoch != <long long>_EPOCH[0]:
+            single = self._single_text()
+        encoding = single.encode_words(self, sequence, add_special_tokens, split_special_tokens)
+        if encoding is not None:
+            return encoding
+    elif type(sequence) is str and is_pretokenized is False and (pair is None or type(pair) is str):
         single = self._single
         if single is None or single.epoch != <long long>_EPOCH[0]:
             single = self._single_text()

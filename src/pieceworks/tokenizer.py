@@ -23,6 +23,7 @@ import warnings
 from functools import lru_cache, partial
 from itertools import accumulate
 from operator import itemgetter
+from types import FunctionType, MethodType
 from typing import Iterable, Iterator
 
 from ._collector import paused as _collector_paused
@@ -1105,7 +1106,9 @@ class Tokenizer:
             single = SingleText(epoch(), one[0], one[1], Encoding, added.finder, frames, truncations,
                                 bool(self.encode_special_tokens), self._split_exclusion() is not None,
                                 self._padding is not None, self._single_around(plan),
-                                (self._pair_frame(True), self._pair_frame(False)))
+                                (self._pair_frame(True), self._pair_frame(False)),
+                                # (A Python encoder costs a word more than one kernel call for all of them.)
+                                type(one[0]) in (FunctionType, MethodType))
         self.__dict__["_single"] = single
         return single
 

@@ -59,7 +59,9 @@ cdef class SingleText:
     texts go through ``encoder`` and are put together by
     ``raw_encoding.pair_encoding``, or by ``Tokenizer._pair_of_results``
     when truncation or padding is on (a text the finder says holds a token
-    sends the pair the long way).
+    sends the pair the long way). ``words_in_one_call``: a pre-tokenized
+    sequence's words go through ``around``'s kernel call (when it is one)
+    all at once, not ``encoder`` one by one (for an encoder in Python).
     With no encoder every call goes the long way.
     """
     cdef readonly long long epoch
@@ -67,11 +69,11 @@ cdef class SingleText:
     cdef object finder, around
     cdef object frame_with, frame_without, pair_with, pair_without
     cdef tuple truncation_with, truncation_without
-    cdef bint default_split, split_matters, pads
+    cdef bint default_split, split_matters, pads, words_in_one_call
 
     def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, finder=None,
                  frames=(None, None), truncations=(None, None), bint default_split=False, bint split_matters=False,
-                 bint pads=False, around=None, pair_frames=(None, None)):
+                 bint pads=False, around=None, pair_frames=(None, None), bint words_in_one_call=False):
         self.epoch = epoch
         self.encoder, self.strings, self.encoding_type = encoder, strings, encoding_type
         self.finder, self.around = finder, around
@@ -79,6 +81,7 @@ cdef class SingleText:
         self.pair_with, self.pair_without = pair_frames
         self.truncation_with, self.truncation_without = truncations
         self.default_split, self.split_matters, self.pads = default_split, split_matters, pads
+        self.words_in_one_call = words_in_one_call
 
     @property
     def usable(self) -> bool:
@@ -113,8 +116,9 @@ cdef class SingleText:
 
     cdef object encode_words(self, tokenizer, object words, object add_special, object split):
         """The Encoding of a pre-tokenized sequence (a list or tuple of strs, no pair): each word
-        through ``encoder``, joined (``raw_encoding.joined_words``), framed and cut as one text is;
-        or None for the long way (an empty sequence, a word not a str, or holding a token)."""
+        through ``encoder`` (or all through ``around``'s kernel call, where it is one), joined
+        (``raw_encoding.joined_words``), framed and cut as one text is; or None for the long way
+        (an empty sequence, a word not a str, or holding a token)."""
         cdef object frame
         cdef tuple truncation
         cdef list results
@@ -122,14 +126,21 @@ cdef class SingleText:
         if settings is None or not words:
             return None
         frame, truncation = settings
-        results = []
         for word in words:
             if type(word) is not str or self.finder is not None and self.finder.holds(<str>word):
                 return None
-            result = self._pair_result(self.encoder(word))
-            if result is None:
+        if self.words_in_one_call and type(self.around) is tuple:     # (the kernel call's own strings)
+            call, tokens, strings = <tuple>self.around
+            made = call(list(words), tokens, strings, -1)
+            if made is None:
                 return None
-            results.append(whole_result(result))
+            results = [self._pair_result(result, strings) for result in made]
+        else:
+            results = [self._pair_result(self.encoder(word), self.strings) for word in words]
+        for k in range(len(results)):
+            if results[k] is None:
+                return None
+            results[k] = whole_result(results[k])
         made = [None]
         fill_encodings(self.encoding_type, made, (0,), [joined_words(results)], frame, truncation)
         encoding = made[0]
@@ -192,26 +203,27 @@ cdef class SingleText:
         """The Encoding of the pair ``first``, ``second`` (see ``pair_frames``), or None for the long way."""
         if self.finder is not None and (self.finder.holds(first) or self.finder.holds(second)):
             return None
-        a = self._pair_result(self.encoder(first))
+        a = self._pair_result(self.encoder(first), self.strings)
         if a is None:
             return None
-        b = self._pair_result(self.encoder(second))
+        b = self._pair_result(self.encoder(second), self.strings)
         if b is None:
             return None
         if truncation is None and padding is None:
             return pair_encoding(self.encoding_type, a, b, frame)
         return tokenizer._pair_of_results(whole_result(a), whole_result(b), frame, add_special, truncation, padding)
 
-    cdef tuple _pair_result(self, object result):
-        """A kernel's ``result`` for one text (see ``encoder``) in ``pair_encoding``'s form, or None."""
+    cdef tuple _pair_result(self, object result, object strings):
+        """A kernel's ``result`` for one text (see ``encoder``; ``strings`` spell its ids) in
+        ``pair_encoding``'s form, or None."""
         if type(result) is not tuple or len(<tuple>result) < 3:
             return None
         if len(<tuple>result) <= 4:
-            return (<tuple>result)[:3] + (self.strings,)
+            return (<tuple>result)[:3] + (strings,)
         if len(<tuple>result) == 5 and type((<tuple>result)[4]) is list:      # its own token strings
             return <tuple>result
         if len(<tuple>result) == 5 and isinstance((<tuple>result)[3], SpanSource):    # the ids alone
-            return (<tuple>result)[:3] + (self.strings,) + (<tuple>result)[3:]
+            return (<tuple>result)[:3] + (strings,) + (<tuple>result)[3:]
         return None
 
     cdef object _encoding_of(self, object result, object strings, object frame, tuple truncation):

@@ -42,7 +42,7 @@ from ._kernels.raw_encoding import (CallbackSpans, fill_encodings as _fill_encod
                                     pack as _raw_pack, pad_never_read as _pad_never_read,
                                     pair_encoding as _pair_encoding_of, truncation_windows,
                                     untrack as _untrack)
-from ._kernels.single_text import SingleText, only_str, tokenizer_encode
+from ._kernels.single_text import SingleText, current_single, only_str, text_pair as _text_pair, tokenizer_encode
 from .decoders import (ByteFallback, ByteLevel, Fuse, Metaspace, Replace, Sequence as DecoderSequence, Strip, WordPiece,
                        check_utf8_errors, fallback_byte, token_bytes)
 from .encoding import PLAIN_FRAME, Encoding
@@ -284,7 +284,7 @@ class Tokenizer:
         if raw_ready is not None and out is None and not only_str(items) and not threads_pay(items, plan):
             # Each pair of strs as one encode call takes it, in one C loop (pairs too short for threads to
             # pay: they would only pass the GIL to and fro); the rest as below.
-            done = self._current_single().encode_pairs(self, items, add_special_tokens, split, self._fixed_padding())
+            done = current_single(self).encode_pairs(self, items, add_special_tokens, split, self._fixed_padding())
             if None not in done:
                 out = done
         if out is None:     # (pre-tokenized: a range's words are one kernel call, as a raw batch's texts)
@@ -556,11 +556,8 @@ class Tokenizer:
         passes = self._added.exact_matcher(split_special, as_is=True)
         if passes is None:
             return None
-        if _normalizes_none_of(plan, texts):    # (the common case, a sentence's words: no Python step a text)
-            kept, changed = range(len(texts)), ()
-        else:
-            changed = _normalized_among(plan, texts)
-            kept = sorted(set(range(len(texts))).difference(changed))
+        changed = _normalized_among(plan, texts)    # (none, the common case: a sentence's words)
+        kept = sorted(set(range(len(texts))).difference(changed)) if changed else range(len(texts))
         results: list = [None] * len(texts)
         founds = spans_in_passes_of(passes, [texts[k] for k in kept])
         found_in = [j for j, found in enumerate(founds) if found is not None]   # (None: a token moved its span)
@@ -1071,11 +1068,6 @@ class Tokenizer:
         padding = self._padding     # (read once: another thread may change it meanwhile)
         return None if padding is None or padding["length"] is None else padding
 
-    def _current_single(self) -> SingleText:
-        """encode's snapshot at this epoch (:meth:`_single_text`), as ``encode`` finds it."""
-        single = self._single
-        return single if single is not None and single.epoch == epoch() else self._single_text()
-
     def _single_text(self) -> SingleText:
         """encode's snapshot for one plain str at this epoch (see _kernels/single_text.pyx), built and kept.
 
@@ -1554,13 +1546,6 @@ def _normalized_among(plan, texts: list[str]) -> list[int]:
     return [k for k, text in enumerate(texts) if not plan.normalizes_nothing(text)]
 
 
-def _normalizes_none_of(plan, texts: list[str]) -> bool:
-    """Whether ``plan``'s normalizer leaves every one of ``texts`` as it is (its ``normalizes_none_of``
-    where it has one)."""
-    check = getattr(plan, "normalizes_none_of", None)
-    return check(texts) if check is not None else all(map(plan.normalizes_nothing, texts))
-
-
 def _processed(processor, encoding: Encoding, pair: Encoding | None, add_special_tokens: bool) -> Encoding:
     """``processor`` (None: none) run on sequences already truncated (:meth:`Tokenizer.post_process`'s last step)."""
     if processor is not None:
@@ -1740,16 +1725,6 @@ def _pad_target(padding: dict, longest: int) -> int:
     if multiple and target % multiple:
         target += multiple - target % multiple
     return target
-
-
-def _text_pair(item) -> bool:
-    """Whether a batch item is a pair of strs (a tuple or list of two).
-
-    >>> _text_pair(("a", "b")), _text_pair(["a", "b"]), _text_pair(("a", ["b"])), _text_pair("ab")
-    (True, True, False, False)
-    """
-    return (type(item) is tuple or type(item) is list) and len(item) == 2 and type(item[0]) is str \
-        and type(item[1]) is str
 
 
 def _words_list(sequence) -> bool:

@@ -187,8 +187,7 @@ cdef class SingleText:
         truncation = tokenizer._truncation     # (read once: another thread may change it meanwhile)
         for i in range(n):
             item = items[i]
-            if (type(item) is tuple or type(item) is list) and len(item) == 2 and type(item[0]) is str \
-                    and type(item[1]) is str:
+            if text_pair(item):
                 out[i] = self._pair(tokenizer, item[0], item[1], frame, add_special, truncation, padding)
         return out
 
@@ -261,6 +260,16 @@ cpdef bint holds(str text, str part) except -1:
     return False
 
 
+cpdef bint text_pair(item) except -1:
+    """Whether a batch item is a pair of strs (a tuple or list of two).
+
+    >>> text_pair(("a", "b")), text_pair(["a", "b"]), text_pair(("a", ["b"])), text_pair("ab")
+    (True, True, False, False)
+    """
+    return (type(item) is tuple or type(item) is list) and len(item) == 2 and type(item[0]) is str \
+        and type(item[1]) is str
+
+
 cpdef bint only_str(items) except -1:
     """Whether every item is exactly a str (not a subclass): ``set(map(type, items)) == {str}``
     without a set, for a batch's fast paths (True for an empty batch).
@@ -280,6 +289,18 @@ cpdef bint only_str(items) except -1:
     return True
 
 
+cpdef SingleText current_single(tokenizer):
+    """``tokenizer``'s snapshot at this epoch, built anew (``Tokenizer._single_text``) once the epoch moved."""
+    return _snapshot(tokenizer)
+
+
+cdef inline SingleText _snapshot(tokenizer):
+    cdef SingleText single = tokenizer._single
+    if single is None or single.epoch != <long long>_EPOCH[0]:
+        single = tokenizer._single_text()
+    return single
+
+
 @cython.binding(True)
 def tokenizer_encode(self, sequence, pair=None, is_pretokenized=False, add_special_tokens=True,
                      split_special_tokens=None):
@@ -289,22 +310,15 @@ def tokenizer_encode(self, sequence, pair=None, is_pretokenized=False, add_speci
     as plain text (safe for untrusted input); the default follows
     :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
     """
-    cdef SingleText single
+    encoding = None
     if pair is None and is_pretokenized is True and (type(sequence) is list or type(sequence) is tuple):
-        single = self._single
-        if single is None or single.epoch != <long long>_EPOCH[0]:
-            single = self._single_text()
-        encoding = single.encode_words(self, sequence, add_special_tokens, split_special_tokens)
-        if encoding is not None:
-            return encoding
-    elif type(sequence) is str and is_pretokenized is False and (pair is None or type(pair) is str):
-        single = self._single
-        if single is None or single.epoch != <long long>_EPOCH[0]:
-            single = self._single_text()
+        encoding = _snapshot(self).encode_words(self, sequence, add_special_tokens, split_special_tokens)
+    elif type(sequence) is str and is_pretokenized is False:
         if pair is None:
-            encoding = single.encode_one(self, <str>sequence, add_special_tokens, split_special_tokens)
-        else:
-            encoding = single.encode_pair(self, <str>sequence, <str>pair, add_special_tokens, split_special_tokens)
-        if encoding is not None:
-            return encoding
+            encoding = _snapshot(self).encode_one(self, <str>sequence, add_special_tokens, split_special_tokens)
+        elif type(pair) is str:
+            encoding = _snapshot(self).encode_pair(self, <str>sequence, <str>pair, add_special_tokens,
+                                                   split_special_tokens)
+    if encoding is not None:
+        return encoding
     return self._encode_general(sequence, pair, is_pretokenized, add_special_tokens, split_special_tokens)

@@ -28,7 +28,7 @@ make no Python object per token (see :meth:`pieceworks.Encoding.from_raw`)::
     encode_raw(text) -> (raw, n_tokens, n_words, strings) | None
     encode_raw_batch(texts) -> [encode_raw(text) for text in texts]
     normalizes_nothing(text) -> bool   # the normalizer leaves text as it is
-    normalizes_none_of(texts) -> bool  # optional: ... every one of them, faster than one by one
+    normalized_among(texts) -> [int]   # optional: the positions of those it changes, faster than one by one
 
 A plan whose result depends on where a text starts in its input
 (Metaspace's ``prepend_scheme="first"``) sets ``takes_position = True``

@@ -24,7 +24,7 @@ from itertools import accumulate
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from .._kernels.single_text import only_str
+from .._kernels.single_text import only_str, text_pair
 from ..errors import ConfigError
 
 __all__ = ["run_in_ranges", "run_job", "num_threads", "cpu_count"]
@@ -123,10 +123,7 @@ def _chars_of(item) -> int:
     """The chars of a str, or of a pair of strs (a tuple or list of two); 0 for anything else."""
     if type(item) is str:
         return len(item)
-    if (type(item) is tuple or type(item) is list) and len(item) == 2 and type(item[0]) is str \
-            and type(item[1]) is str:
-        return len(item[0]) + len(item[1])
-    return 0
+    return len(item[0]) + len(item[1]) if text_pair(item) else 0
 
 
 def _short_strs(items: list, least_average: int = RAW_MIN_AVERAGE_CHARS) -> bool:

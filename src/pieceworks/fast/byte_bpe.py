@@ -43,7 +43,7 @@ from ..models.bpe import BPE
 from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
-from .._unicode_forms import changed_among, changes_none_of, changes_text, normalize
+from .._unicode_forms import changed_among, changes_text, normalize
 from ..alignment import NormalizedString
 from . import register_plan
 from ._aligned import AlignedNfc, nfc_aligned, remap_spans
@@ -173,10 +173,6 @@ class ByteBpePlan:
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer (none, or NFC) leaves ``text`` as it is."""
         return self.normalizer is None or not changes_text("NFC", text)
-
-    def normalizes_none_of(self, texts: list[str]) -> bool:
-        """:meth:`normalizes_nothing` of every one of ``texts``."""
-        return self.normalizer is None or changes_none_of("NFC", texts)
 
     def normalized_among(self, texts: list[str]) -> list[int]:
         """The positions of the ``texts`` the normalizer may change (none without one), in one pass."""

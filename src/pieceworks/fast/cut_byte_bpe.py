@@ -42,7 +42,7 @@ from .._kernels import scan
 from .._kernels.bytebpe import ByteBPE, Pattern
 from .._kernels.onig_spans import Behavior, Cutter
 from .._regex import _SEARCH, Regex, _region_address
-from .._unicode_forms import changed_among, changes_none_of, changes_text
+from .._unicode_forms import changed_among, changes_text
 from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
 from . import plain_from_raw, register_plan, stages_key
 from ._aligned import AlignedNfc, nfc_aligned, remap_spans
@@ -225,10 +225,6 @@ class CutByteBpePlan:
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer (none, or NFC) leaves ``text`` as it is."""
         return self.normalizer is None or not changes_text("NFC", text)
-
-    def normalizes_none_of(self, texts: list[str]) -> bool:
-        """:meth:`normalizes_nothing` of every one of ``texts``."""
-        return self.normalizer is None or changes_none_of("NFC", texts)
 
     def normalized_among(self, texts: list[str]) -> list[int]:
         """The positions of the ``texts`` the normalizer may change (none without one), in one pass."""

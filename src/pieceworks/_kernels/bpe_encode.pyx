@@ -59,7 +59,7 @@ from libc.stdint cimport UINT32_MAX, UINT64_MAX, int64_t, uint16_t, uint32_t, ui
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
 
-from pieceworks._kernels.raw_encoding cimport pw_prefetch_read
+from pieceworks._kernels.raw_encoding cimport join_words, pw_prefetch_read
 from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, tokens_around
 from pieceworks.errors import InputTypeError
 
@@ -1815,12 +1815,37 @@ cdef class OneSpmText:
         self.expected = None if members is None else tuple(members)
 
     def __call__(self, str text not None):
-        cdef str front
-        cdef Py_UCS4 first
         if self.members is not None and not same_objects(self.members, self.expected):
             return None
+        return self._one(text) + (1,) if PyUnicode_GET_LENGTH(text) else (b"", 0, 0)
+
+    def encode_words(self, list words not None):
+        """``(raw, n_tokens, n_words)`` of a pre-tokenized sequence: each word encoded as ``one(word)``
+        encodes it, its tokens' offsets within that word and their word its position; None for
+        the long way (a word not a str, or the normalizer's list edited).
+
+        >>> from array import array
+        >>> enc = BpeEncoder(array("I", [0, 1, 2]), [(ord("_") << 2, 0), (ord("a") << 2, 1)], [-1] * 256,
+        ...                  ["_", "a", "_a"], {"_": 0, "a": 1, "_a": 2})
+        >>> raw, n, n_words = OneSpmText(enc, "", "_", AROUND_FIRST).encode_words(["a", "a"])
+        >>> n, n_words, array("i", raw).tolist()         # ids, char starts, char ends, words
+        (2, 2, [2, 2, 0, 0, 1, 1, 0, 1])
+        """
+        cdef list parts = []
+        if self.members is not None and not same_objects(self.members, self.expected):
+            return None
+        for word in words:
+            if type(word) is not str:
+                return None
+            parts.append(self._one(<str>word))
+        return join_words(parts) + (len(parts),)
+
+    cdef tuple _one(self, str text):
+        """``(raw, n)`` of ``text`` (see :meth:`__call__`)."""
+        cdef str front
+        cdef Py_UCS4 first
         if PyUnicode_GET_LENGTH(text) == 0:
-            return b"", 0, 0
+            return b"", 0
         if self.scheme == AROUND_FRONT:
             front = self.front
         elif self.scheme == AROUND_NEVER:
@@ -1829,8 +1854,7 @@ cdef class OneSpmText:
             first = PyUnicode_READ_CHAR(text, 0)
             front = "" if first == u" " or first == PyUnicode_READ_CHAR(self.space, 0) else self.space
         piece = text.replace(" ", self.space)
-        raw, n = _piece_raw(self.encoder, front + piece if front else piece, front != "")
-        return raw, n, 1
+        return _piece_raw(self.encoder, front + piece if front else piece, front != "")
 
 
 cdef class _VocabTable:

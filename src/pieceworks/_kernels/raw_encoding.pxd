@@ -105,6 +105,7 @@ cpdef object encoding_of(type cls, bytes raw, Py_ssize_t n, object strings, obje
                          SpanSource spans_from=*, object source=*)
 cpdef EncodingBase make_with_ids(type cls, list ids, Py_ssize_t n, object strings, object frame,
                                  SpanSource spans_from, object source, Py_ssize_t at)
+cpdef tuple join_words(list results)
 cdef list framed_ids(const int32_t* ids, Py_ssize_t n, list before, list after)
 cdef bytes ids_raw(const void* ids, Py_ssize_t n, const void* extra, Py_ssize_t n_extra)
 cdef object int_object(Py_ssize_t value)

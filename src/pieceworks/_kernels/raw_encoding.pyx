@@ -1469,7 +1469,7 @@ def join(list parts, bint word_each=False) -> tuple:
     return _join(parts, word_each, False)
 
 
-def join_words(list results) -> tuple:
+cpdef tuple join_words(list results):
     """:func:`join` of the raw results (``(raw, n, ...)``, offsets in itself) of a pre-tokenized
     sequence's words: ``(raw, n)``, each token of result ``j`` word ``j``, no offset moved.
 

@@ -62,10 +62,12 @@ cdef class SingleText:
     sends the pair the long way). ``words_in_one_call``: a pre-tokenized
     sequence's words go through ``around``'s kernel call (when it is one)
     all at once, not ``encoder`` one by one (for an encoder in Python).
+    An ``encoder`` with an ``encode_words(words)`` method (``bytebpe.OneText``) encodes a
+    sequence's words in that one call, ``(raw, n_tokens, n_words)`` or None (then word by word).
     With no encoder every call goes the long way.
     """
     cdef readonly long long epoch
-    cdef object encoder, strings, encoding_type
+    cdef object encoder, strings, encoding_type, words_encoder
     cdef object finder, around
     cdef object frame_with, frame_without, pair_with, pair_without
     cdef tuple truncation_with, truncation_without
@@ -76,6 +78,7 @@ cdef class SingleText:
                  bint pads=False, around=None, pair_frames=(None, None), bint words_in_one_call=False):
         self.epoch = epoch
         self.encoder, self.strings, self.encoding_type = encoder, strings, encoding_type
+        self.words_encoder = getattr(encoder, "encode_words", None)
         self.finder, self.around = finder, around
         self.frame_with, self.frame_without = frames
         self.pair_with, self.pair_without = pair_frames
@@ -129,20 +132,27 @@ cdef class SingleText:
         for word in words:
             if type(word) is not str or self.finder is not None and self.finder.holds(<str>word):
                 return None
-        if self.words_in_one_call and type(self.around) is tuple:     # (the kernel call's own strings)
-            call, tokens, strings = <tuple>self.around
-            made = call(list(words), tokens, strings, -1)
-            if made is None:
-                return None
-            results = [self._pair_result(result, strings) for result in made]
-        else:
-            results = [self._pair_result(self.encoder(word), self.strings) for word in words]
-        for k in range(len(results)):
-            if results[k] is None:
-                return None
-            results[k] = whole_result(results[k])
+        joined = None
+        if self.words_encoder is not None:
+            joined = self.words_encoder(list(words))
+            if joined is not None:
+                joined = (<tuple>joined)[:3] + (self.strings,)
+        if joined is None:
+            if self.words_in_one_call and type(self.around) is tuple:     # (the kernel call's own strings)
+                call, tokens, strings = <tuple>self.around
+                made = call(list(words), tokens, strings, -1)
+                if made is None:
+                    return None
+                results = [self._pair_result(result, strings) for result in made]
+            else:
+                results = [self._pair_result(self.encoder(word), self.strings) for word in words]
+            for k in range(len(results)):
+                if results[k] is None:
+                    return None
+                results[k] = whole_result(results[k])
+            joined = joined_words(results)
         made = [None]
-        fill_encodings(self.encoding_type, made, (0,), [joined_words(results)], frame, truncation)
+        fill_encodings(self.encoding_type, made, (0,), [joined], frame, truncation)
         encoding = made[0]
         if encoding is not None and self.pads:
             tokenizer._pad([encoding])

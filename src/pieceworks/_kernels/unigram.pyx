@@ -1393,15 +1393,26 @@ cdef void _trim_hf(HfScratch& w) noexcept:
     w.bid.clear(); w.bid.shrink_to_fit()
 
 
+cdef bytes _checked_swaps = None     # the last table _swap_table checked (bytes: it cannot change)
+
+
 cdef const uint8_t* _swap_table(bytes swaps) except NULL:
-    """``swaps`` checked: 256 bytes that swap ASCII chars only (a byte of a longer UTF-8 char stays)."""
+    """``swaps`` checked: 256 bytes that swap ASCII chars only (a byte of a longer UTF-8 char stays).
+
+    The same table comes with every call (the normalizer's), and checking it each time was a
+    tenth of a short call's time: the last one checked is not checked again.
+    """
+    global _checked_swaps
     cdef const uint8_t* table = <const uint8_t*>PyBytes_AS_STRING(swaps)
     cdef int k
+    if swaps is _checked_swaps:
+        return table
     if PyBytes_GET_SIZE(swaps) != 256:
         raise ValueError(f"swaps must be 256 bytes, got {PyBytes_GET_SIZE(swaps)}")
     for k in range(256):
         if table[k] and (k >= 128 or table[k] >= 128):
             raise ValueError("swaps may swap ASCII chars for ASCII chars only")
+    _checked_swaps = swaps
     return table
 
 

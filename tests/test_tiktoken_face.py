@@ -627,6 +627,35 @@ def test_encoding_name_for_model_is_tiktokens():
     assert pw.encoding_name_for_model("ft:gpt-4o-2024-08-06:org::x") == "o200k_base"    # (not cl100k's ft:gpt-4)
 
 
+def test_the_public_model_dicts_are_tiktokens_and_are_read():
+    """tiktoken.model's MODEL_TO_ENCODING and MODEL_PREFIX_TO_ENCODING: the same entries in the same
+    order (a prefix looked at first wins), and an entry a program adds is used."""
+    import tiktoken.model
+
+    assert pw.model.MODEL_TO_ENCODING == tiktoken.model.MODEL_TO_ENCODING
+    assert list(pw.model.MODEL_PREFIX_TO_ENCODING.items()) == list(tiktoken.model.MODEL_PREFIX_TO_ENCODING.items())
+    pw.model.MODEL_TO_ENCODING["my-model"] = "cl100k_base"
+    pw.model.MODEL_PREFIX_TO_ENCODING["my-family-"] = "o200k_base"
+    try:
+        assert pw.encoding_name_for_model("my-model") == "cl100k_base"
+        assert pw.encoding_name_for_model("my-family-7b") == "o200k_base"
+    finally:
+        del pw.model.MODEL_TO_ENCODING["my-model"], pw.model.MODEL_PREFIX_TO_ENCODING["my-family-"]
+
+
+def test_get_encoding_makes_each_encoding_once(shared_data):
+    """tiktoken.registry's ENCODINGS holds each encoding made; ENCODING_CONSTRUCTORS names them."""
+    assert list(pw.registry.ENCODING_CONSTRUCTORS) == pw.list_encoding_names()
+    pw.set_data_dir(shared_data / "tokenizers/tiktoken")
+    try:
+        made = pw.get_encoding("r50k_base")
+        assert pw.registry.ENCODINGS["r50k_base"] is made and pw.get_encoding("r50k_base") is made
+        pw.set_data_dir(shared_data / "tokenizers/tiktoken")     # (another folder may hold other ranks)
+        assert "r50k_base" not in pw.registry.ENCODINGS
+    finally:
+        pw.set_data_dir(None)
+
+
 def test_encoding_for_model(official, shared_data):
     pw.set_data_dir(shared_data / "tokenizers/tiktoken")     # (another test may have unset it)
     try:

@@ -17,6 +17,8 @@ and ``_from_fields(fields)`` (a classmethod reading them through
 
 from __future__ import annotations
 
+import json
+
 from typing import Any, ClassVar
 
 from .errors import InputTypeError, NotSerializableError, TokenizerFileError, UnknownComponentError
@@ -160,11 +162,13 @@ class Component:
     def __hash__(self) -> int:
         return id(self)
 
-    def __getstate__(self):
-        return self.to_json()
+    def __getstate__(self) -> bytes:
+        """The tokenizer.json form as compact JSON bytes, as Hugging Face gives it (transformers reads
+        a stage's settings with ``json.loads(stage.__getstate__())``). Pickling uses ``__reduce__``."""
+        return state_bytes(self.to_json())
 
     def __setstate__(self, state):
-        clone = type(self).from_json(state)
+        clone = type(self).from_json(state_data(state))
         for klass in type(clone).__mro__:
             for slot in klass.__dict__.get("__slots__", ()):
                 if hasattr(clone, slot):
@@ -178,6 +182,27 @@ class Component:
 
 def _rebuild(cls, state):
     return cls.from_json(state)
+
+
+def state_bytes(data) -> bytes:
+    """``data`` as the compact JSON bytes Hugging Face's ``__getstate__`` gives.
+
+    >>> state_bytes({"type": "NFC", "x": "é"})
+    b'{"type":"NFC","x":"\\xc3\\xa9"}'
+    """
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def state_data(state):
+    """What ``__setstate__`` was given, as data: JSON bytes or str (Hugging Face's ``__getstate__``,
+    or ours) read, anything else as it is (the tokenizer.json form, as earlier versions gave it).
+
+    >>> state_data(b'{"type":"NFC"}'), state_data({"type": "NFC"})
+    ({'type': 'NFC'}, {'type': 'NFC'})
+    """
+    if isinstance(state, (bytes, bytearray)):
+        state = bytes(state).decode("utf-8")
+    return json.loads(state) if isinstance(state, str) else state
 
 
 class CustomComponent:

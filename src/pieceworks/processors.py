@@ -237,6 +237,20 @@ def _piece_error(text: str) -> ConfigError:
                            "type id, or a special token name such as [CLS] or [SEP]:1")
 
 
+def _cls_argument(processor: str, cls_token, cls):
+    """The class token given as ``cls_token`` (Hugging Face's name) or ``cls`` (its tokenizer.json
+    field, which transformers passes back as a keyword), exactly one of them.
+
+    >>> _cls_argument("BertProcessing", None, ("[CLS]", 101))
+    ('[CLS]', 101)
+    """
+    if (cls_token is None) == (cls is None):
+        raise InputTypeError(f"{processor}: give the class token once, as cls_token (or cls), got "
+                             f"cls_token={cls_token!r}, cls={cls!r}",
+                             fix=f"write {processor}((\"[SEP]\", 102), (\"[CLS]\", 101))")
+    return cls if cls_token is None else cls_token
+
+
 def parse_template(value, name: str) -> list[Piece]:
     """A template from a str (pieces separated by single spaces) or a list of pieces.
 
@@ -360,6 +374,15 @@ class TemplateProcessing(PostProcessor):
             raise ConfigError(f"TemplateProcessing: special token(s) {', '.join(map(repr, missing))} "
                               "used in a template but missing from special_tokens",
                               fix="add them to special_tokens, e.g. special_tokens=[(\"[SEP]\", 102)]")
+
+    def __setattr__(self, name, value):
+        # As in Hugging Face, ``processor.single = "[CLS] $A [SEP]"`` sets a template from its text
+        # (a later check of the tokens it names is the encoding's: Hugging Face's too).
+        if name in ("single", "pair"):
+            value = parse_template(value, name)
+        elif name == "special_tokens" and not isinstance(value, dict):
+            value = _special_tokens_from_python(value)
+        super().__setattr__(name, value)
 
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         template = self.pair if is_pair else self.single
@@ -487,9 +510,10 @@ class BertProcessing(PostProcessor):
 
     type_name = "BertProcessing"
 
-    def __init__(self, sep: tuple[str, int], cls: tuple[str, int]):
+    def __init__(self, sep: tuple[str, int], cls_token: tuple[str, int] | None = None, *,
+                 cls: tuple[str, int] | None = None):
         self.sep = _check_pair("BertProcessing", "sep", sep)
-        self.cls = _check_pair("BertProcessing", "cls", cls)
+        self.cls = _check_pair("BertProcessing", "cls", _cls_argument("BertProcessing", cls_token, cls))
 
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         return 3 if is_pair else 2
@@ -538,10 +562,10 @@ class RobertaProcessing(PostProcessor):
 
     type_name = "RobertaProcessing"
 
-    def __init__(self, sep: tuple[str, int], cls: tuple[str, int], trim_offsets: bool = True,
-                 add_prefix_space: bool = True):
+    def __init__(self, sep: tuple[str, int], cls_token: tuple[str, int] | None = None, trim_offsets: bool = True,
+                 add_prefix_space: bool = True, *, cls: tuple[str, int] | None = None):
         self.sep = _check_pair("RobertaProcessing", "sep", sep)
-        self.cls = _check_pair("RobertaProcessing", "cls", cls)
+        self.cls = _check_pair("RobertaProcessing", "cls", _cls_argument("RobertaProcessing", cls_token, cls))
         self.trim_offsets = _check_bool("RobertaProcessing", "trim_offsets", trim_offsets)
         self.add_prefix_space = _check_bool("RobertaProcessing", "add_prefix_space", add_prefix_space)
 

@@ -1462,10 +1462,13 @@ class Tokenizer:
         return Tokenizer.from_file(hf_hub_download(repo_id=identifier, filename="tokenizer.json", revision=revision,
                                                    token=token))
 
-    def __getstate__(self):
-        return self.to_str()
+    def __getstate__(self) -> bytes:
+        """The tokenizer.json as compact JSON bytes, as Hugging Face gives it (and pickles it)."""
+        return self.to_str().encode("utf-8")
 
     def __setstate__(self, state):
+        if isinstance(state, (bytes, bytearray)):
+            state = bytes(state).decode("utf-8")
         self.__dict__.update(Tokenizer.from_str(state).__dict__)
 
     def __repr__(self) -> str:

@@ -32,7 +32,7 @@ import json
 import math
 from pathlib import Path
 
-from .._component import Fields
+from .._component import Fields, state_data
 from .._kernels import unigram as K
 from ..errors import ConfigError, FileFormatError, InputTypeError, UnknownTokenError
 from ..pretokenized import Token
@@ -286,14 +286,14 @@ class Unigram(Model):
         return (f"Unigram(vocab_size={len(self._vocab)}, unk_id={self.unk_id}, "
                 f"byte_fallback={self.byte_fallback})")
 
-    def __getstate__(self):
-        return {"json": self.to_json(), "alpha": self.alpha, "nbest_size": self.nbest_size}
-
     def __setstate__(self, state):
-        clone = Unigram._from_fields(Fields(state["json"], "model"))
+        # (Hugging Face's JSON bytes, or the form earlier versions gave: the JSON and the sampling options.)
+        sampling = state if isinstance(state, dict) and "json" in state else None
+        alpha, nbest_size = (self.__dict__.get("alpha"), self.__dict__.get("nbest_size")) if sampling is None \
+            else (sampling.get("alpha"), sampling.get("nbest_size"))
+        clone = Unigram._from_fields(Fields(state_data(state) if sampling is None else sampling["json"], "model"))
         self.__dict__.update(clone.__dict__)
-        self.alpha = state.get("alpha")
-        self.nbest_size = state.get("nbest_size")
+        self.alpha, self.nbest_size = alpha, nbest_size
 
     def __reduce__(self):
         return (_rebuild, (self.to_json(), self.alpha, self.nbest_size))

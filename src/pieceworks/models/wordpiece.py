@@ -189,13 +189,6 @@ class WordPiece(Model):
                 f"continuing_subword_prefix={self.continuing_subword_prefix!r}, "
                 f"max_input_chars_per_word={self.max_input_chars_per_word})")
 
-    def __getstate__(self):
-        return self.to_json()
-
-    def __setstate__(self, state):
-        clone = type(self).from_json(state)
-        self.__dict__.update(clone.__dict__)
-
 
 def _str_option(name: str, value) -> str:
     if not isinstance(value, str):

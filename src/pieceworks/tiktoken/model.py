@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ..errors import UnknownModelError
 from .core import Encoding
-from .registry import _ENCODINGS, get_encoding
+from .registry import ENCODING_CONSTRUCTORS, get_encoding
 
-__all__ = ["encoding_for_model", "encoding_name_for_model"]
+__all__ = ["encoding_for_model", "encoding_name_for_model", "MODEL_TO_ENCODING", "MODEL_PREFIX_TO_ENCODING"]
 
 # Which encoding OpenAI's models use, as tiktoken 0.14 maps them: whole names first, then
 # name beginnings (so a dated or fine-tuned variant finds its family's encoding).
@@ -23,14 +23,18 @@ _MODEL_ENCODINGS = {
                   "code-search-babbage-code-001", "code-search-ada-code-001"),
     "gpt2": ("gpt2", "gpt-2"),
 }
-_MODEL_PREFIX_ENCODINGS = (
-    ("o200k_base", ("o1-", "o3-", "o4-mini-", "gpt-5", "gpt-4.5-", "gpt-4.1-", "chatgpt-4o-", "gpt-4o-",
-                    "ft:gpt-4o")),
-    ("cl100k_base", ("gpt-4-", "gpt-3.5-turbo-", "gpt-35-turbo-", "ft:gpt-4", "ft:gpt-3.5-turbo",
-                     "ft:davinci-002", "ft:babbage-002")),
-    ("o200k_harmony", ("gpt-oss-",)),
-)
-_MODEL_TO_ENCODING = {model: name for name, models in _MODEL_ENCODINGS.items() for model in models}
+#: Model name -> encoding name, and model name beginning -> encoding name (looked at in this
+#: order: "ft:gpt-4o" before "ft:gpt-4"), as tiktoken's public dicts: an entry added to either
+#: is seen by :func:`encoding_name_for_model`.
+MODEL_TO_ENCODING = {model: name for name, models in _MODEL_ENCODINGS.items() for model in models}
+MODEL_PREFIX_TO_ENCODING = {
+    **dict.fromkeys(("o1-", "o3-", "o4-mini-", "gpt-5", "gpt-4.5-", "gpt-4.1-", "chatgpt-4o-", "gpt-4o-"),
+                    "o200k_base"),
+    **dict.fromkeys(("gpt-4-", "gpt-3.5-turbo-", "gpt-35-turbo-"), "cl100k_base"),
+    "gpt-oss-": "o200k_harmony",
+    "ft:gpt-4o": "o200k_base",
+    **dict.fromkeys(("ft:gpt-4", "ft:gpt-3.5-turbo", "ft:davinci-002", "ft:babbage-002"), "cl100k_base"),
+}
 
 
 def encoding_name_for_model(model_name: str) -> str:
@@ -42,15 +46,15 @@ def encoding_name_for_model(model_name: str) -> str:
     An unknown name raises :class:`~pieceworks.errors.UnknownModelError` (a
     ``KeyError``, like tiktoken's).
     """
-    found = _MODEL_TO_ENCODING.get(model_name)
+    found = MODEL_TO_ENCODING.get(model_name)
     if found is not None:
         return found
-    for name, prefixes in _MODEL_PREFIX_ENCODINGS:
-        if model_name.startswith(prefixes):
+    for prefix, name in MODEL_PREFIX_TO_ENCODING.items():
+        if model_name.startswith(prefix):
             return name
     raise UnknownModelError(f"no known encoding for the model {model_name!r}",
                             fix="call get_encoding() with the encoding's name (one of "
-                                f"{', '.join(_ENCODINGS)})")
+                                f"{', '.join(ENCODING_CONSTRUCTORS)})")
 
 
 def encoding_for_model(model_name: str) -> Encoding:

@@ -10,8 +10,8 @@ names; the patterns and special tokens are tiktoken's (0.14).
 
 from __future__ import annotations
 
-import functools
 import os
+import threading
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -19,7 +19,8 @@ from ..fast.byte_bpe import O200K_PATTERN, TIKTOKEN_CL100K_PATTERN, TIKTOKEN_R50
 from .core import ENDOFPROMPT, ENDOFTEXT, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, Encoding
 from .load import load_tiktoken_bpe
 
-__all__ = ["get_encoding", "list_encoding_names", "set_data_dir", "get_data_dir", "DATA_DIR_ENV"]
+__all__ = ["get_encoding", "list_encoding_names", "set_data_dir", "get_data_dir", "DATA_DIR_ENV", "ENCODINGS",
+           "ENCODING_CONSTRUCTORS"]
 
 #: The environment variable naming the folder of ``.tiktoken`` files for :func:`get_encoding`.
 DATA_DIR_ENV = "PIECEWORKS_TIKTOKEN_DIR"
@@ -31,7 +32,8 @@ def set_data_dir(path: "str | os.PathLike | None") -> None:
     """Use the ``.tiktoken`` files in ``path`` for :func:`get_encoding` (None: back to the environment)."""
     global _data_dir
     _data_dir = None if path is None else os.fspath(path)
-    get_encoding.cache_clear()
+    with _lock:
+        ENCODINGS.clear()
 
 
 def get_data_dir() -> str | None:
@@ -66,7 +68,9 @@ def _harmony_specials() -> dict[str, int]:
     return {ENDOFPROMPT: 200018, **named, **reserved}
 
 
-_ENCODINGS = {
+#: Each encoding's name and what makes the keyword arguments of its :class:`Encoding`, as
+#: tiktoken's ``ENCODING_CONSTRUCTORS`` (a new entry makes a new name for :func:`get_encoding`).
+ENCODING_CONSTRUCTORS = {
     "gpt2": lambda: _r50k_like("gpt2", 50257, {ENDOFTEXT: 50256}),
     "r50k_base": lambda: _r50k_like("r50k_base", 50257, {ENDOFTEXT: 50256}),
     "p50k_base": lambda: _r50k_like("p50k_base", 50281, {ENDOFTEXT: 50256}, "p50k_base.tiktoken"),
@@ -90,17 +94,27 @@ _ENCODINGS = {
 
 def list_encoding_names() -> list[str]:
     """The encodings :func:`get_encoding` knows."""
-    return list(_ENCODINGS)
+    return list(ENCODING_CONSTRUCTORS)
 
 
-@functools.lru_cache(maxsize=None)
+#: The encodings :func:`get_encoding` made, by name (tiktoken's ``ENCODINGS``): each is made once.
+ENCODINGS: dict[str, Encoding] = {}
+_lock = threading.Lock()
+
+
 def get_encoding(encoding_name: str) -> Encoding:
     """One of OpenAI's public encodings, from the rank files in :func:`get_data_dir`.
 
     The patterns and special tokens are tiktoken's (0.14); only the rank
     files are read from disk (``gpt2`` uses r50k_base.tiktoken: the same ranks).
     """
-    if encoding_name not in _ENCODINGS:
+    made = ENCODINGS.get(encoding_name)
+    if made is not None:
+        return made
+    if encoding_name not in ENCODING_CONSTRUCTORS:
         raise ConfigError(f"unknown encoding {encoding_name!r}",
-                          fix=f"use one of {', '.join(_ENCODINGS)}, or build Encoding(...) yourself")
-    return Encoding(**_ENCODINGS[encoding_name]())
+                          fix=f"use one of {', '.join(ENCODING_CONSTRUCTORS)}, or build Encoding(...) yourself")
+    with _lock:     # (one thread reads the ranks; the others wait for its encoding)
+        if encoding_name not in ENCODINGS:
+            ENCODINGS[encoding_name] = Encoding(**ENCODING_CONSTRUCTORS[encoding_name]())
+        return ENCODINGS[encoding_name]

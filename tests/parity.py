@@ -66,3 +66,13 @@ def assert_same_as_hugging_face_on_lines(ours, theirs, lines: list) -> None:
         assert_same_encoding(mine, hf, repr(line[:60]))
     text = "\n".join(lines)
     assert_same_encoding(ours.encode(text), theirs.encode(text), "the lines as one text")
+
+
+def both_from_file(relative: str, shared_data):
+    """``(pieceworks.Tokenizer, tokenizers.Tokenizer)`` of ``tokenizers/<relative>/tokenizer.json`` in the shared data."""
+    import tokenizers
+
+    from pieceworks import Tokenizer
+
+    path = str(shared_data / f"tokenizers/{relative}/tokenizer.json")
+    return Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)

@@ -13,7 +13,7 @@ import pytest
 
 from pieceworks import Tokenizer, pre_tokenizers, processors
 from pieceworks.errors import InputTypeError
-from parity import assert_same_encoding
+from parity import assert_same_encoding, both_from_file
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -21,14 +21,9 @@ STAGES = ("normalizer", "pre_tokenizer", "model", "post_processor", "decoder")
 FILES = ["hf_tokenizer_json/llama3", "hf_tokenizer_json/gemma3", "bert_all-MiniLM-L6-v2", "sentencepiece/barthez"]
 
 
-def _pair(relative, shared_data):
-    path = str(shared_data / f"tokenizers/{relative}/tokenizer.json")
-    return Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
-
-
 @pytest.mark.parametrize("relative", FILES)
 def test_getstate_is_hugging_faces_json_bytes(relative, shared_data):
-    ours, theirs = _pair(relative, shared_data)
+    ours, theirs = both_from_file(relative, shared_data)
     for name in STAGES:
         mine, ref = getattr(ours, name), getattr(theirs, name)
         assert (mine is None) == (ref is None), name
@@ -42,7 +37,7 @@ def test_getstate_is_hugging_faces_json_bytes(relative, shared_data):
 
 @pytest.mark.parametrize("relative", FILES)
 def test_setstate_takes_hugging_faces_state(relative, shared_data):
-    ours, theirs = _pair(relative, shared_data)
+    ours, theirs = both_from_file(relative, shared_data)
     text = "Hello wörld, it's 2024! 中文"
     blank = Tokenizer.from_str(ours.to_str())
     blank.__setstate__(theirs.__getstate__())
@@ -83,7 +78,7 @@ def test_processors_take_hugging_faces_keyword_names(kind):
 
 
 def test_a_template_set_as_an_attribute_is_parsed_as_hugging_face_does(shared_data):
-    ours, theirs = _pair("bert_all-MiniLM-L6-v2", shared_data)
+    ours, theirs = both_from_file("bert_all-MiniLM-L6-v2", shared_data)
     for tok in (ours, theirs):
         processor = tok.post_processor
         processor.single = "[SEP] $A"

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from pieceworks import Tokenizer
-from parity import assert_same_encoding
+from parity import assert_same_encoding, both_from_file
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -27,14 +27,9 @@ WORDS = [["Hello", "world", "!"], ["naïve", "cafe\u0301", "中文", "😀"], ["
          ["x"], ["  ", "a", "\n", "b\tc"], ["a", "", "b"]]
 
 
-def _pair(relative: str, shared_data):
-    path = str(shared_data / f"tokenizers/{relative}/tokenizer.json")
-    return Tokenizer.from_file(path), tokenizers.Tokenizer.from_file(path)
-
-
 @pytest.mark.parametrize("relative", FILES)
 def test_pretokenized_words_as_hugging_face(relative, shared_data):
-    ours, theirs = _pair(relative, shared_data)
+    ours, theirs = both_from_file(relative, shared_data)
     for words in WORDS:
         for add in (True, False):
             assert_same_encoding(ours.encode(words, is_pretokenized=True, add_special_tokens=add),
@@ -50,7 +45,7 @@ def test_pretokenized_words_as_hugging_face(relative, shared_data):
 
 @pytest.mark.parametrize("relative", FILES)
 def test_lines_of_words_with_truncation_as_hugging_face(relative, shared_data):
-    ours, theirs = _pair(relative, shared_data)
+    ours, theirs = both_from_file(relative, shared_data)
     lines = [json.loads(line)["text"].split() for line in
              (shared_data / "testvectors/generated/inputs.jsonl").open()]
     lines = [words for words in lines if words][:60]
@@ -64,7 +59,7 @@ def test_lines_of_words_with_truncation_as_hugging_face(relative, shared_data):
 
 @pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "sentencepiece/barthez", "bert_all-MiniLM-L6-v2"])
 def test_the_words_go_to_the_plan_in_one_call(relative, shared_data, monkeypatch):
-    ours, _ = _pair(relative, shared_data)
+    ours, _ = both_from_file(relative, shared_data)
     one_by_one = []
     real = Tokenizer._encode_text
     monkeypatch.setattr(Tokenizer, "_encode_text", lambda self, text, *rest: one_by_one.append(text)
@@ -79,7 +74,7 @@ def test_a_big_batch_of_words_on_two_threads(relative, shared_data, monkeypatch)
     each encoding the one ``encode`` gives (pairs and empty sequences among them go the long way)."""
     from pieceworks.fast import _pool
 
-    ours, theirs = _pair(relative, shared_data)
+    ours, theirs = both_from_file(relative, shared_data)
     text = (shared_data / "corpora/english/botchan.txt").read_text(encoding="utf-8")[:200_000]
     batch = [line.split() for line in text.splitlines() if line.strip()][:1500]
     batch[7], batch[11] = [], (batch[11], ["and", "a", "pair"])
@@ -96,7 +91,7 @@ def test_words_the_kernel_leaves_and_takes_share_one_table(shared_data, monkeypa
     """ruT5: a word the charsmap changes comes back on the plan's token table, the others on that
     table with the added tokens (every one is in the vocabulary: the two are as long); telling
     them apart keeps the sequence on the fast way."""
-    ours, theirs = _pair("sentencepiece/ruT5-large", shared_data)
+    ours, theirs = both_from_file("sentencepiece/ruT5-large", shared_data)
     words = ["Hello", "cafe\u0301", "мир", "\uff21bc"]
     one_by_one = []
     real = Tokenizer._encode_text
@@ -117,7 +112,7 @@ def test_one_sequence_of_plain_words_takes_the_snapshot(relative, settings, shar
     or all in one kernel call where the one-text call is Python: Unigram, SentencePiece BPE word
     by word; joined), and gives Hugging Face's encoding, cut and padded by the tokenizer's settings too; a
     word holding an added token, or a tuple of words with a pair, takes the long way."""
-    ours, theirs = _pair(relative, shared_data)
+    ours, theirs = both_from_file(relative, shared_data)
     for tok in (ours, theirs):
         if settings == "truncation":
             tok.enable_truncation(6, stride=1)

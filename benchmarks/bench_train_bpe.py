@@ -9,7 +9,8 @@ after another, on the same file, with two cores:
 * Hugging Face tokenizers: the same pipeline with its ``BpeTrainer``
   (RAYON_NUM_THREADS=2);
 * SentencePiece ``model_type=bpe`` (num_threads=2);
-* YouTokenToMe (n_threads=2);
+* YouTokenToMe (n_threads=2; its source package builds only with
+  ``pip install cython wheel && pip install --no-build-isolation youtokentome``);
 * bpeasy (RAYON_NUM_THREADS=2), skipped, saying why, when not installed.
 
 Wall time is the whole train call (reading, counting, merges, saving) seen
@@ -161,8 +162,13 @@ def missing_module(name: str) -> str | None:
     """Why contender ``name`` cannot run here, or None."""
     module = MODULES[name]
     if importlib.util.find_spec(module) is None:
-        return f"`{module}` is not installed (pip install {module})"
+        return f"`{module}` is not installed ({INSTALL.get(module, f'pip install {module}')})"
     return None
+
+
+#: How to install a peer that a plain ``pip install`` does not build.
+INSTALL = {"youtokentome": "its source package imports Cython to build and declares nothing: "
+                           "pip install cython wheel && pip install --no-build-isolation youtokentome"}
 
 
 def print_checks(tmp: Path, rows: dict) -> bool | None:

@@ -11,7 +11,8 @@ reads a text and some ids from the fuzzer bytes, and checks:
   the text has no lone surrogates, which it refuses);
 * a lossless model gives the text back (``decode(encode(text))``);
 * ``decode`` of arbitrary ids refuses cleanly (unknown id) or matches Hugging
-  Face; ``errors="strict"`` raises DecodeError exactly when the text has bad bytes.
+  Face; ``errors="strict"`` raises DecodeError exactly when the text has bad bytes;
+* the text's words (cut at spaces) as a pre-tokenized sequence give Hugging Face's encoding.
 """
 
 from __future__ import annotations
@@ -94,6 +95,21 @@ def check_target(target: Target, data: bytes) -> None:
         assert strict == decoded
     # (Read last, so the inputs saved before it still mean what they meant.)
     check_pair(target, text[:inp.int_in(len(text) + 1)], text, add_special)
+    check_words(target, text.split(" "), add_special)
+
+
+def check_words(target: Target, words: list[str], add_special: bool) -> None:
+    """The text's words (cut at each space, empty ones too) as a pre-tokenized sequence: well formed,
+    and Hugging Face's encoding (the kernels' ``encode_words``: all the words in one call)."""
+    ours, theirs = target.ours, target.theirs
+    enc = clean(ours.encode, words, is_pretokenized=True, add_special_tokens=add_special)
+    if enc is None or theirs is None or any(has_surrogates(w) or not hf_comparable(w) for w in words):
+        return
+    theirs.encode_special_tokens = False
+    expected = theirs.encode(words, is_pretokenized=True, add_special_tokens=add_special)
+    assert (enc.ids, enc.offsets, enc.word_ids, enc.tokens) == \
+        (expected.ids, expected.offsets, expected.word_ids, expected.tokens), \
+        f"{target.name}: the words {words!r} differ from Hugging Face"
 
 
 def check_pair(target: Target, first: str, text: str, add_special: bool) -> None:

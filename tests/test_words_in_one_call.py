@@ -114,3 +114,26 @@ def test_a_word_not_a_str_is_left_to_the_long_way(pair):
     assert one.encode_words(["a", 3]) is None
     with pytest.raises(Exception, match=r"\[1\]"):
         ours.encode(["a", 3], is_pretokenized=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(WORDS, min_size=1, max_size=5), pad=st.booleans(), cut=st.booleans())
+def test_a_batch_of_word_sequences_as_hugging_face(pair, batch, pad, cut):
+    """A batch's sequences go one call each (``SingleText.encode_words_batch``), unpadded, and the
+    batch is padded as a whole; a pair of sequences or one holding an added token goes the long way."""
+    name, ours, theirs, _ = pair
+    special = next(t.content for t in ours.get_added_tokens_decoder().values())
+    items = batch + [(batch[0], batch[-1]), batch[0] + [special], []]
+    for tok in (ours, theirs):
+        if pad:
+            tok.enable_padding(pad_id=0, pad_token=ours.id_to_token(0))
+        if cut:
+            tok.enable_truncation(max_length=5, stride=1)
+    try:
+        for k, (mine, ref) in enumerate(zip(ours.encode_batch(items, is_pretokenized=True),
+                                            theirs.encode_batch(items, is_pretokenized=True))):
+            assert_same_encoding(mine, ref, f"{name} item {k} of {items!r}")
+    finally:
+        for tok in (ours, theirs):
+            tok.no_padding()
+            tok.no_truncation()

@@ -259,7 +259,8 @@ class Tokenizer:
                 return self._encode_range_raw(items, start, stop, plan, raw_ready, split, add_special_tokens,
                                               self._ids_class(), None if done is None else done[start:stop])
             out = []
-            words = self._encode_words_framed_batch(items[start:stop], add_special_tokens, split) \
+            words = self._encode_words_framed_batch(items[start:stop], add_special_tokens, split,
+                                                    None if done is None else done[start:stop]) \
                 if is_pretokenized else None
             for i in range(start, stop):
                 if words is not None and words[i - start] is not None:
@@ -285,6 +286,11 @@ class Tokenizer:
             # Each pair of strs as one encode call takes it, in one C loop (pairs too short for threads to
             # pay: they would only pass the GIL to and fro); the rest as below.
             done = current_single(self).encode_pairs(self, items, add_special_tokens, split, self._fixed_padding())
+            if None not in done:
+                out = done
+        elif is_pretokenized and items:
+            # Each sequence of words as one encode call takes it, in one C loop; the rest as below.
+            done = current_single(self).encode_words_batch(self, items, add_special_tokens, split)
             if None not in done:
                 out = done
         if out is None:     # (pre-tokenized: a range's words are one kernel call, as a raw batch's texts)
@@ -462,14 +468,17 @@ class Tokenizer:
         :meth:`_encode_raw` cuts a text (:meth:`_words_raw`; no post-processing in Python); or None."""
         return self._encode_words_framed_batch([sequence], add_special_tokens, split_special)[0]
 
-    def _encode_words_framed_batch(self, items: list, add_special_tokens: bool, split_special: bool) -> list:
+    def _encode_words_framed_batch(self, items: list, add_special_tokens: bool, split_special: bool,
+                                   done: list | None = None) -> list:
         """:meth:`_encode_words_framed` of each pre-tokenized sequence of ``items``, the words of all
         of them in one :meth:`_texts_raw` call; None for an item left to the long way (a pair,
-        an empty or odd sequence, a word the plan leaves)."""
+        an empty or odd sequence, a word the plan leaves). ``done``: the encodings of the items
+        already made (None for the others), kept."""
         processor = self.post_processor
         frame = PLAIN_FRAME if processor is None else processor.single_frame(add_special_tokens)
-        picked = [k for k, item in enumerate(items) if _words_list(item) and item] if frame is not None else []
-        out: list = [None] * len(items)
+        out: list = [None] * len(items) if done is None else list(done)
+        picked = [k for k, item in enumerate(items) if out[k] is None and _words_list(item) and item] \
+            if frame is not None else []
         results = self._texts_raw([word for k in picked for word in items[k]], split_special) if picked else None
         if results is None:
             return out

@@ -10,7 +10,8 @@ NFC normalizer must put back together): the text as one string, and its lines as
 default threads of each library; then its lines one ``encode`` call each, as
 they are and as turns between the file's own special tokens (its chat template
 where bench_bpe_encode knows it: what a data loader or a server does), as
-pre-tokenized words (``is_pretokenized=True``, a token-classification pipeline's input),
+pre-tokenized words (``is_pretokenized=True``, a token-classification pipeline's input; one
+call each and batched),
 and two lines at a time as pairs, one call each and batched (what a sentence-pair
 classifier or a cross-encoder reranker passes; the file's own padding and
 truncation apply). Ids are
@@ -55,7 +56,7 @@ def main(argv=None) -> int:
     print(f"# pieceworks.Tokenizer against tokenizers {tokenizers.__version__}: speed ratio (above 1: "
           f"pieceworks faster), {args.size:g} MB per corpus, median of {args.repeat}")
     print(f"{'file':<28}{'corpus':<14}{'one string':>12}{'lines':>10}{'1 by 1':>10}{'turns 1 by 1':>14}{'words':>10}"
-          f"{'pairs':>10}{'pair batch':>12}  way")
+          f"{'word batch':>12}{'pairs':>10}{'pair batch':>12}  way")
     for path in tokenizer_files(args.files):
         ours, theirs = Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
         plan = ours._current_plan()
@@ -78,6 +79,8 @@ def main(argv=None) -> int:
                                    lambda ts: [theirs.encode(t).ids for t in ts]),
                                   (words, lambda ws: [ours.encode(w, is_pretokenized=True).ids for w in ws],
                                    lambda ws: [theirs.encode(w, is_pretokenized=True).ids for w in ws]),
+                                  (words, lambda ws: [e.ids for e in ours.encode_batch(ws, is_pretokenized=True)],
+                                   lambda ws: [e.ids for e in theirs.encode_batch(ws, is_pretokenized=True)]),
                                   (pairs, lambda ps: [ours.encode(a, b).ids for a, b in ps],
                                    lambda ps: [theirs.encode(a, b).ids for a, b in ps]),
                                   (pairs, lambda ps: [e.ids for e in ours.encode_batch(ps)],
@@ -85,7 +88,7 @@ def main(argv=None) -> int:
                 seconds = compare({"pieceworks": mine, "tokenizers": hf}, arg, size, repeat=args.repeat)
                 cells.append(f"{seconds['tokenizers'] / seconds['pieceworks']:.2f}x")
             print(f"{path.parent.name[:27]:<28}{corpus:<14}{cells[0]:>12}{cells[1]:>10}{cells[2]:>10}{cells[3]:>14}"
-                  f"{cells[4]:>10}{cells[5]:>10}{cells[6]:>12}  {way}", flush=True)
+                  f"{cells[4]:>10}{cells[5]:>12}{cells[6]:>10}{cells[7]:>12}  {way}", flush=True)
     return 0
 
 

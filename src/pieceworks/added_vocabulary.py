@@ -90,8 +90,15 @@ def as_added_token(token, special: bool) -> AddedToken:
         return replace(token, special=True, normalized=token.normalized if token._normalized_given else False)
     if isinstance(token, str):
         return AddedToken(token, special=special)
+    if all(hasattr(token, name) for name in _ADDED_TOKEN_FIELDS) and isinstance(token.content, str):
+        # Another library's AddedToken (Hugging Face's: transformers adds its pad and mask tokens as
+        # those): the same flags, its normalized taken as given.
+        return as_added_token(AddedToken(**{name: getattr(token, name) for name in _ADDED_TOKEN_FIELDS}), special)
     raise InputTypeError(f"expected a str or AddedToken, got {type(token).__name__}",
                          fix="pass token strings or pieceworks.AddedToken objects")
+
+
+_ADDED_TOKEN_FIELDS = ("content", "single_word", "lstrip", "rstrip", "normalized", "special")
 
 
 class AddedVocabulary:

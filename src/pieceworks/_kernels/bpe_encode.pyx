@@ -1412,7 +1412,7 @@ cdef class BpeEncoder:
         return self._encode_around_all(texts, around, &way, strings, limit, "encode_around_batch: texts")
 
     def encode_words_around_batch(self, list texts not None, AroundTokens around not None, uint32_t mark, int mode,
-                                  strings, Py_ssize_t limit=-1):
+                                  strings, Py_ssize_t limit=-1, bint joined=False):
         """Each text around the added tokens ``around`` splits out of it, each stretch between them
         cut into words at white space and merged as :meth:`encode_words_raw_batch` does a text
         (``mark`` in front of a word by ``mode``; 2: only of a word at the text's first char), each
@@ -1420,7 +1420,10 @@ cdef class BpeEncoder:
         long way (a token with no id, a char with no token and no unk token, more than ``limit``
         tokens if ``limit`` >= 0); all None with dropout or ``ignore_merges``. Hugging Face's
         added tokens, then WhitespaceSplit and Metaspace on each stretch (BARThez's chat turns).
-        All the texts' words are merged without the GIL, with one word cache.
+        All the texts' words are merged without the GIL, with one word cache. ``joined``: the
+        texts are a pre-tokenized sequence's words, each encoded alone: the result is their one
+        ``(raw, n, n_words, strings)``, each token's word its text's position, or None if one of
+        them would be.
 
         >>> from array import array
         >>> from pieceworks._kernels.raw_encoding import id_list, offset_list, word_list
@@ -1431,8 +1434,12 @@ cdef class BpeEncoder:
         >>> (raw, n, n_words, _), = enc.encode_words_around_batch([" ab<s>a "], around, ord("_"), 1, None)
         >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
         ([3, 1, 9, 3], [(1, 2), (2, 3), (3, 6), (6, 7)], [0, 0, 1, 2], 3)
+        >>> raw, n, n_words, _ = enc.encode_words_around_batch(["ab", "a"], around, ord("_"), 1, None, -1, True)
+        >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
+        ([3, 1, 3], [(0, 1), (1, 2), (0, 1)], [0, 0, 1], 2)
         """
         cdef StretchWay way
+        cdef list made
         if not 0 <= mode <= 2:
             raise ValueError(f"encode_words_around_batch: mode is 0, 1 or 2, got {mode}")
         way.by_words = True
@@ -1440,7 +1447,12 @@ cdef class BpeEncoder:
         way.space = mark
         way.front = 0
         way.count_words = True
-        return self._encode_around_all(texts, around, &way, strings, limit, "encode_words_around_batch: texts")
+        made = self._encode_around_all(texts, around, &way, strings, limit, "encode_words_around_batch: texts")
+        if not joined:
+            return made
+        if None in made:
+            return None
+        return join_words(made) + (len(made), strings)
 
     cdef list _encode_around_all(self, list texts, AroundTokens around, StretchWay* way, strings, Py_ssize_t limit,
                                  str name):

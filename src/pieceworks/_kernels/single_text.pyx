@@ -61,13 +61,14 @@ cdef class SingleText:
     when truncation or padding is on (a text the finder says holds a token
     sends the pair the long way). ``words_in_one_call``: a pre-tokenized
     sequence's words go through ``around``'s kernel call (when it is one)
-    all at once, not ``encoder`` one by one (for an encoder in Python).
+    all at once, not ``encoder`` one by one (for an encoder in Python), joined by that call's
+    own ``encode_words(words, tokens, strings)`` where it has one.
     An ``encoder`` with an ``encode_words(words)`` method (``bytebpe.OneText``) encodes a
     sequence's words in that one call, ``(raw, n_tokens, n_words)`` or None (then word by word).
     With no encoder every call goes the long way.
     """
     cdef readonly long long epoch
-    cdef object encoder, strings, encoding_type, words_encoder
+    cdef object encoder, strings, encoding_type, words_encoder, around_words
     cdef object finder, around
     cdef object frame_with, frame_without, pair_with, pair_without
     cdef tuple truncation_with, truncation_without
@@ -85,6 +86,8 @@ cdef class SingleText:
         self.truncation_with, self.truncation_without = truncations
         self.default_split, self.split_matters, self.pads = default_split, split_matters, pads
         self.words_in_one_call = words_in_one_call
+        self.around_words = getattr(around[0], "encode_words", None) \
+            if words_in_one_call and type(around) is tuple else None
 
     @property
     def usable(self) -> bool:
@@ -137,6 +140,10 @@ cdef class SingleText:
             joined = self.words_encoder(list(words))
             if joined is not None:
                 joined = (<tuple>joined)[:3] + (self.strings,)
+        if joined is None and self.around_words is not None:
+            # The kernel call that joins the words itself (``around``'s call's ``encode_words``).
+            _, tokens, strings = <tuple>self.around
+            joined = self.around_words(list(words), tokens, strings)
         if joined is None:
             if self.words_in_one_call and type(self.around) is tuple:     # (the kernel call's own strings)
                 call, tokens, strings = <tuple>self.around
@@ -163,13 +170,15 @@ cdef class SingleText:
         ``encode_words`` does it, not padded (the batch is padded as a whole); None for the
         others (pairs of sequences, odd items) and for the sequences that take the long way.
 
-        Only with an encoder that takes a sequence's words in one kernel call (``encode_words``):
-        a call a line then cost less than all the words of a range in one call and a join a line
-        in Python, which stays the way for the others (there it cost less).
+        Only where a sequence's words go to the kernel in one call that joins them
+        (``encode_words``, the encoder's or ``around``'s call's): a call a line then cost less
+        than all the words of a range in one call and a join a line in Python, which stays the
+        way for the others (there it cost less).
         """
         cdef Py_ssize_t n = len(items), i
         cdef list out = [None] * n
-        if self.words_encoder is None or self._single_settings(add_special, split) is None:
+        if self.words_encoder is None and self.around_words is None or \
+                self._single_settings(add_special, split) is None:
             return out
         for i in range(n):
             item = items[i]

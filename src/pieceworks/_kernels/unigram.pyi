@@ -78,7 +78,8 @@ class SpmCore:
     def hf_metaspace_around_batch(
         self, texts: list[str], around: object, mode: int, pieces: list[str], rules: SpmNormalizer | None,
         replacement: str, split: bool, collapse_spaces: bool, swaps: bytes | None, strings: object, limit: int = -1,
-    ) -> list[tuple | None]: ...
+        joined: bool = False,
+    ) -> list[tuple | None] | tuple | None: ...
 
 class SpmEncoder:
     def __init__(self, core: SpmCore, normalizer: SpmNormalizer, pieces: list[str], unk_piece: str) -> None: ...

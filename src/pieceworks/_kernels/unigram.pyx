@@ -2701,7 +2701,7 @@ cdef class SpmCore:
 
     def hf_metaspace_around_batch(self, list texts not None, AroundTokens around not None, int mode, list pieces,
                                   SpmNormalizer rules, str replacement, bint split, bint collapse_spaces,
-                                  bytes swaps, strings, Py_ssize_t limit=-1):
+                                  bytes swaps, strings, Py_ssize_t limit=-1, bint joined=False):
         """Each text around the added tokens ``around`` splits out of it, each stretch between them
         through :meth:`hf_metaspace_encode` on its own (``prepend`` by ``mode``: 0 never, 1 every
         stretch, 2 one at the text's first char only; ``swaps``: see :meth:`hf_metaspace_raw_batch`),
@@ -2712,6 +2712,10 @@ cdef class SpmCore:
         stretch a charsmap rule matches in; more than ``limit`` tokens if ``limit`` >= 0). All
         without the GIL.
 
+        ``joined``: the texts are a pre-tokenized sequence's words, each encoded alone: the result
+        is their one ``(raw, n, n_words, strings[, tokens])``, each token's word its text's
+        position, or None if one of them would be.
+
         >>> from pieceworks._kernels.raw_encoding import id_list, offset_list, word_list
         >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
         >>> core = SpmCore(["<unk>", "▁a", "b", "▁"], [0.0, -1.0, -2.0, -3.0], [2, 1, 1, 1], 1, False, True, 0)
@@ -2720,17 +2724,23 @@ cdef class SpmCore:
         ...                                                        False, None, None)
         >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
         ([1, 2, 9, 3, 2], [(0, 1), (1, 2), (2, 5), (5, 6), (6, 7)], [0, 0, 1, 2, 2], 3)
+        >>> raw, n, n_words, _ = core.hf_metaspace_around_batch(["ab", "b"], around, 1, [], None, "▁", True,
+        ...                                                     False, None, None, -1, True)
+        >>> id_list(raw, n), offset_list(raw, n, 0), word_list(raw, n, -1), n_words
+        ([1, 2, 3, 2], [(0, 1), (1, 2), (0, 1), (0, 1)], [0, 0, 1, 1], 2)
         """
         cdef HfScratch own
         cdef HfScratch* w = self._take_hf(&own)
         try:
-            return self._hf_metaspace_around_batch(w[0], texts, around, mode, pieces, rules, replacement, split, collapse_spaces, swaps, strings, limit)
+            return self._hf_metaspace_around_batch(w[0], texts, around, mode, pieces, rules, replacement, split,
+                                                   collapse_spaces, swaps, strings, limit, joined)
         finally:
             self._give_hf(w)
 
     cdef object _hf_metaspace_around_batch(self, HfScratch& w, list texts, AroundTokens around, int mode,
                                            list pieces, SpmNormalizer rules, str replacement, bint split,
-                                           bint collapse_spaces, bytes swaps, strings, Py_ssize_t limit):
+                                           bint collapse_spaces, bytes swaps, strings, Py_ssize_t limit,
+                                           bint joined):
         cdef Py_ssize_t count = len(texts), k, j, i, at, nb, word
         cdef size_t first = 0
         cdef vector[int] kinds, status         # status 0: encoded; -1: the long way
@@ -2821,6 +2831,8 @@ cdef class SpmCore:
                 word_count.push_back(word)
                 first = made.ids.size()
                 spelled_first = made.spelled_at.size()
+        if joined:
+            return _words_joined(made, status, text_end, strings)
         first = spelled_first = 0
         for k in range(count):
             j = <Py_ssize_t>(text_end[k] - first)
@@ -3551,6 +3563,29 @@ cdef Py_ssize_t _text_utf8(Source* src, vector[uint8_t]& buf, const uint8_t** s)
     n = _str_to_utf8(src, buf)
     s[0] = buf.data()
     return n
+
+
+cdef object _words_joined(HfText& made, const vector[int]& status, const vector[size_t]& text_end, strings):
+    """``(raw, n, n_words, strings)`` of texts encoded one after another into ``made`` (each ending at
+    its ``text_end``) as a pre-tokenized sequence's words, each token's word its text's position,
+    with a fifth item, the token strings, when a token is spelled by its own text; None if a
+    text was left (``status`` -1)."""
+    cdef Py_ssize_t k, i, n = <Py_ssize_t>made.ids.size()
+    cdef size_t first = 0
+    for k in range(<Py_ssize_t>status.size()):
+        if status[k] != 0:
+            return None
+    cdef bytes raw = _hf_raw(made)
+    cdef int32_t* words = <int32_t*>PyBytes_AS_STRING(raw) + 3 * n
+    for k in range(<Py_ssize_t>text_end.size()):
+        for i in range(<Py_ssize_t>first, <Py_ssize_t>text_end[k]):
+            words[i] = <int32_t>k
+        first = text_end[k]
+    result = (raw, n, <Py_ssize_t>status.size(), strings)
+    if made.spelled_at.size():
+        result += (_hf_token_list(made, strings),)
+    PyObject_GC_UnTrack(<void*>result)
+    return result
 
 
 cdef bytes _hf_raw(HfText& out, size_t first=0, Py_ssize_t n=-1):

@@ -429,6 +429,15 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
             for k, made in zip(keep, encode_around([texts[k] for k in keep], around, mark, mode, strings, limit)):
                 out[k] = made
             return fill_plain_left(out, texts, around, plain_batch, strings, limit)
+
+        def encode_words(words: list[str], around, strings) -> tuple | None:
+            """A pre-tokenized sequence's words, each as ``encode`` takes a text, as one raw result
+            (``raw_encoding.joined_words``' form), in one kernel call; None: take them one by one."""
+            if not all(take(word) == word for word in words):
+                return None
+            return encode_around(words, around, mark, mode, strings, -1, True)
+
+        encode.encode_words = encode_words      # (SingleText finds it there: see its words_in_one_call)
         return encode
 
     def normalizes_nothing(self, text: str) -> bool:

@@ -413,6 +413,16 @@ class UnigramMetaspacePlan:
             # (All positional: keywords cost a short text's call a tenth of its time.)
             return fill_plain_left(encode_around(texts, around, mode, pieces, rules, replacement, split, collapse,
                                                  swaps, strings, limit), texts, around, plain_batch, strings, limit)
+
+        def encode_words(words: list[str], around, strings) -> tuple | None:
+            """A pre-tokenized sequence's words, each as ``encode`` takes a text, as one raw result
+            (``raw_encoding.joined_words``' form), in one kernel call; None: take them one by one."""
+            if members is not None and not same_objects(members, expected):
+                return None
+            return encode_around(words, around, mode, pieces, rules, replacement, split, collapse, swaps, strings,
+                                 -1, True)
+
+        encode.encode_words = encode_words      # (SingleText finds it there: see its words_in_one_call)
         return encode
 
     def normalizes_nothing(self, text: str) -> bool:

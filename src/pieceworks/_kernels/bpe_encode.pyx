@@ -1422,8 +1422,8 @@ cdef class BpeEncoder:
         added tokens, then WhitespaceSplit and Metaspace on each stretch (BARThez's chat turns).
         All the texts' words are merged without the GIL, with one word cache. ``joined``: the
         texts are a pre-tokenized sequence's words, each encoded alone: the result is their one
-        ``(raw, n, n_words, strings)``, each token's word its text's position, or None if one of
-        them would be.
+        ``(raw, n, n_words, strings)``, each token's word its text's position; or, when one of
+        them is left (None), the list as without ``joined``, for the caller to fill and join.
 
         >>> from array import array
         >>> from pieceworks._kernels.raw_encoding import id_list, offset_list, word_list
@@ -1448,10 +1448,8 @@ cdef class BpeEncoder:
         way.front = 0
         way.count_words = True
         made = self._encode_around_all(texts, around, &way, strings, limit, "encode_words_around_batch: texts")
-        if not joined:
+        if not joined or None in made:
             return made
-        if None in made:
-            return None
         return join_words(made) + (len(made), strings)
 
     cdef list _encode_around_all(self, list texts, AroundTokens around, StretchWay* way, strings, Py_ssize_t limit,

@@ -1492,7 +1492,7 @@ def joined_words(list results) -> tuple:
     if not results or None in results:
         return None
     strings = results[0][3]
-    raw, n = _join(results, True, True)
+    raw, n = join_words(results)
     if max(map(len, results)) == 4:
         return raw, n, len(results), strings
     # Some word's tokens are spelled by its own text (an unknown char: Unigram): all the tokens.

@@ -64,7 +64,7 @@ cdef class SingleText:
     all at once, not ``encoder`` one by one (for an encoder in Python), joined by that call's
     own ``encode_words(words, tokens, strings)`` where it has one.
     An ``encoder`` with an ``encode_words(words)`` method (``bytebpe.OneText``) encodes a
-    sequence's words in that one call, ``(raw, n_tokens, n_words)`` or None (then word by word).
+    sequence's words in that one call, ``(raw, n_tokens, n_words)`` or None (the long way).
     With no encoder every call goes the long way.
     """
     cdef readonly long long epoch
@@ -135,16 +135,19 @@ cdef class SingleText:
         for word in words:
             if type(word) is not str or self.finder is not None and self.finder.holds(<str>word):
                 return None
-        joined = None
+        # A call that joins the words itself (the encoder's, or ``around``'s call's, ``encode_words``)
+        # says None only where a word alone would take the long way too.
         if self.words_encoder is not None:
             joined = self.words_encoder(list(words))
-            if joined is not None:
-                joined = (<tuple>joined)[:3] + (self.strings,)
-        if joined is None and self.around_words is not None:
-            # The kernel call that joins the words itself (``around``'s call's ``encode_words``).
+            if joined is None:
+                return None
+            joined = (<tuple>joined)[:3] + (self.strings,)
+        elif self.around_words is not None:
             _, tokens, strings = <tuple>self.around
             joined = self.around_words(list(words), tokens, strings)
-        if joined is None:
+            if joined is None:
+                return None
+        else:
             if self.words_in_one_call and type(self.around) is tuple:     # (the kernel call's own strings)
                 call, tokens, strings = <tuple>self.around
                 made = call(list(words), tokens, strings, -1)

@@ -2714,7 +2714,8 @@ cdef class SpmCore:
 
         ``joined``: the texts are a pre-tokenized sequence's words, each encoded alone: the result
         is their one ``(raw, n, n_words, strings[, tokens])``, each token's word its text's
-        position, or None if one of them would be.
+        position; or, when one of them is left (None), the list as without ``joined``, for the
+        caller to fill and join.
 
         >>> from pieceworks._kernels.raw_encoding import id_list, offset_list, word_list
         >>> from pieceworks._kernels.token_finder import AroundTokens, TokenTrie
@@ -2832,7 +2833,9 @@ cdef class SpmCore:
                 first = made.ids.size()
                 spelled_first = made.spelled_at.size()
         if joined:
-            return _words_joined(made, status, text_end, strings)
+            result = _words_joined(made, status, text_end, strings)
+            if result is not None:
+                return result
         first = spelled_first = 0
         for k in range(count):
             j = <Py_ssize_t>(text_end[k] - first)

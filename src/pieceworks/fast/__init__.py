@@ -56,6 +56,7 @@ import threading
 from typing import Callable
 
 from .._component import epoch
+from .._kernels.raw_encoding import joined_words, whole_result
 from ..normalizers import Sequence
 
 __all__ = ["register_plan", "find_plan", "plain_from_raw"]
@@ -147,6 +148,16 @@ def fill_plain_left(out: list, texts: list[str], around, encode_raw_batch: Calla
         if made is not None and (limit < 0 or made[1] <= limit):
             out[k] = made if len(made) > 4 else (*made[:3], strings)    # (a fifth item: its own tokens)
     return out
+
+
+def joined_words_of(made, words: list[str], around, encode_raw_batch: Callable, strings) -> tuple | None:
+    """A pre-tokenized sequence's words as one raw result (``raw_encoding.joined_words``' form): ``made``
+    itself when the kernel joined them (a tuple), else its per-word list with the words it left
+    filled (:func:`fill_plain_left`) and joined; None when one is still left (the long way)."""
+    if type(made) is tuple or made is None:
+        return made
+    filled = fill_plain_left(made, words, around, encode_raw_batch, strings)
+    return joined_words([None if result is None else whole_result(result) for result in filled])
 
 
 def stages_key(plan) -> tuple:

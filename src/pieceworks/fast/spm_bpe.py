@@ -40,7 +40,7 @@ from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
-from . import PREPEND_MODES, fill_plain_left, plain_from_raw, register_plan, stages_key
+from . import PREPEND_MODES, fill_plain_left, joined_words_of, plain_from_raw, register_plan, stages_key
 from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
@@ -432,10 +432,11 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
 
         def encode_words(words: list[str], around, strings) -> tuple | None:
             """A pre-tokenized sequence's words, each as ``encode`` takes a text, as one raw result
-            (``raw_encoding.joined_words``' form), in one kernel call; None: take them one by one."""
+            (``raw_encoding.joined_words``' form), in one kernel call; None: the long way."""
             if not all(take(word) == word for word in words):
-                return None
-            return encode_around(words, around, mark, mode, strings, -1, True)
+                return joined_words_of(encode(words, around, strings), words, around, plain_batch, strings)
+            return joined_words_of(encode_around(words, around, mark, mode, strings, -1, True), words, around,
+                                   plain_batch, strings)
 
         encode.encode_words = encode_words      # (SingleText finds it there: see its words_in_one_call)
         return encode

@@ -44,7 +44,7 @@ from .._unicode_forms import changes_text
 from ..models.unigram import Unigram
 from ..normalizers import _NMT_DROPPED, _NMT_SPACES, NFC, NFKC, Nmt, Precompiled, Replace, Sequence
 from ..pre_tokenizers import Metaspace
-from . import PREPEND_MODES, fill_plain_left, register_plan, stages_key
+from . import PREPEND_MODES, fill_plain_left, joined_words_of, register_plan, stages_key
 from ._aligned import AlignedForm, AlignedText, aligned_precompiled
 
 __all__ = ["unigram_plan", "UnigramMetaspacePlan"]
@@ -416,11 +416,11 @@ class UnigramMetaspacePlan:
 
         def encode_words(words: list[str], around, strings) -> tuple | None:
             """A pre-tokenized sequence's words, each as ``encode`` takes a text, as one raw result
-            (``raw_encoding.joined_words``' form), in one kernel call; None: take them one by one."""
+            (``raw_encoding.joined_words``' form), in one kernel call; None: the long way."""
             if members is not None and not same_objects(members, expected):
                 return None
-            return encode_around(words, around, mode, pieces, rules, replacement, split, collapse, swaps, strings,
-                                 -1, True)
+            return joined_words_of(encode_around(words, around, mode, pieces, rules, replacement, split, collapse,
+                                                 swaps, strings, -1, True), words, around, plain_batch, strings)
 
         encode.encode_words = encode_words      # (SingleText finds it there: see its words_in_one_call)
         return encode

@@ -23,7 +23,8 @@ from tiktoken.load import load_tiktoken_bpe as tiktoken_load  # noqa: E402
 
 from pieceworks import tiktoken as pw  # noqa: E402
 from pieceworks.errors import (  # noqa: E402
-    ConfigError, DecodeError, FileFormatError, InputTypeError, PieceworksError, SpecialTokenError, UnknownModelError)
+    ConfigError, DecodeError, FileFormatError, InputTypeError, PieceworksError, SpecialTokenError, UnknownModelError,
+    UnknownTokenError)
 from pieceworks.formats.gpt2_files import read_gpt2_ranks  # noqa: E402
 from pieceworks.formats.tiktoken import dump_tiktoken_bpe, parse_tiktoken_bpe  # noqa: E402
 
@@ -675,8 +676,6 @@ def test_bad_constructor_arguments(ranks):
                     explicit_n_vocab=12)
     with pytest.raises(ConfigError, match="rank 0 is given to both"):
         pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={b"a": 0, b"b": 0}, special_tokens={})
-    with pytest.raises(ConfigError, match="256 bytes"):
-        pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks={b"a": 0}, special_tokens={})
     with pytest.raises(ConfigError, match="special token '' is not a non-empty str"):
         pw.Encoding("x", pat_str=pw.GPT2_PATTERN, mergeable_ranks=ranks["r50k_base"], special_tokens={"": 50256})
     byte_ranks = {bytes([b]): b for b in range(256)}
@@ -744,3 +743,66 @@ def test_a_bad_id_raises_what_tiktoken_raises(pairs, method, bad):
         getattr(ref, method)(arg)
     with pytest.raises(type(expected.value)):
         getattr(ours, method)(arg)
+
+
+def _tiktoken_or_panic(call):
+    """``call()``'s ids, or "panic" where tiktoken panics (a BaseException, so caught by name)."""
+    try:
+        return call()
+    except BaseException as exc:        # noqa: BLE001 (pyo3's PanicException is not an Exception)
+        if type(exc).__name__ != "PanicException":
+            raise
+        return "panic"
+
+
+def _ours_or_refusal(call):
+    try:
+        return call()
+    except UnknownTokenError as exc:
+        assert "has no token for the byte" in str(exc) and "mergeable_ranks" in str(exc)
+        return "panic"
+
+
+@pytest.fixture(scope="module")
+def first_ranks(ranks):
+    """r50k's first 3000 ranks: a smaller BPE, quicker to build for each example below."""
+    return {token: rank for token, rank in ranks["r50k_base"].items() if rank < 3000}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(dropped=st.sets(st.sampled_from(list(b"aeZ t<\n\xc3\xa9\xe4") + list(range(256))), min_size=1, max_size=6),
+       texts=st.lists(st.text(st.sampled_from(list("aeZ t<\nbcé中x")), max_size=12), min_size=1, max_size=4))
+def test_ranks_without_some_bytes_encode_as_tiktoken_until_one_is_needed(dropped, texts, first_ranks):
+    """tiktoken takes ranks lacking single bytes, and panics only when a token it would output is
+    missing (a part BPE leaves as that lone byte): ours gives the same ids, and raises there."""
+    kept = {token: rank for token, rank in first_ranks.items() if not (len(token) == 1 and token[0] in dropped)}
+    options = dict(pat_str=pw.GPT2_PATTERN, mergeable_ranks=kept, special_tokens={"<|end|>": 3000})
+    ours, theirs = pw.Encoding("gaps", **options), tiktoken.Encoding("gaps", **options)
+    for text in texts:
+        assert _ours_or_refusal(lambda: ours.encode_ordinary(text)) == _tiktoken_or_panic(
+            lambda: theirs.encode_ordinary(text))
+        assert _ours_or_refusal(lambda: ours.encode(text + "<|end|>", allowed_special="all")) == _tiktoken_or_panic(
+            lambda: theirs.encode(text + "<|end|>", allowed_special="all"))
+    expected = [_tiktoken_or_panic(lambda: theirs.encode_ordinary(text)) for text in texts]
+    assert _ours_or_refusal(lambda: ours.encode_ordinary_batch(texts)) == (
+        "panic" if "panic" in expected else expected)
+    for byte in dropped:
+        with pytest.raises(KeyError):
+            ours.encode_single_token(bytes([byte]))
+    made = [ids for ids in expected if ids != "panic"]
+    assert [ours.decode(ids) for ids in made] == [theirs.decode(ids) for ids in made]
+
+
+def test_a_missing_byte_is_named_with_where_the_text_needs_it(first_ranks):
+    kept = {token: rank for token, rank in first_ranks.items() if b"Z" not in token}    # (a Z stays alone)
+    enc = pw.Encoding("noZ", pat_str=pw.GPT2_PATTERN, mergeable_ranks=kept, special_tokens={})
+    every_byte = pw.Encoding("all", pat_str=pw.GPT2_PATTERN, mergeable_ranks=first_ranks, special_tokens={})
+    assert enc.encode("hello world") == every_byte.encode("hello world")     # (no Z: as with every byte)
+    with pytest.raises(UnknownTokenError, match=r"byte 0x5a \('Z'\), which the text needs at byte 6 of its UTF-8 "
+                                                r"\(in output\[1\]\)"):
+        enc.encode_ordinary_batch(["fine", "hello Zebra"])
+    with pytest.raises(UnknownTokenError, match="at byte 2 of its UTF-8;"):
+        enc.encode_to_numpy("a Z")
+    with pytest.raises(KeyError):
+        enc.decode_single_token_bytes(enc._core.stand_ins_from)   # (the stand-in is not a token)
+    assert pickle.loads(pickle.dumps(enc)).encode("hi") == enc.encode("hi")

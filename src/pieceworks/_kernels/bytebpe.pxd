@@ -157,6 +157,7 @@ cdef class ByteBPE:
     cdef readonly int pattern
     cdef readonly bint whole_piece
     cdef readonly bint complete_bytes
+    cdef readonly Py_ssize_t stand_ins_from   # the first byte stand-in's id (see ByteBPE), -1: none
     cdef readonly Py_ssize_t n_merges
     cdef readonly bint ranks_by_id     # a pair's rank gives the id it makes, as rank >> Model.rank_shift
 

@@ -2139,6 +2139,25 @@ cdef class Workspace:
         del self.st
 
 
+def with_byte_stand_ins(list token_bytes, dict decode_only):
+    """``(token_bytes, first stand-in id)``: a stand-in token for each single byte ``token_bytes``
+    lacks, after its ids and ``decode_only``'s; ``(token_bytes, -1)`` when none is missing.
+
+    >>> tokens, start = with_byte_stand_ins([bytes([b]) for b in range(1, 256)] + [b"ab"], {257: b"<s>"})
+    >>> start, tokens[start:], len(tokens)
+    (258, [b'\\x00'], 259)
+    """
+    present = bytearray(256)
+    for value in token_bytes:
+        if value is not None and len(value) == 1:
+            present[value[0]] = 1
+    missing = [bytes([b]) for b in range(256) if not present[b]]
+    if not missing:
+        return token_bytes, -1
+    start = max(len(token_bytes), max(decode_only) + 1 if decode_only else 0)
+    return token_bytes + [None] * (start - len(token_bytes)) + missing, start
+
+
 # Texts per chunk of a BatchJob: about this many chars (defined before ByteBPE, whose
 # batch_job takes it as a default).
 cdef Py_ssize_t CHUNK_CHARS = 32768
@@ -2153,6 +2172,11 @@ cdef class ByteBPE:
     flat, by rank (Hugging Face). ``whole_piece``: a piece that is a token is
     that token (tiktoken; Hugging Face's ``ignore_merges``). ``decode_only``:
     extra ``{id: bytes}`` that decode but are never produced (special tokens).
+    ``byte_stand_ins`` (tiktoken ranks only): a single byte without a rank
+    gets a stand-in id from ``stand_ins_from`` on, after every other id, so
+    the ranks encode as tiktoken's do (which only fails when a token it would
+    output is missing); the stand-ins never decode, and the caller refuses an
+    output holding one (see ``pieceworks.tiktoken.core``).
 
     >>> bpe = ByteBPE([b"a", b"b", b"ab"] + [bytes([i]) for i in range(256) if i not in b"ab"],
     ...               None, pattern=Pattern.PAT_GPT2, whole_piece=True)
@@ -2161,9 +2185,13 @@ cdef class ByteBPE:
     """
 
     def __init__(self, list token_bytes, merges=None, *, int pattern, bint whole_piece, dict decode_only=None,
-                 bint text_only=False):
-        cdef Py_ssize_t n_ids = len(token_bytes), i
+                 bint text_only=False, bint byte_stand_ins=False):
+        cdef Py_ssize_t n_ids, i
         cdef uint32_t tid
+        self.stand_ins_from = -1
+        if byte_stand_ins and merges is None:
+            token_bytes, self.stand_ins_from = with_byte_stand_ins(token_bytes, decode_only)
+        n_ids = len(token_bytes)
         if decode_only:
             n_ids = max(n_ids, max(decode_only) + 1)
         self.pattern = pattern
@@ -2185,6 +2213,9 @@ cdef class ByteBPE:
         self._pool = []
         self._mark_rebuilds()
         self._make_cache()
+        if self.stand_ins_from >= 0:     # (a stand-in is a byte for BPE, not a token: no decode, no token_id)
+            for i in range(self.stand_ins_from, n_ids):
+                self._has_token[i] = 0
 
     # -- construction ------------------------------------------------------------------
     def _make_cache(self, size_t slots=CACHE_SLOTS):
@@ -3233,7 +3264,7 @@ cdef class ByteBPE:
         if n == 0:
             return None
         cdef const BytesSlot* hit = vocab_find(&self.m, p, n, hash_bytes(p, n))
-        return None if hit == NULL else hit.value
+        return None if hit == NULL or not self._has_token[hit.value] else hit.value
 
     @property
     def n_ids(self):

@@ -22,7 +22,8 @@ from typing import AbstractSet, Collection, Literal, Sequence
 from .._kernels.bytebpe import ByteBPE, Pattern, rank_table
 from .._kernels.token_finder import AroundTokens
 from .._kernels.raw_encoding import untrack
-from ..errors import ConfigError, DecodeError, InputTypeError, OutOfRangeError, SpecialTokenError
+from ..errors import (ConfigError, DecodeError, InputTypeError, OutOfRangeError, SpecialTokenError,
+                      UnknownTokenError)
 from ..fast.byte_bpe import GPT2_PATTERN, TIKTOKEN_PATTERNS  # noqa: F401 (GPT2_PATTERN: the doctest's)
 from .._kernels.single_text import holds
 from ._special import special_scan
@@ -57,6 +58,8 @@ class Encoding:
         self._special_token_values = set(special_tokens.values())
         self._all_special = frozenset(special_tokens)
         self._core = _build_core(name, pat_str, mergeable_ranks, special_tokens)
+        if self._core.stand_ins_from >= 0:
+            _refuse_missing_bytes(self)
         self._split_regex = None if self._core.pattern != Pattern.PAT_PIECES else _compile(pat_str)
         self._arounds: dict[frozenset[str], AroundTokens] = {}      # (see _around)
         # What every special token starts with ("" when they share no start), None if there are none.
@@ -423,7 +426,68 @@ def _build_core(name: str, pat_str: str, ranks: dict[bytes, int], special_tokens
     pattern = TIKTOKEN_PATTERNS.get(pat_str, Pattern.PAT_PIECES)
     if pattern == Pattern.PAT_PIECES:
         _compile(pat_str)  # a bad pattern fails here, not at the first encode
-    return ByteBPE(token_bytes, None, pattern=pattern, whole_piece=True, decode_only=decode_only)
+    return ByteBPE(token_bytes, None, pattern=pattern, whole_piece=True, decode_only=decode_only,
+                   byte_stand_ins=True)
+
+
+# -- ranks that lack a single byte ------------------------------------------------------
+# tiktoken takes such ranks, and encodes with them until a token it would output is missing: then
+# it panics. The kernel encodes them with a stand-in id for each missing byte (see ByteBPE); these
+# methods check what they return for one and raise instead.
+_METHODS_RETURNING_IDS = ("encode_ordinary", "encode", "encode_to_numpy", "encode_ordinary_batch", "encode_batch",
+                          "encode_with_unstable", "_encode_single_piece", "_encode_bytes",
+                          "_encode_only_native_bpe")
+
+
+def _refuse_missing_bytes(enc: Encoding) -> None:
+    """Make ``enc``'s methods that return ids raise UnknownTokenError on a stand-in id.
+
+    >>> ranks = {bytes([b]): b for b in range(97, 123)} | {b"ab": 200}
+    >>> enc = Encoding("lower", pat_str=r"\\S+", mergeable_ranks=ranks, special_tokens={})
+    >>> enc.encode("ab c")
+    [200, 99]
+    >>> enc.encode("aZ")
+    Traceback (most recent call last):
+    pieceworks.errors.UnknownTokenError: encoding 'lower' has no token for the byte 0x5a ('Z'), which the text needs at byte 1 of its UTF-8; ...
+    """
+    for name in _METHODS_RETURNING_IDS:
+        setattr(enc, name, _checking_ids(enc, getattr(enc, name)))
+
+
+def _checking_ids(enc: Encoding, method):
+    @functools.wraps(method)
+    def checked(*args, **kwargs):
+        out = method(*args, **kwargs)
+        _check_ids(enc, out, "")
+        return out
+    return checked
+
+
+def _check_ids(enc: Encoding, out, where: str) -> None:
+    """Raise if ``out`` (ids, or lists of them, or a NumPy array of them) holds a stand-in id."""
+    start = enc._core.stand_ins_from
+    if isinstance(out, int):
+        out = [out]
+    elif not isinstance(out, (list, tuple)):    # (a NumPy array)
+        out = out.tolist()
+    if not out:
+        return
+    if not isinstance(out[0], int):
+        for k, part in enumerate(out):
+            _check_ids(enc, part, f"{where}[{k}]")
+        return
+    if max(out) < start:
+        return
+    at = next(k for k, tid in enumerate(out) if tid >= start)
+    missing = [b for b in range(256) if bytes([b]) not in enc._mergeable_ranks]
+    byte = missing[out[at] - start]
+    offset = sum(1 if tid >= start else len(enc._core.token_bytes(tid)) for tid in out[:at])
+    shown = f" ({chr(byte)!r})" if 0x20 <= byte < 0x7F else ""
+    raise UnknownTokenError(f"encoding {enc.name!r} has no token for the byte {byte:#04x}{shown}, which the text "
+                            f"needs at byte {offset} of its UTF-8{f' (in output{where})' if where else ''}; "
+                            f"tiktoken panics there",
+                            fix="give mergeable_ranks a rank for each of the 256 single bytes (tiktoken's "
+                                "encodings all have them), or keep that byte out of the text")
 
 
 def _tokens_by_rank(name: str, ranks: dict[bytes, int]) -> list[bytes | None]:

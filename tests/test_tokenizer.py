@@ -3,6 +3,8 @@ pairs, pre-tokenized input, truncation, padding, decode, training, errors."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import tokenizers as hf
 from hypothesis import given, settings, strategies as st
@@ -229,6 +231,27 @@ def test_add_special_tokens_makes_given_added_tokens_special_like_huggingface():
     assert_same_encoding(ours.encode(text), theirs.encode(text), text)
     ids = ours.encode(text).ids
     assert ours.decode(ids) == theirs.decode(ids) and ours.decode(ids, False) == theirs.decode(ids, False)
+
+
+def test_empty_added_tokens_are_skipped_like_huggingface(tmp_path):
+    """An empty AddedToken can be made; adding it adds nothing, and a tokenizer.json that lists one
+    loads without it (with a warning here, silently in Hugging Face)."""
+    ours, theirs = make_pair()
+    counts = [(tok.add_special_tokens([lib.AddedToken("", special=True), "[X]", ""]),
+               tok.add_tokens(["", lib.AddedToken(""), "name"]))
+              for lib, tok in ((pw, ours), (hf, theirs))]
+    assert counts[0] == counts[1] == (1, 1)
+    assert ours.get_vocab() == theirs.get_vocab() and "" not in ours.get_vocab()
+    assert_same_encoding(ours.encode("a[X]b"), theirs.encode("a[X]b"), "a[X]b")
+    data = json.loads(theirs.to_str())
+    data["added_tokens"].append({"id": 9, "content": "", "single_word": False, "lstrip": False, "rstrip": False,
+                                 "normalized": False, "special": True})
+    with pytest.warns(UserWarning, match="added token 9 has empty content and is left out"):
+        loaded = pw.Tokenizer.from_str(json.dumps(data))
+    again = hf.Tokenizer.from_str(json.dumps(data))
+    assert loaded.get_vocab() == again.get_vocab()
+    assert {i: t.content for i, t in loaded.get_added_tokens_decoder().items()} == {
+        i: t.content for i, t in again.get_added_tokens_decoder().items()}
 
 
 @pytest.mark.parametrize("first", [dict(special=True), dict(), dict(special=True, normalized=True)])

@@ -44,8 +44,6 @@ class AddedToken:
     def __post_init__(self):
         if not isinstance(self.content, str):
             raise InputTypeError(f"AddedToken content must be a str, got {type(self.content).__name__}")
-        if not self.content:
-            raise ConfigError("AddedToken content must not be empty", fix="give the token's text")
         self._normalized_given = self.normalized is not None
         if self.normalized is None:
             self.normalized = not self.special
@@ -209,7 +207,8 @@ class AddedVocabulary:
         return content in self.special_set
 
     def add(self, tokens: list[AddedToken], model, normalizer) -> int:
-        """Add tokens (special ones are remembered as such); return how many were new.
+        """Add tokens (special ones are remembered as such); return how many were new. A token
+        with empty content is not added, as in Hugging Face.
 
         Only the tokens given are normalized (while the normalizer and the
         components are unchanged: see :meth:`refresh`); the matchers are
@@ -217,11 +216,14 @@ class AddedVocabulary:
         pass over all the others.
         """
         for tok in tokens:
-            if tok.special and tok.content not in self.special_set:
+            if tok.special and tok.content and tok.content not in self.special_set:
                 self.special.append(tok)
                 self.special_set.add(tok.content)
         ignored = 0
         for tok in tokens:
+            if not tok.content:     # (it would match between every two chars; Hugging Face skips it too)
+                ignored += 1
+                continue
             known_id = self.by_content.get(tok.content)
             if known_id is not None and self.by_id.get(known_id) == tok:  # an equal token has the same content
                 ignored += 1
@@ -270,7 +272,9 @@ class AddedVocabulary:
             self._keys, tokens = {}, None
         spelled: dict[int, str] = {}
         for listed in self.special + self.added if tokens is None else tokens:
-            tid = self.by_content[listed.content]
+            tid = self.by_content.get(listed.content)
+            if tid is None:     # (an empty token, never added)
+                continue
             # The token as last added: adding a content again with other options replaces it (in
             # by_id), and, as in Hugging Face, its new options decide which matcher finds it.
             tok = self.by_id.get(tid, listed)

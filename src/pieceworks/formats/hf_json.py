@@ -145,6 +145,10 @@ def _load_added_tokens(tok, entries: list, path) -> None:
     # the file disagrees, as it does.
     tok._added.add([t for _, t in tokens], tok.model, tok.normalizer)
     for tid, token in tokens:
+        if not token.content:
+            warnings.warn(f"{path or 'tokenizer.json'}: added token {tid} has empty content and is left out, "
+                          f"as in Hugging Face tokenizers", stacklevel=4)
+            continue
         got = tok.token_to_id(token.content)
         if got != tid:
             warnings.warn(f"{path or 'tokenizer.json'}: added token {token.content!r} has id {tid} in the "

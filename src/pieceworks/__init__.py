@@ -15,6 +15,8 @@ from .added_vocabulary import AddedToken
 from ._regex import Regex
 from .alignment import NormalizedString, SplitDelimiterBehavior
 from .encoding import Encoding
+from .input_types import (EncodeInput, InputSequence, OffsetReferential, Offsets, OffsetType,
+                          PreTokenizedEncodeInput, PreTokenizedInputSequence, TextEncodeInput, TextInputSequence)
 from .pretokenized import PreTokenizedString, Token
 from .tokenizer import Tokenizer
 from .implementations import (BertWordPieceTokenizer, ByteLevelBPETokenizer, CharBPETokenizer,
@@ -26,5 +28,7 @@ __all__ = [
     "AddedToken", "Encoding", "NormalizedString", "PreTokenizedString", "Regex", "SplitDelimiterBehavior",
     "Token", "Tokenizer", "decoders", "models", "normalizers", "pre_tokenizers", "processors",
     "trainers", "__version__", "BertWordPieceTokenizer", "ByteLevelBPETokenizer", "CharBPETokenizer",
-    "SentencePieceBPETokenizer", "SentencePieceUnigramTokenizer",
+    "SentencePieceBPETokenizer", "SentencePieceUnigramTokenizer", "OffsetReferential", "OffsetType", "Offsets",
+    "TextInputSequence", "PreTokenizedInputSequence", "TextEncodeInput", "PreTokenizedEncodeInput",
+    "InputSequence", "EncodeInput",
 ]

@@ -128,10 +128,14 @@ class PreTokenizedString:
 
         ``offset_referential="normalized"``: offsets into the concatenated
         normalized splits instead. ``offset_type="byte"``: in UTF-8 bytes.
+        The members of :class:`~pieceworks.OffsetReferential` and
+        :class:`~pieceworks.OffsetType` are taken too (Hugging Face takes only the strs).
 
         >>> PreTokenizedString("añb").get_splits("original", "byte")
         [('añb', (0, 4), None)]
         """
+        offset_referential = getattr(offset_referential, "value", offset_referential)   # (an OffsetReferential)
+        offset_type = getattr(offset_type, "value", offset_type)
         if offset_referential not in ("original", "normalized"):
             raise ConfigError(f"unknown offset_referential {offset_referential!r}", fix='use "original" or "normalized"')
         if offset_type not in ("char", "byte"):

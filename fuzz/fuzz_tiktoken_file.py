@@ -39,10 +39,9 @@ def test_one_input(data: bytes) -> None:
     ids = clean(enc.encode_ordinary, probe)
     if ids is not None:
         clean(enc.decode_bytes, ids)
-    try:
-        enc.encode(probe)
-    except ValueError:
-        pass  # special-token text refused, as tiktoken does
+    # (Refused cleanly: special-token text, as tiktoken refuses it; a byte the ranks lack, where
+    # tiktoken panics.)
+    clean(enc.encode, probe)
 
 
 def seeds():

@@ -1840,8 +1840,11 @@ def _flatten_texts(iterator, on_item=None) -> Iterator[str]:
 
 
 def _check_trainer(trainer, model) -> None:
-    from .trainers import Trainer
+    from .trainers import ParityBpeTrainer, Trainer
 
+    if isinstance(trainer, ParityBpeTrainer):
+        raise ConfigError("ParityBpeTrainer takes one corpus per language, so it trains through its own call",
+                          fix="call trainer.train_from_iterator(tokenizer, [texts of language 1, ...])")
     if not isinstance(trainer, Trainer):
         raise InputTypeError(f"expected a pieceworks trainer, got {type(trainer).__name__}",
                              fix="pass e.g. pieceworks.trainers.BpeTrainer(...)")

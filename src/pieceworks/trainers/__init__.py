@@ -3,5 +3,6 @@
 from ._base import Trainer
 from .wordlevel import WordLevelTrainer
 from .bpe import BpeTrainer
+from .parity_bpe import ParityBpeTrainer
 from .wordpiece import WordPieceTrainer
 from .unigram import UnigramTrainer

@@ -71,12 +71,8 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
         self.min_frequency = int_option("min_frequency", min_frequency)
         self.show_progress = bool(show_progress)
         self.special_tokens = special_tokens
-        self.limit_alphabet = None if limit_alphabet is None else int_option("limit_alphabet", limit_alphabet)
-        self.initial_alphabet = initial_alphabet
-        self.continuing_subword_prefix = _optional_str("continuing_subword_prefix", continuing_subword_prefix)
-        self.end_of_word_suffix = _optional_str("end_of_word_suffix", end_of_word_suffix)
-        self.max_token_length = (None if max_token_length is None
-                                 else int_option("max_token_length", max_token_length))
+        set_word_options(self, limit_alphabet, initial_alphabet, continuing_subword_prefix, end_of_word_suffix,
+                         max_token_length)
         if tie_break not in TIE_BREAKS:
             raise ConfigError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}",
                               fix='use "huggingface" (as tokenizers) or "first_seen" (as the textbook)')
@@ -197,6 +193,17 @@ def _add_token(token: str, id_to_token: list[str], token_to_id: dict[str, int]) 
         found = token_to_id[token] = len(id_to_token)
         id_to_token.append(token)
     return found
+
+
+def set_word_options(trainer, limit_alphabet, initial_alphabet, continuing_subword_prefix, end_of_word_suffix,
+                     max_token_length) -> None:
+    """Check and set the options a BPE trainer shares on how words start: the alphabet, the marks
+    of non-first and last chars, the longest token."""
+    trainer.limit_alphabet = None if limit_alphabet is None else int_option("limit_alphabet", limit_alphabet)
+    trainer.initial_alphabet = initial_alphabet
+    trainer.continuing_subword_prefix = _optional_str("continuing_subword_prefix", continuing_subword_prefix)
+    trainer.end_of_word_suffix = _optional_str("end_of_word_suffix", end_of_word_suffix)
+    trainer.max_token_length = None if max_token_length is None else int_option("max_token_length", max_token_length)
 
 
 def _optional_str(name: str, value) -> str | None:

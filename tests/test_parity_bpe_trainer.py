@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 import pieceworks as pw
 from pieceworks.errors import ConfigError
+from pieceworks._kernels.parity_train import learn_parity
 from pieceworks.reference.parity_bpe import train_parity_bpe
 
 hf = pytest.importorskip("tokenizers")
@@ -151,6 +152,38 @@ def test_any_corpora_and_options_train_as_hugging_face(corpus, options, limit):
     assume(same_as_hugging_face(options, train_texts, dev_texts, ratio))
 
 
+_counts = st.dictionaries(st.text(st.sampled_from("abcé中#"), min_size=1, max_size=7), st.integers(1, 6), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(languages=st.lists(_counts, min_size=1, max_size=3), data=st.data(), options=trainer_options(),
+       alphabet=st.sampled_from([None, ["a", "b", "c"], ["a", "é", "中", "#"]]))
+def test_the_kernel_makes_the_references_merges(languages, data, options, alphabet):
+    """The Cython loop against the readable one, stuck states included (no Hugging Face here)."""
+    n = len(languages)
+    dev = data.draw(st.sampled_from([[], None]) | st.lists(_counts, min_size=n, max_size=n)) or []
+    ratio = data.draw(st.none() | st.lists(st.sampled_from([0.5, 1.0, 3.0]), min_size=n, max_size=n))
+    prefix, suffix = options.get("continuing_subword_prefix"), options.get("end_of_word_suffix")
+    if alphabet is None:
+        alphabet = sorted({c for words in languages + dev for word in words for c in word})
+    common = dict(num_merges=options["num_merges"], min_frequency=options["min_frequency"], ratio=ratio,
+                  global_merges=options["global_merges"], window_size=options.get("window_size", 100),
+                  alpha=options.get("alpha", 2.0), total_symbols=options["total_symbols"],
+                  max_token_length=options["max_token_length"])
+    expected = train_parity_bpe(languages, dev, variant=options.get("variant", "base"),
+                                special_tokens=options["special_tokens"], alphabet=alphabet, prefix=prefix,
+                                suffix=suffix, **common)
+    tokens, ids = [], {}
+    for token in options["special_tokens"] + alphabet:
+        if token not in ids:
+            ids[token] = len(tokens)
+            tokens.append(token)
+    made, stuck = learn_parity(languages, dev, tokens, ids, prefix, suffix,
+                               window=options.get("variant") == "window", **common)
+    assert [(tokens[a], tokens[b]) for a, b, _ in made] == expected.merges
+    assert tokens == expected.vocab and stuck == expected.stuck_choices
+
+
 def test_a_stuck_window_ends():
     """Window variant, language 0 over its share, the other language out of pairs: Hugging Face's
     selection loop looks at language 0 again forever; ours takes the language left, so the window
@@ -165,12 +198,21 @@ def test_a_stuck_window_ends():
     assert merges and all(a + b in vocab for a, b in merges)
 
 
-def test_a_language_without_tokens_ends_ratio_training():
+@pytest.mark.parametrize("variant", [dict(variant="base"), dict(variant="window", window_size=1, alpha=2.0)])
+def test_a_language_without_tokens_ends_ratio_training(variant):
     """With ``ratio``, a language whose chars the alphabet cut has no tokens (its compression is
-    0 / 0): once the others are done, Hugging Face's loop picks language 0 forever; ours ends."""
-    result = train_parity_bpe([{"abab": 3}, {"zz": 2}], num_merges=10, ratio=[1.0, 1.0], alphabet=["a", "b"])
+    0 / 0): once the others are done, Hugging Face's loop picks language 0 forever (the window
+    lets it through, as it never passes over a language with window_size 1 and alpha / 2 = 1);
+    ours ends, the kernel as the reference."""
+    result = train_parity_bpe([{"abab": 3}, {"zz": 2}], num_merges=10, ratio=[1.0, 1.0], alphabet=["a", "b"],
+                              **variant)
     assert result.stuck_choices == 1
     assert result.merges == [("a", "b"), ("ab", "ab")]
+    tokens, ids = ["a", "b"], {"a": 0, "b": 1}
+    made, stuck = learn_parity([{"abab": 3}, {"zz": 2}], [], tokens, ids, None, None, num_merges=10,
+                               ratio=[1.0, 1.0], window=variant["variant"] == "window",
+                               **{k: v for k, v in variant.items() if k != "variant"})
+    assert ([(tokens[a], tokens[b]) for a, b, _ in made], stuck) == (result.merges, 1)
 
 
 def test_the_trained_tokenizer_encodes_as_hugging_face_loading_it():

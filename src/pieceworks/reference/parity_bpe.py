@@ -17,11 +17,12 @@ Which language is worst off:
 
 ``variant="window"`` keeps the last ``window_size`` choices and passes over a
 language that had more than ``alpha / languages`` of them.
-Two states where Hugging Face's trainer never ends are ended here
+Two states where Hugging Face's trainer may never end are ended here
 (``ParityResult.stuck_choices`` counts them): a window choice where every
 language left has dropped out and language 0 was passed over (the first
 language left is taken, and the window moves on: see ``_choose_in_window``),
-and a ``ratio`` choice where no language left has a token (training ends).
+and a ``ratio`` choice where no language left has a token (training ends:
+no pair is left).
 ``total_symbols`` takes the size of the starting vocabulary (special
 tokens, alphabet, marked chars) off ``num_merges``, as tokenizers 0.23.3
 does (the subword-nmt option it is named after counts the chars seen
@@ -364,14 +365,17 @@ def _choose_language(lengths, start, ratio, exhausted, variant, recent: deque, w
         worse = [-_ratio_of(s, now, r) for s, now, r in zip(start, lengths, ratio)]
     else:
         worse = list(lengths)
+    if not any(value > -math.inf for k, value in enumerate(worse) if k not in exhausted):
+        # The languages left have no tokens (compression 0 / 0), so no pairs either: no merge is
+        # left to make. Hugging Face's loop may take a language that dropped out again and again
+        # (base: language 0; window: whichever its window lets through); here training ends.
+        return None, True
     if variant == "base":
         best, best_value = 0, -math.inf
         for k, value in enumerate(worse):
             if k not in exhausted and value > best_value:
                 best, best_value = k, value
-        # None found: the languages left have no tokens (0 / 0 compression), so no pairs either.
-        # Hugging Face's loop then takes language 0 again and again; here training ends.
-        return (None, True) if best_value == -math.inf else (best, False)
+        return best, False
     for k in exhausted:
         worse[k] = -math.inf
     chosen, stuck = _choose_in_window(worse, recent, window_size, threshold)

@@ -13,9 +13,9 @@ special tokens, the alphabet and the merged tokens are its ids too; with a
 prefix or suffix, the marked chars (``##b``) get their ids in the order the
 words first show them, where Hugging Face's follow a hash map's random order.
 
-The merge loop is plain Python (:mod:`pieceworks.reference.parity_bpe`), not
-yet a Cython kernel: it visits only the words holding each merged pair, but
-each visit costs Python objects.
+The merge loop is the Cython kernel :mod:`pieceworks._kernels.parity_train`
+(C++ containers, no Python object per word or pair), which makes the same
+merges as the readable :mod:`pieceworks.reference.parity_bpe`.
 
 >>> from pieceworks import Tokenizer
 >>> from pieceworks.models import BPE
@@ -110,7 +110,7 @@ class ParityBpeTrainer(SpecialTokensOption, InitialAlphabetOption):
                         dev: Sequence[Mapping[str, int]] = (), ratio: Sequence[float] | None = None
                         ) -> list[AddedToken]:
         """Fill ``model`` (a BPE) from one ``{word: count}`` per language; return the special tokens."""
-        from ..reference.parity_bpe import train_parity_bpe
+        from .._kernels.parity_train import learn_parity
 
         from ..models.bpe import BPE
 
@@ -118,23 +118,33 @@ class ParityBpeTrainer(SpecialTokensOption, InitialAlphabetOption):
             raise InputTypeError(f"ParityBpeTrainer trains BPE models, got {type(model).__name__}",
                                  fix="pass a pieceworks.models.BPE")
         _check_ratio(ratio, len(languages))
+        # (One pass over each Counts: its items are decoded as they are read.)
+        languages = [words if type(words) is dict else dict(words.items()) for words in languages]
+        dev = [words if type(words) is dict else dict(words.items()) for words in dev]
         everything: dict[str, int] = {}
         for words in (*languages, *dev):
             for word, n in words.items():
                 everything[word] = everything.get(word, 0) + n
         alphabet = compute_alphabet(everything, self._initial_alphabet, self.limit_alphabet)
+        tokens: list[str] = []
+        ids: dict[str, int] = {}
+        for token in [t.content for t in self._special_tokens] + alphabet:
+            if token not in ids:
+                ids[token] = len(tokens)
+                tokens.append(token)
         with progress_bar(self.num_merges, "Compute merges", unit="merges", enabled=self.show_progress) as bar:
-            result = train_parity_bpe(
-                languages, dev, num_merges=self.num_merges, variant=self.variant, min_frequency=self.min_frequency,
-                ratio=ratio, global_merges=self.global_merges, window_size=self.window_size, alpha=self.alpha,
-                total_symbols=self.total_symbols, special_tokens=[t.content for t in self._special_tokens],
-                alphabet=alphabet, prefix=self.continuing_subword_prefix, suffix=self.end_of_word_suffix,
-                max_token_length=self.max_token_length, on_merge=lambda: bar.update(1))
+            made, stuck = learn_parity(
+                languages, dev, tokens, ids,
+                self.continuing_subword_prefix, self.end_of_word_suffix, num_merges=self.num_merges,
+                window=self.variant == "window", min_frequency=self.min_frequency, ratio=ratio,
+                global_merges=self.global_merges, window_size=self.window_size, alpha=self.alpha,
+                total_symbols=self.total_symbols, max_token_length=self.max_token_length,
+                on_merge=lambda: bar.update(1))
         # (Tests read it: where it is not 0, Hugging Face's trainer would not have ended.)
-        self._stuck_choices = result.stuck_choices
-        merges, merge_ids = _model_merges(result.merge_ids, result.vocab)
-        model._set_trained({token: i for i, token in enumerate(result.vocab)}, merges,
-                           self.continuing_subword_prefix, self.end_of_word_suffix, merge_ids=merge_ids)
+        self._stuck_choices = stuck
+        merges, merge_ids = _model_merges(made, tokens)
+        model._set_trained(ids, merges, self.continuing_subword_prefix, self.end_of_word_suffix,
+                           merge_ids=merge_ids)
         return self.special_tokens
 
     def __repr__(self) -> str:

@@ -48,6 +48,14 @@ cdef inline uint64_t key_of(uint32_t a, uint32_t b) noexcept nogil:
     return ((<uint64_t>a) << 32) | b
 
 
+cdef inline uint32_t left_of(uint64_t key) noexcept nogil:
+    return <uint32_t>(key >> 32)
+
+
+cdef inline uint32_t right_of(uint64_t key) noexcept nogil:
+    return <uint32_t>key
+
+
 cdef inline int64_t count_of(unordered_map[uint64_t, int64_t]& counts, uint64_t key) noexcept nogil:
     cdef unordered_map[uint64_t, int64_t].iterator hit = counts.find(key)
     return 0 if hit == counts.end() else deref(hit).second
@@ -149,8 +157,7 @@ cdef class _Learner:
         it = lang.pair_counts.begin()
         while it != lang.pair_counts.end():
             if deref(it).second > 0:
-                self.push(lang.heap, deref(it).second, <uint32_t>(deref(it).first >> 32),
-                          <uint32_t>(deref(it).first & 0xFFFFFFFF))
+                self.push(lang.heap, deref(it).second, left_of(deref(it).first), right_of(deref(it).first))
             inc(it)
 
     cdef void note(self, Language& lang, uint32_t a, uint32_t b, int change, size_t w,
@@ -337,8 +344,7 @@ def learn_parity(list languages, list dev, list tokens, dict ids, prefix, suffix
                     learner.glob.pair_counts[item.first] += item.second
         for item in learner.glob.pair_counts:
             if item.second > 0:
-                learner.push(learner.glob.heap, item.second, <uint32_t>(item.first >> 32),
-                             <uint32_t>(item.first & 0xFFFFFFFF))
+                learner.push(learner.glob.heap, item.second, left_of(item.first), right_of(item.first))
     if total_symbols:
         num_merges = max(0, num_merges - <int64_t>learner.tokens.size())
     out.assign(n, False)
@@ -425,8 +431,7 @@ def learn_parity(list languages, list dev, list tokens, dict ids, prefix, suffix
             for i in range(changed.size()):
                 count = count_of(learner.langs[k].pair_counts, changed[i])
                 if count > 0:
-                    learner.push(learner.langs[k].heap, count, <uint32_t>(changed[i] >> 32),
-                                 <uint32_t>(changed[i] & 0xFFFFFFFF))
+                    learner.push(learner.langs[k].heap, count, left_of(changed[i]), right_of(changed[i]))
                 if global_merges > 0:
                     changed_anywhere.insert(changed[i])
             if not use_dev:
@@ -441,7 +446,7 @@ def learn_parity(list languages, list dev, list tokens, dict ids, prefix, suffix
                 total = max(total, 0)
                 learner.glob.pair_counts[key] = total
                 if total > 0:
-                    learner.push(learner.glob.heap, total, <uint32_t>(key >> 32), <uint32_t>(key & 0xFFFFFFFF))
+                    learner.push(learner.glob.heap, total, left_of(key), right_of(key))
                 inc(pit)
         if use_dev:
             learner.merge_dev(a, b, new, lengths)

@@ -8,7 +8,11 @@ per language), counts each through the tokenizer's normalizer and
 pre-tokenizer, and replaces the tokenizer's model by the trained BPE. The
 algorithm and its tie rules are in :mod:`pieceworks.reference.parity_bpe`.
 
-Same merges as Hugging Face's on the same data and options. The ids of the
+Same merges as Hugging Face's on the same data and options, except where it
+chooses at random (chars of equal count at the ``limit_alphabet`` cut: the
+higher code point is dropped first here, as in
+:func:`~pieceworks.trainers.bpe.compute_alphabet`)
+or never ends (see :mod:`pieceworks.reference.parity_bpe`). The ids of the
 special tokens, the alphabet and the merged tokens are its ids too; with a
 prefix or suffix, the marked chars (``##b``) get their ids in the order the
 words first show them, where Hugging Face's follow a hash map's random order.

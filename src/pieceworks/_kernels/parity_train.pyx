@@ -18,7 +18,7 @@ merge visits only those (Hugging Face's trainer scans them all).
 """
 
 from cython.operator cimport dereference as deref, preincrement as inc
-from libc.math cimport INFINITY, NAN, isnan
+from libc.math cimport INFINITY, NAN
 from libc.stdint cimport INT64_MAX, int64_t, uint32_t, uint64_t
 from libcpp cimport bool as cbool
 from libcpp.deque cimport deque
@@ -291,7 +291,7 @@ def learn_parity(list languages, list dev, list tokens, dict ids, prefix, suffix
     ``(merges, stuck_choices)``, each merge ``(left, right, new)`` ids.
     """
     cdef _Learner learner = _Learner()
-    cdef int n = len(languages), k, chosen, best_k, lang_index
+    cdef int n = len(languages), k, chosen, best_k
     cdef size_t i, w
     cdef vector[double] start, lengths, worse
     cdef vector[cbool] out, open_
@@ -303,9 +303,8 @@ def learn_parity(list languages, list dev, list tokens, dict ids, prefix, suffix
     cdef bint use_dev = bool(dev) and ratio is None, with_ratio = ratio is not None, found, stuck
     cdef int64_t max_length = INT64_MAX if max_token_length is None else max_token_length
     cdef int64_t made = 0, stuck_choices = 0, shorter, total, count
-    cdef double threshold = alpha / n, value, best_value, target
+    cdef double threshold = alpha / n, value, best_value
     cdef vector[double] targets
-    cdef vector[uint32_t] ids_of_word
     cdef uint32_t new, a, b
     cdef string part_a, part_b, joined
     cdef bytes prefix_utf8 = b"" if prefix is None else prefix.encode("utf-8")

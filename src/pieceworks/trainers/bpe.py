@@ -96,7 +96,7 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
                                  fix="pass a pieceworks.models.BPE")
         check_training_counts(counts, "BpeTrainer")
         self._word_count = len(counts)
-        id_to_token, token_to_id = self._initial_vocab(counts)
+        id_to_token, token_to_id = initial_vocab(self, counts)
         # The words stream into the kernel's flat arrays batch by batch: no
         # table of all words is built in Python, even from counts on disk.
         learner = MergeLearner(id_to_token, token_to_id, self.continuing_subword_prefix,
@@ -114,15 +114,6 @@ class BpeTrainer(SpecialTokensOption, InitialAlphabetOption, Trainer):
                            merge_ids=merge_ids)
         return self.special_tokens
 
-    def _initial_vocab(self, counts: Mapping[str, int]) -> tuple[list[str], dict[str, int]]:
-        """Special tokens, then the alphabet: the ids every trained model starts with."""
-        id_to_token: list[str] = []
-        token_to_id: dict[str, int] = {}
-        for token in self._special_tokens:
-            _add_token(token.content, id_to_token, token_to_id)
-        for char in compute_alphabet(counts, self._initial_alphabet, self.limit_alphabet):
-            _add_token(char, id_to_token, token_to_id)
-        return id_to_token, token_to_id
 
     def get_word_count(self) -> int:
         """How many distinct words the last training counted (0 before any), as Hugging Face's."""
@@ -193,6 +184,22 @@ def _add_token(token: str, id_to_token: list[str], token_to_id: dict[str, int]) 
         found = token_to_id[token] = len(id_to_token)
         id_to_token.append(token)
     return found
+
+
+def initial_vocab(trainer, counts: Mapping[str, int]) -> tuple[list[str], dict[str, int]]:
+    """Special tokens, then the alphabet of ``counts``: the ids every BPE model ``trainer`` trains
+    starts with (``trainer``: its special tokens and alphabet options).
+
+    >>> initial_vocab(BpeTrainer(special_tokens=["<s>", "a"]), {"ab": 2})
+    (['<s>', 'a', 'b'], {'<s>': 0, 'a': 1, 'b': 2})
+    """
+    id_to_token: list[str] = []
+    token_to_id: dict[str, int] = {}
+    for token in trainer._special_tokens:
+        _add_token(token.content, id_to_token, token_to_id)
+    for char in compute_alphabet(counts, trainer._initial_alphabet, trainer.limit_alphabet):
+        _add_token(char, id_to_token, token_to_id)
+    return id_to_token, token_to_id
 
 
 def set_word_options(trainer, limit_alphabet, initial_alphabet, continuing_subword_prefix, end_of_word_suffix,

@@ -39,7 +39,7 @@ from ..added_vocabulary import AddedToken
 from ..errors import ConfigError, InputTypeError
 from ..progress import progress_bar
 from ._base import InitialAlphabetOption, SpecialTokensOption, int_option
-from .bpe import _model_merges, compute_alphabet, set_word_options
+from .bpe import _model_merges, initial_vocab, set_word_options
 
 __all__ = ["ParityBpeTrainer"]
 
@@ -129,13 +129,7 @@ class ParityBpeTrainer(SpecialTokensOption, InitialAlphabetOption):
         for words in (*languages, *dev):
             for word, n in words.items():
                 everything[word] = everything.get(word, 0) + n
-        alphabet = compute_alphabet(everything, self._initial_alphabet, self.limit_alphabet)
-        tokens: list[str] = []
-        ids: dict[str, int] = {}
-        for token in [t.content for t in self._special_tokens] + alphabet:
-            if token not in ids:
-                ids[token] = len(tokens)
-                tokens.append(token)
+        tokens, ids = initial_vocab(self, everything)
         with progress_bar(self.num_merges, "Compute merges", unit="merges", enabled=self.show_progress) as bar:
             made, stuck = learn_parity(
                 languages, dev, tokens, ids,

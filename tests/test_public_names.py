@@ -49,3 +49,36 @@ def test_get_splits_takes_the_enum_members_as_their_strs():
         for kind in pw.OffsetType:
             assert text.get_splits(referential, kind) == text.get_splits(referential.value, kind.value)
     assert text.get_splits(pw.OffsetReferential.ORIGINAL, pw.OffsetType.BYTE)[0][1] == (0, 4)
+
+
+def _hugging_face_classes_made_without_arguments():
+    for module in ("normalizers", "pre_tokenizers", "decoders", "processors", "models"):
+        for name in sorted(dir(getattr(hf, module))):
+            cls = getattr(getattr(hf, module), name)
+            if not (isinstance(cls, type) and name[0].isupper()) or name == "Model":
+                continue  # Hugging Face's abstract Model() quietly makes an empty BPE; ours is abstract
+            try:
+                made = cls()
+            except TypeError:
+                continue  # needs arguments in Hugging Face too
+            if isinstance(made.__getstate__(), bytes):  # a component (DecodeStream is not)
+                yield module, name, made
+
+
+@pytest.mark.parametrize("module, name, theirs", list(_hugging_face_classes_made_without_arguments()),
+                         ids=lambda value: value if isinstance(value, str) else "")
+def test_components_hugging_face_makes_without_arguments_have_its_defaults(module, name, theirs):
+    import json
+
+    ours = getattr(getattr(pw, module), name)()
+    assert json.loads(ours.__getstate__()) == json.loads(theirs.__getstate__())
+
+
+@pytest.mark.parametrize("name", ["BpeTrainer", "WordPieceTrainer", "WordLevelTrainer", "UnigramTrainer",
+                                  "ParityBpeTrainer"])
+def test_trainers_made_without_arguments_have_hugging_faces_defaults(name):
+    theirs, ours = getattr(hf.trainers, name)(), getattr(pw.trainers, name)()
+    for attribute in (a for a in dir(theirs) if not a.startswith("_")):
+        value = getattr(theirs, attribute)
+        if not callable(value):
+            assert getattr(ours, attribute) == value, attribute

@@ -385,13 +385,15 @@ def _read_pattern(fields: Fields) -> "str | Regex":
 class Prepend(Normalizer):
     """Put ``prepend`` in front of non-empty text (SentencePiece's ``▁``); it aligns with the first char.
 
-    >>> Prepend("▁").normalize_str("hello"), Prepend("▁").normalize_str("")
+    The default is ``▁``, as in Hugging Face.
+
+    >>> Prepend().normalize_str("hello"), Prepend("▁").normalize_str("")
     ('▁hello', '')
     """
 
     type_name = "Prepend"
 
-    def __init__(self, prepend: str):
+    def __init__(self, prepend: str = "\u2581"):
         self.prepend = _check_str("prepend", prepend)
 
     def normalize(self, normalized: NormalizedString) -> None:

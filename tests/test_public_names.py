@@ -82,3 +82,28 @@ def test_trainers_made_without_arguments_have_hugging_faces_defaults(name):
         value = getattr(theirs, attribute)
         if not callable(value):
             assert getattr(ours, attribute) == value, attribute
+
+
+def _keyword_calls(lib):
+    """Calls that pass Hugging Face's own keyword names, each giving something comparable."""
+    def filtered():
+        text = lib.NormalizedString(sequence="abc")
+        text.filter(func=lambda c: c != "b")
+        return text.normalized
+
+    def split_then_normalize():
+        text = lib.PreTokenizedString("ab cd")
+        text.split(func=lambda i, s: s.split(" ", "removed"))
+        text.normalize(func=lambda s: s.uppercase())
+        return [piece for piece, _, _ in text.get_splits()]
+
+    return {
+        "NormalizedString(sequence=).filter(func=)": filtered,
+        "NormalizedString.slice(range=)": lambda: lib.NormalizedString("abcdef").slice(range=(1, 3)).normalized,
+        "PreTokenizedString.split(func=).normalize(func=)": split_then_normalize,
+    }
+
+
+@pytest.mark.parametrize("call", list(_keyword_calls(hf)))
+def test_hugging_faces_keyword_names_work_here(call):
+    assert _keyword_calls(pw)[call]() == _keyword_calls(hf)[call]()

@@ -205,14 +205,15 @@ class NormalizedString:
 
     __slots__ = ("original", "normalized", "original_shift", "_align")
 
-    def __init__(self, original: str, normalized: str | None = None,
+    def __init__(self, sequence: str, normalized: str | None = None,
                  alignments: list[Span] | None = None, original_shift: int = 0):
-        self.original = original
-        self.normalized = original if normalized is None else normalized
+        # ``sequence`` (the original text) is Hugging Face's keyword.
+        self.original = sequence
+        self.normalized = sequence if normalized is None else normalized
         self.original_shift = original_shift
         # None means identity: normalized == original and char i ↔ (i, i+1).
         self._align = alignments
-        if alignments is None and normalized is not None and normalized != original:
+        if alignments is None and normalized is not None and normalized != sequence:
             raise ConfigError("alignments are required when normalized differs from original")
 
     # -- reading -------------------------------------------------------
@@ -273,12 +274,12 @@ class NormalizedString:
         return (self.original_shift, self.original_shift + len(self.original))
 
     # -- slicing and splitting ----------------------------------------
-    def slice(self, start, end: int | None = None) -> "NormalizedString | None":
+    def slice(self, range, end: int | None = None) -> "NormalizedString | None":  # noqa: A002 (HF's keyword)
         """The part of this string whose normalized chars are ``[start, end)``.
 
-        With one argument, Hugging Face's ``slice(range)``: ``start`` is an
+        With one argument, Hugging Face's ``slice(range)``: ``range`` is an
         int, a ``(start, end)`` pair or a ``slice``, as :meth:`__getitem__`
-        takes it, and the answer may be None.
+        takes it, and the answer may be None. With two, ``range`` is the start.
 
         >>> s = NormalizedString("hello world")
         >>> w = s.slice(6, 11)
@@ -288,7 +289,8 @@ class NormalizedString:
         ('world', 'world')
         """
         if end is None:
-            return self[start]
+            return self[range]
+        start = range
         if self._align is None:
             return NormalizedString(self.original[start:end], None, None, self.original_shift + start)
         span = self.original_span(start, end)
@@ -493,20 +495,20 @@ class NormalizedString:
         if changed:
             self.transform(dest, 0)
 
-    def filter(self, keep: Callable[[str], bool]) -> None:
-        """Drop every char for which ``keep`` is false (Hugging Face's ``filter``).
+    def filter(self, func: Callable[[str], bool]) -> None:
+        """Drop every char for which ``func`` is false (Hugging Face's ``filter``).
 
         >>> s = NormalizedString("a\\u0301b"); s.filter(lambda c: c != "\\u0301")
         >>> s.normalized, s.alignments()
         ('ab', [(0, 1), (2, 3)])
         """
         text = self.normalized
-        if all(keep(c) for c in text):
+        if all(func(c) for c in text):
             return
         rev: list[tuple[str, int]] = []
         removed = 0
         for ch in reversed(text):
-            if keep(ch):
+            if func(ch):
                 rev.append((ch, -removed))
                 removed = 0
             else:

@@ -61,29 +61,30 @@ class PreTokenizedString:
 
     __slots__ = ("original", "splits")
 
-    def __init__(self, text: "str | NormalizedString | list[Split]", original: str | None = None):
-        if isinstance(text, list):
-            self.splits = text
+    def __init__(self, sequence: "str | NormalizedString | list[Split]", original: str | None = None):
+        # ``sequence`` is Hugging Face's keyword.
+        if isinstance(sequence, list):
+            self.splits = sequence
             self.original = original if original is not None else ""
-        elif isinstance(text, NormalizedString):
-            self.original = text.original
-            self.splits = [Split(text)]
+        elif isinstance(sequence, NormalizedString):
+            self.original = sequence.original
+            self.splits = [Split(sequence)]
         else:
-            self.original = text
-            self.splits = [Split(NormalizedString(text))]
+            self.original = sequence
+            self.splits = [Split(NormalizedString(sequence))]
 
-    def split(self, fn: Callable[[int, NormalizedString], Iterable[NormalizedString]]) -> None:
-        """Replace each untokenized split by ``fn(index, split)``; empty pieces are dropped.
+    def split(self, func: Callable[[int, NormalizedString], Iterable[NormalizedString]]) -> None:
+        """Replace each untokenized split by ``func(index, split)``; empty pieces are dropped.
 
-        ``fn`` returns NormalizedStrings, or Splits that already carry tokens.
+        ``func`` returns NormalizedStrings, or Splits that already carry tokens.
         """
         new: list[Split] = []
         for i, split in enumerate(self.splits):
             if split.tokens is not None:
                 new.append(split)
                 continue
-            for piece in fn(i, split.normalized):
-                # fn may return ready Splits (added tokens carry their token).
+            for piece in func(i, split.normalized):
+                # func may return ready Splits (added tokens carry their token).
                 if not isinstance(piece, Split):
                     if not isinstance(piece, NormalizedString):
                         raise InputTypeError(f"PreTokenizedString.split: the function gave a "
@@ -95,14 +96,14 @@ class PreTokenizedString:
                     new.append(piece)
         self.splits = new
 
-    def normalize(self, fn: Callable[[NormalizedString], None]) -> None:
-        """Apply ``fn`` in place to every untokenized split."""
+    def normalize(self, func: Callable[[NormalizedString], None]) -> None:
+        """Apply ``func`` in place to every untokenized split."""
         for split in self.splits:
             if split.tokens is None:
-                fn(split.normalized)
+                func(split.normalized)
 
-    def tokenize(self, fn: Callable[[str], list[Token]]) -> None:
-        """Give every untokenized split its tokens, ``fn(normalized_text)``, whose offsets are UTF-8
+    def tokenize(self, func: Callable[[str], list[Token]]) -> None:
+        """Give every untokenized split its tokens, ``func(normalized_text)``, whose offsets are UTF-8
         byte offsets in that text, as Hugging Face's are (a model's ``tokenize`` gives such tokens).
 
         >>> p = PreTokenizedString("üb"); p.tokenize(lambda s: [Token(7, s, (0, len(s.encode())))])
@@ -112,7 +113,7 @@ class PreTokenizedString:
         for split in self.splits:
             if split.tokens is None:
                 text = split.normalized.normalized
-                split.tokens = _checked_tokens(fn(text), _utf8_size(text), "bytes")
+                split.tokens = _checked_tokens(func(text), _utf8_size(text), "bytes")
                 split.byte_offsets = True
 
     def tokenize_chars(self, fn: Callable[[str], list[Token]]) -> None:

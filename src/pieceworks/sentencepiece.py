@@ -2,7 +2,11 @@
 
 A drop-in for ``sentencepiece.SentencePieceProcessor`` (0.2.x): load a
 .model file, encode to ids or pieces (one string or a list), sample
-(subword regularization), n-best, decode, and the vocabulary queries. Each
+(subword regularization), n-best, decode, and the vocabulary queries.
+``out_type`` (or its newer name ``return_type``) also takes 0.2.3's
+``bytes``, ``"numpy"``, ``"proto"``, ``"serialized_proto"`` and
+``"offset_mapping"``: a ``SentencePieceText`` gives each piece's surface and
+its byte offsets in the text (see :mod:`pieceworks.models.spm_text`). Each
 method is a thin adapter over :class:`pieceworks.models.spm.SentencePieceModel`;
 errors are pieceworks errors (which are also ``ValueError``/``IndexError``/
 ``OSError``, as sentencepiece's are).
@@ -20,12 +24,18 @@ import os
 from ._kernels.unigram import SpmDefaults, processor_encode
 from .errors import ConfigError, InputTypeError
 from .fast._pool import cpu_count, run_job
+from .formats._sentencepiece_proto import NBestSentencePieceText, SentencePieceText
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
 from .models.spm import SentencePieceModel, check_sampling, set_random_seed
+from .models.spm_text import decoded_text, encoded_text, offset_mapping
 
-__all__ = ["SentencePieceProcessor", "set_random_generator_seed", "SetRandomGeneratorSeed", "ModelProto"]
+__all__ = ["SentencePieceProcessor", "set_random_generator_seed", "SetRandomGeneratorSeed", "ModelProto",
+           "SentencePieceText", "NBestSentencePieceText"]
 
-_OUT_TYPES = (int, str)
+#: What ``out_type`` / ``return_type`` may be, as in sentencepiece 0.2.1+.
+_RETURN_TYPES = (int, str, bytes, "proto", "serialized_proto", "numpy", "offset_mapping")
+#: The ones that carry offsets; sentencepiece gives them without bos/eos/reverse/emit_unk_piece.
+_PROTO_TYPES = ("proto", "serialized_proto", "offset_mapping")
 _NOT_LOADED = "load a model first: SentencePieceProcessor(model_file='x.model') or sp.load('x.model')"
 
 
@@ -47,12 +57,12 @@ SetRandomGeneratorSeed = set_random_generator_seed
 class SentencePieceProcessor:
     """Encode and decode with a SentencePiece .model, as ``sentencepiece.SentencePieceProcessor``."""
 
-    def __init__(self, model_file=None, model_proto=None, out_type=int, add_bos: bool = False,
+    def __init__(self, model_file=None, model_proto=None, out_type=None, add_bos: bool = False,
                  add_eos: bool = False, reverse: bool = False, emit_unk_piece: bool = False,
                  enable_sampling: bool = False, nbest_size: int = -1, alpha: float = 0.1,
-                 num_threads: int = -1):
+                 num_threads: int = -1, return_type=None):
         self._model: SentencePieceModel | None = None
-        self._out_type = _check_out_type(out_type)
+        self._out_type = _return_type(return_type, out_type, int)
         self._add_bos = add_bos
         self._add_eos = add_eos
         self._reverse = reverse
@@ -85,8 +95,10 @@ class SentencePieceProcessor:
     def _set_model(self, model: SentencePieceModel) -> None:
         self._model = model
         # The one-call kernel encoder serves plain encodes: no sampling, no bos/eos, no reverse.
-        plain = not (self._add_bos or self._add_eos or self._reverse or self._enable_sampling)
-        self._defaults = SpmDefaults(model.encoder, self._out_type, self._emit_unk_piece)
+        plain = (self._out_type in (int, str)
+                 and not (self._add_bos or self._add_eos or self._reverse or self._enable_sampling))
+        self._defaults = SpmDefaults(model.encoder, self._out_type if self._out_type in (int, str) else int,
+                                     self._emit_unk_piece)
         self._fast = self._defaults if plain else None
 
     def LoadFromSerializedProto(self, serialized) -> bool:
@@ -102,6 +114,13 @@ class SentencePieceProcessor:
     def from_file(cls, model_file, **kwargs) -> "SentencePieceProcessor":
         sp = cls(**kwargs)
         sp.LoadFromFile(model_file)
+        return sp
+
+    @classmethod
+    def from_proto(cls, model_proto, **kwargs) -> "SentencePieceProcessor":
+        """A processor of a serialized ``ModelProto`` (or the message itself)."""
+        sp = cls(**kwargs)
+        sp.LoadFromSerializedProto(model_proto)
         return sp
 
     @property
@@ -129,8 +148,19 @@ class SentencePieceProcessor:
     Encode = processor_encode
 
     def _encode_rest(self, input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
-                     nbest_size, alpha, num_threads):
+                     nbest_size, alpha, num_threads, return_type=None, return_bytes=None):
         """Encode for a list, or for options the kernel's one-text path does not take."""
+        out_type = _return_type(return_type, out_type, self._out_type)
+        if return_bytes is not None and out_type != "offset_mapping":
+            raise ConfigError("return_bytes is only for out_type='offset_mapping'",
+                              fix="drop return_bytes, or pass out_type='offset_mapping'")
+        if out_type is bytes or out_type == "numpy":
+            inner = self._encode_rest(input, str if out_type is bytes else int, add_bos, add_eos, reverse,
+                                      emit_unk_piece, enable_sampling, nbest_size, alpha, num_threads)
+            return _each_sequence(inner, _as_bytes if out_type is bytes else _as_numpy, type(input) is list)
+        if out_type in _PROTO_TYPES:
+            return self._encode_general(input, out_type, add_bos, add_eos, reverse, emit_unk_piece,
+                                        enable_sampling, nbest_size, alpha, _offsets_in_bytes(input, return_bytes))
         if type(input) is list:
             out = self._encode_batch(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
                                      num_threads)
@@ -168,13 +198,15 @@ class SentencePieceProcessor:
         return out
 
     def _encode_general(self, input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
-                        nbest_size, alpha):
+                        nbest_size, alpha, return_bytes=False):
         # Kept apart from Encode so that the common call's frame stays small.
-        out_type = _check_out_type(self._out_type if out_type is None else out_type)
+        out_type = _return_type(None, out_type, self._out_type)
         add_bos = self._add_bos if add_bos is None else add_bos
         add_eos = self._add_eos if add_eos is None else add_eos
         reverse = self._reverse if reverse is None else reverse
         emit_unk_piece = self._emit_unk_piece if emit_unk_piece is None else emit_unk_piece
+        if out_type in _PROTO_TYPES:
+            _refuse_extras_with_offsets(out_type, add_bos, add_eos, reverse, emit_unk_piece)
         enable_sampling = self._enable_sampling if enable_sampling is None else enable_sampling
         nbest_size = self._nbest_size if nbest_size is None else nbest_size
         alpha = self._alpha if alpha is None else alpha
@@ -190,14 +222,17 @@ class SentencePieceProcessor:
             check_sampling(nbest_size, alpha, model.is_unigram)
         if isinstance(input, list):
             return [self._encode_one(x, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
-                                     nbest_size, alpha) for x in input]
+                                     nbest_size, alpha, return_bytes) for x in input]
         return self._encode_one(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
-                                nbest_size, alpha)
+                                nbest_size, alpha, return_bytes)
 
     def _encode_one(self, text, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
-                    nbest_size, alpha):
+                    nbest_size, alpha, return_bytes=False):
         model = self.model
         _check_text(text)
+        if out_type in _PROTO_TYPES:
+            segments = model.sample(text, nbest_size, alpha)[1] if enable_sampling else model.encode_segments(text)[1]
+            return _proto_as(encoded_text(model, text, segments), out_type, return_bytes)
         if enable_sampling:
             normalized, segs = model.sample(text, nbest_size, alpha)
             out = ([s[0] for s in segs] if out_type is int
@@ -231,6 +266,40 @@ class SentencePieceProcessor:
     def EncodeAsIds(self, input, **kwargs):
         return self.Encode(input, out_type=int, **kwargs)
 
+    def EncodeAsNumpy(self, input, **kwargs):
+        return self.Encode(input, return_type="numpy", **kwargs)
+
+    def EncodeAsProto(self, input, **kwargs):
+        return self.Encode(input, return_type="proto", **kwargs)
+
+    def EncodeAsOffsetMapping(self, input, **kwargs):
+        return self.Encode(input, return_type="offset_mapping", **kwargs)
+
+    def ParallelEncode(self, input, add_bos=None, add_eos=None, reverse=None, emit_unk_piece=None, chunk_len=None,
+                       num_threads=None, thread_pool=None, return_type=None, out_type=None):
+        """``Encode`` of a long text that sentencepiece cuts at whitespace into ``chunk_len``-byte chunks
+        to encode them in parallel; the result is the same as ``Encode``'s, which is what this returns."""
+        if isinstance(chunk_len, bool) or not isinstance(chunk_len, int) or chunk_len <= 0:
+            raise ConfigError(f"chunk_len must be a positive int, got {chunk_len!r}", fix="pass e.g. chunk_len=4096")
+        kind = _return_type(return_type, out_type, self._out_type)
+        if kind == "offset_mapping":
+            raise ConfigError("ParallelEncode does not give offset_mapping (nor does sentencepiece)",
+                              fix="use encode(..., out_type='offset_mapping')")
+        return self.Encode(input, add_bos=add_bos, add_eos=add_eos, reverse=reverse, emit_unk_piece=emit_unk_piece,
+                           num_threads=num_threads, return_type=kind)
+
+    def ParallelEncodeAsPieces(self, input, **kwargs):
+        return self.ParallelEncode(input, return_type=str, **kwargs)
+
+    def ParallelEncodeAsIds(self, input, **kwargs):
+        return self.ParallelEncode(input, return_type=int, **kwargs)
+
+    def ParallelEncodeAsNumpy(self, input, **kwargs):
+        return self.ParallelEncode(input, return_type="numpy", **kwargs)
+
+    def ParallelEncodeAsProto(self, input, **kwargs):
+        return self.ParallelEncode(input, return_type="proto", **kwargs)
+
     def SampleEncodeAsPieces(self, input, nbest_size=None, alpha=None, **kwargs):
         return self.Encode(input, out_type=str, enable_sampling=True, nbest_size=nbest_size, alpha=alpha,
                            **kwargs)
@@ -239,10 +308,26 @@ class SentencePieceProcessor:
         return self.Encode(input, out_type=int, enable_sampling=True, nbest_size=nbest_size, alpha=alpha,
                            **kwargs)
 
+    def SampleEncodeAsNumpy(self, input, nbest_size=None, alpha=None, **kwargs):
+        return self.Encode(input, return_type="numpy", enable_sampling=True, nbest_size=nbest_size, alpha=alpha,
+                           **kwargs)
+
+    def SampleEncodeAsProto(self, input, nbest_size=None, alpha=None, **kwargs):
+        return self.Encode(input, return_type="proto", enable_sampling=True, nbest_size=nbest_size, alpha=alpha,
+                           **kwargs)
+
     def NBestEncode(self, input, out_type=None, add_bos=None, add_eos=None, reverse=None, emit_unk_piece=None,
-                    nbest_size=None):
-        """The ``nbest_size`` best segmentations of ``input``, best first (Unigram models)."""
-        out_type = _check_out_type(self._out_type if out_type is None else out_type)
+                    nbest_size=None, return_type=None):
+        """The ``nbest_size`` best segmentations of ``input``, best first (Unigram models).
+
+        As ids, pieces, bytes pieces or int32 arrays; or as one
+        ``NBestSentencePieceText`` (``"proto"``, ``"serialized_proto"``), each
+        segmentation with its pieces' surfaces and offsets and its score.
+        """
+        out_type = _return_type(return_type, out_type, self._out_type)
+        if out_type == "offset_mapping":
+            raise ConfigError("NBestEncode does not give offset_mapping (nor does sentencepiece)",
+                              fix="use out_type='proto': each piece has its begin and end")
         nbest_size = self._nbest_size if nbest_size is None else nbest_size
         if isinstance(nbest_size, bool) or not isinstance(nbest_size, int):
             raise ConfigError(f"nbest_size must be an int, got {nbest_size!r}", fix="pass e.g. nbest_size=10")
@@ -250,8 +335,27 @@ class SentencePieceProcessor:
         if isinstance(input, list):
             return [self.NBestEncode(x, out_type, add_bos, add_eos, reverse, emit_unk_piece, nbest_size)
                     for x in input]
-        return [out for out, _ in self._nbest(input, out_type, add_bos, add_eos, reverse, emit_unk_piece,
-                                               nbest_size)]
+        if out_type in _PROTO_TYPES:
+            return self._nbest_text(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, nbest_size)
+        inner = str if out_type is bytes else int if out_type == "numpy" else out_type
+        best = [out for out, _ in self._nbest(input, inner, add_bos, add_eos, reverse, emit_unk_piece, nbest_size)]
+        if inner is out_type:
+            return best
+        return _each_sequence(best, _as_bytes if out_type is bytes else _as_numpy, True)
+
+    def _nbest_text(self, text, out_type, add_bos, add_eos, reverse, emit_unk_piece, nbest_size):
+        _refuse_extras_with_offsets(out_type, *(self._default(name, value) for name, value in (
+            ("add_bos", add_bos), ("add_eos", add_eos), ("reverse", reverse), ("emit_unk_piece", emit_unk_piece))))
+        model = self.model
+        _check_text(text)
+        nbests = NBestSentencePieceText()
+        for segments, score in model.nbest(text, nbest_size)[1]:
+            nbests.nbests.append(encoded_text(model, text, segments, score))
+        return nbests.SerializeToString() if out_type == "serialized_proto" else nbests
+
+    def _default(self, name: str, value):
+        """``value``, or this processor's default for the encode option ``name`` when it is None."""
+        return getattr(self, "_" + name) if value is None else value
 
     def NBestEncodeWithScores(self, input, nbest_size, out_type=int):
         """``[(ids or pieces, score)]``: the n best segmentations with their model scores."""
@@ -272,6 +376,12 @@ class SentencePieceProcessor:
 
     def NBestEncodeAsIds(self, input, nbest_size=None, **kwargs):
         return self.NBestEncode(input, out_type=int, nbest_size=nbest_size, **kwargs)
+
+    def NBestEncodeAsNumpy(self, input, nbest_size=None, **kwargs):
+        return self.NBestEncode(input, return_type="numpy", nbest_size=nbest_size, **kwargs)
+
+    def NBestEncodeAsProto(self, input, nbest_size=None, **kwargs):
+        return self.NBestEncode(input, return_type="proto", nbest_size=nbest_size, **kwargs)
 
     def SampleEncodeAndScore(self, input, out_type=None, add_bos=None, add_eos=None, reverse=None,
                              emit_unk_piece=None, num_samples=None, alpha=None, wor=None, include_best=None):
@@ -349,13 +459,25 @@ class SentencePieceProcessor:
         return self.model.normalize(input, with_offsets)
 
     # -- decoding --------------------------------------------------------------------
-    def Decode(self, input, out_type=str, num_threads=None):
-        """Text of ids or pieces (or of a list of such sequences)."""
-        if out_type is not str:
-            raise ConfigError(f"Decode out_type must be str, got {out_type!r}", fix="use out_type=str")
-        model = self.model
+    def Decode(self, input, out_type=None, num_threads=None, return_type=None, thread_pool=None,
+               return_bytes=None):
+        """Text of ids or pieces (or of a list of such sequences).
+
+        ``out_type`` (or ``return_type``): ``str``, ``bytes`` (the text as
+        UTF-8), ``"proto"``/``"serialized_proto"`` (a ``SentencePieceText``:
+        each piece's surface and byte offsets in the text) or
+        ``"offset_mapping"`` (``{"text", "ids", "pieces", "offsets"}``, char
+        offsets; with ``return_bytes``, bytes and byte offsets).
+        """
+        kind = _return_type(return_type, out_type, str)
+        if kind not in (str, bytes) + _PROTO_TYPES:
+            raise ConfigError(f"Decode cannot give out_type={kind!r}",
+                              fix="use str, bytes, 'proto', 'serialized_proto' or 'offset_mapping'")
+        if return_bytes is not None and kind != "offset_mapping":
+            raise ConfigError("return_bytes is only for out_type='offset_mapping'",
+                              fix="drop return_bytes, or pass out_type='offset_mapping'")
         if input is None:
-            return ""
+            input = []
         if isinstance(input, (str, int)) and not isinstance(input, bool):
             input = [input] if input != "" else []
         if not isinstance(input, (list, tuple)) and not hasattr(input, "tolist"):
@@ -364,16 +486,32 @@ class SentencePieceProcessor:
         if hasattr(input, "tolist"):
             input = input.tolist()
         if input and all(isinstance(x, (list, tuple)) for x in input):
-            return [self.Decode(list(x)) for x in input]
+            return [self.Decode(list(x), kind, return_bytes=return_bytes) for x in input]
+        return self._decode_one(input, kind, bool(return_bytes))
+
+    def _decode_one(self, input: list, kind, return_bytes: bool):
+        model = self.model
+        if kind is str or kind is bytes:
+            text = model.decode_pieces(input) if input and isinstance(input[0], str) else model.decode_ids(input)
+            return text if kind is str else text.encode("utf-8")
         if input and isinstance(input[0], str):
-            return model.decode_pieces(input)
-        return model.decode_ids(input)
+            pieces, ids = input, [model.piece_to_id(p) for p in input]
+        else:
+            ids = [model.check_id(i, f"ids[{n}]") for n, i in enumerate(input)]
+            pieces = [model.pieces[i] for i in ids]
+        return _proto_as(decoded_text(model, pieces, ids), kind, return_bytes, with_text=True)
 
-    def DecodePieces(self, input, out_type=str):
-        return self.Decode(input, out_type)
+    def DecodePieces(self, input, out_type=None, **kwargs):
+        return self.Decode(input, out_type, **kwargs)
 
-    def DecodeIds(self, input, out_type=str):
-        return self.Decode(input, out_type)
+    def DecodeIds(self, input, out_type=None, **kwargs):
+        return self.Decode(input, out_type, **kwargs)
+
+    def DecodePiecesAsProto(self, input, **kwargs):
+        return self.Decode(input, return_type="proto", **kwargs)
+
+    def DecodeIdsAsProto(self, input, **kwargs):
+        return self.Decode(input, return_type="proto", **kwargs)
 
     # -- vocabulary -----------------------------------------------------------------
     def GetPieceSize(self) -> int:
@@ -485,8 +623,70 @@ def _thread_count(num_threads, n_items: int) -> int:
 
 
 
+def _return_type(return_type, out_type, default):
+    """The one output type ``return_type`` or its older name ``out_type`` asks for (else ``default``)."""
+    if out_type is not None:
+        if return_type is not None:
+            raise ConfigError(f"out_type={out_type!r} and return_type={return_type!r} are one option given twice",
+                              fix="pass only return_type (out_type is its older name)")
+        return_type = out_type
+    if return_type is None:
+        return default
+    if return_type == "immutable_proto":
+        raise ConfigError("out_type='immutable_proto' is gone from sentencepiece", fix="use out_type='proto'")
+    if not any(return_type is t if isinstance(t, type) else return_type == t for t in _RETURN_TYPES):
+        raise ConfigError(f"out_type must be one of int, str, bytes, 'proto', 'serialized_proto', 'numpy', "
+                          f"'offset_mapping'; got {return_type!r}", fix="pass out_type=int or out_type=str")
+    return return_type
+
+
+def _refuse_extras_with_offsets(out_type, add_bos, add_eos, reverse, emit_unk_piece) -> None:
+    # sentencepiece refuses these too ("not supported in proto API"): a bos or a reversed order
+    # has no place in the text the offsets point into.
+    asked = [name for name, value in (("add_bos", add_bos), ("add_eos", add_eos), ("reverse", reverse),
+                                      ("emit_unk_piece", emit_unk_piece)) if value]
+    if asked:
+        raise ConfigError(f"out_type={out_type!r} gives the pieces as they sit in the text, so it cannot "
+                          f"{' or '.join(asked)}", fix=f"pass {', '.join(n + '=False' for n in asked)} "
+                                                      f"(or use out_type=int or str)")
+
+
+def _offsets_in_bytes(input, return_bytes) -> bool:
+    """sentencepiece's default for offset_mapping: byte offsets when the input is bytes."""
+    if return_bytes is not None:
+        return bool(return_bytes)
+    first = input[0] if type(input) is list and input else input
+    return isinstance(first, bytes)
+
+
+def _proto_as(spt, out_type, return_bytes: bool, with_text: bool = False):
+    """A SentencePieceText as ``out_type`` asks: itself, serialized, or the offset mapping."""
+    if out_type == "proto":
+        return spt
+    if out_type == "serialized_proto":
+        return spt.SerializeToString()
+    return offset_mapping(spt, return_bytes, with_text)
+
+
+def _each_sequence(out, convert, is_list: bool):
+    return [convert(seq) for seq in out] if is_list else convert(out)
+
+
+def _as_bytes(pieces: list) -> list:
+    return [piece.encode("utf-8") for piece in pieces]
+
+
+def _as_numpy(ids: list):
+    try:
+        import numpy
+    except ImportError as exc:  # NumPy is not a dependency of pieceworks
+        raise ConfigError("out_type='numpy' needs NumPy, which is not installed",
+                          fix="pip install numpy, or use out_type=int") from exc
+    return numpy.asarray(ids, dtype=numpy.int32)
+
+
 def _check_out_type(out_type):
-    if out_type not in _OUT_TYPES:
+    if out_type is not int and out_type is not str:
         raise ConfigError(f"out_type must be int or str, got {out_type!r}", fix="pass out_type=int or out_type=str")
     return out_type
 

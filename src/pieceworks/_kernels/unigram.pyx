@@ -3481,8 +3481,16 @@ cdef class SpmDefaults:
 
 @cython.binding(True)
 def processor_encode(self, input, out_type=None, add_bos=None, add_eos=None, reverse=None, emit_unk_piece=None,
-                     enable_sampling=None, nbest_size=None, alpha=None, num_threads=None):
+                     enable_sampling=None, nbest_size=None, alpha=None, num_threads=None, thread_pool=None,
+                     return_type=None, return_bytes=None):
     """Ids (``out_type=int``) or pieces (``str``) of ``input`` (a str, or a list of str).
+
+    ``return_type`` is ``out_type``'s newer name; besides int and str it
+    takes ``bytes`` (pieces as UTF-8), ``"numpy"`` (an int32 array),
+    ``"proto"`` (a ``SentencePieceText``: each piece's surface and byte
+    offsets in the input), ``"serialized_proto"`` and ``"offset_mapping"``
+    (``{"ids", "pieces", "offsets"}``, char offsets; with ``return_bytes``,
+    byte offsets and bytes pieces).
 
     ``enable_sampling=True`` samples a segmentation (subword
     regularization): Unigram with ``nbest_size=-1`` samples from all
@@ -3497,14 +3505,14 @@ def processor_encode(self, input, out_type=None, add_bos=None, add_eos=None, rev
     # everything else to the processor's general ``_encode_rest``.
     cdef object fast
     cdef object out
-    if type(input) is not list:
+    if type(input) is not list and return_type is None and return_bytes is None:
         fast = self._fast
         if fast is not None and not (add_bos or add_eos or reverse or enable_sampling):
             out = (<SpmDefaults>fast)._encode(input, out_type, emit_unk_piece)
             if out is not None:
                 return out
     return self._encode_rest(input, out_type, add_bos, add_eos, reverse, emit_unk_piece, enable_sampling,
-                             nbest_size, alpha, num_threads)
+                             nbest_size, alpha, num_threads, return_type, return_bytes)
 
 
 cdef inline void _put_char(vector[uint8_t]& out, vector[int32_t]& orig_of, const uint8_t* c, Py_ssize_t length,

@@ -1,10 +1,14 @@
-"""SentencePiece's ``ModelProto`` message classes, built at import time.
+"""SentencePiece's ``ModelProto`` and ``SentencePieceText`` message classes, built at import time.
 
 The schema mirrors ``sentencepiece_model.proto`` (package ``sentencepiece``,
 proto2): the same messages, field numbers, types and defaults, so a .model
 file written by either library reads in the other. It is declared here as a
 ``FileDescriptorProto`` and turned into classes by the ``protobuf`` runtime;
 no generated ``_pb2`` file and no hand-written wire parser.
+
+``SentencePieceText`` (and ``NBestSentencePieceText``) mirror
+``sentencepiece.proto``: an encoding or decoding with each piece's surface
+and byte offsets, what ``encode(..., out_type="proto")`` returns.
 
 The classes live in a private descriptor pool, so importing them next to
 ``sentencepiece``'s own ``sentencepiece_model_pb2`` (same full names) causes
@@ -22,13 +26,13 @@ from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["ModelProto", "TrainerSpec", "NormalizerSpec", "SelfTestData", "PIECE_TYPES", "MODEL_TYPES",
-           "FILE_DESCRIPTOR"]
+__all__ = ["ModelProto", "TrainerSpec", "NormalizerSpec", "SelfTestData", "SentencePieceText",
+           "NBestSentencePieceText", "PIECE_TYPES", "MODEL_TYPES", "FILE_DESCRIPTOR", "TEXT_FILE_DESCRIPTOR"]
 
 _F = descriptor_pb2.FieldDescriptorProto
 _OPT, _REP = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
 _T = {"string": _F.TYPE_STRING, "bytes": _F.TYPE_BYTES, "bool": _F.TYPE_BOOL, "int32": _F.TYPE_INT32,
-      "uint64": _F.TYPE_UINT64, "float": _F.TYPE_FLOAT, "enum": _F.TYPE_ENUM, "message": _F.TYPE_MESSAGE}
+      "uint32": _F.TYPE_UINT32, "uint64": _F.TYPE_UINT64, "float": _F.TYPE_FLOAT, "enum": _F.TYPE_ENUM, "message": _F.TYPE_MESSAGE}
 
 #: ModelProto.SentencePiece.Type, by name.
 PIECE_TYPES = {"NORMAL": 1, "UNKNOWN": 2, "CONTROL": 3, "USER_DEFINED": 4, "UNUSED": 5, "BYTE": 6}
@@ -118,6 +122,25 @@ _MODEL_PROTO = [
     (5, "denormalizer_spec", _OPT, "message", None, ".sentencepiece.NormalizerSpec", False),
 ]
 
+# sentencepiece.proto: a text and its pieces; begin/end are UTF-8 byte offsets.
+_TEXT_PIECE = [
+    (1, "piece", _OPT, "string", None, None, False),
+    (2, "id", _OPT, "uint32", None, None, False),
+    (3, "surface", _OPT, "string", None, None, False),
+    (4, "begin", _OPT, "uint32", None, None, False),
+    (5, "end", _OPT, "uint32", None, None, False),
+]
+
+_SENTENCE_PIECE_TEXT = [
+    (1, "text", _OPT, "string", None, None, False),
+    (2, "pieces", _REP, "message", None, ".sentencepiece.SentencePieceText.SentencePiece", False),
+    (3, "score", _OPT, "float", None, None, False),
+]
+
+_NBEST_SENTENCE_PIECE_TEXT = [
+    (1, "nbests", _REP, "message", None, ".sentencepiece.SentencePieceText", False),
+]
+
 # Every message reserves 200..max for third-party extensions.
 _EXTENSIONS = (200, 536870912)
 
@@ -145,10 +168,12 @@ def _add_enum(message: descriptor_pb2.DescriptorProto, name: str, values: dict) 
 
 
 def _message(file: descriptor_pb2.FileDescriptorProto, name: str, fields: list,
-             parent: descriptor_pb2.DescriptorProto | None = None) -> descriptor_pb2.DescriptorProto:
+             parent: descriptor_pb2.DescriptorProto | None = None,
+             extensions: bool = True) -> descriptor_pb2.DescriptorProto:
     message = (parent.nested_type if parent is not None else file.message_type).add(name=name)
     _add_fields(message, fields)
-    message.extension_range.add(start=_EXTENSIONS[0], end=_EXTENSIONS[1])
+    if extensions:
+        message.extension_range.add(start=_EXTENSIONS[0], end=_EXTENSIONS[1])
     return message
 
 
@@ -171,9 +196,22 @@ def build_file_descriptor() -> descriptor_pb2.FileDescriptorProto:
     return file
 
 
+def build_text_file_descriptor() -> descriptor_pb2.FileDescriptorProto:
+    """The ``sentencepiece.proto`` schema (SentencePieceText, NBestSentencePieceText)."""
+    file = descriptor_pb2.FileDescriptorProto(name="pieceworks/sentencepiece.proto",
+                                              package="sentencepiece", syntax="proto2")
+    file.options.optimize_for = descriptor_pb2.FileOptions.LITE_RUNTIME
+    text = _message(file, "SentencePieceText", _SENTENCE_PIECE_TEXT)
+    _message(file, "SentencePiece", _TEXT_PIECE, parent=text)
+    _message(file, "NBestSentencePieceText", _NBEST_SENTENCE_PIECE_TEXT, extensions=False)
+    return file
+
+
 FILE_DESCRIPTOR = build_file_descriptor()
+TEXT_FILE_DESCRIPTOR = build_text_file_descriptor()
 _POOL = descriptor_pool.DescriptorPool()
 _FILE = _POOL.Add(FILE_DESCRIPTOR)
+_TEXT_FILE = _POOL.Add(TEXT_FILE_DESCRIPTOR)
 
 
 def _class(full_name: str):
@@ -184,3 +222,5 @@ ModelProto = _class("sentencepiece.ModelProto")
 TrainerSpec = _class("sentencepiece.TrainerSpec")
 NormalizerSpec = _class("sentencepiece.NormalizerSpec")
 SelfTestData = _class("sentencepiece.SelfTestData")
+SentencePieceText = _class("sentencepiece.SentencePieceText")
+NBestSentencePieceText = _class("sentencepiece.NBestSentencePieceText")

@@ -29,7 +29,7 @@ from .._kernels import unigram as K
 from ..errors import ConfigError, InputTypeError, UnknownIdError
 from ..formats._sentencepiece_proto import MODEL_TYPES, PIECE_TYPES, ModelProto
 
-__all__ = ["SentencePieceModel", "SPACE", "set_random_seed"]
+__all__ = ["SentencePieceModel", "SPACE", "set_random_seed", "utf8"]
 
 SPACE = "\u2581"
 _UNK_SURFACE = " \u2047 "
@@ -133,11 +133,11 @@ class SentencePieceModel:
     # -- normalization ------------------------------------------------------------
     def normalize_bytes(self, text: "str | bytes", with_offsets: bool = False):
         """``(normalized UTF-8 bytes, byte offsets into the input or None)``."""
-        return self._normalizer.normalize(_utf8(text), with_offsets)
+        return self._normalizer.normalize(utf8(text), with_offsets)
 
     def normalize(self, text: "str | bytes", with_offsets: bool = False):
         """The normalized text; with offsets, also the original char offset of each normalized char (+ end)."""
-        data = _utf8(text)
+        data = utf8(text)
         normalized, to_orig = self._normalizer.normalize(data, with_offsets)
         out = normalized.decode("utf-8", "replace")
         if not with_offsets:
@@ -147,17 +147,17 @@ class SentencePieceModel:
     # -- encoding -------------------------------------------------------------------
     def encode_ids(self, text: "str | bytes", alpha: float = 0.0) -> list[int]:
         """Ids of the best segmentation (BPE with ``alpha`` > 0: BPE-dropout)."""
-        normalized, _ = self._normalizer.normalize(_utf8(text), False)
+        normalized, _ = self._normalizer.normalize(utf8(text), False)
         return self._core.encode_ids(normalized, alpha)
 
     def encode_pieces(self, text: "str | bytes", emit_unk_piece: bool = False, alpha: float = 0.0) -> list[str]:
         """Pieces of the best segmentation; an unknown run is its text (or ``<unk>`` with emit_unk_piece)."""
-        normalized, _ = self._normalizer.normalize(_utf8(text), False)
+        normalized, _ = self._normalizer.normalize(utf8(text), False)
         return self._core.encode_pieces(normalized, self.pieces, self.unk_piece if emit_unk_piece else None, alpha)
 
     def encode_segments(self, text: "str | bytes", alpha: float = 0.0):
         """``(normalized bytes, [(id, start, end, flag)])`` — spans are bytes of the normalized text."""
-        normalized, _ = self._normalizer.normalize(_utf8(text), False)
+        normalized, _ = self._normalizer.normalize(utf8(text), False)
         return normalized, self._core.encode_segments(normalized, alpha)
 
     def nbest(self, text: "str | bytes", nbest_size: int):
@@ -166,7 +166,7 @@ class SentencePieceModel:
             raise ConfigError(f"n-best encoding needs a Unigram model; this is a {self.kind_name} model",
                               fix="use encode()" + (" (or BPE-dropout sampling with enable_sampling=True)"
                                                     if self.is_bpe else ""))
-        normalized, _ = self._normalizer.normalize(_utf8(text), False)
+        normalized, _ = self._normalizer.normalize(utf8(text), False)
         nbest_size = max(1, min(int(nbest_size), MAX_NBEST))
         if nbest_size == 1 or not normalized:
             return normalized, [(self._core.encode_segments(normalized), 0.0)]
@@ -183,7 +183,7 @@ class SentencePieceModel:
         """
         self._check_can_sample()
         check_sampling(nbest_size, alpha, self.is_unigram)
-        normalized, _ = self._normalizer.normalize(_utf8(text), False)
+        normalized, _ = self._normalizer.normalize(utf8(text), False)
         if not self.is_unigram:
             return normalized, self._core.encode_segments(normalized, float(alpha))
         if nbest_size < 0:
@@ -207,7 +207,7 @@ class SentencePieceModel:
             raise ConfigError(f"SampleEncodeAndScore needs a Unigram model; this is a {self.kind_name} model",
                               fix="use a Unigram .model" + (", or encode(enable_sampling=True) for BPE-dropout"
                                                             if self.is_bpe else ""))
-        normalized, _ = self._normalizer.normalize(_utf8(text), False)
+        normalized, _ = self._normalizer.normalize(utf8(text), False)
         return normalized, self._core.sample_and_score(normalized, float(alpha), num_samples, wor, include_best)
 
     def _check_can_sample(self) -> None:
@@ -220,7 +220,7 @@ class SentencePieceModel:
         if not self.is_unigram:
             raise ConfigError(f"entropy needs a Unigram model; this is a {self.kind_name} model",
                               fix="use a Unigram .model")
-        normalized, _ = self._normalizer.normalize(_utf8(text), False)
+        normalized, _ = self._normalizer.normalize(utf8(text), False)
         return self._core.entropy(normalized, float(alpha))
 
     def score(self, pieces: list[str]) -> float:
@@ -250,7 +250,21 @@ class SentencePieceModel:
 
     def decode_pieces(self, pieces) -> str:
         """SentencePiece's Decode: ``▁`` → space, the first (or every leading) ``▁`` dropped, bytes joined."""
-        out: list[str] = []
+        return self.decode_surfaces(pieces)[0]
+
+    def decode_surfaces(self, pieces) -> tuple[str, list[str]]:
+        """``(text, surfaces)``: the decoded text and what each piece decodes to, as SentencePiece's proto API
+        gives them: a byte piece that ends a UTF-8 char has the char, the bytes before it nothing, and a
+        byte that starts no valid char U+FFFD. The text is denormalized, the surfaces are not.
+
+        >>> import pieceworks.formats.sentencepiece as fmt
+        >>> m = fmt.ModelProto(); m.trainer_spec.model_type = 1; m.normalizer_spec.name = "identity"
+        >>> for text, kind in [("<unk>", 2), ("▁a", 1)]:
+        ...     p = m.pieces.add(); p.piece, p.type = text, kind
+        >>> SentencePieceModel(m).decode_surfaces(["▁a", "<unk>", "▁a"])
+        ('a ⁇  a', ['a', ' ⁇ ', ' a'])
+        """
+        surfaces: list[str] = []
         pending = bytearray()
         text_len = 0
         is_bos_ws = True
@@ -264,18 +278,18 @@ class SentencePieceModel:
                 pending.append(_BYTE_VALUES[self.pieces[i]])
                 continue
             if pending:
-                text_len += _flush_bytes(pending, out)
+                text_len += _flush_bytes(pending, surfaces)
             if bos_ws_seen or text_len:
                 is_bos_ws = False
             decoded, bos_ws_seen = self._decode_piece(piece, i, is_bos_ws)
-            out.append(decoded)
+            surfaces.append(decoded)
             text_len += len(decoded)
         if pending:
-            _flush_bytes(pending, out)
-        text = "".join(out)
+            _flush_bytes(pending, surfaces)
+        text = "".join(surfaces)
         if self._denormalizer is not None:
             text = self._denormalizer.normalize(text.encode("utf-8"), False)[0].decode("utf-8", "replace")
-        return text
+        return text, surfaces
 
     def _decode_piece(self, piece: str, i: int, is_bos_ws: bool) -> tuple[str, bool]:
         t = self.types[i]
@@ -321,7 +335,8 @@ def _pick_by_score(scores: list[float], alpha: float) -> int:
     return len(weights) - 1
 
 
-def _utf8(text) -> bytes:
+def utf8(text) -> bytes:
+    """``text`` as UTF-8 bytes (a str encoded, bytes as they are); a clear error for anything else."""
     if isinstance(text, str):
         try:
             return text.encode("utf-8")
@@ -341,40 +356,38 @@ def _normalizer(spec, matcher, suffix: bool):
                            spec.escape_whitespaces, suffix)
 
 
-def _flush_bytes(pending: bytearray, out: list[str]) -> int:
-    """Decode byte pieces: each valid UTF-8 char as itself, each bad byte as U+FFFD."""
-    text = pending.decode("utf-8", "replace") if _strict_ok(pending) else _decode_per_byte(pending)
+def _flush_bytes(pending: bytearray, surfaces: list[str]) -> int:
+    """Add the surfaces of a run of byte pieces (see :func:`_byte_surfaces`); the chars they make."""
+    decoded = _byte_surfaces(pending)
     pending.clear()
-    out.append(text)
-    return len(text)
+    surfaces.extend(decoded)
+    return sum(map(len, decoded))
 
 
-def _strict_ok(data: bytearray) -> bool:
-    try:
-        data.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
+def _byte_surfaces(data: bytearray) -> list[str]:
+    """One surface per byte: a valid UTF-8 char is its last byte's (the bytes before it get ""); each
+    structurally invalid byte is its own U+FFFD, as SentencePiece decodes byte pieces.
 
-
-def _decode_per_byte(data: bytearray) -> str:
-    # SentencePiece maps each structurally invalid byte to its own U+FFFD.
-    out = []
-    i = 0
-    n = len(data)
+    >>> _byte_surfaces(bytearray(b"a\\xc3\\xa9\\xff"))
+    ['a', '', 'é', '�']
+    """
+    out: list[str] = []
+    i, n = 0, len(data)
     while i < n:
         for size in (1, 2, 3, 4):
             if i + size <= n:
                 try:
-                    out.append(bytes(data[i:i + size]).decode("utf-8"))
-                    i += size
-                    break
+                    char = bytes(data[i:i + size]).decode("utf-8")
                 except UnicodeDecodeError:
                     continue
+                out.extend([""] * (size - 1))
+                out.append(char)
+                i += size
+                break
         else:
             out.append("\ufffd")
             i += 1
-    return "".join(out)
+    return out
 
 
 def _byte_to_char_offsets(normalized: bytes, to_orig: list[int], original: bytes) -> list[int]:

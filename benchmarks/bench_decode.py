@@ -8,7 +8,9 @@ chain, Metaspace, WordPiece): the ids of the prose, multilingual and code corpor
 (0.2 MB each) decoded as one list, as lists of 8 ids, one decode call each,
 and one id at a time through a DecodeStream (what a server streaming a
 generation does: Hugging Face's DecodeStream is the peer). Then tiktoken's encodings through
-the tiktoken face and tiktoken. Outputs are checked equal before a speed is
+the tiktoken face and tiktoken, and SentencePiece .model files (Llama 2's with byte
+fallback, T5's, the Japanese test model) through the SentencePiece face and
+sentencepiece (no stream column: sentencepiece has none). Outputs are checked equal before a speed is
 reported; the table prints speed ratios (above 1: pieceworks faster). Quote the
 ratios: the machine is shared.
 """
@@ -45,6 +47,7 @@ def main(argv=None) -> int:
             ids = ours.encode(text).ids
             row(path.parent.name, corpus, ids, ours.decode, theirs.decode, "tokenizers", args.repeat,
                 streams=(lambda: stream_all(ours, ids), lambda: stream_all(theirs, ids)))
+    spm_rows(texts, args)
     try:
         import tiktoken
     except ImportError:
@@ -63,6 +66,29 @@ def main(argv=None) -> int:
         for corpus, text in texts.items():
             row(name, corpus, ours.encode_ordinary(text), ours.decode, theirs.decode, "tiktoken", args.repeat)
     return 0
+
+
+#: SentencePiece models the sentencepiece rows decode with (under tokenizers/sentencepiece).
+SPM_MODELS = ["llama2/tokenizer.model", "hf_transformers_fixtures/spiece.model", "sentencepiece_test_ja_model.model"]
+
+
+def spm_rows(texts: dict[str, str], args) -> None:
+    """The SentencePiece face against sentencepiece: each model's ids of each corpus decoded."""
+    try:
+        import sentencepiece
+    except ImportError:
+        print("sentencepiece is not installed: no sentencepiece rows")
+        return
+    from pieceworks import sentencepiece as face
+
+    for name in SPM_MODELS:
+        if not chosen(name, args.files):
+            continue
+        path = str(SHARED_DATA / "tokenizers/sentencepiece" / name)
+        ours, theirs = face.SentencePieceProcessor(model_file=path), sentencepiece.SentencePieceProcessor(model_file=path)
+        for corpus, text in texts.items():
+            row(name.split("/")[0], corpus, theirs.encode(text), ours.decode, theirs.decode, "sentencepiece",
+                args.repeat)
 
 
 def row(name: str, corpus: str, ids: list[int], ours, theirs, peer: str, repeat: int, streams=None) -> None:

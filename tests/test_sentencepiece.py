@@ -188,6 +188,35 @@ def test_decode_of_arbitrary_ids_and_pieces(shared_data):
     assert ours.decode_pieces(broken) == theirs.decode_pieces(broken)
 
 
+@lru_cache(maxsize=None)
+def _tricky_ids(path: str) -> list[int]:
+    """Ids whose decoding has rules: control, unknown, byte, and pieces starting with "▁" (the bare one first)."""
+    theirs = _pair(path)[1]
+    n = len(theirs)
+    ruled = [i for i in range(n) if theirs.is_control(i) or theirs.is_unknown(i) or theirs.is_byte(i)]
+    spaced = [i for i in range(n) if theirs.id_to_piece(i).startswith("▁")]
+    spaced.sort(key=lambda i: len(theirs.id_to_piece(i)))
+    byte_ids = [i for i in ruled if theirs.is_byte(i)]
+    return ruled[:4] + byte_ids[0xC3:0xC4] + byte_ids[0xA9:0xAA] + byte_ids[0xFF:] + spaced[:2] + spaced[-2:]
+
+
+@pytest.mark.shared_data
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(MODELS), picks=st.lists(st.integers(0, 10**6), max_size=16),
+       tricky=st.lists(st.integers(0, 10**6), max_size=12), data=st.data())
+def test_decode_kernel_matches_the_readable_decode_and_sentencepiece(shared_data, name, picks, tricky, data):
+    """Any ids decode alike in the kernel, in the piece-by-piece Python decode it replaces, and in
+    sentencepiece; among them, often at the start, the ids whose decoding has rules."""
+    ours, theirs = pair(shared_data, name)
+    ruled = _tricky_ids(str(shared_data / "tokenizers" / "sentencepiece" / name))
+    ids = [ruled[t % len(ruled)] for t in tricky] + [p % len(theirs) for p in picks]
+    if data.draw(st.booleans()):
+        ids = data.draw(st.permutations(ids))
+    kernel = ours.model.decode_ids(ids)
+    assert kernel == ours.model._decode_ids_slowly(ids) == theirs.decode(ids)
+    assert ours.model.decode_ids(tuple(ids)) == kernel
+
+
 # -- the API ----------------------------------------------------------------------------
 @pytest.mark.shared_data
 @pytest.mark.parametrize("name", [SMALL, "llama2/tokenizer.model", "hf_transformers_fixtures/spiece.model",

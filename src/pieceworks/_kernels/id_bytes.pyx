@@ -17,21 +17,12 @@ tuple, its bytes) cost the loop 30 ns an id.
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.object cimport PyObject
 from libcpp.vector cimport vector
 
 from pieceworks._kernels.byte_buffer cimport ByteBuffer, buffer_put, buffer_start
 from pieceworks.errors import DecodeError
 
-cdef extern from "Python.h":
-    object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
-    # (Borrowed items and no error check by Cython: the join loop checks, and says None.)
-    bint PyLong_CheckExact(PyObject*) noexcept
-    Py_ssize_t _as_ssize "PyLong_AsSsize_t"(PyObject*) noexcept
-    PyObject* PyErr_Occurred() noexcept
-    void PyErr_Clear() noexcept
-    Py_ssize_t PySequence_Fast_GET_SIZE(object) noexcept
-    PyObject** PySequence_Fast_ITEMS(object) noexcept
+from pieceworks._kernels.id_list cimport PySequence_Fast_GET_SIZE, PyUnicode_DecodeUTF8, id_at
 
 
 cdef struct Spelled:
@@ -126,21 +117,14 @@ cdef class IdBytes:
         cdef Py_ssize_t tid, k = 0
         cdef bint first = self.first
         cdef const Spelled* sp
-        cdef PyObject* item
         buffer_start(out)
         if type(ids) is not list and type(ids) is not tuple:
             return False
         # (The size is read each time: fill is Python, which could shorten a list.)
         while k < PySequence_Fast_GET_SIZE(ids):
-            item = PySequence_Fast_ITEMS(ids)[k]
+            tid = id_at(ids, k, self.size)
             k += 1
-            if not PyLong_CheckExact(item):
-                return False
-            tid = _as_ssize(item)
-            if tid == -1 and PyErr_Occurred():     # (past a Py_ssize_t)
-                PyErr_Clear()
-                return False
-            if tid < 0 or tid >= self.size:
+            if tid < 0:
                 return False
             sp = &self.spelled[tid]
             if not sp.met:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 
 from .._kernels import unigram as K
+from .._kernels.spm_decode import SpmDecoder
 from ..errors import ConfigError, InputTypeError, UnknownIdError
 from ..formats._sentencepiece_proto import MODEL_TYPES, PIECE_TYPES, ModelProto
 
@@ -88,6 +89,7 @@ class SentencePieceModel:
         self.pad_piece = ts.pad_piece or "<pad>"
         # The whole encode (normalize, segment, ids or pieces) in one kernel call.
         self.encoder = K.SpmEncoder(self._core, self._normalizer, self.pieces, self.unk_piece)
+        self._id_decoder: SpmDecoder | None = None   # made by the first decode_ids
 
     # -- vocabulary -----------------------------------------------------------
     def __len__(self) -> int:
@@ -243,6 +245,33 @@ class SentencePieceModel:
 
     # -- decoding -----------------------------------------------------------------
     def decode_ids(self, ids) -> str:
+        """The text of ``ids``: :meth:`decode_pieces` of their pieces, in one kernel loop."""
+        if self._id_decoder is None:
+            self._id_decoder = self._decoder()
+        text = self._id_decoder.decode(ids)
+        if text is not None:
+            return text if self._denormalizer is None else self._denormalized(text)
+        return self._decode_ids_slowly(ids)     # a bad id: the long way names it
+
+    def _decoder(self) -> SpmDecoder:
+        """The kernel's table: per id, its decoded bytes, byte value, and whether it is control or starts
+        with "▁" (see :meth:`_decode_piece`, whose rules it follows)."""
+        spelled = []
+        for piece, kind in zip(self.pieces, self.types):
+            if kind == _BYTE:
+                spelled.append((b"", _BYTE_VALUES[piece], False, False))
+            elif kind == _CONTROL:
+                spelled.append((b"", -1, True, False))
+            elif kind == _UNKNOWN:
+                spelled.append((self.unk_surface.encode("utf-8"), -1, False, False))
+            else:
+                spelled.append((piece.replace(SPACE, " ").encode("utf-8"), -1, False, piece.startswith(SPACE)))
+        return SpmDecoder(spelled, self._strip_bos_ws, self._strip_all_leading)
+
+    def _denormalized(self, text: str) -> str:
+        return self._denormalizer.normalize(text.encode("utf-8"), False)[0].decode("utf-8", "replace")
+
+    def _decode_ids_slowly(self, ids) -> str:
         pieces = []
         for n, i in enumerate(ids):
             pieces.append(self.pieces[self.check_id(i, f"ids[{n}]")])
@@ -287,9 +316,7 @@ class SentencePieceModel:
         if pending:
             _flush_bytes(pending, surfaces)
         text = "".join(surfaces)
-        if self._denormalizer is not None:
-            text = self._denormalizer.normalize(text.encode("utf-8"), False)[0].decode("utf-8", "replace")
-        return text, surfaces
+        return (text if self._denormalizer is None else self._denormalized(text)), surfaces
 
     def _decode_piece(self, piece: str, i: int, is_bos_ws: bool) -> tuple[str, bool]:
         t = self.types[i]

@@ -215,6 +215,10 @@ def test_decode_kernel_matches_the_readable_decode_and_sentencepiece(shared_data
     kernel = ours.model.decode_ids(ids)
     assert kernel == ours.model._decode_ids_slowly(ids) == theirs.decode(ids)
     assert ours.model.decode_ids(tuple(ids)) == kernel
+    pieces = theirs.id_to_piece(ids)
+    assert ours.model.decode_pieces(pieces) == kernel   # known pieces: through their ids
+    odd = pieces[:1] + ["▁not-a-piece☃"] + pieces[1:]   # an unknown piece decodes as its text
+    assert ours.model.decode_pieces(odd) == theirs.decode_pieces(odd)
 
 
 # -- the API ----------------------------------------------------------------------------

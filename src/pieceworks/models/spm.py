@@ -90,6 +90,7 @@ class SentencePieceModel:
         # The whole encode (normalize, segment, ids or pieces) in one kernel call.
         self.encoder = K.SpmEncoder(self._core, self._normalizer, self.pieces, self.unk_piece)
         self._id_decoder: SpmDecoder | None = None   # made by the first decode_ids
+        self._piece_ids: dict[str, int] | None = None  # piece_to_id of every piece, made by the first decode_pieces
 
     # -- vocabulary -----------------------------------------------------------
     def __len__(self) -> int:
@@ -279,7 +280,23 @@ class SentencePieceModel:
 
     def decode_pieces(self, pieces) -> str:
         """SentencePiece's Decode: ``▁`` → space, the first (or every leading) ``▁`` dropped, bytes joined."""
+        ids = self._ids_if_all_known(pieces)
+        if ids is not None:
+            return self.decode_ids(ids)     # the kernel's decode, the same for pieces the model has
         return self.decode_surfaces(pieces)[0]
+
+    def _ids_if_all_known(self, pieces) -> "list[int] | None":
+        """The ids of ``pieces`` if each is a str the model has as a piece, else None (an unknown
+        piece's text decodes as itself, which only the long way does)."""
+        if type(pieces) is not list and type(pieces) is not tuple:
+            return None     # (an iterator would be used up before the long way saw it)
+        if self._piece_ids is None:
+            to_id = self._core.piece_to_id
+            self._piece_ids = {piece: to_id(piece) for piece in self.pieces}
+        try:
+            return list(map(self._piece_ids.__getitem__, pieces))
+        except (KeyError, TypeError):
+            return None
 
     def decode_surfaces(self, pieces) -> tuple[str, list[str]]:
         """``(text, surfaces)``: the decoded text and what each piece decodes to, as SentencePiece's proto API

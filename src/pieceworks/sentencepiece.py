@@ -27,7 +27,7 @@ from .fast._pool import cpu_count, run_job
 from .formats._sentencepiece_proto import NBestSentencePieceText, SentencePieceText
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
 from .models.spm import SentencePieceModel, check_sampling, set_random_seed
-from .models.spm_text import decoded_text, encoded_text, offset_mapping
+from .models.spm_text import as_proto, decoded_spans, encoded_spans, offset_mapping
 
 __all__ = ["SentencePieceProcessor", "set_random_generator_seed", "SetRandomGeneratorSeed", "ModelProto",
            "SentencePieceText", "NBestSentencePieceText"]
@@ -232,7 +232,7 @@ class SentencePieceProcessor:
         _check_text(text)
         if out_type in _PROTO_TYPES:
             segments = model.sample(text, nbest_size, alpha)[1] if enable_sampling else model.encode_segments(text)[1]
-            return _proto_as(encoded_text(model, text, segments), out_type, return_bytes)
+            return _spans_as(encoded_spans(model, text, segments), out_type, return_bytes)
         if enable_sampling:
             normalized, segs = model.sample(text, nbest_size, alpha)
             out = ([s[0] for s in segs] if out_type is int
@@ -350,7 +350,7 @@ class SentencePieceProcessor:
         _check_text(text)
         nbests = NBestSentencePieceText()
         for segments, score in model.nbest(text, nbest_size)[1]:
-            nbests.nbests.append(encoded_text(model, text, segments, score))
+            nbests.nbests.append(as_proto(encoded_spans(model, text, segments), score))
         return nbests.SerializeToString() if out_type == "serialized_proto" else nbests
 
     def _default(self, name: str, value):
@@ -486,6 +486,9 @@ class SentencePieceProcessor:
         if hasattr(input, "tolist"):
             input = input.tolist()
         if input and all(isinstance(x, (list, tuple)) for x in input):
+            if kind is str and all(type(x) is list for x in input):
+                decode = self.model.decode_ids      # (pieces, and bad ids, take its long way)
+                return [decode(x) if not x or type(x[0]) is int else self.Decode(x) for x in input]
             return [self.Decode(list(x), kind, return_bytes=return_bytes) for x in input]
         return self._decode_one(input, kind, bool(return_bytes))
 
@@ -499,7 +502,7 @@ class SentencePieceProcessor:
         else:
             ids = [model.check_id(i, f"ids[{n}]") for n, i in enumerate(input)]
             pieces = [model.pieces[i] for i in ids]
-        return _proto_as(decoded_text(model, pieces, ids), kind, return_bytes, with_text=True)
+        return _spans_as(decoded_spans(model, pieces, ids), kind, return_bytes, with_text=True)
 
     def DecodePieces(self, input, out_type=None, **kwargs):
         return self.Decode(input, out_type, **kwargs)
@@ -519,6 +522,8 @@ class SentencePieceProcessor:
 
     def PieceToId(self, piece):
         if isinstance(piece, (list, tuple)):
+            if all(type(p) is str for p in piece):
+                return self.model.pieces_to_ids(piece)
             return [self.PieceToId(p) for p in piece]
         if not isinstance(piece, str):
             raise InputTypeError(f"piece must be a str, got {type(piece).__name__}", fix="pass a piece string")
@@ -526,6 +531,8 @@ class SentencePieceProcessor:
 
     def IdToPiece(self, id):
         if isinstance(id, (list, tuple)):
+            if all(type(i) is int for i in id):
+                return self.model.ids_to_pieces(id)
             return [self.IdToPiece(i) for i in id]
         return self.model.id_to_piece(id)
 
@@ -659,13 +666,14 @@ def _offsets_in_bytes(input, return_bytes) -> bool:
     return isinstance(first, bytes)
 
 
-def _proto_as(spt, out_type, return_bytes: bool, with_text: bool = False):
-    """A SentencePieceText as ``out_type`` asks: itself, serialized, or the offset mapping."""
+def _spans_as(spans, out_type, return_bytes: bool, with_text: bool = False):
+    """An encoding's or decoding's spans as ``out_type`` asks: a SentencePieceText, serialized, or the
+    offset mapping."""
     if out_type == "proto":
-        return spt
+        return as_proto(spans)
     if out_type == "serialized_proto":
-        return spt.SerializeToString()
-    return offset_mapping(spt, return_bytes, with_text)
+        return as_proto(spans).SerializeToString()
+    return offset_mapping(spans, return_bytes, with_text)
 
 
 def _each_sequence(out, convert, is_list: bool):

@@ -100,6 +100,26 @@ class SentencePieceModel:
         """The id of ``piece`` (control, unknown and byte pieces first); the unknown id if absent."""
         return self._core.piece_to_id(piece)
 
+    def pieces_to_ids(self, pieces: list) -> list[int]:
+        """:meth:`piece_to_id` of each of ``pieces`` (strs), most of them through one dict."""
+        ids = list(map(self._piece_table().get, pieces))
+        if None in ids:     # pieces the model lacks (the unknown id) are rare: ask the kernel
+            ids = [self._core.piece_to_id(piece) if tid is None else tid for piece, tid in zip(pieces, ids)]
+        return ids
+
+    def ids_to_pieces(self, ids: list) -> list[str]:
+        """:meth:`id_to_piece` of each of ``ids``; an id that is not one raises as ``id_to_piece`` does."""
+        if all(type(i) is int for i in ids) and (not ids or 0 <= min(ids) and max(ids) < len(self.pieces)):
+            return list(map(self.pieces.__getitem__, ids))
+        return [self.id_to_piece(i) for i in ids]
+
+    def _piece_table(self) -> dict[str, int]:
+        """``piece_to_id`` of every piece the model has, made on first use."""
+        if self._piece_ids is None:
+            to_id = self._core.piece_to_id
+            self._piece_ids = {piece: to_id(piece) for piece in self.pieces}
+        return self._piece_ids
+
     def check_id(self, id, what: str = "id") -> int:
         if isinstance(id, bool) or not isinstance(id, int):
             raise InputTypeError(f"{what} must be an int, got {type(id).__name__}", fix="pass an integer piece id")
@@ -290,11 +310,8 @@ class SentencePieceModel:
         piece's text decodes as itself, which only the long way does)."""
         if type(pieces) is not list and type(pieces) is not tuple:
             return None     # (an iterator would be used up before the long way saw it)
-        if self._piece_ids is None:
-            to_id = self._core.piece_to_id
-            self._piece_ids = {piece: to_id(piece) for piece in self.pieces}
         try:
-            return list(map(self._piece_ids.__getitem__, pieces))
+            return list(map(self._piece_table().__getitem__, pieces))
         except (KeyError, TypeError):
             return None
 

@@ -125,7 +125,9 @@ class Tokenizer:
         return dict(sorted(self._added.by_id.items()))
 
     def token_to_id(self, token: str) -> int | None:
-        return self._added.token_to_id(token, self._model)
+        # (AddedVocabulary.token_to_id, inlined: a call frame was a third of the time.)
+        tid = self._added.by_content.get(token)
+        return tid if tid is not None else self._model.token_to_id(token)
 
     def id_to_token(self, id: int) -> str | None:
         """The token of ``id``, or None; OutOfRangeError (an OverflowError, as Hugging Face raises)

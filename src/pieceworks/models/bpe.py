@@ -458,7 +458,8 @@ def _merge_ids(vocab: dict[str, int], pairs: list[tuple[str, str]], prefix: str 
 
 def _merge_lists(ids: array, token: dict[int, str]) -> list[list[str]]:
     """tokenizer.json's ``merges``: ``[[left, right], ...]``."""
-    return [[token[ids[k]], token[ids[k + 1]]] for k in range(0, len(ids), 3)]
+    spell = token.__getitem__
+    return list(map(list, zip(map(spell, ids[0::3]), map(spell, ids[1::3]))))
 
 
 def _flat_keep_last(triples: list[tuple[int, int, int]]) -> array:

@@ -553,6 +553,18 @@ def test_encode_with_unstable_any_text(name, text, pairs):
     _same_unstable(ours, ref, text, disallowed_special=())
 
 
+@settings(max_examples=200, deadline=None)
+@given(tokens=st.lists(st.lists(st.sampled_from([0, 1, 0x7F, 0xFE, 0xFF]), max_size=4).map(bytes), unique=True),
+       prefix=st.lists(st.sampled_from([0, 1, 0x7F, 0xFE, 0xFF]), min_size=1, max_size=3).map(bytes))
+def test_tokens_starting_with_a_prefix_are_found_by_bisection(tokens, prefix):
+    """(Bytes near 0xFF: the end of the range is found by raising the prefix's last byte below 0xFF.)"""
+    from pieceworks.tiktoken._unstable import _starting_with
+
+    tokens.sort()
+    found = _starting_with(tokens, prefix)
+    assert list(found) == [k for k, token in enumerate(tokens) if token.startswith(prefix)]
+
+
 def test_encode_with_unstable_special_rules(pairs):
     ours, _ = pairs["cl100k_base"]
     with pytest.raises(SpecialTokenError):

@@ -266,6 +266,11 @@ class Encoding:
         """:meth:`token_byte_values`, sorted once (encode_with_unstable searches it)."""
         return sorted(self._mergeable_ranks)
 
+    @functools.cached_property
+    def _sorted_token_ranks(self) -> list[int]:
+        """The rank of each of :attr:`_sorted_token_bytes`."""
+        return list(map(self._mergeable_ranks.__getitem__, self._sorted_token_bytes))
+
     @property
     def eot_token(self) -> int:
         return self._special_tokens[ENDOFTEXT]
@@ -275,7 +280,7 @@ class Encoding:
         return set(self._special_tokens)
 
     def is_special_token(self, token: int) -> bool:
-        if isinstance(token, bool) or not isinstance(token, int):
+        if type(token) is not int and (isinstance(token, bool) or not isinstance(token, int)):
             raise InputTypeError(f"is_special_token expects an int, got {type(token).__name__}")
         return token in self._special_token_values
 

@@ -84,3 +84,15 @@ def test_from_tokens_builds_an_unmasked_encoding():
     assert e.special_tokens_mask == [0, 0]
     assert e.word_ids == [None, None]
     assert len(e) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8)), max_size=12), st.integers(0, 40))
+def test_char_to_token_reads_any_spans_as_the_first_holding_the_char(spans, pos):
+    """The C scan (tuples of ints) and the Python one (anything else: lists here) agree with the rule."""
+    offsets = [(start, start + width) for start, width in spans]
+    want = next((i for i, (start, end) in enumerate(offsets) if start <= pos < end), None)
+    as_tuples = Encoding.from_tokens([(i, "t", span) for i, span in enumerate(offsets)])
+    as_lists = Encoding.from_tokens([(i, "t", list(span)) for i, span in enumerate(offsets)])
+    assert as_tuples.char_to_token(pos) == as_lists.char_to_token(pos) == want
+    assert as_tuples.char_to_token(2 ** 70) is None

@@ -28,9 +28,11 @@ from .formats._sentencepiece_proto import NBestSentencePieceText, SentencePieceT
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
 from .models.spm import SentencePieceModel, check_sampling, set_random_seed
 from .models.spm_text import as_proto, decoded_spans, encoded_spans, offset_mapping
+from .sentencepiece_normalizer import SentencePieceNormalizer
 
-__all__ = ["SentencePieceProcessor", "set_random_generator_seed", "SetRandomGeneratorSeed", "ModelProto",
-           "SentencePieceText", "NBestSentencePieceText"]
+__all__ = ["SentencePieceProcessor", "SentencePieceNormalizer", "ThreadPool", "set_random_generator_seed",
+           "SetRandomGeneratorSeed", "set_min_log_level", "SetMinLogLevel", "set_nbest_timeout", "SetNBestTimeout",
+           "set_data_dir", "SetDataDir", "ModelProto", "SentencePieceText", "NBestSentencePieceText"]
 
 #: What ``out_type`` / ``return_type`` may be, as in sentencepiece 0.2.1+.
 _RETURN_TYPES = (int, str, bytes, "proto", "serialized_proto", "numpy", "offset_mapping")
@@ -52,6 +54,50 @@ def set_random_generator_seed(seed: int) -> None:
 
 
 SetRandomGeneratorSeed = set_random_generator_seed
+
+
+def set_min_log_level(level: int) -> None:
+    """Accepted for sentencepiece's API: it quiets sentencepiece's C++ log, and pieceworks logs
+    nothing there (its warnings go through Python's ``warnings``)."""
+    _check_int("level", level)
+
+
+def set_nbest_timeout(milliseconds: int) -> None:
+    """Accepted for sentencepiece's API: pieceworks' n-best search has no time limit (it is bounded by
+    ``nbest_size``, at most 1024, and the text's length)."""
+    _check_int("milliseconds", milliseconds)
+
+
+def set_data_dir(path: str) -> None:
+    """Accepted for sentencepiece's API: sentencepiece reads its built-in rule sets (``rule_name``) from
+    that folder; pieceworks builds them from Python's Unicode data and needs none."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputTypeError(f"path must be a str, got {type(path).__name__}", fix="pass a folder's path")
+
+
+SetMinLogLevel, SetNBestTimeout, SetDataDir = set_min_log_level, set_nbest_timeout, set_data_dir
+
+
+class ThreadPool:
+    """``sentencepiece.ThreadPool``: pass it as ``thread_pool=`` to encode lists on ``num_threads``
+    threads (pieceworks runs them on its shared pool; this says how many; decoding takes and
+    ignores it, a list's decode being faster than handing it to threads).
+
+    >>> ThreadPool(2).num_threads()
+    2
+    """
+
+    def __init__(self, num_threads: int):
+        _check_int("num_threads", num_threads)
+        self._num_threads = num_threads
+
+    def num_threads(self) -> int:
+        return self._num_threads
+
+
+def _check_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputTypeError(f"{name} must be an int, got {type(value).__name__}", fix=f"pass an int {name}")
 
 
 class SentencePieceProcessor:
@@ -286,7 +332,7 @@ class SentencePieceProcessor:
             raise ConfigError("ParallelEncode does not give offset_mapping (nor does sentencepiece)",
                               fix="use encode(..., out_type='offset_mapping')")
         return self.Encode(input, add_bos=add_bos, add_eos=add_eos, reverse=reverse, emit_unk_piece=emit_unk_piece,
-                           num_threads=num_threads, return_type=kind)
+                           num_threads=num_threads, thread_pool=thread_pool, return_type=kind)
 
     def ParallelEncodeAsPieces(self, input, **kwargs):
         return self.ParallelEncode(input, return_type=str, **kwargs)

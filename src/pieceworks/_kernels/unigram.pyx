@@ -3505,6 +3505,8 @@ def processor_encode(self, input, out_type=None, add_bos=None, add_eos=None, rev
     # everything else to the processor's general ``_encode_rest``.
     cdef object fast
     cdef object out
+    if thread_pool is not None and num_threads is None:
+        num_threads = thread_pool.num_threads()     # (a sentencepiece.ThreadPool too)
     if type(input) is not list and return_type is None and return_bytes is None:
         fast = self._fast
         if fast is not None and not (add_bos or add_eos or reverse or enable_sampling):

@@ -30,7 +30,7 @@ from .._kernels.spm_decode import SpmDecoder
 from ..errors import ConfigError, InputTypeError, UnknownIdError
 from ..formats._sentencepiece_proto import MODEL_TYPES, PIECE_TYPES, ModelProto
 
-__all__ = ["SentencePieceModel", "SPACE", "set_random_seed", "utf8"]
+__all__ = ["SentencePieceModel", "SPACE", "set_random_seed", "utf8", "normalize_text", "spec_normalizer"]
 
 SPACE = "\u2581"
 _UNK_SURFACE = " \u2047 "
@@ -160,12 +160,7 @@ class SentencePieceModel:
 
     def normalize(self, text: "str | bytes", with_offsets: bool = False):
         """The normalized text; with offsets, also the original char offset of each normalized char (+ end)."""
-        data = utf8(text)
-        normalized, to_orig = self._normalizer.normalize(data, with_offsets)
-        out = normalized.decode("utf-8", "replace")
-        if not with_offsets:
-            return out
-        return out, _byte_to_char_offsets(normalized, to_orig, data)
+        return normalize_text(self._normalizer, text, with_offsets)
 
     # -- encoding -------------------------------------------------------------------
     def encode_ids(self, text: "str | bytes", alpha: float = 0.0) -> list[int]:
@@ -363,6 +358,23 @@ class SentencePieceModel:
             piece = piece[1:]
             has_bos_ws = not self._strip_all_leading
         return piece.replace(SPACE, " "), has_bos_ws
+
+
+def normalize_text(normalizer, text: "str | bytes", with_offsets: bool = False):
+    """``normalizer``'s text of ``text`` (a kernel ``SpmNormalizer``); with offsets, also the original
+    char offset of each normalized char, and of the end."""
+    data = utf8(text)
+    normalized, to_orig = normalizer.normalize(data, with_offsets)
+    out = normalized.decode("utf-8", "replace")
+    if not with_offsets:
+        return out
+    return out, _byte_to_char_offsets(normalized, to_orig, data)
+
+
+def spec_normalizer(spec):
+    """The kernel normalizer of a NormalizerSpec alone (no user-defined symbols, whitespace as prefix),
+    as SentencePiece's own SentencePieceNormalizer makes it."""
+    return _normalizer(spec, None, False)
 
 
 def check_sampling(nbest_size, alpha, is_unigram: bool = True) -> None:

@@ -11,7 +11,8 @@ module makes that blob for the built-in rule sets, from Python's
 * ``nmt_nfkc`` (the default) — nfkc, plus tab/newlines/odd and zero-width
   spaces/``▁``/U+FFFD → space, C0/C1 controls deleted, and FULLWIDTH TILDE
   left alone (SentencePiece's ``BuildNmtNFKCMap`` and its shipped rules);
-* ``nfkc_cf``, ``nmt_nfkc_cf`` — the same, case-folded;
+* ``nfkc_cf``, ``nmt_nfkc_cf`` — the same, case-folded char by char with
+  simple folding, as sentencepiece's are (``ß`` stays, ``ᾊ`` → ``ᾂ``);
 * ``identity`` — no rules;
 
 or from a ``normalization_rule_tsv`` file (``U+0041 U+0301<TAB>U+00C1``).
@@ -30,11 +31,15 @@ from functools import lru_cache
 
 from ..errors import ConfigError, FileFormatError
 
-__all__ = ["compile_charsmap", "builtin_rules", "precompiled_charsmap", "fill_normalizer_spec", "RULE_NAMES"]
+__all__ = ["compile_charsmap", "decompile_charsmap", "builtin_rules", "precompiled_charsmap", "fill_normalizer_spec",
+           "RULE_NAMES"]
 
 RULE_NAMES = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
 
-_NMT_SPACES = (0x9, 0xA, 0xC, 0xD, 0x1680, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2581,
+# As sentencepiece 0.2.3 builds nmt_nfkc: ARABIC LETTER MARK becomes a space, and ZERO WIDTH JOINER
+# is kept (emoji sequences need it). Older builds, whose charsmaps T5's and BARThez's .model files
+# carry, did the opposite; a loaded model always uses the charsmap it carries.
+_NMT_SPACES = (0x9, 0xA, 0xC, 0xD, 0x61C, 0x1680, 0x200B, 0x200C, 0x200E, 0x200F, 0x2028, 0x2029, 0x2581,
                0xFEFF, 0xFFFD)
 # Control chars that nmt_nfkc deletes (as SentencePiece's shipped nmt_nfkc rules do).
 _NMT_DELETED = tuple(range(0x1, 0x9)) + (0xB,) + tuple(range(0xE, 0x20)) + (0x7F, 0x8F, 0x9F)
@@ -63,7 +68,7 @@ def builtin_rules(name: str) -> dict[str, str]:
 
     def nfkc(text: str) -> str:
         out = unicodedata.normalize("NFKC", text)
-        return unicodedata.normalize("NFKC", out.casefold()) if fold else out
+        return unicodedata.normalize("NFKC", _simple_fold(out)) if fold else out
 
     rules: dict[str, str] = {}
     for cp in range(1, 0x110000):
@@ -85,6 +90,25 @@ def builtin_rules(name: str) -> dict[str, str]:
             rules[chr(cp)] = ""
         rules.pop(_FULLWIDTH_TILDE, None)
     return rules
+
+
+def _simple_fold(text: str) -> str:
+    """Unicode simple case folding, char by char (Python's ``casefold`` is the full one: ``ß`` → ``ss``).
+
+    A char's full folding when it is one char; else its lowercase when that is one char (the simple
+    folding then, as for ``ᾊ``); else the char itself (``ß``, ``İ`` have no simple folding).
+
+    >>> _simple_fold("Straße ᾊ İ ſ")
+    'straße ᾂ İ s'
+    """
+    out = []
+    for char in text:
+        folded = char.casefold()
+        if len(folded) != 1:
+            lower = char.lower()
+            folded = lower if len(lower) == 1 else char
+        out.append(folded)
+    return "".join(out)
 
 
 def load_rule_tsv(path: str) -> dict[str, str]:
@@ -143,7 +167,8 @@ _CACHE_MAGIC = b"PWC1"
 
 def _cache_path(name: str) -> str:
     root = os.environ.get("PIECEWORKS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "pieceworks")
-    return os.path.join(root, f"charsmap-{name}-unicode{unicodedata.unidata_version}-v1.bin")
+    # (v2: the _cf sets fold simply; a v1 blob folded fully.)
+    return os.path.join(root, f"charsmap-{name}-unicode{unicodedata.unidata_version}-v2.bin")
 
 
 def fill_normalizer_spec(spec) -> None:
@@ -170,6 +195,54 @@ def compile_charsmap(rules: dict[str, str]) -> bytes:
     units = build_double_array(keys)
     trie = struct.pack(f"<{len(units)}I", *units)
     return struct.pack("<I", len(trie)) + trie + bytes(strings)
+
+
+def decompile_charsmap(blob: bytes) -> list[tuple[str, str]]:
+    """The rules of a ``precompiled_charsmap`` as ``(source, replacement)`` pairs, sorted by source bytes
+    (SentencePiece's ``Decompile``): the trie walked from the root, each node's children by label.
+
+    >>> decompile_charsmap(compile_charsmap({"ab": "x", "a": "", "c": "yy"}))
+    [('a', ''), ('ab', 'x'), ('c', 'yy')]
+    """
+    if len(blob) < 4:
+        raise ConfigError("the precompiled charsmap is empty: there are no rules to list",
+                          fix="use a normalizer with rules (not identity)")
+    trie_size = struct.unpack_from("<I", blob)[0]
+    if trie_size % 4 or 4 + trie_size > len(blob):
+        raise ConfigError(f"the precompiled charsmap's trie ({trie_size} bytes) does not fit its {len(blob)} bytes",
+                          fix="load the .model file again (it is truncated or corrupted)")
+    units = struct.unpack_from(f"<{trie_size // 4}I", blob, 4)
+    strings = blob[4 + trie_size:]
+    # Each unit labelled c at p is a child of the node whose children's base is p ^ c: one pass
+    # finds every node's children (probing 255 labels per node took seconds).
+    children: dict[int, list[tuple[int, int]]] = {}
+    for pos, unit in enumerate(units):
+        label = unit & _LABEL_MASK
+        if pos and 0 < label < 256:
+            children.setdefault(pos ^ label, []).append((label, pos))
+    out: list[tuple[str, str]] = []
+    stack = [(0, b"")] if units else []
+    while stack:
+        pos, key = stack.pop()
+        unit = units[pos]
+        base = pos ^ _unit_offset(unit)
+        if key and unit >> 8 & 1 and base < len(units):
+            start = units[base] & 0x7FFFFFFF
+            out.append((key.decode("utf-8", "replace"),
+                        strings[start:strings.find(b"\0", start)].decode("utf-8", "replace")))
+        # Pushed last label first, so they are walked in label order.
+        for label, child in sorted(children.get(base, ()), reverse=True):
+            stack.append((child, key + bytes([label])))
+    return out
+
+
+# darts-clone's unit: bit 31 and the low byte are the label (bit 31 set: a value unit), bit 8
+# says a key ends here, and bits 10.. the offset of the children's base (bit 9: shifted by 8).
+_LABEL_MASK = (1 << 31) | 0xFF
+
+
+def _unit_offset(unit: int) -> int:
+    return (unit >> 10) << ((unit & (1 << 9)) >> 6)
 
 
 def build_double_array(keys: list[tuple[bytes, int]]) -> list[int]:

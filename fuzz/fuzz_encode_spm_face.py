@@ -50,10 +50,15 @@ def test_one_input(data: bytes) -> None:
     back = ours.decode(ids)
     if theirs is not None:
         assert back == theirs.decode(ids)
+        # Each piece's surface and offsets (the serialized SentencePieceText), byte for byte.
+        assert ours.encode(text, out_type="serialized_proto") == theirs.encode(text, out_type="serialized_proto")
+        assert ours.encode(text, out_type="offset_mapping") == theirs.encode(text, out_type="offset_mapping")
     arbitrary = inp.ids(ours.get_piece_size())
     decoded = clean(ours.decode, arbitrary)
     if decoded is not None and theirs is not None:
         assert decoded == theirs.decode(arbitrary), f"decode({arbitrary}) differs from sentencepiece"
+        assert ours.decode(arbitrary, out_type="serialized_proto") == \
+            theirs.decode(arbitrary, out_type="serialized_proto"), f"decode proto of {arbitrary} differs"
     clean(ours.encode, text, enable_sampling=True, alpha=0.1, nbest_size=-1)
     clean(ours.nbest_encode_as_pieces, text, 3) if hasattr(ours, "nbest_encode_as_pieces") else None
 

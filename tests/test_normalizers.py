@@ -727,3 +727,13 @@ def test_a_sequence_with_a_normalizer_of_the_users_shares_one_normalized_string(
     assert custom.normalize_str("AB") == "ab|AB"
     nested = Sequence([Lowercase(), Sequence([NFC(), Normalizer.custom(Original())])])
     assert nested.normalize_str("AB") == "ab|AB"
+
+
+@settings(max_examples=150, deadline=None)
+@given(pattern=st.text(st.sampled_from("ab▁ "), min_size=1, max_size=3), content=st.text(st.sampled_from("xb "), max_size=2),
+       text=st.text(st.sampled_from("ab▁ c"), max_size=14))
+def test_literal_replace_shortcut_matches_the_aligned_way_and_huggingface(pattern, content, text):
+    """normalize_str of a literal pattern is str.replace: overlapping candidates ("aaa" by "aa")
+    are taken left to right, as the regex does."""
+    ours = Replace(pattern, content)
+    assert ours.normalize_str(text) == our_result(ours, text)[0] == hfn.Replace(pattern, content).normalize_str(text)

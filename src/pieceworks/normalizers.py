@@ -296,6 +296,13 @@ class Replace(Normalizer):
         # A literal is matched as its escaped regex, as Hugging Face does.
         self._regex = pattern if isinstance(pattern, Regex) else Regex(escape(pattern))
 
+    def normalize_str(self, sequence: str) -> str:
+        """As :meth:`Normalizer.normalize_str`; a non-empty literal pattern is ``str.replace`` (its
+        matches are the regex's: left to right, not overlapping), with no alignment worked out."""
+        if type(sequence) is str and type(self.pattern) is str and self.pattern:
+            return sequence.replace(self.pattern, self.content)
+        return super().normalize_str(sequence)
+
     def normalize(self, normalized: NormalizedString) -> None:
         text = normalized.normalized
         if not text:

@@ -19,8 +19,9 @@ KERNELS = Path("src/pieceworks/_kernels")
 # on such a build turns the GIL back on (Python warns) and everything runs as today.
 # Audited (see README, Development): bpe_encode (its word cache across calls: claimed by
 # compare-and-swap), single_text, wordlevel, suffix_array,
-# count, bpe_train, wordpiece_train and onig_spans (a match region per thread) are safe (read-only after construction,
-# per-call objects, or atomic state). Not yet, and why:
+# count, bpe_train, wordpiece_train, onig_spans (a match region per thread) and spm_decode (its table is
+# read-only after construction) are safe (read-only after construction, per-call objects, or atomic state).
+# Not yet, and why:
 #   id_bytes            IdBytes fills its C table of each id's bytes as ids are met (a
 #                       pointer into the entry's bytes, then the flag that says it is there),
 #                       with no lock: two threads meeting one id at once race;

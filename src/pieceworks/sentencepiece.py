@@ -576,6 +576,9 @@ class SentencePieceProcessor:
         return self.model.piece_to_id(piece)
 
     def IdToPiece(self, id):
+        model = self._model
+        if type(id) is int and model is not None and 0 <= id < len(model.pieces):
+            return model.pieces[id]     # (the common call, without a method frame)
         if isinstance(id, (list, tuple)):
             if all(type(i) is int for i in id):
                 return self.model.ids_to_pieces(id)
@@ -583,6 +586,9 @@ class SentencePieceProcessor:
         return self.model.id_to_piece(id)
 
     def GetScore(self, id):
+        model = self._model
+        if type(id) is int and model is not None and 0 <= id < len(model.scores):
+            return model.scores[id]     # (the common call, without a method frame)
         if isinstance(id, (list, tuple)):
             return [self.GetScore(i) for i in id]
         return self.model.get_score(id)

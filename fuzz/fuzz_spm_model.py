@@ -7,7 +7,7 @@ from _common import Input, check_encoding, clean, instrumented, run
 
 with instrumented():
     from pieceworks.formats.sentencepiece import model_to_tokenizer
-    from pieceworks.sentencepiece import SentencePieceProcessor
+    from pieceworks.sentencepiece import SentencePieceNormalizer, SentencePieceProcessor
 
 
 def test_one_input(data: bytes) -> None:
@@ -20,6 +20,10 @@ def test_one_input(data: bytes) -> None:
         if ids is not None:
             clean(sp.decode, ids)
             clean(sp.encode, probe, out_type=str)
+    normalizer = clean(SentencePieceNormalizer, model_proto=blob)
+    if normalizer is not None:
+        clean(normalizer.normalize, probe, with_offsets=True)
+        clean(normalizer.decompile)     # walks the charsmap's trie: must end, even on a corrupted one
     tok = clean(model_to_tokenizer, blob)
     if tok is not None:
         enc = clean(tok.encode, probe)

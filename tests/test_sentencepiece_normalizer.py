@@ -149,3 +149,23 @@ def test_built_in_rule_sets_map_every_char_as_sentencepieces(rule_name):
               if len(src) == 1 and unicodedata.category(src) != "Cn"}
     ours = {src: trg for src, trg in builtin_rules(rule_name).items() if len(src) == 1}
     assert ours == theirs
+
+
+def test_decompile_of_a_corrupted_trie_is_an_error_not_a_hang():
+    """A node whose children's base leads back to itself: a walk that trusted the blob would loop forever."""
+    import struct
+
+    from pieceworks.trainers.spm_rules import compile_charsmap, decompile_charsmap
+
+    blob = compile_charsmap({"a": "b"})
+    size = struct.unpack_from("<I", blob)[0] // 4
+    units = list(struct.unpack_from(f"<{size}I", blob, 4))
+    at = next(i for i, unit in enumerate(units) if unit & 0x800000FF == ord("a"))
+    units[at] = ord("a") | (ord("a") << 10)     # no key ends here; its child "a" is itself
+    corrupted = blob[:4] + struct.pack(f"<{size}I", *units) + blob[4 + 4 * size:]
+    with pytest.raises(ConfigError, match="corrupted"):
+        decompile_charsmap(corrupted)
+    spec = pw_spm.SentencePieceNormalizer(norm_map=[("a", "b")])
+    spec._spec.precompiled_charsmap = corrupted
+    with pytest.raises(ConfigError, match="Fix:"):
+        spec.decompile()

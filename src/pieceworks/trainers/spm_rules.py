@@ -222,8 +222,16 @@ def decompile_charsmap(blob: bytes) -> list[tuple[str, str]]:
             children.setdefault(pos ^ label, []).append((label, pos))
     out: list[tuple[str, str]] = []
     stack = [(0, b"")] if units else []
+    # darts-clone shares equal subtrees (a node may have several parents), so a corrupted blob can
+    # hold a cycle or paths without end: the walk stops at keys longer than any rule's and at far
+    # more visits than a real charsmap needs (about 6 per unit).
+    visits_left = _VISITS_PER_UNIT * (len(units) + 16)
     while stack:
         pos, key = stack.pop()
+        visits_left -= 1
+        if len(key) > _LONGEST_RULE or visits_left < 0:
+            raise ConfigError("the precompiled charsmap's trie is corrupted (its walk does not end)",
+                              fix="load the .model file again (it is truncated or corrupted)")
         unit = units[pos]
         base = pos ^ _unit_offset(unit)
         if key and unit >> 8 & 1 and base < len(units):
@@ -235,6 +243,9 @@ def decompile_charsmap(blob: bytes) -> list[tuple[str, str]]:
             stack.append((child, key + bytes([label])))
     return out
 
+
+_LONGEST_RULE = 1024     # bytes of a rule's source; real ones are under 20
+_VISITS_PER_UNIT = 64
 
 # darts-clone's unit: bit 31 and the low byte are the label (bit 31 set: a value unit), bit 8
 # says a key ends here, and bits 10.. the offset of the children's base (bit 9: shifted by 8).

@@ -96,3 +96,26 @@ def test_char_to_token_reads_any_spans_as_the_first_holding_the_char(spans, pos)
     as_lists = Encoding.from_tokens([(i, "t", list(span)) for i, span in enumerate(offsets)])
     assert as_tuples.char_to_token(pos) == as_lists.char_to_token(pos) == want
     assert as_tuples.char_to_token(2 ** 70) is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(0, 6)), max_size=14), st.integers(0, 7))
+def test_word_to_tokens_reads_any_words_by_the_rule(words, word):
+    """The C loop (ints and None) and the Python one (anything else: numpy ints here) both give the
+    first and last-plus-one token of ``word``, stopping at the first larger word, as Hugging Face does."""
+    import numpy as np
+
+    def rule():
+        first = last = None
+        for i, w in enumerate(words):
+            if w is not None and w > word:
+                break
+            if w == word:
+                first = i if first is None else first
+                last = i + 1
+        return None if first is None else (first, last)
+
+    tokens = [(i, "t", (i, i + 1)) for i in range(len(words))]
+    as_ints = Encoding.from_tokens(tokens, words=list(words))
+    as_numpy = Encoding.from_tokens(tokens, words=[None if w is None else np.int64(w) for w in words])
+    assert as_ints.word_to_tokens(word) == as_numpy.word_to_tokens(word) == rule()

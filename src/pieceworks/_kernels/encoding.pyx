@@ -52,6 +52,29 @@ cdef Py_ssize_t _first_span_holding(list offsets, Py_ssize_t pos, Py_ssize_t sta
     return -1
 
 
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef object _word_span(list words, Py_ssize_t word, Py_ssize_t start, Py_ssize_t stop):
+    """``(first, last + 1)`` of the tokens of ``word`` in ``words[start:stop]`` (words in order, None for
+    special tokens), None if it has none, False if some item is not an int this loop reads."""
+    cdef Py_ssize_t i, w, first = -1, last = -1
+    cdef object item
+    for i in range(start, stop):
+        item = words[i]
+        if item is None:
+            continue
+        w = _small_int(item)
+        if w == -2:
+            return False
+        if w > word:
+            break
+        if w == word:
+            if first < 0:
+                first = i
+            last = i + 1
+    return None if first < 0 else (first, last)
+
+
 cdef inline Py_ssize_t _small_int(object value) noexcept:
     """``value`` as a Py_ssize_t if it is an exact int from -1 up that fits, else -2."""
     cdef Py_ssize_t out
@@ -263,8 +286,9 @@ cdef class Encoding(EncodingBase):
         out = [None] * len(self.ids)
         for seq_id in range(self.n_sequences):
             start, end = self._sequence_range(seq_id)
-            for i in range(start, end):
-                out[i] = seq_id
+            end = min(end, len(out))    # (a slice past the end would grow the list)
+            if start < end:
+                out[start:end] = [seq_id] * (end - start)
         return out
 
     def __repr__(self):
@@ -326,6 +350,11 @@ cdef class Encoding(EncodingBase):
         """``(first_token, last_token + 1)`` of a word in one input sequence."""
         _not_negative("word_to_tokens", word_index, sequence_index)
         start_r, end_r = self._sequence_range(sequence_index)
+        words = self.words
+        if type(words) is list and type(word_index) is int and word_index < 2 ** 62:
+            found = _word_span(words, word_index, start_r, min(end_r, len(words)))
+            if found is not False:
+                return found
         first = last = None
         for i in range(start_r, end_r):
             w = self.words[i]

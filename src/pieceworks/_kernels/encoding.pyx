@@ -87,13 +87,15 @@ cdef inline Py_ssize_t _small_int(object value) noexcept:
     return out if out >= -1 else -2
 
 
-def _not_negative(method: str, *indices: int) -> None:
+cdef inline int _not_negative(str method, object index, object other=0) except -1:
     """Hugging Face reads positions as unsigned ints: a negative one is an OverflowError there, not
-    a look-up from the end (which ``None`` would silently pretend to answer)."""
-    for index in indices:
-        if index < 0:
-            raise OutOfRangeError(f"Encoding.{method}: positions start at 0, got {index}",
-                                  fix="pass a position counted from the start (len(encoding) - 1 is the last token)")
+    a look-up from the end (which ``None`` would silently pretend to answer). (A C function: the
+    look-ups are called per token, and a Python call with ``*indices`` was a third of one.)"""
+    if index < 0 or other < 0:
+        bad = index if index < 0 else other
+        raise OutOfRangeError(f"Encoding.{method}: positions start at 0, got {bad}",
+                              fix="pass a position counted from the start (len(encoding) - 1 is the last token)")
+    return 0
 
 
 cdef extern from *:

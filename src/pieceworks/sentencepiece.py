@@ -28,7 +28,7 @@ from .formats._sentencepiece_proto import NBestSentencePieceText, SentencePieceT
 from .formats.sentencepiece import ModelProto, read_model_proto, write_vocab
 from .models.spm import SentencePieceModel, check_sampling, set_random_seed
 from .models.spm_text import as_proto, decoded_spans, encoded_spans, offset_mapping
-from .sentencepiece_normalizer import SentencePieceNormalizer
+from .sentencepiece_normalizer import SentencePieceNormalizer, add_snake_case, serialized_message
 
 __all__ = ["SentencePieceProcessor", "SentencePieceNormalizer", "ThreadPool", "set_random_generator_seed",
            "SetRandomGeneratorSeed", "set_min_log_level", "SetMinLogLevel", "set_nbest_timeout", "SetNBestTimeout",
@@ -148,12 +148,7 @@ class SentencePieceProcessor:
         self._fast = self._defaults if plain else None
 
     def LoadFromSerializedProto(self, serialized) -> bool:
-        if hasattr(serialized, "SerializeToString"):
-            serialized = serialized.SerializeToString()
-        if not isinstance(serialized, (bytes, bytearray, memoryview)):
-            raise InputTypeError(f"model_proto must be bytes, got {type(serialized).__name__}",
-                                 fix="pass open('x.model', 'rb').read()")
-        self._set_model(SentencePieceModel(read_model_proto(bytes(serialized))))
+        self._set_model(SentencePieceModel(read_model_proto(serialized_message(serialized, "model_proto"))))
         return True
 
     @classmethod
@@ -390,18 +385,16 @@ class SentencePieceProcessor:
         return _each_sequence(best, _as_bytes if out_type is bytes else _as_numpy, True)
 
     def _nbest_text(self, text, out_type, add_bos, add_eos, reverse, emit_unk_piece, nbest_size):
-        _refuse_extras_with_offsets(out_type, *(self._default(name, value) for name, value in (
-            ("add_bos", add_bos), ("add_eos", add_eos), ("reverse", reverse), ("emit_unk_piece", emit_unk_piece))))
+        _refuse_extras_with_offsets(out_type, self._add_bos if add_bos is None else add_bos,
+                                    self._add_eos if add_eos is None else add_eos,
+                                    self._reverse if reverse is None else reverse,
+                                    self._emit_unk_piece if emit_unk_piece is None else emit_unk_piece)
         model = self.model
         _check_text(text)
         nbests = NBestSentencePieceText()
         for segments, score in model.nbest(text, nbest_size)[1]:
             nbests.nbests.append(as_proto(encoded_spans(model, text, segments), score))
         return nbests.SerializeToString() if out_type == "serialized_proto" else nbests
-
-    def _default(self, name: str, value):
-        """``value``, or this processor's default for the encode option ``name`` when it is None."""
-        return getattr(self, "_" + name) if value is None else value
 
     def NBestEncodeWithScores(self, input, nbest_size, out_type=int):
         """``[(ids or pieces, score)]``: the n best segmentations with their model scores."""
@@ -544,7 +537,7 @@ class SentencePieceProcessor:
             text = model.decode_pieces(input) if input and isinstance(input[0], str) else model.decode_ids(input)
             return text if kind is str else text.encode("utf-8")
         if input and isinstance(input[0], str):
-            pieces, ids = input, [model.piece_to_id(p) for p in input]
+            pieces, ids = input, model.pieces_to_ids(input)
         else:
             ids = [model.check_id(i, f"ids[{n}]") for n, i in enumerate(input)]
             pieces = [model.pieces[i] for i in ids]
@@ -757,17 +750,7 @@ def _check_text(text) -> None:
                              fix="pass a str, or a list of str")
 
 
-def _add_snake_case(cls) -> None:
-    """``EncodeAsPieces`` → ``encode_as_pieces`` etc., as sentencepiece does."""
-    import re
-
-    for name, value in list(cls.__dict__.items()):
-        if re.match(r"^[A-Z]", name):
-            snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower().replace("n_best", "nbest")
-            setattr(cls, snake, value)
-
-
-_add_snake_case(SentencePieceProcessor)
+add_snake_case(SentencePieceProcessor)
 SentencePieceProcessor.load = SentencePieceProcessor.Load
 
 

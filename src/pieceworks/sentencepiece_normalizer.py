@@ -26,7 +26,7 @@ from .formats._sentencepiece_proto import ModelProto, NormalizerSpec
 from .formats.sentencepiece import read_model_proto
 from .models.spm import normalize_text, spec_normalizer
 
-__all__ = ["SentencePieceNormalizer"]
+__all__ = ["SentencePieceNormalizer", "serialized_message", "add_snake_case"]
 
 
 class SentencePieceNormalizer:
@@ -86,10 +86,10 @@ def _spec_from(model_file, model_proto, normalizer_spec, rule_tsv, rule_name, no
     if model_file:
         spec.CopyFrom(read_model_proto(os.fspath(model_file)).normalizer_spec)
     elif model_proto:
-        spec.CopyFrom(read_model_proto(_serialized(model_proto, "model_proto")).normalizer_spec)
+        spec.CopyFrom(read_model_proto(serialized_message(model_proto, "model_proto")).normalizer_spec)
     elif normalizer_spec:
         try:
-            spec.ParseFromString(_serialized(normalizer_spec, "normalizer_spec"))
+            spec.ParseFromString(serialized_message(normalizer_spec, "normalizer_spec"))
         except DecodeError as exc:
             raise FileFormatError("<normalizer_spec>", f"not a NormalizerSpec: {exc}",
                                   fix="pass a NormalizerSpec's bytes (e.g. model_proto.normalizer_spec"
@@ -109,7 +109,8 @@ def _spec_from(model_file, model_proto, normalizer_spec, rule_tsv, rule_name, no
     return spec
 
 
-def _serialized(message, name: str) -> bytes:
+def serialized_message(message, name: str) -> bytes:
+    """The bytes of a protobuf ``message`` given as bytes or as the message itself (argument ``name``)."""
     if hasattr(message, "SerializeToString"):
         return message.SerializeToString()
     if isinstance(message, (bytes, bytearray, memoryview)):
@@ -131,10 +132,14 @@ def _rules_of(norm_map) -> dict[str, str]:
     return rules
 
 
-def _add_snake_case(cls) -> None:
-    # sentencepiece's names both ways: Normalize and normalize, Decompile and decompile.
-    for name in ("Normalize", "Decompile"):
-        setattr(cls, name.lower(), getattr(cls, name))
+def add_snake_case(cls) -> None:
+    """``EncodeAsPieces`` → ``encode_as_pieces`` etc. for every CamelCase method, as sentencepiece does."""
+    import re
+
+    for name, value in list(cls.__dict__.items()):
+        if re.match(r"^[A-Z]", name):
+            snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower().replace("n_best", "nbest")
+            setattr(cls, snake, value)
 
 
-_add_snake_case(SentencePieceNormalizer)
+add_snake_case(SentencePieceNormalizer)

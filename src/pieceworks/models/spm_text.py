@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..formats._sentencepiece_proto import SentencePieceText
-from .spm import SentencePieceModel, utf8
+from .spm import _BYTE_VALUES, SentencePieceModel, utf8
 
 __all__ = ["Spans", "encoded_spans", "decoded_spans", "as_proto", "offset_mapping"]
 
@@ -97,7 +97,7 @@ def _add_byte_pieces(spans: Spans, model: SentencePieceModel, data: bytes, to_or
 
 def _continues_a_char(model: SentencePieceModel, byte_id: int) -> bool:
     """Whether the byte piece ``byte_id`` (``<0xNN>``) is a UTF-8 continuation byte."""
-    return int(model.pieces[byte_id][3:5], 16) & 0xC0 == 0x80
+    return _BYTE_VALUES[model.pieces[byte_id]] & 0xC0 == 0x80
 
 
 def decoded_spans(model: SentencePieceModel, pieces: list[str], ids: list[int]) -> Spans:

@@ -1,10 +1,12 @@
 """A tokenizer you train yourself, encoding: pieceworks against Hugging Face ``tokenizers``, side by side.
 
 Hugging Face's quick-tour tokenizer: char-level ``BPE(unk_token="[UNK]")``
-(or ``--model wordlevel``: ``WordLevel``) after the ``Whitespace`` pre-tokenizer (or ``--pre bert``,
-``--pre whitespace-split``, or ``--pre metaspace``: ``Metaspace()``, as
-Hugging Face's ``SentencePieceBPETokenizer``; ``--normalizer lowercase`` or
-``nfkc`` first), trained here on the embedded corpus to ``--vocab`` tokens;
+(or ``--model wordlevel``: ``WordLevel``; ``--model wordpiece``) after the ``Whitespace`` pre-tokenizer (or ``--pre bert``,
+``--pre whitespace-split``, ``--pre metaspace``: ``Metaspace()``, as
+Hugging Face's ``SentencePieceBPETokenizer``, ``--pre digits``: ``Whitespace`` then
+``Digits(individual_digits=True)``, ``--pre punctuation``: ``WhitespaceSplit`` then
+``Punctuation``; ``--normalizer lowercase``, ``nfkc`` or ``nfd-lower-strip``, the
+course's ``Sequence([NFD(), Lowercase(), StripAccents()])``, first), trained here on the embedded corpus to ``--vocab`` tokens;
 or, with ``--implementation NAME``, one of Hugging Face's ready-made classes
 (``pieceworks.implementations``: ``SentencePieceUnigramTokenizer``, ...). Both
 libraries load the same tokenizer.json. The inputs and modes are
@@ -19,6 +21,7 @@ Usage::
     python benchmarks/bench_trained.py --pre bert --normalizer lowercase --vocab 30000
     python benchmarks/bench_trained.py --pre metaspace --normalizer nfkc    # SentencePieceBPETokenizer
     python benchmarks/bench_trained.py --model wordlevel
+    python benchmarks/bench_trained.py --model wordpiece --normalizer nfd-lower-strip --pre punctuation
     python benchmarks/bench_trained.py --implementation SentencePieceUnigramTokenizer
 """
 
@@ -40,11 +43,21 @@ import bench_wordpiece as wp  # noqa: E402
 from harness import compare, print_table  # noqa: E402
 
 PRE_TOKENIZERS = {"whitespace": "Whitespace", "bert": "BertPreTokenizer", "whitespace-split": "WhitespaceSplit",
-                  "metaspace": "Metaspace"}
-NORMALIZERS = {"none": None, "lowercase": "Lowercase", "nfkc": "NFKC"}
+                  "metaspace": "Metaspace", "digits": "Sequence([Whitespace(), Digits(individual_digits=True)])",
+                  "punctuation": "Sequence([WhitespaceSplit(), Punctuation()])"}
+NORMALIZERS = {"none": None, "lowercase": "Lowercase", "nfkc": "NFKC",
+               "nfd-lower-strip": "Sequence([NFD(), Lowercase(), StripAccents()])"}
 
 
-MODELS = {"bpe": ("BPE", "BpeTrainer"), "wordlevel": ("WordLevel", "WordLevelTrainer")}
+MODELS = {"bpe": ("BPE", "BpeTrainer"), "wordlevel": ("WordLevel", "WordLevelTrainer"),
+          "wordpiece": ("WordPiece", "WordPieceTrainer")}
+
+
+def _stage(module, spelled: str | None):
+    """The stage ``spelled`` names (a class name or a Python expression over ``module``'s names)."""
+    if spelled is None:
+        return None
+    return eval(spelled if "(" in spelled else spelled + "()", vars(module))  # noqa: S307 - our own table
 
 
 def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int, implementation: str | None = None):
@@ -62,8 +75,8 @@ def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int, impleme
         return impl._tokenizer, tokenizers.Tokenizer.from_str(impl._tokenizer.to_str())
     model_name, trainer_name = MODELS[model]
     tok = pw.Tokenizer(getattr(pw.models, model_name)(unk_token="[UNK]"))
-    tok.pre_tokenizer = getattr(pw.pre_tokenizers, PRE_TOKENIZERS[pre])()
-    tok.normalizer = None if NORMALIZERS[normalizer] is None else getattr(pw.normalizers, NORMALIZERS[normalizer])()
+    tok.pre_tokenizer = _stage(pw.pre_tokenizers, PRE_TOKENIZERS[pre])
+    tok.normalizer = _stage(pw.normalizers, NORMALIZERS[normalizer])
     trainer = getattr(pw.trainers, trainer_name)(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False)
     tok.train_from_iterator(islice(iter_default_corpus(), 200_000), trainer)
     return tok, tokenizers.Tokenizer.from_str(tok.to_str())

@@ -34,6 +34,11 @@ SCANNED = {
     "digits": pre_tokenizers.Digits,
     "digits-individual": lambda: pre_tokenizers.Digits(individual_digits=True),
     "scripts": pre_tokenizers.UnicodeScripts,
+    # Sequences of class-run cuts the kernel takes as one cut (pre_tokenizers.class_run_actions).
+    "whitespace+digits-individual": lambda: pre_tokenizers.Sequence([pre_tokenizers.Whitespace(),
+                                                                     pre_tokenizers.Digits(individual_digits=True)]),
+    "whitespace-split+punctuation+digits": lambda: pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation(), pre_tokenizers.Digits()]),
 }
 
 # Text that exercises the scanners: every category, contractions, runs of
@@ -87,6 +92,11 @@ def test_pipelines_without_a_scanner_take_the_general_path():
     assert list(count_texts(batch, None, pre).items()) == list(general(batch, None, pre).items())
     # ... also through worker processes and lines of a file
     assert CountPlan.build(None, pre_tokenizers.Punctuation("merged_with_next")).mode is None
+    # Word, symbol and number runs of each: more kinds of run than the kernel tells apart.
+    four_runs = pre_tokenizers.Sequence([pre_tokenizers.Whitespace(), pre_tokenizers.Digits()])
+    assert CountPlan.build(None, four_runs).mode is None
+    batch = ["ab12 x²3 $%4", "ⅻ1"]
+    assert list(count_texts(batch, None, four_runs).items()) == list(general(batch, None, four_runs).items())
 
 
 @settings(max_examples=25, deadline=None)

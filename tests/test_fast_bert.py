@@ -180,9 +180,15 @@ def general_pieces(normalizer, pre_tokenizer, text: str) -> list[tuple[str, list
     (BertNormalizer(handle_chinese_chars=False, strip_accents=False), BertPreTokenizer(), 97),
 ])
 def test_char_map_agrees_with_the_general_path_on_every_code_point(normalizer, pre_tokenizer, stride):
+    assert_char_map_agrees_on_every_code_point(normalizer, pre_tokenizer, stride)
+
+
+def assert_char_map_agrees_on_every_code_point(normalizer, pre_tokenizer, stride: int) -> None:
+    """The kernel's pieces are the general path's on every code point below U+30000 (the chars
+    outside the map: those NFD may reorder), and on every ``stride``-th one above."""
     options = bert.normalizer_options(normalizer)
-    cmap = bert.char_map(options, bert._PRE_TOKENIZER_ACTIONS[type(pre_tokenizer)])
-    checked = set(bert.reorderable_chars()) if options[2] else set()
+    cmap = bert.char_map(options, bert.class_run_actions(pre_tokenizer))
+    checked = set(bert.reorderable_chars(options[2]))
     code_points = [*range(0x30000), *range(0x30000, 0x110000, stride)]
     chars = [chr(cp) for cp in code_points if cp not in checked]
     for start in range(0, len(chars), 50_000):
@@ -428,7 +434,7 @@ def test_missing_unk_token_falls_back_and_raises_the_general_error():
 
 
 def test_kernel_statuses():
-    cmap = bert.char_map((True, True, True, True), bert._BERT_ACTIONS)
+    cmap = bert.char_map((True, True, True, True), bert.class_run_actions(BertPreTokenizer()))
     matcher = WordPiece({"a": 0})._get_matcher()
     table = bert_fast.TokenTable(matcher)
     assert bert_fast.encode("a\u0301\ua9c0", cmap, table, 100, -1, "[UNK]") == bert_fast.NEEDS_ORDER_CHECK

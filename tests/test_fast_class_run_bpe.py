@@ -181,7 +181,7 @@ def test_lowercase_char_map_agrees_with_the_general_path_on_every_code_point():
     from pieceworks._kernels import bert_fast
 
     normalizer = Lowercase()
-    cmap = bert.char_map(bert.normalizer_options(normalizer), bert._PRE_TOKENIZER_ACTIONS[Whitespace])
+    cmap = bert.char_map(bert.normalizer_options(normalizer), bert.class_run_actions(Whitespace()))
     chars = [chr(cp) for cp in range(0x110000)]
     for start in range(0, len(chars), 50_000):
         text = "".join(chars[start:start + 50_000])

@@ -19,6 +19,8 @@ which takes any user pattern, runs Oniguruma (see :class:`~pieceworks.Regex`).
 
 from __future__ import annotations
 
+import functools
+
 from ._component import MISSING, Component, CustomComponent, Fields, stage_base
 from ._kernels import scan
 from ._regex import Regex, escape
@@ -155,6 +157,75 @@ _BERT_ACTIONS = scan.actions_for([(scan.FLAG_WHITESPACE, scan.ACTION_DROP),
 _PUNCT_ISOLATED_ACTIONS = scan.actions_for([(scan.FLAG_PUNCT, scan.ACTION_ISOLATE)])
 _DIGITS_CONTIGUOUS_ACTIONS = scan.actions_for([(scan.FLAG_NUMERIC, _OWN_RUN)])
 _DIGITS_INDIVIDUAL_ACTIONS = scan.actions_for([(scan.FLAG_NUMERIC, scan.ACTION_ISOLATE)])
+# Run classes a class-run cut tells apart (0 drops a char, 1 isolates it).
+_RUN_CLASSES = (2, _OWN_RUN)
+
+
+def class_run_actions(pre_tokenizer) -> bytes | None:
+    """The action table (:func:`~pieceworks._kernels.scan.actions_for`) of a pre-tokenizer that cuts
+    by char classes, or None for one that cuts some other way.
+
+    The scanning kernels (the fast plans' char map, counting for training)
+    cut with it. A ``Sequence`` of class-run cuts is one cut: a char any
+    member drops is dropped, else one any member isolates is isolated, else
+    it runs with a neighbour that every member would run it with. The
+    kernels tell two kinds of run apart, so a Sequence needing more (a word
+    run, a symbol run and a number run of each) gets None.
+
+    >>> class_run_actions(Sequence([WhitespaceSplit(), Punctuation()])) == _BERT_ACTIONS
+    True
+    >>> scan.class_runs("ab12", class_run_actions(Sequence([Whitespace(), Digits(individual_digits=True)])))
+    [(0, 2), (2, 3), (3, 4)]
+    >>> class_run_actions(Sequence([Whitespace(), Digits()])), class_run_actions(Metaspace())
+    (None, None)
+    """
+    if type(pre_tokenizer) is not Sequence:
+        return _member_actions(pre_tokenizer)
+    tables = [_member_actions(member) for member in pre_tokenizer.pretokenizers]
+    if not tables or None in tables:
+        return None
+    return _composed_actions(tuple(tables))
+
+
+def _member_actions(pre_tokenizer) -> bytes | None:
+    # Exact types: a subclass may cut differently.
+    kind = type(pre_tokenizer)
+    if kind is Punctuation:
+        return _PUNCT_ISOLATED_ACTIONS if pre_tokenizer.behavior == "isolated" else None
+    if kind is Digits:
+        return _DIGITS_INDIVIDUAL_ACTIONS if pre_tokenizer.individual_digits else _DIGITS_CONTIGUOUS_ACTIONS
+    return {Whitespace: _WHITESPACE_ACTIONS, WhitespaceSplit: _WHITESPACE_SPLIT_ACTIONS,
+            BertPreTokenizer: _BERT_ACTIONS}.get(kind)
+
+
+@functools.lru_cache(maxsize=64)
+def _composed_actions(tables: tuple[bytes, ...]) -> bytes | None:
+    present = _flag_bytes_present()
+    runs: dict[tuple, int] = {}
+    out = bytearray(256)
+    for flags in range(256):
+        actions = [table[flags] for table in tables]
+        if scan.ACTION_DROP in actions:
+            out[flags] = scan.ACTION_DROP
+        elif scan.ACTION_ISOLATE in actions:
+            out[flags] = scan.ACTION_ISOLATE
+        elif flags in present:
+            key = tuple(actions)
+            if key not in runs:
+                if len(runs) == len(_RUN_CLASSES):
+                    return None
+                runs[key] = _RUN_CLASSES[len(runs)]
+            out[flags] = runs[key]
+        else:
+            out[flags] = _RUN_CLASSES[0]     # (no char has these flags)
+    return bytes(out)
+
+
+@functools.cache
+def _flag_bytes_present() -> frozenset[int]:
+    from ._unicode_tables import char_flags
+
+    return frozenset(char_flags())
 
 
 class Whitespace(_FieldlessPreTokenizer):

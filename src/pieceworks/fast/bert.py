@@ -1,9 +1,12 @@
 """The fast plan for BERT-style WordPiece: normalizer, pre-tokenizer and model in one kernel pass.
 
 It takes a tokenizer whose model is :class:`~pieceworks.models.WordPiece`,
-whose normalizer is :class:`~pieceworks.normalizers.BertNormalizer` (or
-none), and whose pre-tokenizer is ``BertPreTokenizer``, ``Whitespace`` or
-``WhitespaceSplit``. The kernel (``_kernels/bert_fast.pyx``) reads each
+whose normalizer works char by char (:func:`normalizer_options`:
+:class:`~pieceworks.normalizers.BertNormalizer`, ``Lowercase``, NFD then
+``StripAccents``, or none), and whose pre-tokenizer cuts by char classes
+(:func:`class_run_actions`: ``BertPreTokenizer``, ``Whitespace``,
+``WhitespaceSplit``, or a ``Sequence`` of those with ``Punctuation`` and
+``Digits``). The kernel (``_kernels/bert_fast.pyx``) reads each
 code point once, looks up what the normalizer makes of it and what the
 pre-tokenizer does with that, and hands finished pieces to the model's
 LinMaxMatch matcher.
@@ -25,7 +28,9 @@ which only moves combining marks. Those are dropped as Hugging Face's Mn
 194 of them: spacing marks (Mc with a non-zero combining class: some viramas,
 Hangul tone marks, musical symbols) and marks newer than Unicode 8.0; a text
 holding one of those is encoded by
-the map only if NFD moves nothing in it, else by the general path. The map
+the map only if NFD moves nothing in it, else by the general path. The
+``StripAccents`` normalizer drops Mc and Me too, so fewer marks are left to
+check. The map
 is built once per set of options, with the general path's own Unicode data
 (``unicodedata``, the normalizer's whitespace and CJK tables, the
 pre-tokenizer's flags); the tests compare the two over all of Unicode.
@@ -47,12 +52,12 @@ from typing import NamedTuple
 from .._component import epoch
 from .._kernels import bert_fast
 from .._unicode_forms import normalize
-from .._unicode_tables import bert_accent_marks, bert_controls, char_flags
+from .._unicode_tables import bert_accent_marks, bert_controls, char_flags, strip_accents_marks
 from ..models.wordpiece import WordPiece
-from ..normalizers import (_BERT_SPACES, _CHINESE, _NEWER_LOWERCASE, BertNormalizer, Lowercase, _bert_control_runs,
-                           lower)
-from ..pre_tokenizers import (_BERT_ACTIONS, _WHITESPACE_ACTIONS, _WHITESPACE_SPLIT_ACTIONS,
-                              BertPreTokenizer, Whitespace, WhitespaceSplit)
+from ..normalizers import (_BERT_SPACES, _CHINESE, _NEWER_LOWERCASE, NFD, BertNormalizer, Lowercase, StripAccents,
+                           _bert_control_runs, lower)
+from ..normalizers import Sequence as NormalizerSequence
+from ..pre_tokenizers import class_run_actions
 from . import register_plan
 
 __all__ = ["bert_plan", "BertWordPiecePlan", "class_run_stages"]
@@ -61,17 +66,10 @@ __all__ = ["bert_plan", "BertWordPiecePlan", "class_run_stages"]
 # releasing and re-taking the lock costs more than other threads gain.
 NOGIL_MIN_CHARS = 1024
 
-# The class-run table of each supported pre-tokenizer (exact type: a subclass may cut differently).
-_PRE_TOKENIZER_ACTIONS = {
-    BertPreTokenizer: _BERT_ACTIONS,
-    Whitespace: _WHITESPACE_ACTIONS,
-    WhitespaceSplit: _WHITESPACE_SPLIT_ACTIONS,
-}
-
 
 @register_plan
 def bert_plan(tokenizer) -> "BertWordPiecePlan | None":
-    """A plan for WordPiece + BertNormalizer/Lowercase/None + a class-run pre-tokenizer, else None."""
+    """A plan for WordPiece after a char-by-char normalizer (or none) and a class-run pre-tokenizer, else None."""
     stages = class_run_stages(tokenizer, WordPiece)
     return None if stages is None else BertWordPiecePlan(*stages)
 
@@ -82,7 +80,7 @@ def class_run_stages(tokenizer, model_type: type) -> tuple | None:
     model, normalizer, pre_tokenizer = tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer
     if type(model) is not model_type or normalizer_options(normalizer) is None:
         return None
-    return (model, normalizer, pre_tokenizer) if type(pre_tokenizer) in _PRE_TOKENIZER_ACTIONS else None
+    return (model, normalizer, pre_tokenizer) if class_run_actions(pre_tokenizer) is not None else None
 
 
 class BertWordPiecePlan:
@@ -216,9 +214,10 @@ class BertWordPiecePlan:
     def _read_setup(self, kernel):
         options = normalizer_options(self.normalizer)
         limits = self._model_limits()
-        if options is None or limits is None or type(self.pre_tokenizer) not in _PRE_TOKENIZER_ACTIONS:
+        actions = class_run_actions(self.pre_tokenizer)
+        if options is None or limits is None or actions is None:
             return None
-        cmap = char_map(options, _PRE_TOKENIZER_ACTIONS[type(self.pre_tokenizer)])
+        cmap = char_map(options, actions)
         return (options, cmap, self._table_for(kernel), *limits)
 
     def _table_for(self, kernel) -> bert_fast.TokenTable:
@@ -242,28 +241,56 @@ class BertWordPiecePlan:
         return min(model.max_input_chars_per_word, sys.maxsize), unk_id
 
 
-def normalizer_options(normalizer) -> tuple[bool, bool, bool, bool] | None:
+# strip_accents of normalizer_options for NFD then StripAccents: all combining marks, not only Mn.
+STRIP_ALL_MARKS = "marks"
+
+
+def normalizer_options(normalizer) -> tuple[bool, bool, bool | str, bool] | None:
     """``(clean_text, handle_chinese_chars, strip_accents, lowercase)``, strip_accents resolved, for
     the normalizers the char map follows; None for any other.
 
     Lowercase is BertNormalizer's lowercase step alone: each char on its own
-    (:func:`map_char`, Rust's ``char::to_lowercase``).
+    (:func:`map_char`, Rust's ``char::to_lowercase``). ``strip_accents`` is
+    True for BertNormalizer's (NFD, then drop Mn) and :data:`STRIP_ALL_MARKS`
+    for a ``Sequence`` of NFD then StripAccents (drop Mn, Mc and Me), with
+    or without Lowercase before or after StripAccents: each char comes out
+    the same either way (a test checks every code point).
 
     >>> normalizer_options(BertNormalizer(lowercase=False)), normalizer_options(None)
     ((True, True, False, False), (False, False, False, False))
-    >>> from pieceworks.normalizers import NFC
+    >>> from pieceworks.normalizers import NFC, Sequence
     >>> normalizer_options(Lowercase()), normalizer_options(NFC())
     ((False, False, False, True), None)
+    >>> normalizer_options(Sequence([NFD(), Lowercase(), StripAccents()]))
+    (False, False, 'marks', True)
     """
     if normalizer is None:
         return (False, False, False, False)
     if type(normalizer) is Lowercase:
         return (False, False, False, True)
+    if type(normalizer) is NormalizerSequence:
+        return _sequence_options(tuple(map(type, normalizer.normalizers)), normalizer.normalizers)
     if type(normalizer) is not BertNormalizer:
         return None
     lowercase = normalizer.lowercase
     strip = lowercase if normalizer.strip_accents is None else normalizer.strip_accents
     return (normalizer.clean_text, normalizer.handle_chinese_chars, strip, lowercase)
+
+
+# The shapes of Sequence the map follows (exact types), and what each is.
+_SEQUENCE_SHAPES = {
+    (NFD, StripAccents): (False, False, STRIP_ALL_MARKS, False),
+    (NFD, StripAccents, Lowercase): (False, False, STRIP_ALL_MARKS, True),
+    (NFD, Lowercase, StripAccents): (False, False, STRIP_ALL_MARKS, True),
+    (Lowercase,): (False, False, False, True),
+    (): (False, False, False, False),
+}
+
+
+def _sequence_options(shape: tuple, members: list):
+    if shape == (BertNormalizer,):
+        return normalizer_options(members[0])
+    return _SEQUENCE_SHAPES.get(shape)
 
 
 # -- the per-char map --------------------------------------------------------------
@@ -282,7 +309,7 @@ def char_map(options: tuple[bool, bool, bool, bool], actions: bytes) -> bert_fas
         with _MAPS_LOCK:
             found = _MAPS.get(key)
             if found is None:
-                check = _unicode_facts().reorderable if options[2] else ()
+                check = _checked_chars(options[2])
                 found = bert_fast.CharMap(char_flags().translate(actions), special_chars(*options), check)
                 if len(_MAPS) >= _MAPS_KEPT:
                     del _MAPS[next(iter(_MAPS))]
@@ -290,7 +317,15 @@ def char_map(options: tuple[bool, bool, bool, bool], actions: bytes) -> bert_fas
     return found
 
 
-def special_chars(clean_text: bool, chinese: bool, strip_accents: bool, lowercase: bool) -> dict[int, str]:
+def _checked_chars(strip_accents: bool | str) -> tuple[int, ...]:
+    """The chars the kernel asks about (see :func:`reorderable_chars`) when accents are stripped so."""
+    if not strip_accents:
+        return ()
+    facts = _unicode_facts()
+    return facts.reorderable_past_all_marks if strip_accents == STRIP_ALL_MARKS else facts.reorderable
+
+
+def special_chars(clean_text: bool, chinese: bool, strip_accents: bool | str, lowercase: bool) -> dict[int, str]:
     """``{code point: what BertNormalizer makes of it alone}`` for every char it changes.
 
     An empty string is a char it removes.
@@ -324,11 +359,14 @@ def special_chars(clean_text: bool, chinese: bool, strip_accents: bool, lowercas
     return out
 
 
-def map_char(ch: str, clean_text: bool, chinese: bool, strip_accents: bool, lowercase: bool) -> str:
-    """BertNormalizer's steps, in its order, applied to one char.
+def map_char(ch: str, clean_text: bool, chinese: bool, strip_accents: bool | str, lowercase: bool) -> str:
+    """BertNormalizer's steps, in its order, applied to one char (``strip_accents`` as
+    :func:`normalizer_options` gives it).
 
     >>> map_char("Å", True, True, True, True), map_char("\\t", True, True, True, True)
     ('a', ' ')
+    >>> map_char("\\u0903", False, False, True, False), map_char("\\u0903", False, False, STRIP_ALL_MARKS, False)
+    ('\u0903', '')
     """
     if clean_text:
         if _is_bert_control(ch):
@@ -337,14 +375,14 @@ def map_char(ch: str, clean_text: bool, chinese: bool, strip_accents: bool, lowe
     spaced = chinese and _CHINESE.fullmatch(ch) is not None
     out = ch
     if strip_accents:
-        marks = bert_accent_marks()
+        marks = strip_accents_marks() if strip_accents == STRIP_ALL_MARKS else bert_accent_marks()
         out = "".join(c for c in normalize(out, "NFD") if ord(c) not in marks)
     if lowercase:
         out = "".join(lower(c) for c in out)    # char by char, as the general path: no final sigma
     return f" {out} " if spaced else out
 
 
-def reorderable_chars() -> list[int]:
+def reorderable_chars(strip_accents: bool | str = True) -> list[int]:
     """Chars whose NFD holds a mark that NFD may move and accent stripping keeps (non-zero class, kept).
 
     Their per-char mapping is exact only where NFD reorders nothing
@@ -352,8 +390,10 @@ def reorderable_chars() -> list[int]:
 
     >>> [f"U+{cp:04X}" for cp in reorderable_chars()][:3]
     ['U+07FD', 'U+0898', 'U+0899']
+    >>> len(reorderable_chars(STRIP_ALL_MARKS)) < len(reorderable_chars())
+    True
     """
-    return list(_unicode_facts().reorderable)
+    return list(_checked_chars(strip_accents))
 
 
 def nfd_keeps_order(text: str, clean_text: bool) -> bool:
@@ -389,6 +429,7 @@ class _UnicodeFacts(NamedTuple):
     strip_candidates: frozenset[int]            # chars NFD changes, combining marks, the accents stripped
     lower_candidates: frozenset[int]            # chars str.lower changes
     reorderable: tuple[int, ...]                # see reorderable_chars()
+    reorderable_past_all_marks: tuple[int, ...]  # the same when StripAccents drops the marks
 
 
 # Above this, no char has a canonical decomposition, a combining class or a
@@ -408,17 +449,18 @@ def _unicode_facts() -> _UnicodeFacts:
     controls = sorted(bert_controls())
     marks = set(compress(count(), map(unicodedata.combining, head)))
     decomposing = set(compress(count(), map(operator.not_, map(partial(unicodedata.is_normalized, "NFD"), head))))
-    accents = bert_accent_marks()
-    keeps_a_mark = lambda cp: any(unicodedata.combining(c) and ord(c) not in accents  # noqa: E731
-                                  for c in unicodedata.normalize("NFD", every[cp]))
+    accents, all_marks = bert_accent_marks(), strip_accents_marks()
+    keeps_a_mark = lambda cp, stripped: any(unicodedata.combining(c) and ord(c) not in stripped  # noqa: E731
+                                            for c in unicodedata.normalize("NFD", every[cp]))
     return _UnicodeFacts(
         controls=_as_runs(controls),
         control_runs=_bert_control_runs(),
         chinese=tuple(m.span() for m in _CHINESE.finditer(every)),
-        strip_candidates=frozenset(marks | decomposing | accents),
+        strip_candidates=frozenset(marks | decomposing | accents | all_marks),
         lower_candidates=frozenset(compress(count(), map(operator.ne, map(str.lower, head), head)))
         | frozenset(_NEWER_LOWERCASE),
-        reorderable=tuple(sorted(cp for cp in marks | decomposing if keeps_a_mark(cp))),
+        reorderable=tuple(sorted(cp for cp in marks | decomposing if keeps_a_mark(cp, accents))),
+        reorderable_past_all_marks=tuple(sorted(cp for cp in marks | decomposing if keeps_a_mark(cp, all_marks))),
     )
 
 

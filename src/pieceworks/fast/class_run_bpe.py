@@ -1,9 +1,11 @@
 """The fast plan for char-level BPE after a class-run pre-tokenizer: the tokenizer people train themselves.
 
 Hugging Face's quick tour trains ``Tokenizer(BPE(unk_token="[UNK]"))`` with
-the ``Whitespace`` pre-tokenizer; ``WhitespaceSplit`` and
-``BertPreTokenizer`` cut the same way by char classes, and ``Lowercase`` or
-``BertNormalizer`` may come first. The general path makes Python objects
+the ``Whitespace`` pre-tokenizer; ``WhitespaceSplit``, ``BertPreTokenizer``
+and a ``Sequence`` of such cuts with ``Punctuation`` and ``Digits`` cut the
+same way by char classes (:func:`~pieceworks.fast.bert.class_run_actions`),
+and ``Lowercase``, ``BertNormalizer`` or NFD then ``StripAccents`` may come
+first (:func:`~pieceworks.fast.bert.normalizer_options`). The general path makes Python objects
 for each piece (a megabyte of prose took half a second, more than Hugging
 Face). This plan runs the fused scan of :mod:`pieceworks.fast.bert` (the
 normalizer and pre-tokenizer as one per-char map) and hands each piece to
@@ -37,7 +39,7 @@ __all__ = ["class_run_bpe_plan", "ClassRunBpePlan"]
 
 @register_plan
 def class_run_bpe_plan(tokenizer) -> "ClassRunBpePlan | None":
-    """A plan for BPE after BertNormalizer/Lowercase/None and a class-run pre-tokenizer, else None."""
+    """A plan for BPE after a char-by-char normalizer (or none) and a class-run pre-tokenizer, else None."""
     stages = class_run_stages(tokenizer, BPE)
     return None if stages is None else ClassRunBpePlan(*stages)
 

@@ -25,7 +25,8 @@ keeps ``a``'s order, then ``b``'s new pieces: as tables, ``a + b == b + a``.
 
 **The fast path.** For the pre-tokenizers whose cut is a scanner
 (ByteLevel, Whitespace, WhitespaceSplit, BertPreTokenizer, Punctuation
-"isolated", Digits, UnicodeScripts, or none) the Cython kernel
+"isolated", Digits, a Sequence of those class-run cuts that
+``pre_tokenizers.class_run_actions`` makes one cut, UnicodeScripts, or none) the Cython kernel
 :mod:`pieceworks._kernels.count` cuts and counts without a Python object per
 piece; a normalizer, if any, runs as ``normalize_str`` per text. Other
 pipelines use :func:`pieces_of` (the general path); the tests hold the two
@@ -430,15 +431,7 @@ def _scanner_for(pre_tokenizer):
         return mode, None, pre_tokenizer.add_prefix_space, True
     if kind is pt.UnicodeScripts:
         return k.MODE_SCRIPTS, None, False, False
-    actions = {
-        pt.Whitespace: lambda p: pt._WHITESPACE_ACTIONS,
-        pt.WhitespaceSplit: lambda p: pt._WHITESPACE_SPLIT_ACTIONS,
-        pt.BertPreTokenizer: lambda p: pt._BERT_ACTIONS,
-        pt.Punctuation: lambda p: pt._PUNCT_ISOLATED_ACTIONS if p.behavior == "isolated" else None,
-        pt.Digits: lambda p: (pt._DIGITS_INDIVIDUAL_ACTIONS if p.individual_digits
-                              else pt._DIGITS_CONTIGUOUS_ACTIONS),
-    }.get(kind)
-    table = actions(pre_tokenizer) if actions is not None else None
+    table = pt.class_run_actions(pre_tokenizer)
     if table is None:
         return None, None, False, False
     return k.MODE_CLASS_RUNS, table, False, False

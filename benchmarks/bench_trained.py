@@ -46,7 +46,8 @@ PRE_TOKENIZERS = {"whitespace": "Whitespace", "bert": "BertPreTokenizer", "white
                   "metaspace": "Metaspace", "digits": "Sequence([Whitespace(), Digits(individual_digits=True)])",
                   "punctuation": "Sequence([WhitespaceSplit(), Punctuation()])"}
 NORMALIZERS = {"none": None, "lowercase": "Lowercase", "nfkc": "NFKC",
-               "nfd-lower-strip": "Sequence([NFD(), Lowercase(), StripAccents()])"}
+               "nfd-lower-strip": "Sequence([NFD(), Lowercase(), StripAccents()])",
+               "nfkc-lower": "Sequence([NFKC(), Lowercase()])"}
 
 
 MODELS = {"bpe": ("BPE", "BpeTrainer"), "wordlevel": ("WordLevel", "WordLevelTrainer"),

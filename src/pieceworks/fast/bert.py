@@ -3,7 +3,9 @@
 It takes a tokenizer whose model is :class:`~pieceworks.models.WordPiece`,
 whose normalizer works char by char (:func:`normalizer_options`:
 :class:`~pieceworks.normalizers.BertNormalizer`, ``Lowercase``, NFD then
-``StripAccents``, or none), and whose pre-tokenizer cuts by char classes
+``StripAccents``, or none), maybe after NFC or NFKC (:func:`normalizer_form`:
+a text the form changes is normalized with its alignment first, in C, and
+the offsets mapped back), and whose pre-tokenizer cuts by char classes
 (:func:`class_run_actions`: ``BertPreTokenizer``, ``Whitespace``,
 ``WhitespaceSplit``, or a ``Sequence`` of those with ``Punctuation`` and
 ``Digits``). The kernel (``_kernels/bert_fast.pyx``) reads each
@@ -51,14 +53,15 @@ from typing import NamedTuple
 
 from .._component import epoch
 from .._kernels import bert_fast
-from .._unicode_forms import normalize
+from .._unicode_forms import changed_among, changes_text, normalize
 from .._unicode_tables import bert_accent_marks, bert_controls, char_flags, strip_accents_marks
 from ..models.wordpiece import WordPiece
-from ..normalizers import (_BERT_SPACES, _CHINESE, _NEWER_LOWERCASE, NFD, BertNormalizer, Lowercase, StripAccents,
-                           _bert_control_runs, lower)
+from ..normalizers import (_BERT_SPACES, _CHINESE, _NEWER_LOWERCASE, NFC, NFD, NFKC, BertNormalizer, Lowercase,
+                           StripAccents, _bert_control_runs, lower)
 from ..normalizers import Sequence as NormalizerSequence
 from ..pre_tokenizers import class_run_actions
 from . import register_plan
+from ._aligned import AlignedForm
 
 __all__ = ["bert_plan", "BertWordPiecePlan", "class_run_stages"]
 
@@ -109,11 +112,15 @@ class BertWordPiecePlan:
         """``(ids, tokens, offsets, words, n_words)`` of a text without added tokens, or None.
 
         None sends the text to the general path: a spacing mark that NFD
-        reorders in this text, or a piece needing an ``unk_token`` the
-        vocabulary lacks (the general path raises the error).
+        reorders in this text, a piece needing an ``unk_token`` the
+        vocabulary lacks (the general path raises the error), or a text the
+        normalizer's Unicode form changes (:meth:`encode_raw` aligns those).
         """
         setup = self._setup()
         if setup is None:
+            return None
+        form = self._form()
+        if form is not None and changes_text(form, text):
             return None
         options, cmap, table, max_chars, unk_id = setup
         unk_token = self.model.unk_token
@@ -130,29 +137,38 @@ class BertWordPiecePlan:
     def encode_raw(self, text: str):
         """``(raw, n_tokens, n_words, strings)``, or None; see :mod:`pieceworks.fast`.
 
-        The tokens of :meth:`encode_plain` without a Python object per token.
+        The tokens of :meth:`encode_plain` without a Python object per token;
+        a text the normalizer's Unicode form changes is normalized with its
+        alignment first (:class:`~pieceworks.fast._aligned.AlignedForm`), and
+        the offsets mapped back.
         """
         setup = self._setup()
         if setup is None:
             return None
-        options, cmap, table, max_chars, unk_id = setup
-        result = bert_fast.encode_raw(text, cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS)
-        if type(result) is not tuple:
-            result = self._finish_raw(text, result, options, cmap, table, max_chars, unk_id)
-        return None if result is None else (*result, table.strings)
+        result = self._encode_one(text, setup, self._form(), "")
+        return None if result is None else (*result, setup[2].strings)
 
     def one_text(self):
         """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot: :meth:`encode_raw` fixed to now.
 
         ``encode(text)`` is ``(raw, n_tokens, n_words)`` or a status int
         (then :meth:`encode_raw` finishes the text). None when the model's
-        options are ones the kernel cannot follow.
+        options are ones the kernel cannot follow. With a Unicode form first,
+        a text it changes is aligned first.
         """
         setup = self._setup()
         if setup is None:
             return None
         options, cmap, table, max_chars, unk_id = setup
-        return bert_fast.OneText(cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS), table.strings
+        front = self._front(options, 0)
+        one = bert_fast.OneText(cmap, table, max_chars, unk_id, self.nogil_min_chars, front)
+        form = self._form()
+        if form is None:
+            return one, table.strings
+
+        def encode(text: str):
+            return self._encode_one(text, setup, form, front) if changes_text(form, text) else one(text)
+        return encode, table.strings
 
     def token_strings(self) -> list | None:
         """The table that spells each id's token (the kernel's), or None when the stages are not ones
@@ -163,13 +179,22 @@ class BertWordPiecePlan:
     def encode_around_batch(self, texts: list[str], around, strings, limit: int = -1) -> list | None:
         """Each text encoded around the added tokens ``around`` (a ``token_finder.AroundTokens``) splits
         out of it, in the kernel (``bert_fast.encode_around_batch``): ``(raw, n, n_words, strings)`` or
-        None (the long way) for each; None for all when the stages are not ones it follows."""
+        None (the long way) for each; None for all when the stages are not ones it follows.
+
+        With a Unicode form first, a text it changes goes the long way
+        (each stretch between tokens is normalized on its own). One it keeps
+        as it is is encoded here: each stretch of it is kept as it is too.
+        """
         setup = self._setup()
         if setup is None:
             return None
         options, cmap, table, max_chars, unk_id = setup
-        out = bert_fast.encode_around_batch(texts, around, cmap, table, max_chars, unk_id, strings,
-                                            *self._front_of_stretches(options))
+        form = self._form()
+        changed = changed_among(form, texts) if form is not None else ()
+        kept = _all_but(len(texts), changed)
+        found = bert_fast.encode_around_batch(texts if not changed else [texts[k] for k in kept], around, cmap,
+                                              table, max_chars, unk_id, strings, *self._front_of_stretches(options))
+        out = found if not changed else _scattered(len(texts), kept, found)
         if limit >= 0:
             out = [None if result is None or result[1] > limit else result for result in out]
         return out
@@ -178,23 +203,64 @@ class BertWordPiecePlan:
         """``(front, first_only)`` of ``bert_fast.encode_around_batch``: no char in front here."""
         return "", False
 
-    def encode_raw_batch(self, texts: list[str]) -> list:
-        """``[encode_raw(t) for t in texts]``, scanned with the GIL released once for the list."""
+    def _front(self, options, at: int) -> str:
+        """The char put in front of a text starting at ``at`` in its input: none here."""
+        return ""
+
+    def _form(self) -> str | None:
+        """The Unicode form the normalizer applies before its char-by-char steps, or None."""
+        return normalizer_form(self.normalizer)
+
+    def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
+        """``[encode_raw(t) for t in texts]``: the texts the normalizer's Unicode form keeps (all,
+        without one) scanned with the GIL released once for the list, the others aligned one by
+        one. ``ats``: where each text starts in its input (see :meth:`_front`), 0s if None."""
         setup = self._setup()
         if setup is None:
             return [None] * len(texts)
         options, cmap, table, max_chars, unk_id = setup
+        fronts = [self._front(options, at) for at in (ats if ats is not None else [0] * len(texts))]
+        fronts = fronts if any(fronts) else None
+        form = self._form()
+        changed = changed_among(form, texts) if form is not None else ()
+        if not changed:
+            return self._scanned(texts, setup, fronts)
+        kept = _all_but(len(texts), changed)
+        out = _scattered(len(texts), kept, self._scanned([texts[k] for k in kept], setup,
+                                                         None if fronts is None else [fronts[k] for k in kept]))
+        for k in changed:
+            result = self._encode_one(texts[k], setup, form, "" if fronts is None else fronts[k])
+            out[k] = None if result is None else (*result, table.strings)
+        return out
+
+    def _scanned(self, texts: list[str], setup, fronts: list[str] | None) -> list:
+        # (The results come made, each (raw, n, n_words, strings), untracked: see bert_fast.encode_raw_batch.)
+        options, cmap, table, max_chars, unk_id = setup
         strings, statuses = table.strings, []
-        results = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id, None, strings, statuses)
+        results = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id, fronts, strings, statuses)
         for k in statuses:      # (the few texts the batch scan could not finish)
-            result = self._finish_raw(texts[k], results[k], options, cmap, table, max_chars, unk_id)
+            result = self._finished(texts[k], results[k], setup, "" if fronts is None else fronts[k])
             results[k] = None if result is None else (*result, strings)
         return results
 
-    def _finish_raw(self, text, result, options, cmap, table, max_chars, unk_id):
-        if result == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]):
-            result = bert_fast.encode_raw(text, cmap, table, max_chars, unk_id, NOGIL_MIN_CHARS, order_checked=True)
-        return result if type(result) is tuple else None
+    def _encode_one(self, text: str, setup, form: str | None, front: str) -> tuple | None:
+        """``(raw, n_tokens, n_words)`` of one text, aligned first if ``form`` changes it; or None."""
+        if form is not None and changes_text(form, text):
+            view = AlignedForm(text, form)
+            result = self._encode_one(view.normalize(0, len(text)), setup, None, front)
+            return None if result is None else (view.remap(result[0], result[1]), *result[1:])
+        options, cmap, table, max_chars, unk_id = setup
+        result = bert_fast.encode_raw(text, cmap, table, max_chars, unk_id, self.nogil_min_chars, False, front)
+        return result if type(result) is tuple else self._finished(text, result, setup, front)
+
+    def _finished(self, text: str, status: int, setup, front: str) -> tuple | None:
+        """``(raw, n_tokens, n_words)`` of a text the kernel gave ``status`` for, where the status only
+        asks whether NFD moves a mark in it (and it does not); else None (the long way)."""
+        options, cmap, table, max_chars, unk_id = setup
+        if status == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]):
+            result = bert_fast.encode_raw(text, cmap, table, max_chars, unk_id, self.nogil_min_chars, True, front)
+            return result if type(result) is tuple else None
+        return None
 
     def _setup(self):
         """``(normalizer options, char map, token table, max chars per word, unk id)``, read live;
@@ -245,6 +311,48 @@ class BertWordPiecePlan:
 STRIP_ALL_MARKS = "marks"
 
 
+def _all_but(n: int, left_out) -> list[int]:
+    """``range(n)`` without the sorted positions ``left_out``.
+
+    >>> _all_but(5, [1, 3])
+    [0, 2, 4]
+    """
+    out = list(range(n))
+    for k in reversed(left_out):
+        del out[k]
+    return out
+
+
+def _scattered(n: int, at: list[int], results: list) -> list:
+    """A list of ``n`` Nones, with ``results[j]`` at ``at[j]``.
+
+    >>> _scattered(4, [0, 2], ["a", "b"])
+    ['a', None, 'b', None]
+    """
+    out = [None] * n
+    for k, result in zip(at, results):
+        out[k] = result
+    return out
+
+
+# Unicode forms a normalizer may apply before the char-by-char steps: a text one changes is
+# normalized with its alignment, then scanned (NFC and NFKC keep every stretch of a text they keep).
+_FORMS = {NFC: "NFC", NFKC: "NFKC"}
+
+
+def normalizer_form(normalizer) -> str | None:
+    """``"NFC"`` or ``"NFKC"`` when the normalizer is that form, or a ``Sequence`` starting with it;
+    else None.
+
+    >>> from pieceworks.normalizers import Sequence
+    >>> normalizer_form(NFKC()), normalizer_form(Sequence([NFC(), Lowercase()])), normalizer_form(Lowercase())
+    ('NFKC', 'NFC', None)
+    """
+    if type(normalizer) is NormalizerSequence and normalizer.normalizers:
+        normalizer = normalizer.normalizers[0]
+    return _FORMS.get(type(normalizer))
+
+
 def normalizer_options(normalizer) -> tuple[bool, bool, bool | str, bool] | None:
     """``(clean_text, handle_chinese_chars, strip_accents, lowercase)``, strip_accents resolved, for
     the normalizers the char map follows; None for any other.
@@ -258,18 +366,27 @@ def normalizer_options(normalizer) -> tuple[bool, bool, bool | str, bool] | None
 
     >>> normalizer_options(BertNormalizer(lowercase=False)), normalizer_options(None)
     ((True, True, False, False), (False, False, False, False))
-    >>> from pieceworks.normalizers import NFC, Sequence
-    >>> normalizer_options(Lowercase()), normalizer_options(NFC())
+    >>> from pieceworks.normalizers import NFKD, Sequence
+    >>> normalizer_options(Lowercase()), normalizer_options(NFKD())
     ((False, False, False, True), None)
     >>> normalizer_options(Sequence([NFD(), Lowercase(), StripAccents()]))
     (False, False, 'marks', True)
+
+    A Unicode form (:func:`normalizer_form`) may come first, alone or
+    before Lowercase; these are the options of what follows it.
+
+    >>> normalizer_options(NFKC()), normalizer_options(Sequence([NFKC(), Lowercase()]))
+    ((False, False, False, False), (False, False, False, True))
     """
-    if normalizer is None:
+    if normalizer is None or type(normalizer) in _FORMS:
         return (False, False, False, False)
     if type(normalizer) is Lowercase:
         return (False, False, False, True)
     if type(normalizer) is NormalizerSequence:
-        return _sequence_options(tuple(map(type, normalizer.normalizers)), normalizer.normalizers)
+        shape = tuple(map(type, normalizer.normalizers))
+        if shape and shape[0] in _FORMS:
+            return _SEQUENCE_SHAPES[shape[1:]] if shape[1:] in ((), (Lowercase,)) else None
+        return _sequence_options(shape, normalizer.normalizers)
     if type(normalizer) is not BertNormalizer:
         return None
     lowercase = normalizer.lowercase

@@ -5,7 +5,8 @@ the ``Whitespace`` pre-tokenizer; ``WhitespaceSplit``, ``BertPreTokenizer``
 and a ``Sequence`` of such cuts with ``Punctuation`` and ``Digits`` cut the
 same way by char classes (:func:`~pieceworks.fast.bert.class_run_actions`),
 and ``Lowercase``, ``BertNormalizer`` or NFD then ``StripAccents`` may come
-first (:func:`~pieceworks.fast.bert.normalizer_options`). The general path makes Python objects
+first (:func:`~pieceworks.fast.bert.normalizer_options`), NFC or NFKC before
+those. The general path makes Python objects
 for each piece (a megabyte of prose took half a second, more than Hugging
 Face). This plan runs the fused scan of :mod:`pieceworks.fast.bert` (the
 normalizer and pre-tokenizer as one per-char map) and hands each piece to
@@ -30,7 +31,9 @@ from __future__ import annotations
 
 import sys
 
+from .._unicode_forms import changes_text
 from ..models.bpe import BPE
+from ..normalizers import Sequence
 from . import register_plan
 from .bert import BertWordPiecePlan, class_run_stages
 
@@ -65,5 +68,9 @@ class ClassRunBpePlan(BertWordPiecePlan):
         return sys.maxsize, -1
 
     def normalizes_nothing(self, text: str) -> bool:
-        """True when there is no normalizer (Lowercase and BertNormalizer change most texts)."""
-        return self.normalizer is None
+        """Whether the normalizer leaves ``text`` as it is: none does, and a Unicode form alone may
+        (Lowercase and BertNormalizer change most texts)."""
+        if self.normalizer is None:
+            return True
+        form = self._form()
+        return form is not None and type(self.normalizer) is not Sequence and not changes_text(form, text)

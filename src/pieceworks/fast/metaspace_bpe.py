@@ -32,12 +32,10 @@ from __future__ import annotations
 import threading
 
 from .._kernels import bert_fast
-from .._unicode_forms import changes_text
 from ..models.bpe import BPE
 from ..normalizers import NFC, NFKC
 from ..pre_tokenizers import Metaspace
 from . import plain_from_raw, register_plan
-from ._aligned import AlignedForm
 from .class_run_bpe import ClassRunBpePlan
 
 __all__ = ["metaspace_bpe_plan", "MetaspaceBpePlan"]
@@ -71,11 +69,6 @@ class MetaspaceBpePlan(ClassRunBpePlan):
             return None
         return (pre.replacement, pre.prepend_scheme), metaspace_map(pre.replacement), self._table_for(kernel), *limits
 
-    def encode_around_batch(self, texts: list[str], around, strings, limit: int = -1) -> list | None:
-        """As the WordPiece plan's, each stretch with the Metaspace char in front; None for all
-        with a normalizer (its stretches would be normalized one by one: the caller's way)."""
-        return None if self._form() is not None else super().encode_around_batch(texts, around, strings, limit)
-
     def _front_of_stretches(self, options: tuple) -> tuple[str, bool]:
         """The Metaspace char in front of each stretch ("always") or of the one at 0 ("first")."""
         replacement, scheme = options
@@ -87,81 +80,14 @@ class MetaspaceBpePlan(ClassRunBpePlan):
         replacement, scheme = options
         return replacement if scheme == "always" or scheme == "first" and at == 0 else ""
 
-    def _form(self) -> str | None:
-        return None if self.normalizer is None else self.normalizer.form
-
     def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)``, or None; see :mod:`pieceworks.fast`."""
         return self.encode_raw_batch([text], [at])[0]
-
-    def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
-        """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (0s if None): the texts the
-        normalizer keeps scanned with the GIL released once, the others one by one, aligned."""
-        setup = self._setup()
-        if setup is None:
-            return [None] * len(texts)
-        options, cmap, table, max_chars, unk_id = setup
-        form = self._form()
-        fronts = [self._front(options, 0 if ats is None else ats[k]) for k in range(len(texts))]
-        changed = [k for k, text in enumerate(texts) if form is not None and changes_text(form, text)]
-        strings, statuses = table.strings, []
-        if changed:
-            kept = sorted(set(range(len(texts))).difference(changed))
-            out = [None] * len(texts)
-            for k, result in zip(kept, bert_fast.encode_raw_batch([texts[k] for k in kept], cmap, table, max_chars,
-                                                                  unk_id, [fronts[k] for k in kept], strings)):
-                out[k] = result if type(result) is tuple else None
-            for k in changed:
-                result = self._encode_aligned(texts[k], form, cmap, table, max_chars, unk_id, fronts[k])
-                out[k] = (*result, strings) if type(result) is tuple else None
-            return out
-        # (The results come made, each (raw, n, n_words, strings), untracked: see bert_fast.encode_raw_batch.)
-        out = bert_fast.encode_raw_batch(texts, cmap, table, max_chars, unk_id, fronts, strings, statuses)
-        for k in statuses:
-            out[k] = None
-        return out
-
-    def _encode_aligned(self, text: str, form: str, cmap, table, max_chars: int, unk_id: int, front: str):
-        """The raw result of ``text`` normalized with ``form``, its offsets mapped back into ``text``."""
-        view = AlignedForm(text, form)
-        result = bert_fast.encode_raw(view.normalize(0, len(text)), cmap, table, max_chars, unk_id,
-                                      self.nogil_min_chars, False, front)
-        if type(result) is not tuple:
-            return result
-        raw, n, n_words = result
-        return view.remap(raw, n), n, n_words
 
     def encode_plain(self, text: str, at: int = 0):
         """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
         return plain_from_raw(self.encode_raw(text, at))
 
-    def one_text(self):
-        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot (a whole input: at 0), or None.
-
-        Without a normalizer, the kernel's own one-text call; with one, a
-        text it changes is aligned first.
-        """
-        setup = self._setup()
-        if setup is None:
-            return None
-        options, cmap, table, max_chars, unk_id = setup
-        front = self._front(options, 0)
-        one = bert_fast.OneText(cmap, table, max_chars, unk_id, self.nogil_min_chars, front)
-        form = self._form()
-        if form is None:
-            return one, table.strings
-
-        def encode(text: str):
-            if changes_text(form, text):
-                return self._encode_aligned(text, form, cmap, table, max_chars, unk_id, front)
-            return one(text)
-        return encode, table.strings
-
-    def normalizes_nothing(self, text: str) -> bool:
-        """Whether the normalizer leaves ``text`` as it is (Metaspace, a pre-tokenizer, changes no
-        normalized text)."""
-        form = self._form()
-        return form is None or not changes_text(form, text)
 
 
 _MAPS: dict[str, bert_fast.CharMap] = {}

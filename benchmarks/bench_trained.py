@@ -5,7 +5,8 @@ Hugging Face's quick-tour tokenizer: char-level ``BPE(unk_token="[UNK]")``
 ``--pre whitespace-split``, ``--pre metaspace``: ``Metaspace()``, as
 Hugging Face's ``SentencePieceBPETokenizer``, ``--pre digits``: ``Whitespace`` then
 ``Digits(individual_digits=True)``, ``--pre punctuation``: ``WhitespaceSplit`` then
-``Punctuation``; ``--normalizer lowercase``, ``nfkc`` or ``nfd-lower-strip``, the
+``Punctuation``, ``--pre bytelevel``: ``ByteLevel()``, as Hugging Face's docs train byte-level BPE;
+``--normalizer lowercase``, ``nfkc`` or ``nfd-lower-strip``, the
 course's ``Sequence([NFD(), Lowercase(), StripAccents()])``, first), trained here on the embedded corpus to ``--vocab`` tokens;
 or, with ``--implementation NAME``, one of Hugging Face's ready-made classes
 (``pieceworks.implementations``: ``SentencePieceUnigramTokenizer``, ...). Both
@@ -22,6 +23,7 @@ Usage::
     python benchmarks/bench_trained.py --pre metaspace --normalizer nfkc    # SentencePieceBPETokenizer
     python benchmarks/bench_trained.py --model wordlevel
     python benchmarks/bench_trained.py --model wordpiece --normalizer nfd-lower-strip --pre punctuation
+    python benchmarks/bench_trained.py --pre bytelevel --normalizer nfkc-lower
     python benchmarks/bench_trained.py --implementation SentencePieceUnigramTokenizer
 """
 
@@ -44,7 +46,7 @@ from harness import compare, print_table  # noqa: E402
 
 PRE_TOKENIZERS = {"whitespace": "Whitespace", "bert": "BertPreTokenizer", "whitespace-split": "WhitespaceSplit",
                   "metaspace": "Metaspace", "digits": "Sequence([Whitespace(), Digits(individual_digits=True)])",
-                  "punctuation": "Sequence([WhitespaceSplit(), Punctuation()])"}
+                  "punctuation": "Sequence([WhitespaceSplit(), Punctuation()])", "bytelevel": "ByteLevel"}
 NORMALIZERS = {"none": None, "lowercase": "Lowercase", "nfkc": "NFKC",
                "nfd-lower-strip": "Sequence([NFD(), Lowercase(), StripAccents()])",
                "nfkc-lower": "Sequence([NFKC(), Lowercase()])"}
@@ -78,7 +80,10 @@ def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int, impleme
     tok = pw.Tokenizer(getattr(pw.models, model_name)(unk_token="[UNK]"))
     tok.pre_tokenizer = _stage(pw.pre_tokenizers, PRE_TOKENIZERS[pre])
     tok.normalizer = _stage(pw.normalizers, NORMALIZERS[normalizer])
-    trainer = getattr(pw.trainers, trainer_name)(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False)
+    # (Byte-level: every byte in the vocabulary, as Hugging Face's docs train it.)
+    alphabet = {"initial_alphabet": pw.pre_tokenizers.ByteLevel.alphabet()} if pre == "bytelevel" else {}
+    trainer = getattr(pw.trainers, trainer_name)(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False,
+                                                 **alphabet)
     tok.train_from_iterator(islice(iter_default_corpus(), 200_000), trainer)
     return tok, tokenizers.Tokenizer.from_str(tok.to_str())
 

@@ -59,9 +59,10 @@ from .._component import epoch
 from .._kernels.raw_encoding import joined_words, whole_result
 from ..normalizers import Sequence
 
-__all__ = ["register_plan", "find_plan", "plain_from_raw"]
+__all__ = ["register_plan", "register_fallback_plan", "find_plan", "plain_from_raw"]
 
 _BUILDERS: list[Callable] = []
+_FALLBACK_BUILDERS: list[Callable] = []
 
 
 def register_plan(builder: Callable) -> Callable:
@@ -70,12 +71,20 @@ def register_plan(builder: Callable) -> Callable:
     return builder
 
 
-def find_plan(tokenizer):
-    """The first plan a builder offers for ``tokenizer``, or None."""
+def register_fallback_plan(builder: Callable) -> Callable:
+    """Decorator: ``builder(tokenizer) -> plan | None`` is tried when no :func:`register_plan`
+    builder offers one (a plan that wraps another, see :mod:`pieceworks.fast.normalized_first`)."""
+    _FALLBACK_BUILDERS.append(builder)
+    return builder
+
+
+def find_plan(tokenizer, fallbacks: bool = True):
+    """The first plan a builder offers for ``tokenizer`` (``fallbacks``: then the fallback
+    builders), or None."""
     if os.environ.get("PIECEWORKS_NO_FAST"):
         return None
     _load_builders()
-    for builder in _BUILDERS:
+    for builder in _BUILDERS + _FALLBACK_BUILDERS if fallbacks else _BUILDERS:
         plan = builder(tokenizer)
         if plan is not None:
             return plan

@@ -1,0 +1,237 @@
+"""The fast plan for a normalizer applied up front: the text normalized whole, then the plan of the same
+tokenizer without one.
+
+Hugging Face's docs train a byte-level BPE after ``NFKC()``, and its
+``ByteLevelBPETokenizer`` takes ``lowercase`` and ``unicode_normalizer``;
+the byte-level kernel itself follows no normalizer but NFC. Here a text is
+normalized first, in C where the normalizer changes it: a Unicode form with
+each char's span in the input (``aligned_nfc.FormTables.aligned``), and
+``Lowercase``, which keeps offsets where they are when each char
+lowercases to one char (in a text with one that lowercases to several,
+``İ``, each of those spans the char it came from: worked out in Python,
+as such texts are rare). The plan the tokenizer would have without its
+normalizer encodes the result, and the tokens' offsets are moved back into
+the input (``raw_encoding.remap_spans``).
+
+The normalizers taken: NFC, NFKC, NFD, NFKD or ``Lowercase``, or a
+``Sequence`` of one form and ``Lowercase`` in either order. A builder of
+its own (:func:`~pieceworks.fast.register_fallback_plan`): tried only when
+no plan takes the normalizer itself (the class-run and Metaspace plans do).
+
+>>> from pieceworks import Tokenizer
+>>> from pieceworks.models import BPE
+>>> from pieceworks.normalizers import NFKC
+>>> from pieceworks.pre_tokenizers import ByteLevel
+>>> vocab = {ch: i for i, ch in enumerate(sorted(ByteLevel.alphabet()))}
+>>> tok = Tokenizer(BPE({**vocab, "fi": 256}, [("f", "i")]))
+>>> tok.normalizer, tok.pre_tokenizer = NFKC(), ByteLevel(add_prefix_space=False)
+>>> plan = normalized_first_plan(tok)
+>>> plan.encode_plain("\\ufb01!")            # the ligature ﬁ is "fi" in NFKC: the token spans it
+([256, 0], ['fi', '!'], [(0, 1), (1, 2)], [0, 1], 2)
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from types import SimpleNamespace
+
+from .._kernels.raw_encoding import remap_spans
+from .._unicode_forms import changes_text, form_tables
+from ..normalizers import NFC, NFD, NFKC, NFKD, Lowercase, Sequence, lower
+from . import find_plan, plain_from_raw, register_fallback_plan, stages_key
+
+__all__ = ["normalized_first_plan", "NormalizedFirstPlan", "normalizing_steps"]
+
+_FORMS = {NFC: "NFC", NFKC: "NFKC", NFD: "NFD", NFKD: "NFKD"}
+LOWERCASE = "lowercase"
+
+
+def normalizing_steps(normalizer) -> tuple[str, ...] | None:
+    """The steps this plan applies for ``normalizer`` (form names and :data:`LOWERCASE`, in order),
+    or None for a normalizer it does not apply.
+
+    >>> normalizing_steps(Sequence([NFKC(), Lowercase()])), normalizing_steps(Lowercase())
+    (('NFKC', 'lowercase'), ('lowercase',))
+    >>> normalizing_steps(Sequence([NFC(), NFKC()])), normalizing_steps(None)
+    (None, None)
+    """
+    members = normalizer.normalizers if type(normalizer) is Sequence else [normalizer]
+    steps = tuple(LOWERCASE if type(member) is Lowercase else _FORMS.get(type(member)) for member in members)
+    if not steps or None in steps or len(steps) > 2 or len(set(steps)) < len(steps) or steps.count(LOWERCASE) == 0 \
+            and len(steps) == 2:
+        return None
+    return steps
+
+
+@register_fallback_plan
+def normalized_first_plan(tokenizer) -> "NormalizedFirstPlan | None":
+    """A plan for a normalizer :func:`normalizing_steps` applies, wrapping the plan of the same model
+    and pre-tokenizer without a normalizer; else None."""
+    if normalizing_steps(tokenizer.normalizer) is None:
+        return None
+    inner = find_plan(SimpleNamespace(model=tokenizer.model, normalizer=None, pre_tokenizer=tokenizer.pre_tokenizer),
+                      fallbacks=False)
+    if inner is None or not getattr(inner, "has_raw", False):
+        return None
+    return NormalizedFirstPlan(tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer, inner)
+
+
+class NormalizedFirstPlan:
+    """Normalizes each text (see the module doc), then encodes it with ``inner``, the plan of the same
+    stages without a normalizer. The normalizer is read on every call; one that has become
+    something else sends every text the general way."""
+
+    has_raw = True
+
+    def __init__(self, model, normalizer, pre_tokenizer, inner):
+        self.model, self.normalizer, self.pre_tokenizer, self.inner = model, normalizer, pre_tokenizer, inner
+        self.releases_gil = getattr(inner, "releases_gil", False)
+        #: encode_raw and encode_raw_batch take where each text starts in its input, when inner's do
+        #: (Metaspace's prepend_scheme="first"; see pieceworks.fast).
+        self.takes_position = getattr(inner, "takes_position", False)
+        self.nogil_min_chars = getattr(inner, "nogil_min_chars", 0)
+        self._steps_for: tuple = (None, None)      # (stages_key, steps), swapped as one
+
+    def _steps(self) -> tuple[str, ...] | None:
+        key = stages_key(self)
+        known, steps = self._steps_for
+        if known != key:
+            steps = normalizing_steps(self.normalizer)
+            self._steps_for = (key, steps)
+        return steps
+
+    def normalized(self, text: str, steps: tuple[str, ...]) -> "tuple[str, bytes | None]":
+        """``(made, spans)``: ``text`` normalized, and each made char's span in ``text`` (int32 pairs),
+        or None when every char is where it was.
+
+        >>> from array import array
+        >>> plan = NormalizedFirstPlan(None, None, None, None)
+        >>> plan.normalized("AB", ("NFKC", "lowercase"))
+        ('ab', None)
+        >>> made, spans = plan.normalized("\\u0130x", ("lowercase",))      # İ lowercases to two chars
+        >>> made == "i\\u0307x", array("i", spans).tolist()
+        (True, [0, 1, 0, 1, 1, 2])
+        """
+        made, spans = text, None
+        for step in steps:
+            if step == LOWERCASE:
+                lowered = Lowercase().normalize_str(made)
+                if len(lowered) != len(made):   # (a char lowercases to several: rare, so done in Python)
+                    lowered, moved = lowercase_aligned(made)
+                    spans = moved if spans is None else composed_spans(moved, spans)
+                made = lowered
+            elif changes_text(step, made):
+                made, moved = form_tables(step).aligned(made)
+                spans = moved if spans is None else composed_spans(moved, spans)
+        return made, spans
+
+    def normalizes_nothing(self, text: str) -> bool:
+        """Whether the normalizer leaves ``text`` as it is."""
+        steps = self._steps()
+        if steps is None:
+            return False
+        made, spans = self.normalized(text, steps)
+        return spans is None and made == text
+
+    def token_strings(self):
+        return self.inner.token_strings()
+
+    def one_text(self):
+        """``(encode(text), strings)`` for ``Tokenizer.encode``'s snapshot, or None: ``inner``'s own
+        one-text call on the normalized text (its result as it is where offsets stay put)."""
+        steps, strings = self._steps(), self.inner.token_strings()
+        if steps is None or strings is None:
+            return None
+        found = self.inner.one_text()
+        inner_one = None if found is None or found[1] is not strings else found[0]
+
+        def encode(text: str):
+            made, spans = self.normalized(text, steps)
+            if inner_one is not None:
+                result = inner_one(made)
+                if type(result) is not tuple or spans is None:
+                    return result
+                if len(result) == 3:
+                    return remap_spans(result[0], result[1], spans), *result[1:]
+            result = self.encode_raw_batch([text])[0]
+            return None if result is None or len(result) != 4 else result[:3]
+        return encode, strings
+
+    def encode_raw(self, text: str, *at: int):
+        """``(raw, n_tokens, n_words, strings)`` of ``text`` normalized, its offsets in ``text``; or None.
+        (``at``: where it starts in its input, for an ``inner`` that takes it.)"""
+        steps = self._steps()
+        if steps is None:
+            return None
+        made, spans = self.normalized(text, steps)
+        return self._moved_back(self.inner.encode_raw(made, *at) if self.takes_position else self.inner.encode_raw(made),
+                                spans)
+
+    def encode_plain(self, text: str, *at: int):
+        """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
+        result = self.encode_raw(text, *at)
+        return plain_from_raw(result) if result is not None and len(result) == 4 else None
+
+    def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
+        """``[encode_raw(t) for t in texts]``: normalized one by one, encoded by ``inner`` in one call."""
+        steps = self._steps()
+        if steps is None:
+            return [None] * len(texts)
+        done = [self.normalized(text, steps) for text in texts]
+        made = [item[0] for item in done]
+        found = (self.inner.encode_raw_batch(made) if ats is None or not self.takes_position
+                 else self.inner.encode_raw_batch(made, ats))
+        return [self._moved_back(result, item[1]) for result, item in zip(found, done)]
+
+    @staticmethod
+    def _moved_back(result, spans: bytes | None):
+        """``inner``'s ``result`` with its offsets moved back into the input (``spans``: see
+        :meth:`normalized`)."""
+        if result is None or spans is None:
+            return result
+        return (remap_spans(result[0], result[1], spans), *result[1:])
+
+
+# The chars whose lowercase is several chars (İ alone; a test checks every code point).
+_LOWERCASES_TO_SEVERAL = re.compile("[\u0130]")
+
+
+def lowercase_aligned(text: str) -> tuple[str, bytes]:
+    """``Lowercase`` of ``text``, char by char, and each made char's span in ``text`` (int32 pairs):
+    a char that lowercases to several gives each of them its own span.
+
+    >>> from array import array
+    >>> made, spans = lowercase_aligned("A\\u0130")
+    >>> made == "ai\\u0307", array("i", spans).tolist()
+    (True, [0, 1, 1, 2, 1, 2])
+    """
+    lowered = Lowercase().normalize_str(text)
+    n = len(text)
+    own = array("i", bytes(8 * n))      # each char's own span, (k, k + 1), in C-level slices
+    own[0::2], own[1::2] = array("i", range(n)), array("i", range(1, n + 1))
+    spans, at = array("i"), 0
+    for found in _LOWERCASES_TO_SEVERAL.finditer(text):
+        k = found.start()
+        spans.extend(own[2 * at:2 * k])
+        spans.extend((k, k + 1) * len(lower(found.group())))
+        at = k + 1
+    spans.extend(own[2 * at:])
+    return lowered, spans.tobytes()
+
+
+def composed_spans(outer: bytes, inner: bytes) -> bytes:
+    """Spans into a source made of ``outer`` (each char's span in a middle text) and ``inner`` (each
+    middle char's span in the source): a char spans from its first middle char's start to its last
+    one's end.
+
+    >>> from array import array
+    >>> pairs = lambda *xs: array("i", xs).tobytes()
+    >>> array("i", composed_spans(pairs(0, 2, 2, 3), pairs(0, 1, 0, 1, 1, 3))).tolist()
+    [0, 1, 1, 3]
+    """
+    out, mid = array("i", outer), array("i", inner)
+    for k in range(0, len(out), 2):
+        start, end = out[k], out[k + 1]
+        out[k], out[k + 1] = mid[2 * start], mid[2 * end - 1] if end > start else mid[2 * start]
+    return out.tobytes()

@@ -20,12 +20,12 @@ from pieceworks import AddedToken, Regex, Tokenizer
 from pieceworks.corpus import iter_default_corpus
 from pieceworks.fast import byte_bpe, class_run_bpe, normalized_first
 from pieceworks.implementations import ByteLevelBPETokenizer
-from pieceworks.models import BPE, Unigram
+from pieceworks.models import BPE, Unigram, WordPiece
 from pieceworks.normalizers import NFC, NFD, NFKC, NFKD, Lowercase, Replace, Sequence, Strip
 from pieceworks.pre_tokenizers import ByteLevel, Digits, Metaspace, Whitespace
 from pieceworks.pre_tokenizers import Sequence as PreTokenizers
 from pieceworks.pre_tokenizers import Split
-from pieceworks.trainers import BpeTrainer, UnigramTrainer
+from pieceworks.trainers import BpeTrainer, UnigramTrainer, WordPieceTrainer
 from test_fast_bert import INTERESTING, twin
 from test_fast_class_run_bpe import HF_INTERESTING
 
@@ -117,6 +117,10 @@ def twins():
     unigram.pre_tokenizer = Metaspace(prepend_scheme="first")
     unigram.train_from_iterator(training_lines(), UnigramTrainer(vocab_size=500, special_tokens=["<unk>"],
                                                                  unk_token="<unk>", show_progress=False))
+    wordpiece = Tokenizer(WordPiece(unk_token="[UNK]"))
+    wordpiece.pre_tokenizer = Whitespace()
+    wordpiece.train_from_iterator(training_lines(), WordPieceTrainer(vocab_size=600, special_tokens=["[UNK]"],
+                                                                     limit_alphabet=150, show_progress=False))
     out = {}
     for name, make in NORMALIZERS.items():
         for kind, model, make_pre in [
@@ -124,6 +128,7 @@ def twins():
             ("split", split, lambda: PreTokenizers([Split(Regex(LLAMA3_SPLIT), "isolated"),
                                                     ByteLevel(add_prefix_space=False, use_regex=False)])),
             ("unigram", unigram.model, lambda: Metaspace(prepend_scheme="first")),
+            ("wordpiece", wordpiece.model, Whitespace),
         ]:
             for normalized in (False, True):
                 fast = with_stages(model, make(), make_pre())
@@ -131,13 +136,14 @@ def twins():
                 fast.add_tokens([AddedToken("ﬁx", normalized=False)])
                 if normalized:
                     fast.add_tokens([AddedToken("café", normalized=True)])
-                plan = fast._current_plan()     # (the Unigram plan follows a Unicode form alone itself)
-                assert isinstance(plan, normalized_first.NormalizedFirstPlan) or kind == "unigram" and plan, (name, kind)
+                plan = fast._current_plan()     # (the Unigram and WordPiece plans follow some normalizers themselves)
+                assert isinstance(plan, normalized_first.NormalizedFirstPlan) or kind in ("unigram", "wordpiece") \
+                    and plan, (name, kind)
                 out[name, kind + ("+normalized" if normalized else "")] = (fast, twin(fast))
     return out
 
 
-KINDS = ["bytelevel", "bytelevel-no-prefix", "split", "unigram"]
+KINDS = ["bytelevel", "bytelevel-no-prefix", "split", "unigram", "wordpiece"]
 any_text = st.one_of(
     st.text(max_size=30),
     st.lists(st.one_of(st.sampled_from(CHANGED + ["<|endoftext|>", "ﬁx", "café", "CAFÉ", " ", "  ", "the", "\n", "1"]),

@@ -29,7 +29,7 @@ from pieceworks.errors import ConfigError, InputTypeError, UnknownTokenError
 from pieceworks.fast import _pool, bert
 from pieceworks.models import WordPiece
 from pieceworks.normalizers import NFKD, BertNormalizer, Lowercase, _bert_control_runs
-from pieceworks.pre_tokenizers import BertPreTokenizer, Metaspace, Whitespace, WhitespaceSplit
+from pieceworks.pre_tokenizers import BertPreTokenizer, CharDelimiterSplit, Metaspace, Whitespace, WhitespaceSplit
 from pieceworks.pretokenized import PreTokenizedString
 from test_normalizers import excluded_chars, without
 
@@ -138,7 +138,7 @@ def test_the_plan_takes_bert_pipelines_only(vocab):
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = normalizer, pre
         assert isinstance(bert.bert_plan(tok), bert.BertWordPiecePlan)
-    for normalizer, pre in [(NFKD(), BertPreTokenizer()), (BertNormalizer(), Metaspace()), (None, None)]:
+    for normalizer, pre in [(NFKD(), BertPreTokenizer()), (BertNormalizer(), Metaspace()), (None, CharDelimiterSplit(" "))]:
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = normalizer, pre
         assert bert.bert_plan(tok) is None

@@ -24,7 +24,7 @@ from pieceworks.errors import UnknownTokenError
 from pieceworks.fast import bert, class_run_bpe
 from pieceworks.models import BPE
 from pieceworks.normalizers import NFKD, BertNormalizer, Lowercase
-from pieceworks.pre_tokenizers import BertPreTokenizer, ByteLevel, Metaspace, Whitespace, WhitespaceSplit
+from pieceworks.pre_tokenizers import BertPreTokenizer, ByteLevel, CharDelimiterSplit, Metaspace, Whitespace, WhitespaceSplit
 from pieceworks.trainers import BpeTrainer
 from test_fast_bert import INTERESTING, twin
 
@@ -70,7 +70,7 @@ def test_the_plan_takes_bpe_after_class_run_pre_tokenizers_only():
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = make_normalizer(), pre()
         assert isinstance(tok._current_plan(), class_run_bpe.ClassRunBpePlan), (tok.normalizer, pre)
-    for normalizer, pre in [(None, Metaspace()), (None, ByteLevel()), (None, None), (NFKD(), Whitespace())]:
+    for normalizer, pre in [(None, Metaspace()), (None, ByteLevel()), (None, CharDelimiterSplit(" ")), (NFKD(), Whitespace())]:
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = normalizer, pre
         assert class_run_bpe.class_run_bpe_plan(tok) is None, (normalizer, pre)

@@ -289,11 +289,30 @@ def test_texts_the_form_changes_are_aligned_in_the_plan_not_sent_the_general_way
     assert all(result is not None for result in results)
 
 
+# -- no pre-tokenizer: the whole text is one piece ------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(any_text, words_text, form_text), kind=st.sampled_from(["wordpiece", "bpe", "wordlevel"]),
+       shape=st.sampled_from([None, COURSE_NORMALIZER, (NFKC, Lowercase), (Lowercase, NFC)]))
+def test_no_pre_tokenizer_equals_general_path(twins, text, kind, shape):
+    fast = Tokenizer(twins[kind, 0, 0][0].model)
+    fast.normalizer = None if shape is None else normalizer_of(shape)
+    assert fast.pre_tokenizer is None and fast._current_plan() is not None
+    general = twin(fast)
+    assert_same_encoding(fast.encode(text), general.encode(text), f"{kind} {shape} {text!r}")
+    assert_same_encoding(fast.encode_batch([text, text[::-1]])[1], general.encode(text[::-1]), f"{kind} {text!r}")
+
+
 # -- Hugging Face, on the same tokenizer.json ------------------------------------------
 
-@pytest.mark.parametrize("kind, n, m", [("wordpiece", 0, 0), ("bpe", 0, 1), ("wordlevel", 1, 5), ("bpe", 2, 3)])
+@pytest.mark.parametrize("kind, n, m", [("wordpiece", 0, 0), ("bpe", 0, 1), ("wordlevel", 1, 5), ("bpe", 2, 3),
+                                        ("bpe", 0, None)])
 def test_same_as_hugging_face_on_the_embedded_corpus(twins, kind, n, m):
-    fast, _ = twins[kind, n, m]
+    if m is None:       # no pre-tokenizer
+        fast = Tokenizer(twins[kind, 0, 0][0].model)
+        fast.normalizer = normalizer_of(NORMALIZER_SHAPES[n])
+    else:
+        fast, _ = twins[kind, n, m]
     assert isinstance(fast._current_plan(), bert.BertWordPiecePlan)
     theirs = HfTokenizer.from_str(fast.to_str())
     lines = training_lines(4000)[3000:] + HF_INTERESTING + ["".join(HF_INTERESTING), "Crème BRÛLÉE 2024年 x²=ⅻ", "ǅemal İstanbul ΣΑΣ"]

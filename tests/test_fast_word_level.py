@@ -21,7 +21,7 @@ from pieceworks.errors import UnknownTokenError
 from pieceworks.fast import word_level
 from pieceworks.models import WordLevel
 from pieceworks.normalizers import NFKD, BertNormalizer, Lowercase
-from pieceworks.pre_tokenizers import BertPreTokenizer, Metaspace, Whitespace, WhitespaceSplit
+from pieceworks.pre_tokenizers import BertPreTokenizer, CharDelimiterSplit, Metaspace, Whitespace, WhitespaceSplit
 from pieceworks.trainers import WordLevelTrainer
 from test_fast_bert import INTERESTING, twin
 
@@ -51,7 +51,7 @@ def test_the_plan_takes_word_level_after_class_run_pre_tokenizers_only():
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = make_normalizer(), pre()
         assert isinstance(tok._current_plan(), word_level.WordLevelPlan)
-    for normalizer, pre in [(None, Metaspace()), (None, None), (NFKD(), Whitespace())]:
+    for normalizer, pre in [(None, Metaspace()), (None, CharDelimiterSplit(" ")), (NFKD(), Whitespace())]:
         tok = Tokenizer(model)
         tok.normalizer, tok.pre_tokenizer = normalizer, pre
         assert word_level.word_level_plan(tok) is None

@@ -159,6 +159,8 @@ _DIGITS_CONTIGUOUS_ACTIONS = scan.actions_for([(scan.FLAG_NUMERIC, _OWN_RUN)])
 _DIGITS_INDIVIDUAL_ACTIONS = scan.actions_for([(scan.FLAG_NUMERIC, scan.ACTION_ISOLATE)])
 # Run classes a class-run cut tells apart (0 drops a char, 1 isolates it).
 _RUN_CLASSES = (2, _OWN_RUN)
+# No pre-tokenizer: the whole text is one run.
+_ONE_RUN_ACTIONS = bytes([_RUN_CLASSES[0]]) * 256
 
 
 def class_run_actions(pre_tokenizer) -> bytes | None:
@@ -170,7 +172,8 @@ def class_run_actions(pre_tokenizer) -> bytes | None:
     member drops is dropped, else one any member isolates is isolated, else
     it runs with a neighbour that every member would run it with. The
     kernels tell two kinds of run apart, so a Sequence needing more (a word
-    run, a symbol run and a number run of each) gets None.
+    run, a symbol run and a number run of each) gets None. No pre-tokenizer
+    (None) is one run of the whole text.
 
     >>> class_run_actions(Sequence([WhitespaceSplit(), Punctuation()])) == _BERT_ACTIONS
     True
@@ -179,6 +182,8 @@ def class_run_actions(pre_tokenizer) -> bytes | None:
     >>> class_run_actions(Sequence([Whitespace(), Digits()])), class_run_actions(Metaspace())
     (None, None)
     """
+    if pre_tokenizer is None:
+        return _ONE_RUN_ACTIONS
     if type(pre_tokenizer) is not Sequence:
         return _member_actions(pre_tokenizer)
     tables = [_member_actions(member) for member in pre_tokenizer.pretokenizers]

@@ -21,7 +21,8 @@ from pieceworks.corpus import iter_default_corpus
 from pieceworks.fast import byte_bpe, class_run_bpe, normalized_first
 from pieceworks.implementations import ByteLevelBPETokenizer
 from pieceworks.models import BPE, Unigram, WordPiece
-from pieceworks.normalizers import NFC, NFD, NFKC, NFKD, Lowercase, Replace, Sequence, Strip
+from pieceworks.normalizers import (NFC, NFD, NFKC, NFKD, BertNormalizer, Lowercase, Normalizer, Prepend, Replace,
+                                   Sequence, Strip, StripAccents)
 from pieceworks.pre_tokenizers import ByteLevel, Digits, Metaspace, Whitespace
 from pieceworks.pre_tokenizers import Sequence as PreTokenizers
 from pieceworks.pre_tokenizers import Split
@@ -35,6 +36,11 @@ NORMALIZERS = {
     "nfkc": NFKC, "lowercase": Lowercase, "nfd": NFD, "nfkd": NFKD,
     "nfkc+lowercase": lambda: Sequence([NFKC(), Lowercase()]),
     "lowercase+nfc": lambda: Sequence([Lowercase(), NFC()]),
+    # Run as the general path runs them (GENERAL): Hugging Face's course's Unigram normalizer, and more.
+    "course-unigram": lambda: Sequence([Replace("``", '"'), Replace("''", '"'), NFKD(), StripAccents(),
+                                        Replace(Regex(" {2,}"), " ")]),
+    "strip+bert": lambda: Sequence([Strip(), BertNormalizer()]),
+    "removing+prepend": lambda: Sequence([Replace("e", ""), Prepend("_"), Replace(Regex("[0-9]"), "##")]),
 }
 # Chars where a normalizer moves offsets: compatibility forms, compositions, lowercasings to two chars,
 # the final sigma (which no per-char lowercasing sees).
@@ -75,17 +81,30 @@ def test_the_plan_wraps_the_plan_without_the_normalizer():
     for normalizer in (Sequence([NFKC(), NFC()]), Sequence([NFKC(), Strip()]), Replace("a", "b"),
                        Sequence([Lowercase(), Lowercase()]), Sequence([])):
         plan = with_stages(model, normalizer, ByteLevel())._current_plan()
-        assert plan is None, normalizer
+        assert plan._steps() == normalized_first.GENERAL, normalizer    # (as the general path runs it)
+
+    class Shout:
+        def normalize(self, normalized):
+            normalized.uppercase()
+    for normalizer in (Normalizer.custom(Shout()), Sequence([NFKC(), Normalizer.custom(Shout())])):
+        assert with_stages(model, normalizer, ByteLevel())._current_plan() is None
     unplanned = PreTokenizers([Digits(individual_digits=True), ByteLevel()])     # (no plan without a normalizer)
     assert with_stages(model, NFKC(), unplanned)._current_plan() is None
 
 
-def test_a_normalizer_changed_in_place_sends_texts_the_general_way():
+def test_a_normalizer_changed_in_place_is_followed():
     tok = with_stages(byte_level_model(), Sequence([NFKC(), Lowercase()]), ByteLevel())
     plan = tok._current_plan()
-    assert plan.encode_raw("ﬁne") is not None
+    assert plan.encode_raw("ﬁne") is not None and plan._steps() == ("NFKC", "lowercase")
     tok.normalizer[1] = Strip()
-    assert plan.encode_raw("ﬁne") is None
+    assert plan._steps() == normalized_first.GENERAL
+    assert_same_encoding(tok.encode(" ﬁne "), twin(tok).encode(" ﬁne "), "Strip")
+
+    class Shout:
+        def normalize(self, normalized):
+            normalized.uppercase()
+    tok.normalizer[1] = Normalizer.custom(Shout())
+    assert plan.encode_raw("ﬁne") is None      # (the general way)
     assert tok.encode(" ﬁne ").tokens == twin(tok).encode(" ﬁne ").tokens
 
 

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pieceworks import Tokenizer
+from pieceworks.fast.normalized_first import NormalizedFirstPlan
 from pieceworks.fast.spm_bpe import SpmBpePlan, SpmBpeWordsPlan
 from pieceworks.normalizers import NFC, Prepend, Replace, Sequence
 from pieceworks.pre_tokenizers import Split
@@ -174,7 +175,13 @@ def test_stages_it_does_not_reproduce_go_the_general_way(shared_data):
     for what, change in changes.items():
         tok = Tokenizer.from_file(path)
         change(tok)
-        assert tok._current_plan() is None, what
+        # (Another normalizer may go to fast.normalized_first's plan: normalized as the general path
+        # does it, then the char-level BPE plan, which takes no pre-tokenizer. Held to the general path.)
+        assert tok._current_plan() is None or isinstance(tok._current_plan(), NormalizedFirstPlan), what
+        if what != "dropout":       # (each draws its own merges)
+            general = general_path(lambda: Tokenizer.from_file(path))
+            change(general)
+            same(tok.encode(text), general.encode(text), f"{what}: {text!r}")
     metaspace_path = str(shared_data / PATHS["mistral-v0.3"])
     for what, change in {"split at each ▁": lambda tok: setattr(tok.pre_tokenizer, "split", True),
                          "a normalizer before it": lambda tok: setattr(tok, "normalizer", NFC())}.items():

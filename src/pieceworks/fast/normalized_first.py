@@ -13,8 +13,14 @@ as such texts are rare). The plan the tokenizer would have without its
 normalizer encodes the result, and the tokens' offsets are moved back into
 the input (``raw_encoding.remap_spans``).
 
-The normalizers taken: NFC, NFKC, NFD, NFKD or ``Lowercase``, or a
-``Sequence`` of one form and ``Lowercase`` in either order. A builder of
+Those (NFC, NFKC, NFD, NFKD or ``Lowercase``, or a ``Sequence`` of one
+form and ``Lowercase`` in either order) are the quick ones. Any other
+built-in normalizer (``Replace``, ``Strip``, ``StripAccents``, a
+``Sequence`` of several, ...) runs as the general path runs it, on a
+:class:`~pieceworks.alignment.NormalizedString` whose alignment gives the
+spans: still one Python step per text, but the pre-tokenizer and the model
+run in the kernel. (A custom normalizer, which may keep state or look at
+more than its text, sends the tokenizer the general way.) A builder of
 its own (:func:`~pieceworks.fast.register_fallback_plan`): tried only when
 no plan takes the normalizer itself (the class-run and Metaspace plans do).
 
@@ -33,11 +39,15 @@ no plan takes the normalizer itself (the class-run and Metaspace plans do).
 from __future__ import annotations
 
 import re
+import struct
 from array import array
+from itertools import chain
 from types import SimpleNamespace
 
+from .._component import CustomComponent
 from .._kernels.raw_encoding import remap_spans
 from .._unicode_forms import changes_text, form_tables
+from ..alignment import NormalizedString
 from ..normalizers import NFC, NFD, NFKC, NFKD, Lowercase, Sequence, lower
 from . import find_plan, plain_from_raw, register_fallback_plan, stages_key
 
@@ -45,6 +55,8 @@ __all__ = ["normalized_first_plan", "NormalizedFirstPlan", "normalizing_steps"]
 
 _FORMS = {NFC: "NFC", NFKC: "NFKC", NFD: "NFD", NFKD: "NFKD"}
 LOWERCASE = "lowercase"
+#: The steps of a normalizer run as the general path runs it (see the module doc).
+GENERAL = ("general",)
 
 
 def normalizing_steps(normalizer) -> tuple[str, ...] | None:
@@ -64,11 +76,32 @@ def normalizing_steps(normalizer) -> tuple[str, ...] | None:
     return steps
 
 
+def steps_of(normalizer) -> tuple[str, ...] | None:
+    """:func:`normalizing_steps`, else :data:`GENERAL` for a built-in normalizer; None for none and
+    for one holding a custom normalizer.
+
+    >>> from pieceworks.normalizers import Replace, Normalizer
+    >>> steps_of(NFKC()), steps_of(Sequence([Replace("a", "b"), Lowercase()])), steps_of(None)
+    (('NFKC',), ('general',), None)
+    >>> class Shout:
+    ...     def normalize(self, normalized):
+    ...         normalized.uppercase()
+    >>> steps_of(Sequence([NFKC(), Normalizer.custom(Shout())])) is None
+    True
+    """
+    if normalizer is None:
+        return None
+    members = normalizer.normalizers if type(normalizer) is Sequence else [normalizer]
+    if any(isinstance(member, CustomComponent) for member in members):
+        return None
+    return normalizing_steps(normalizer) or GENERAL
+
+
 @register_fallback_plan
 def normalized_first_plan(tokenizer) -> "NormalizedFirstPlan | None":
-    """A plan for a normalizer :func:`normalizing_steps` applies, wrapping the plan of the same model
-    and pre-tokenizer without a normalizer; else None."""
-    if normalizing_steps(tokenizer.normalizer) is None:
+    """A plan for a normalizer :func:`steps_of` takes, wrapping the plan of the same model and
+    pre-tokenizer without a normalizer; else None."""
+    if steps_of(tokenizer.normalizer) is None:
         return None
     inner = find_plan(SimpleNamespace(model=tokenizer.model, normalizer=None, pre_tokenizer=tokenizer.pre_tokenizer),
                       fallbacks=False)
@@ -97,7 +130,7 @@ class NormalizedFirstPlan:
         key = stages_key(self)
         known, steps = self._steps_for
         if known != key:
-            steps = normalizing_steps(self.normalizer)
+            steps = steps_of(self.normalizer)
             self._steps_for = (key, steps)
         return steps
 
@@ -113,6 +146,8 @@ class NormalizedFirstPlan:
         >>> made == "i\\u0307x", array("i", spans).tolist()
         (True, [0, 1, 0, 1, 1, 2])
         """
+        if steps is GENERAL:
+            return _normalized_generally(self.normalizer, text)
         made, spans = text, None
         for step in steps:
             if step == LOWERCASE:
@@ -148,11 +183,11 @@ class NormalizedFirstPlan:
 
         def encode(text: str):
             made, spans = self.normalized(text, steps)
-            if inner_one is not None:
+            if inner_one is not None and not (self.takes_position and _first_start(spans)):
                 result = inner_one(made)
                 if type(result) is not tuple or spans is None:
                     return result
-                if len(result) == 3:
+                if len(result) == 3 or len(result) == 5 and type(result[4]) is list:    # (its own token strings)
                     return remap_spans(result[0], result[1], spans), *result[1:]
             result = self.encode_raw_batch([text])[0]
             return None if result is None or len(result) != 4 else result[:3]
@@ -165,8 +200,9 @@ class NormalizedFirstPlan:
         if steps is None:
             return None
         made, spans = self.normalized(text, steps)
-        return self._moved_back(self.inner.encode_raw(made, *at) if self.takes_position else self.inner.encode_raw(made),
-                                spans)
+        if not self.takes_position:
+            return self._moved_back(self.inner.encode_raw(made), spans)
+        return self._moved_back(self.inner.encode_raw(made, (at[0] if at else 0) + _first_start(spans)), spans)
 
     def encode_plain(self, text: str, *at: int):
         """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
@@ -180,8 +216,11 @@ class NormalizedFirstPlan:
             return [None] * len(texts)
         done = [self.normalized(text, steps) for text in texts]
         made = [item[0] for item in done]
-        found = (self.inner.encode_raw_batch(made) if ats is None or not self.takes_position
-                 else self.inner.encode_raw_batch(made, ats))
+        if not self.takes_position:
+            found = self.inner.encode_raw_batch(made)
+        else:   # (where the made text's first char was: a normalizer may drop the chars before it)
+            starts = [(0 if ats is None else ats[k]) + _first_start(item[1]) for k, item in enumerate(done)]
+            found = self.inner.encode_raw_batch(made, starts)
         return [self._moved_back(result, item[1]) for result, item in zip(found, done)]
 
     @staticmethod
@@ -235,3 +274,27 @@ def composed_spans(outer: bytes, inner: bytes) -> bytes:
         start, end = out[k], out[k + 1]
         out[k], out[k + 1] = mid[2 * start], mid[2 * end - 1] if end > start else mid[2 * start]
     return out.tobytes()
+
+
+def _first_start(spans: bytes | None) -> int:
+    """Where the first made char came from (0 when offsets stay put, or nothing was made).
+
+    >>> _first_start(array("i", [2, 3, 3, 4]).tobytes()), _first_start(None)
+    (2, 0)
+    """
+    return struct.unpack_from("i", spans)[0] if spans else 0
+
+
+def _normalized_generally(normalizer, text: str) -> tuple[str, bytes | None]:
+    """``(made, spans)`` of :meth:`NormalizedFirstPlan.normalized`, the normalizer run as the general
+    path runs it."""
+    # A step whose text comes out as it went in made no edit, so its alignment is the identity:
+    # normalize_str (no alignment) tells it at C speed for most texts.
+    members = normalizer.normalizers if type(normalizer) is Sequence else (normalizer,)
+    if all(member.normalize_str(text) == text for member in members):
+        return text, None
+    normalized = NormalizedString(text)
+    normalizer.normalize(normalized)
+    if normalized.is_identity:
+        return text, None
+    return normalized.normalized, array("i", chain.from_iterable(normalized.alignments())).tobytes()

@@ -207,6 +207,11 @@ class BertWordPiecePlan:
         """The char put in front of a text starting at ``at`` in its input: none here."""
         return ""
 
+    def _fronts(self, options, n: int, ats: list[int] | None) -> list[str] | None:
+        """:meth:`_front` of each of ``n`` texts starting at ``ats`` (0s if None), or None when no text
+        gets one (here, none ever does: no call per text)."""
+        return None
+
     def _form(self) -> str | None:
         """The Unicode form the normalizer applies before its char-by-char steps, or None."""
         return normalizer_form(self.normalizer)
@@ -219,8 +224,7 @@ class BertWordPiecePlan:
         if setup is None:
             return [None] * len(texts)
         options, cmap, table, max_chars, unk_id = setup
-        fronts = [self._front(options, at) for at in (ats if ats is not None else [0] * len(texts))]
-        fronts = fronts if any(fronts) else None
+        fronts = self._fronts(options, len(texts), ats)
         form = self._form()
         changed = changed_among(form, texts) if form is not None else ()
         if not changed:
@@ -337,7 +341,7 @@ def _scattered(n: int, at: list[int], results: list) -> list:
 
 # Unicode forms a normalizer may apply before the char-by-char steps: a text one changes is
 # normalized with its alignment, then scanned (NFC and NFKC keep every stretch of a text they keep).
-_FORMS = {NFC: "NFC", NFKC: "NFKC"}
+UNICODE_FORMS = {NFC: "NFC", NFKC: "NFKC"}
 
 
 def normalizer_form(normalizer) -> str | None:
@@ -350,7 +354,7 @@ def normalizer_form(normalizer) -> str | None:
     """
     if type(normalizer) is NormalizerSequence and normalizer.normalizers:
         normalizer = normalizer.normalizers[0]
-    return _FORMS.get(type(normalizer))
+    return UNICODE_FORMS.get(type(normalizer))
 
 
 def normalizer_options(normalizer) -> tuple[bool, bool, bool | str, bool] | None:
@@ -378,13 +382,13 @@ def normalizer_options(normalizer) -> tuple[bool, bool, bool | str, bool] | None
     >>> normalizer_options(NFKC()), normalizer_options(Sequence([NFKC(), Lowercase()]))
     ((False, False, False, False), (False, False, False, True))
     """
-    if normalizer is None or type(normalizer) in _FORMS:
+    if normalizer is None or type(normalizer) in UNICODE_FORMS:
         return (False, False, False, False)
     if type(normalizer) is Lowercase:
         return (False, False, False, True)
     if type(normalizer) is NormalizerSequence:
         shape = tuple(map(type, normalizer.normalizers))
-        if shape and shape[0] in _FORMS:
+        if shape and shape[0] in UNICODE_FORMS:
             return _SEQUENCE_SHAPES[shape[1:]] if shape[1:] in ((), (Lowercase,)) else None
         return _sequence_options(shape, normalizer.normalizers)
     if type(normalizer) is not BertNormalizer:

@@ -33,16 +33,12 @@ import threading
 
 from .._kernels import bert_fast
 from ..models.bpe import BPE
-from ..normalizers import NFC, NFKC
 from ..pre_tokenizers import Metaspace
 from . import plain_from_raw, register_plan
+from .bert import UNICODE_FORMS
 from .class_run_bpe import ClassRunBpePlan
 
 __all__ = ["metaspace_bpe_plan", "MetaspaceBpePlan"]
-
-# The normalizers the plan follows besides None: Unicode forms it checks each text against.
-_FORMS = (NFKC, NFC)
-
 
 @register_plan
 def metaspace_bpe_plan(tokenizer) -> "MetaspaceBpePlan | None":
@@ -50,7 +46,7 @@ def metaspace_bpe_plan(tokenizer) -> "MetaspaceBpePlan | None":
     model, normalizer, pre_tokenizer = tokenizer.model, tokenizer.normalizer, tokenizer.pre_tokenizer
     if type(model) is not BPE or type(pre_tokenizer) is not Metaspace or not pre_tokenizer.split:
         return None     # (split=False: spm_bpe's plan)
-    if normalizer is not None and type(normalizer) not in _FORMS:
+    if normalizer is not None and type(normalizer) not in UNICODE_FORMS:     # (a form alone)
         return None
     return MetaspaceBpePlan(model, normalizer, pre_tokenizer)
 
@@ -79,6 +75,10 @@ class MetaspaceBpePlan(ClassRunBpePlan):
         of a text that starts with a space or one already), or ""."""
         replacement, scheme = options
         return replacement if scheme == "always" or scheme == "first" and at == 0 else ""
+
+    def _fronts(self, options: tuple, n: int, ats: list[int] | None) -> list[str] | None:
+        fronts = [self._front(options, at) for at in (ats if ats is not None else [0] * n)]
+        return fronts if any(fronts) else None
 
     def encode_raw(self, text: str, at: int = 0):
         """``(raw, n_tokens, n_words, strings)``, or None; see :mod:`pieceworks.fast`."""

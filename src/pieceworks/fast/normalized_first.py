@@ -55,6 +55,7 @@ __all__ = ["normalized_first_plan", "NormalizedFirstPlan", "normalizing_steps"]
 
 _FORMS = {NFC: "NFC", NFKC: "NFKC", NFD: "NFD", NFKD: "NFKD"}
 LOWERCASE = "lowercase"
+_LOWERCASE = Lowercase()
 #: The steps of a normalizer run as the general path runs it (see the module doc).
 GENERAL = ("general",)
 
@@ -68,8 +69,8 @@ def normalizing_steps(normalizer) -> tuple[str, ...] | None:
     >>> normalizing_steps(Sequence([NFC(), NFKC()])), normalizing_steps(None)
     (None, None)
     """
-    members = normalizer.normalizers if type(normalizer) is Sequence else [normalizer]
-    steps = tuple(LOWERCASE if type(member) is Lowercase else _FORMS.get(type(member)) for member in members)
+    steps = tuple(LOWERCASE if type(member) is Lowercase else _FORMS.get(type(member))
+                  for member in _members(normalizer))
     if not steps or None in steps or len(steps) > 2 or len(set(steps)) < len(steps) or steps.count(LOWERCASE) == 0 \
             and len(steps) == 2:
         return None
@@ -91,10 +92,14 @@ def steps_of(normalizer) -> tuple[str, ...] | None:
     """
     if normalizer is None:
         return None
-    members = normalizer.normalizers if type(normalizer) is Sequence else [normalizer]
-    if any(isinstance(member, CustomComponent) for member in members):
+    if any(isinstance(member, CustomComponent) for member in _members(normalizer)):
         return None
     return normalizing_steps(normalizer) or GENERAL
+
+
+def _members(normalizer) -> list:
+    """The normalizers ``normalizer`` runs, in order (a Sequence's are flat)."""
+    return normalizer.normalizers if type(normalizer) is Sequence else [normalizer]
 
 
 @register_fallback_plan
@@ -151,7 +156,7 @@ class NormalizedFirstPlan:
         made, spans = text, None
         for step in steps:
             if step == LOWERCASE:
-                lowered = Lowercase().normalize_str(made)
+                lowered = _LOWERCASE.normalize_str(made)
                 if len(lowered) != len(made):   # (a char lowercases to several: rare, so done in Python)
                     lowered, moved = lowercase_aligned(made)
                     spans = moved if spans is None else composed_spans(moved, spans)
@@ -245,7 +250,7 @@ def lowercase_aligned(text: str) -> tuple[str, bytes]:
     >>> made == "ai\\u0307", array("i", spans).tolist()
     (True, [0, 1, 1, 2, 1, 2])
     """
-    lowered = Lowercase().normalize_str(text)
+    lowered = _LOWERCASE.normalize_str(text)
     n = len(text)
     own = array("i", bytes(8 * n))      # each char's own span, (k, k + 1), in C-level slices
     own[0::2], own[1::2] = array("i", range(n)), array("i", range(1, n + 1))
@@ -290,8 +295,7 @@ def _normalized_generally(normalizer, text: str) -> tuple[str, bytes | None]:
     path runs it."""
     # A step whose text comes out as it went in made no edit, so its alignment is the identity:
     # normalize_str (no alignment) tells it at C speed for most texts.
-    members = normalizer.normalizers if type(normalizer) is Sequence else (normalizer,)
-    if all(member.normalize_str(text) == text for member in members):
+    if all(member.normalize_str(text) == text for member in _members(normalizer)):
         return text, None
     normalized = NormalizedString(text)
     normalizer.normalize(normalized)

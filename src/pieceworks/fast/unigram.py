@@ -42,18 +42,17 @@ from .._kernels.raw_encoding import offset_list, pack
 from .._regex import Regex
 from .._unicode_forms import changes_text
 from ..models.unigram import Unigram
-from ..normalizers import _NMT_DROPPED, _NMT_SPACES, NFC, NFKC, Nmt, Precompiled, Replace, Sequence
+from ..normalizers import _NMT_DROPPED, _NMT_SPACES, NFKC, Nmt, Precompiled, Replace, Sequence
 from ..pre_tokenizers import Metaspace
 from . import PREPEND_MODES, fill_plain_left, joined_words_of, register_plan, stages_key
 from ._aligned import AlignedForm, AlignedText, aligned_precompiled
+from .bert import UNICODE_FORMS     # (the forms it checks a text against, after Nmt if that comes first)
 
 __all__ = ["unigram_plan", "UnigramMetaspacePlan"]
 
 # What the SentencePiece converters append: runs of spaces become one space.
 _COLLAPSE_SPACES = " {2,}"
 _SPACE_RUNS = re.compile(_COLLAPSE_SPACES)
-# The Unicode forms the plan checks a text against (after Nmt, if that comes first).
-_FORMS = (NFKC, NFC)
 
 
 @register_plan
@@ -84,7 +83,7 @@ def _normalizer_parts(normalizer) -> "tuple[bytes | None, bool, bool, str | None
             charsmap = member.precompiled_charsmap or None
         elif kind is Nmt and position == 0:
             nmt = True
-        elif kind in _FORMS and position == (1 if nmt else 0):
+        elif kind in UNICODE_FORMS and position == (1 if nmt else 0):
             form = member.form
         elif kind is Replace and _collapses_spaces(member) and position == len(members) - 1:
             collapse = True

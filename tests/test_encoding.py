@@ -10,7 +10,7 @@ import pieceworks as pw
 from pieceworks.encoding import Encoding
 from pieceworks.errors import ConfigError
 
-from parity import assert_same_encoding
+from parity import assert_same_encoding, both_from_file
 
 WORDS = ["a", "bb", "ccc", "dddd"]
 
@@ -96,6 +96,85 @@ def test_char_to_token_reads_any_spans_as_the_first_holding_the_char(spans, pos)
     as_lists = Encoding.from_tokens([(i, "t", list(span)) for i, span in enumerate(offsets)])
     assert as_tuples.char_to_token(pos) == as_lists.char_to_token(pos) == want
     assert as_tuples.char_to_token(2 ** 70) is None
+
+
+def assert_char_look_ups_match(mine, hf_encoding, first: str, second: str) -> None:
+    for seq in (0, 1, 2):
+        for pos in range(0, max(len(first), len(second)) + 2, 3):
+            assert mine.char_to_token(pos, seq) == hf_encoding.char_to_token(pos, seq), (pos, seq)
+            assert mine.char_to_word(pos, seq) == hf_encoding.char_to_word(pos, seq), (pos, seq)
+
+
+@pytest.mark.parametrize("direction", ["left", "right"])
+def test_char_look_ups_of_fresh_padded_pairs_match_huggingface(direction):
+    """A batch's pair encodings answer char look-ups before their lists are built (from the raw
+    results), padded on either side, truncated, and for a sequence index that is no sequence."""
+    ours, theirs = tokenizers_over_words()
+    ours.post_processor = pw.processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                          special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    theirs.post_processor = hf.processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                            special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    pairs = [("a bb ccc", "dddd a x bb"), ("x", "a a a a a a a bb"), ("", "ccc"), ("dddd dddd", "")]
+    for tok in (ours, theirs):
+        tok.enable_padding(direction=direction, length=16)
+        tok.enable_truncation(10, strategy="longest_first")
+    for mine, hf_encoding, (first, second) in zip(ours.encode_batch(pairs), theirs.encode_batch(pairs), pairs):
+        assert_char_look_ups_match(mine, hf_encoding, first, second)
+        assert_same_encoding(mine, hf_encoding)
+
+
+def test_look_ups_see_offsets_and_words_set_after_a_look_up():
+    """The look-ups pack the offsets and words once; setting them (even the same list changed in
+    place, or a longer one) is seen by the next look-up, as the Python rule reads them."""
+    e = Encoding.from_tokens([(1, "a", (0, 2)), (2, "b", (2, 4))])
+    assert e.char_to_token(3) == 1
+    e.offsets = [(0, 1), (1, 2)]
+    assert e.char_to_token(3) is None and e.char_to_token(1) == 1
+    offsets = e.offsets
+    offsets[0] = (5, 9)
+    e.offsets = offsets
+    assert e.char_to_token(6) == 0 and e.char_to_token(0) is None
+    e.offsets.append((9, 12))       # a longer list: packed again
+    e.ids.append(3)
+    assert e.char_to_token(10) == 2
+    e.offsets = [(0, 2), ("x", 3)]   # not ints: the Python rule, which compares them
+    with pytest.raises(TypeError):
+        e.char_to_token(2)
+    e.words = [0, 1, 1]
+    assert e.word_to_tokens(1) == (1, 3)
+    words = e.words
+    words[2] = 2
+    e.words = words
+    assert e.word_to_tokens(1) == (1, 2) and e.word_to_tokens(2) == (2, 3)
+
+
+@pytest.mark.parametrize("direction", ["right", "left"])
+@pytest.mark.parametrize("relative", ["hf_tokenizer_json/llama3", "hf_tokenizer_json/gpt-neox-20b",
+                                      "bert_all-MiniLM-L6-v2"])
+def test_position_lookups_match_huggingface_on_real_pairs(relative, direction, shared_data):
+    """Every look-up at every position of real pairs, with the files' post-processors (a template
+    around two sequences; GPT-NeoX's ByteLevel trimming offsets), and of their truncated windows;
+    the char look-ups first, before any list is built."""
+    ours, theirs = both_from_file(relative, shared_data)
+    text = (shared_data / "corpora/multilingual/udhr_532_languages.jsonl").read_text(encoding="utf-8")[:3000]
+    first, second = text[:1700], text[1700:]
+    for tok in (ours, theirs):
+        tok.enable_truncation(300, stride=20, direction=direction)
+    a, b = ours.encode(first, second), theirs.encode(first, second)
+    for k, hf_encoding in enumerate([b] + b.overflowing):
+        mine = a if k == 0 else a.overflowing[k - 1]
+        assert_char_look_ups_match(mine, hf_encoding, first, second)
+        assert_same_encoding(mine, hf_encoding)
+        n = len(mine.ids)
+        for i in range(n + 2):
+            assert mine.token_to_sequence(i) == hf_encoding.token_to_sequence(i), i
+            assert mine.token_to_chars(i) == hf_encoding.token_to_chars(i), i
+            assert mine.token_to_word(i) == hf_encoding.token_to_word(i), i
+        for seq in (0, 1, 2):
+            for word in range(0, n + 2, 2):
+                assert mine.word_to_tokens(word, seq) == hf_encoding.word_to_tokens(word, seq), (word, seq)
+                assert mine.word_to_chars(word, seq) == hf_encoding.word_to_chars(word, seq), (word, seq)
+    assert len(a.overflowing) == len(b.overflowing) > 1
 
 
 @settings(max_examples=80, deadline=None)

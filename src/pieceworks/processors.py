@@ -640,7 +640,9 @@ def trim_offsets(encoding: Encoding, add_prefix_space: bool) -> None:
     >>> trim_offsets(e, add_prefix_space=False); e.offsets
     [(1, 6), (7, 12)]
     """
-    trim_span(encoding.offsets, encoding.tokens, 0, len(encoding.offsets), add_prefix_space)
+    offsets = encoding.offsets
+    trim_span(offsets, encoding.tokens, 0, len(offsets), add_prefix_space)
+    encoding.offsets = offsets      # (set again: the position look-ups see the change)
 
 
 def trim_span(offsets: list, tokens: list, first: int, stop: int, add_prefix_space: bool) -> None:

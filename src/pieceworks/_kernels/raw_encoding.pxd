@@ -77,6 +77,10 @@ cdef class Basis:
 cdef class Lists:
     cdef public object type_ids, tokens, words, offsets, special_tokens_mask, attention_mask, overflowing, ranges
     cdef object pending               # a pair's PendingPair until its lists are built (see pair_encoding)
+    # The offsets and words lists the position look-ups last packed (see encoding.pyx's _packed), and
+    # them as int32s (bytes: the spans' starts, then their ends; the words, None as -1), or False if
+    # an item is not what packs.
+    cdef object spans_of, packed_spans, words_of, packed_words
 
 
 @cython.no_gc
@@ -93,6 +97,8 @@ cdef class EncodingBase:
 
 cpdef Basis basis_for(object strings, object frame, object word_index, SpanSource spans_from, object source)
 cdef Lists _lists_of(EncodingBase e)
+cdef Py_ssize_t pending_char_to_token(EncodingBase e, Py_ssize_t pos, Py_ssize_t sequence,
+                                      Py_ssize_t* word) except -3
 cdef object overflowing_parts(EncodingBase self)
 cpdef EncodingBase lazy_copy(EncodingBase e)
 cdef EncodingBase lazy_with_ids(type cls, list ids, Py_ssize_t n, Basis basis, object source, Py_ssize_t at)

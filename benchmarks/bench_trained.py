@@ -6,8 +6,10 @@ Hugging Face's quick-tour tokenizer: char-level ``BPE(unk_token="[UNK]")``
 Hugging Face's ``SentencePieceBPETokenizer``, ``--pre digits``: ``Whitespace`` then
 ``Digits(individual_digits=True)``, ``--pre punctuation``: ``WhitespaceSplit`` then
 ``Punctuation``, ``--pre bytelevel``: ``ByteLevel()``, as Hugging Face's docs train byte-level BPE;
-``--normalizer lowercase``, ``nfkc`` or ``nfd-lower-strip``, the
-course's ``Sequence([NFD(), Lowercase(), StripAccents()])``, first), trained here on the embedded corpus to ``--vocab`` tokens;
+``--normalizer lowercase``, ``nfkc``, ``nfd-lower-strip``, the
+course's ``Sequence([NFD(), Lowercase(), StripAccents()])``, or ``course-unigram``, the course's
+``Replace``, ``NFKD``, ``StripAccents``, ``Replace``, first; ``--model unigram`` with ``--pre metaspace``
+is the course's Unigram), trained here on the embedded corpus to ``--vocab`` tokens;
 or, with ``--implementation NAME``, one of Hugging Face's ready-made classes
 (``pieceworks.implementations``: ``SentencePieceUnigramTokenizer``, ...). Both
 libraries load the same tokenizer.json. The inputs and modes are
@@ -24,6 +26,7 @@ Usage::
     python benchmarks/bench_trained.py --model wordlevel
     python benchmarks/bench_trained.py --model wordpiece --normalizer nfd-lower-strip --pre punctuation
     python benchmarks/bench_trained.py --pre bytelevel --normalizer nfkc-lower
+    python benchmarks/bench_trained.py --model unigram --pre metaspace --normalizer course-unigram
     python benchmarks/bench_trained.py --implementation SentencePieceUnigramTokenizer
 """
 
@@ -49,11 +52,14 @@ PRE_TOKENIZERS = {"whitespace": "Whitespace", "bert": "BertPreTokenizer", "white
                   "punctuation": "Sequence([WhitespaceSplit(), Punctuation()])", "bytelevel": "ByteLevel"}
 NORMALIZERS = {"none": None, "lowercase": "Lowercase", "nfkc": "NFKC",
                "nfd-lower-strip": "Sequence([NFD(), Lowercase(), StripAccents()])",
-               "nfkc-lower": "Sequence([NFKC(), Lowercase()])"}
+               "nfkc-lower": "Sequence([NFKC(), Lowercase()])",
+               # Hugging Face's course, building a Unigram tokenizer block by block.
+               "course-unigram": "Sequence([Replace('``', '\"'), Replace(\"''\", '\"'), NFKD(), StripAccents(), "
+                                 "Replace(Regex(' {2,}'), ' ')])"}
 
 
 MODELS = {"bpe": ("BPE", "BpeTrainer"), "wordlevel": ("WordLevel", "WordLevelTrainer"),
-          "wordpiece": ("WordPiece", "WordPieceTrainer")}
+          "wordpiece": ("WordPiece", "WordPieceTrainer"), "unigram": ("Unigram", "UnigramTrainer")}
 
 
 def _stage(module, spelled: str | None):
@@ -65,8 +71,6 @@ def _stage(module, spelled: str | None):
 
 def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int, implementation: str | None = None):
     """(pieceworks, Hugging Face) tokenizers from one tokenizer.json trained here."""
-    import tokenizers
-
     import pieceworks as pw
     from pieceworks.corpus import iter_default_corpus
 
@@ -75,17 +79,30 @@ def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int, impleme
         options = {"special_tokens": ["<unk>"], "unk_token": "<unk>"} if "Unigram" in implementation else {}
         impl.train_from_iterator(islice(iter_default_corpus(), 200_000), vocab_size=vocab_size, show_progress=False,
                                  **options)
-        return impl._tokenizer, tokenizers.Tokenizer.from_str(impl._tokenizer.to_str())
+        return _both_loading(impl._tokenizer.to_str())
     model_name, trainer_name = MODELS[model]
-    tok = pw.Tokenizer(getattr(pw.models, model_name)(unk_token="[UNK]"))
+    # (Unigram names its unknown token to the trainer, and the model gets its id from it.)
+    unk = {"unk_token": "[UNK]"}
+    tok = pw.Tokenizer(pw.models.Unigram() if model == "unigram" else getattr(pw.models, model_name)(**unk))
     tok.pre_tokenizer = _stage(pw.pre_tokenizers, PRE_TOKENIZERS[pre])
     tok.normalizer = _stage(pw.normalizers, NORMALIZERS[normalizer])
     # (Byte-level: every byte in the vocabulary, as Hugging Face's docs train it.)
     alphabet = {"initial_alphabet": pw.pre_tokenizers.ByteLevel.alphabet()} if pre == "bytelevel" else {}
     trainer = getattr(pw.trainers, trainer_name)(vocab_size=vocab_size, special_tokens=["[UNK]"], show_progress=False,
-                                                 **alphabet)
+                                                 **alphabet, **(unk if model == "unigram" else {}))
     tok.train_from_iterator(islice(iter_default_corpus(), 200_000), trainer)
-    return tok, tokenizers.Tokenizer.from_str(tok.to_str())
+    return _both_loading(tok.to_str())
+
+
+def _both_loading(saved: str):
+    """(pieceworks, Hugging Face) tokenizers loading the same tokenizer.json. (Both load it: a
+    Unigram score read back from JSON may differ from the trained one in its last bit, as Hugging
+    Face's reader rounds it, and that decides ties between segmentations.)"""
+    import tokenizers
+
+    import pieceworks as pw
+
+    return pw.Tokenizer.from_str(saved), tokenizers.Tokenizer.from_str(saved)
 
 
 def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], model: str, pre: str, normalizer: str,

@@ -8,6 +8,7 @@ Hugging Face ``tokenizers`` loading the same tokenizer.json.
 
 from __future__ import annotations
 
+from array import array
 from itertools import islice
 
 import pytest
@@ -39,6 +40,8 @@ NORMALIZERS = {
     # Run as the general path runs them (GENERAL): Hugging Face's course's Unigram normalizer, and more.
     "course-unigram": lambda: Sequence([Replace("``", '"'), Replace("''", '"'), NFKD(), StripAccents(),
                                         Replace(Regex(" {2,}"), " ")]),
+    "spaces+nfd+strip+lowercase": lambda: Sequence([Replace(Regex(r"\s+"), " "), NFD(), StripAccents(), Lowercase()]),
+    "deleting+longer": lambda: Sequence([Replace("e", ""), NFKC(), Replace(Regex("[0-9]+"), "<n>")]),
     "strip+bert": lambda: Sequence([Strip(), BertNormalizer()]),
     "removing+prepend": lambda: Sequence([Replace("e", ""), Prepend("_"), Replace(Regex("[0-9]"), "##")]),
 }
@@ -78,10 +81,13 @@ def test_the_plan_wraps_the_plan_without_the_normalizer():
     assert isinstance(with_stages(model, NFC(), ByteLevel())._current_plan(), byte_bpe.ByteBpePlan)
     char_level = BPE({"[UNK]": 0, "a": 1}, [], unk_token="[UNK]")
     assert isinstance(with_stages(char_level, NFKC(), Whitespace())._current_plan(), class_run_bpe.ClassRunBpePlan)
-    for normalizer in (Sequence([NFKC(), NFC()]), Sequence([NFKC(), Strip()]), Replace("a", "b"),
+    for normalizer in (Sequence([NFKC(), NFC()]), Sequence([NFKC(), Strip()]), Sequence([Replace("a", "b"), Strip()]),
                        Sequence([Lowercase(), Lowercase()]), Sequence([])):
         plan = with_stages(model, normalizer, ByteLevel())._current_plan()
         assert plan._steps() == normalized_first.GENERAL, normalizer    # (as the general path runs it)
+    replace = Replace("a", "b")     # the plan's own edits
+    steps = with_stages(model, Sequence([replace, NFKD(), StripAccents()]), ByteLevel())._current_plan()._steps()
+    assert steps == (replace, "NFKD", normalized_first.STRIP_ACCENTS)
 
     class Shout:
         def normalize(self, normalized):
@@ -180,6 +186,44 @@ def test_plan_equals_general_path_on_any_text(twins, texts, name, kind, normaliz
         assert_same_encoding(ours, theirs, f"batch {name} {kind} {text!r}")
     pair = fast.encode(texts[0], texts[-1])
     assert_same_encoding(pair, general.encode(texts[0], texts[-1]), f"pair {name} {kind}")
+
+
+EDIT_MEMBERS = {
+    "nfkd": NFKD, "nfc": NFC, "nfd": NFD, "nfkc": NFKC, "lowercase": Lowercase, "strip-accents": StripAccents,
+    "quotes": lambda: Replace("``", '"'), "e-deleted": lambda: Replace("e", ""),
+    "spaces": lambda: Replace(Regex(" {2,}"), " "), "digits-longer": lambda: Replace(Regex("[0-9]+"), "<num>"),
+    "one-to-two": lambda: Replace("a", "ää"), "marks-to-dot": lambda: Replace(Regex(r"\p{Mn}"), "."),
+}
+edit_text = st.lists(st.sampled_from(CHANGED + ["``", "e", "ee", "a", "  ", "   ", "12", "x", "\u0301", "Ä"]),
+                     max_size=12).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(names=st.lists(st.sampled_from(sorted(EDIT_MEMBERS)), min_size=1, max_size=5), text=edit_text)
+def test_steps_normalize_and_align_as_the_general_path(names, text):
+    """The plan's own steps (edits, forms, Lowercase) give the text and every char's span that the
+    general path's NormalizedString gives, for any order of them the plan takes."""
+    normalizer = Sequence([EDIT_MEMBERS[name]() for name in names])
+    steps = normalized_first.normalizing_steps(normalizer)
+    if steps is None:
+        return      # (two forms, or Lowercase twice: run as the general path runs them)
+    plan = normalized_first.NormalizedFirstPlan(None, normalizer, None, None)
+    made, spans = plan.normalized(text, steps)
+    want, want_spans = normalized_first._normalized_generally(normalizer, text)
+    assert made == want
+    assert spans_or_own(spans, made) == spans_or_own(want_spans, want)
+
+
+def spans_or_own(spans: bytes | None, made: str) -> list[int]:
+    """The int32 pairs of ``spans``; None (every char where it was) as each char's own span."""
+    return array("i", spans).tolist() if spans is not None else [k + d for k in range(len(made)) for d in (0, 1)]
+
+
+def test_an_empty_match_sends_the_text_the_general_way():
+    normalizer = Sequence([Replace(Regex("x*"), "-"), Lowercase()])
+    plan = normalized_first.NormalizedFirstPlan(None, normalizer, None, None)
+    assert plan.normalized("Ab", normalized_first.normalizing_steps(normalizer)) == \
+        normalized_first._normalized_generally(normalizer, "Ab")
 
 
 def test_texts_the_normalizer_changes_are_encoded_in_the_plan(twins):

@@ -739,3 +739,88 @@ cdef class FormTables:
             PyUnicode_WRITE(kind, data, k, items[k].cp)
             at = span_of(items[k].change, at, spans + 2 * k)
         return text, pairs
+
+
+# -- spans through several steps (fast/normalized_first.py) ----------------------------------------
+
+def composed_spans(bytes outer not None, bytes inner not None) -> bytes:
+    """Spans into a source, made of ``outer`` (each char's span in a middle text, int32 pairs) and
+    ``inner`` (each middle char's span in the source): a char spans from its first middle char's
+    start to its last one's end (an empty span: from its first one's start, to it).
+
+    One C loop (in Python, a 64 KB chunk's took 25 ms).
+
+    >>> from array import array
+    >>> pairs = lambda *xs: array("i", xs).tobytes()
+    >>> array("i", composed_spans(pairs(0, 2, 2, 3, 3, 3), pairs(0, 1, 0, 1, 1, 3, 4, 5))).tolist()
+    [0, 1, 1, 3, 4, 4]
+    """
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(outer) // 8, m = PyBytes_GET_SIZE(inner) // 8, k, start, end
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 8 * n)
+    cdef const int32_t* src = <const int32_t*>PyBytes_AS_STRING(outer)
+    cdef const int32_t* mid = <const int32_t*>PyBytes_AS_STRING(inner)
+    cdef int32_t* dst = <int32_t*>PyBytes_AS_STRING(out)
+    for k in range(n):
+        start, end = src[2 * k], src[2 * k + 1]
+        if not 0 <= start < m or end > m or end < start:
+            raise ValueError(f"composed_spans: span ({start}, {end}) is not within the {m} middle chars")
+        dst[2 * k] = mid[2 * start]
+        dst[2 * k + 1] = mid[2 * end - 1] if end > start else mid[2 * start]
+    return out
+
+
+def edited_spans(bytes base, Py_ssize_t n, list edits not None) -> bytes:
+    """Each char's span after ``edits`` (``(start, end, content)``, in order, not overlapping) are
+    made to a text of ``n`` chars whose spans are ``base`` (int32 pairs; None: each char's own):
+    a kept char keeps its span, each content char takes the span of the last char its edit took
+    out (``(0, 0)`` if it took none at the start), as Hugging Face aligns ``Replace`` and
+    ``StripAccents``.
+
+    >>> from array import array
+    >>> array("i", edited_spans(None, 5, [(1, 3, "_"), (4, 5, "")])).tolist()
+    [0, 1, 2, 3, 3, 4]
+    """
+    cdef Py_ssize_t total = n, done = 0, at = 0, k, start, end, size, j
+    cdef const int32_t* own = NULL
+    cdef int32_t pair0, pair1
+    if base is not None:
+        if PyBytes_GET_SIZE(base) != 8 * n:
+            raise ValueError(f"edited_spans: {PyBytes_GET_SIZE(base) // 8} spans for a text of {n} chars")
+        own = <const int32_t*>PyBytes_AS_STRING(base)
+    for edit in edits:
+        start, end = edit[0], edit[1]
+        if not done <= start <= end <= n:
+            raise ValueError(f"edited_spans: edit ({start}, {end}) is out of order or past the {n} chars")
+        total += len(<str>edit[2]) - (end - start)
+        done = end
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 8 * total)
+    cdef int32_t* dst = <int32_t*>PyBytes_AS_STRING(out)
+    done = 0
+    for edit in edits:
+        start, end, size = edit[0], edit[1], len(<str>edit[2])
+        at = _kept_spans(own, done, start, dst, at)
+        if end == 0:
+            pair0 = pair1 = 0
+        elif own == NULL:
+            pair0, pair1 = <int32_t>(end - 1), <int32_t>end
+        else:
+            pair0, pair1 = own[2 * end - 2], own[2 * end - 1]
+        for j in range(size):
+            dst[2 * at], dst[2 * at + 1] = pair0, pair1
+            at += 1
+        done = end
+    _kept_spans(own, done, n, dst, at)
+    return out
+
+
+cdef inline Py_ssize_t _kept_spans(const int32_t* own, Py_ssize_t first, Py_ssize_t stop, int32_t* dst,
+                                   Py_ssize_t at) noexcept:
+    """Chars ``first:stop``'s spans (``own``'s, or their own if NULL) written from ``dst[at]``; the next ``at``."""
+    cdef Py_ssize_t k
+    for k in range(first, stop):
+        if own == NULL:
+            dst[2 * at], dst[2 * at + 1] = <int32_t>k, <int32_t>(k + 1)
+        else:
+            dst[2 * at], dst[2 * at + 1] = own[2 * k], own[2 * k + 1]
+        at += 1
+    return at

@@ -14,9 +14,15 @@ normalizer encodes the result, and the tokens' offsets are moved back into
 the input (``raw_encoding.remap_spans``).
 
 Those (NFC, NFKC, NFD, NFKD or ``Lowercase``, or a ``Sequence`` of one
-form and ``Lowercase`` in either order) are the quick ones. Any other
-built-in normalizer (``Replace``, ``Strip``, ``StripAccents``, a
-``Sequence`` of several, ...) runs as the general path runs it, on a
+form and ``Lowercase`` in either order) are the quick ones, and so are
+``Replace`` and ``StripAccents`` anywhere in such a ``Sequence``: their
+edits are found in C (the pattern's matches, the runs of marks) and the
+spans built from slices, a kept char keeping its span and the chars an
+edit puts in taking the span of the last char it took out, as Hugging
+Face aligns them (Hugging Face's course trains its Unigram after
+``Replace``, ``NFKD``, ``StripAccents`` and ``Replace``). Any other
+built-in normalizer (``Strip``, ``Prepend``, ``Nmt``, two forms, ...)
+runs as the general path runs it, on a
 :class:`~pieceworks.alignment.NormalizedString` whose alignment gives the
 spans: still one Python step per text, but the pre-tokenizer and the model
 run in the kernel. (A custom normalizer, which may keep state or look at
@@ -45,44 +51,65 @@ from itertools import chain
 from types import SimpleNamespace
 
 from .._component import CustomComponent
+from .._kernels.aligned_nfc import composed_spans, edited_spans
 from .._kernels.raw_encoding import remap_spans
 from .._unicode_forms import changes_text, form_tables
 from ..alignment import NormalizedString
-from ..normalizers import NFC, NFD, NFKC, NFKD, Lowercase, Sequence, lower
+from .._unicode_tables import strip_accents_marks
+from ..normalizers import NFC, NFD, NFKC, NFKD, Lowercase, Replace, Sequence, StripAccents, _mark_runs, lower
 from . import find_plan, plain_from_raw, register_fallback_plan, stages_key
 
 __all__ = ["normalized_first_plan", "NormalizedFirstPlan", "normalizing_steps"]
 
 _FORMS = {NFC: "NFC", NFKC: "NFKC", NFD: "NFD", NFKD: "NFKD"}
 LOWERCASE = "lowercase"
+STRIP_ACCENTS = "strip_accents"
 _LOWERCASE = Lowercase()
 #: The steps of a normalizer run as the general path runs it (see the module doc).
 GENERAL = ("general",)
+# The runs of marks StripAccents drops (its own regex).
+_MARK_RUNS = _mark_runs(strip_accents_marks)
 
 
-def normalizing_steps(normalizer) -> tuple[str, ...] | None:
-    """The steps this plan applies for ``normalizer`` (form names and :data:`LOWERCASE`, in order),
-    or None for a normalizer it does not apply.
+def normalizing_steps(normalizer) -> tuple | None:
+    """The steps this plan applies for ``normalizer``, in order, or None for a normalizer it does not
+    apply: form names and :data:`LOWERCASE` (one form at most, and ``Lowercase`` once), and any
+    number of edits, ``Replace`` (the member itself) and :data:`STRIP_ACCENTS`.
 
+    >>> from pieceworks.normalizers import Replace, StripAccents
     >>> normalizing_steps(Sequence([NFKC(), Lowercase()])), normalizing_steps(Lowercase())
     (('NFKC', 'lowercase'), ('lowercase',))
+    >>> steps = normalizing_steps(Sequence([Replace("``", '"'), NFKD(), StripAccents()]))
+    >>> type(steps[0]).__name__, steps[1:]
+    ('Replace', ('NFKD', 'strip_accents'))
     >>> normalizing_steps(Sequence([NFC(), NFKC()])), normalizing_steps(None)
     (None, None)
     """
-    steps = tuple(LOWERCASE if type(member) is Lowercase else _FORMS.get(type(member))
-                  for member in _members(normalizer))
-    if not steps or None in steps or len(steps) > 2 or len(set(steps)) < len(steps) or steps.count(LOWERCASE) == 0 \
-            and len(steps) == 2:
+    steps = tuple(_step_of(member) for member in _members(normalizer))
+    kept = [step for step in steps if type(step) is str and step != STRIP_ACCENTS]     # forms and Lowercase
+    if not steps or None in steps or len(kept) > 2 or len(set(kept)) < len(kept) or kept.count(LOWERCASE) == 0 \
+            and len(kept) == 2:
         return None
     return steps
+
+
+def _step_of(member):
+    """The step of one normalizer (see :func:`normalizing_steps`), or None."""
+    if type(member) is Lowercase:
+        return LOWERCASE
+    if type(member) is StripAccents:
+        return STRIP_ACCENTS
+    if type(member) is Replace:
+        return member
+    return _FORMS.get(type(member))
 
 
 def steps_of(normalizer) -> tuple[str, ...] | None:
     """:func:`normalizing_steps`, else :data:`GENERAL` for a built-in normalizer; None for none and
     for one holding a custom normalizer.
 
-    >>> from pieceworks.normalizers import Replace, Normalizer
-    >>> steps_of(NFKC()), steps_of(Sequence([Replace("a", "b"), Lowercase()])), steps_of(None)
+    >>> from pieceworks.normalizers import Strip, Normalizer
+    >>> steps_of(NFKC()), steps_of(Sequence([Strip(), Lowercase()])), steps_of(None)
     (('NFKC',), ('general',), None)
     >>> class Shout:
     ...     def normalize(self, normalized):
@@ -155,7 +182,13 @@ class NormalizedFirstPlan:
             return _normalized_generally(self.normalizer, text)
         made, spans = text, None
         for step in steps:
-            if step == LOWERCASE:
+            if type(step) is Replace or step is STRIP_ACCENTS:
+                edits = _edits(step, made)
+                if edits is None:       # (an empty match: rare, so left to the general way)
+                    return _normalized_generally(self.normalizer, text)
+                if edits:
+                    made, spans = _edited(made, spans, edits)
+            elif step == LOWERCASE:
                 lowered = _LOWERCASE.normalize_str(made)
                 if len(lowered) != len(made):   # (a char lowercases to several: rare, so done in Python)
                     lowered, moved = lowercase_aligned(made)
@@ -195,6 +228,8 @@ class NormalizedFirstPlan:
                 if len(result) == 3 or len(result) == 5 and type(result[4]) is list:    # (its own token strings)
                     return remap_spans(result[0], result[1], spans), *result[1:]
             result = self.encode_raw_batch([text])[0]
+            if result is not None and len(result) == 5 and type(result[4]) is list:
+                return result       # (a text with an unknown char: its own token strings)
             return None if result is None or len(result) != 4 else result[:3]
         return encode, strings
 
@@ -210,8 +245,12 @@ class NormalizedFirstPlan:
         return self._moved_back(self.inner.encode_raw(made, (at[0] if at else 0) + _first_start(spans)), spans)
 
     def encode_plain(self, text: str, *at: int):
-        """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None."""
-        result = self.encode_raw(text, *at)
+        """``(ids, tokens, offsets, words, n_words)`` of :meth:`encode_raw`, or None; a text
+        :meth:`encode_raw` leaves (an unknown char, spelled by its own text) as the batch makes it."""
+        result = self.encode_raw_batch([text], list(at) if at else None)[0]
+        if result is not None and len(result) == 5 and type(result[4]) is list:
+            ids, _, offsets, words, n_words = plain_from_raw(result[:4])
+            return ids, result[4], offsets, words, n_words
         return plain_from_raw(result) if result is not None and len(result) == 4 else None
 
     def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
@@ -251,9 +290,7 @@ def lowercase_aligned(text: str) -> tuple[str, bytes]:
     (True, [0, 1, 1, 2, 1, 2])
     """
     lowered = _LOWERCASE.normalize_str(text)
-    n = len(text)
-    own = array("i", bytes(8 * n))      # each char's own span, (k, k + 1), in C-level slices
-    own[0::2], own[1::2] = array("i", range(n)), array("i", range(1, n + 1))
+    own = _identity_spans(len(text))
     spans, at = array("i"), 0
     for found in _LOWERCASES_TO_SEVERAL.finditer(text):
         k = found.start()
@@ -264,21 +301,51 @@ def lowercase_aligned(text: str) -> tuple[str, bytes]:
     return lowered, spans.tobytes()
 
 
-def composed_spans(outer: bytes, inner: bytes) -> bytes:
-    """Spans into a source made of ``outer`` (each char's span in a middle text) and ``inner`` (each
-    middle char's span in the source): a char spans from its first middle char's start to its last
-    one's end.
+def _edits(step, text: str) -> list[tuple[int, int, str]] | None:
+    """The edits a ``Replace`` or :data:`STRIP_ACCENTS` step makes to ``text``: ``(start, end,
+    content)``, left to right, not overlapping; None for an empty match.
 
-    >>> from array import array
-    >>> pairs = lambda *xs: array("i", xs).tobytes()
-    >>> array("i", composed_spans(pairs(0, 2, 2, 3), pairs(0, 1, 0, 1, 1, 3))).tolist()
-    [0, 1, 1, 3]
+    >>> from pieceworks.normalizers import Regex, Replace
+    >>> _edits(Replace(Regex(" {2,}"), " "), "a   b  c"), _edits(STRIP_ACCENTS, "e\u0301te\u0301")
+    ([(1, 4, ' '), (5, 7, ' ')], [(1, 2, ''), (4, 5, '')])
     """
-    out, mid = array("i", outer), array("i", inner)
-    for k in range(0, len(out), 2):
-        start, end = out[k], out[k + 1]
-        out[k], out[k + 1] = mid[2 * start], mid[2 * end - 1] if end > start else mid[2 * start]
-    return out.tobytes()
+    if step is STRIP_ACCENTS:
+        return [] if text.isascii() else [(*found.span(), "") for found in _MARK_RUNS.finditer(text)]
+    if not text or type(step.pattern) is str and step.pattern and step.pattern not in text:
+        return []       # (Hugging Face looks for no match, not even an empty one, in empty text)
+    found = step._regex.spans(text)
+    if any(start == end for start, end in found):
+        return None
+    return [(start, end, step.content) for start, end in found]
+
+
+def _edited(text: str, spans: bytes | None, edits: list[tuple[int, int, str]]) -> tuple[str, bytes]:
+    """``text`` with each edit made, and each made char's span in the input (``spans``: each char
+    of ``text``'s, None when each is where it was; see ``aligned_nfc.edited_spans``).
+
+    >>> made, spans = _edited("a  b", None, [(1, 3, "_")])
+    >>> made, array("i", spans).tolist()
+    ('a_b', [0, 1, 2, 3, 3, 4])
+    """
+    ends = [0] + [end for _, end, _ in edits]
+    pieces = [part for (start, _, content), done in zip(edits, ends) for part in (text[done:start], content)]
+    pieces.append(text[ends[-1]:])
+    return "".join(pieces), edited_spans(spans, len(text), edits)
+
+
+def _identity_spans(n: int) -> array:
+    """``(k, k + 1)`` for each of ``n`` chars, as int32 pairs: a slice of a table kept for the
+    longest text so far (built from ranges, it cost a line more than the edits)."""
+    global _OWN_SPANS
+    if len(_OWN_SPANS) < 2 * n:
+        size = max(n, 2 * len(_OWN_SPANS))
+        own = array("i", bytes(8 * size))
+        own[0::2], own[1::2] = array("i", range(size)), array("i", range(1, size + 1))
+        _OWN_SPANS = own
+    return _OWN_SPANS[:2 * n]
+
+
+_OWN_SPANS = array("i")
 
 
 def _first_start(spans: bytes | None) -> int:

@@ -193,8 +193,11 @@ _FLAG_SOURCES = (
 )
 
 
-def _every_code_point() -> str:
-    # Lone surrogates included: a Python str may hold them; they get no flag.
+@functools.cache
+def every_code_point() -> str:
+    """Every code point as one str (lone surrogates included: a Python str may hold them; they get
+    no flag), for the tables' C-level passes. Kept (4.4 MB): the tables of one BERT tokenizer
+    scan it six times, and making it took a tenth of a second of their start."""
     return array.array("I", range(N_CODE_POINTS)).tobytes().decode("utf-32-le", "surrogatepass")
 
 
@@ -217,7 +220,7 @@ def char_flags() -> bytes:
     >>> char_flags()[ord("7")] == WORD | NUMERIC | NUMBER
     True
     """
-    text = _every_code_point()
+    text = every_code_point()
     # OR the planes as big integers: one C-level pass per flag, no Python loop per code point.
     combined = 0
     for flag, pattern, removed in _FLAG_SOURCES:
@@ -249,7 +252,7 @@ def grapheme_table() -> bytes:
     >>> GRAPHEME_CLASSES[table[0x301] & 15], GRAPHEME_CLASSES[table[0x1100] & 15], bool(table[0x1F600] & PICTOGRAPHIC)
     ('Extend', 'L', True)
     """
-    text = _every_code_point()
+    text = every_code_point()
     combined = 0
     sources = [(k, rf"\p{{Grapheme_Cluster_Break={name}}}+") for k, name in enumerate(GRAPHEME_CLASSES) if k]
     sources += [(PICTOGRAPHIC, r"\p{Extended_Pictographic}+"),
@@ -302,7 +305,7 @@ def code_points(ranges) -> frozenset[int]:
 def _marks(pattern: str, missing, extra) -> frozenset[int]:
     """The code points in runs of ``pattern``, less the ``missing`` ranges, plus the ``extra`` ones."""
     found = set()
-    for m in regex.finditer(pattern, _every_code_point()):
+    for m in regex.finditer(pattern, every_code_point()):
         found.update(range(m.start(), m.end()))
     return frozenset(found - code_points(missing) | code_points(extra))
 

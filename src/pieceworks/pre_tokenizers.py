@@ -895,6 +895,39 @@ class Sequence(PreTokenizer):
         for item in self.pretokenizers:
             item.pre_tokenize(pretok)
 
+    def pre_tokenize_str(self, sequence: str) -> list[tuple[str, tuple[int, int]]]:
+        """As :meth:`PreTokenizer.pre_tokenize_str`; a Sequence of plain cuts (``Split``, ``Digits``,
+        ``Punctuation``), maybe then a ``ByteLevel`` that adds no space (Llama 3's, Qwen's), cuts the
+        text by spans and spells each piece, with no object per piece (the general way took 2.3
+        times Hugging Face's time).
+
+        >>> Sequence([Digits(), ByteLevel(add_prefix_space=False)]).pre_tokenize_str("é 12")
+        [('Ã©', (0, 1)), ('Ġ', (1, 2)), ('12', (2, 4))]
+        """
+        spans = self._plain_spans(sequence) if type(sequence) is str else None
+        if spans is None:
+            return super().pre_tokenize_str(sequence)
+        last = self.pretokenizers[-1]
+        if type(last) is not ByteLevel:
+            return [(sequence[start:end], (start, end)) for start, end in spans]
+        if sequence.isascii():      # (a char a byte: the whole text spelled at once, then sliced)
+            spelled_text = sequence.translate(_ASCII_SPELLING)
+            return [(spelled_text[start:end], (start, end)) for start, end in spans]
+        return [(text_to_byte_chars(sequence[start:end]), (start, end)) for start, end in spans]
+
+    def _plain_spans(self, text: str) -> list[tuple[int, int]] | None:
+        """The pieces' spans when every member only cuts (see :meth:`pre_tokenize_str`), else None."""
+        members = self.pretokenizers
+        last = members[-1] if members else None
+        if type(last) is ByteLevel and not last.add_prefix_space:
+            members = members[:-1]
+        if not members and type(last) is not ByteLevel or any(type(m) not in _PLAIN_CUTS for m in members):
+            return None
+        spans = [(0, len(text))] if text else []
+        for member in self.pretokenizers:
+            spans = [(start + a, start + b) for start, end in spans for a, b in member.piece_spans(text[start:end])]
+        return spans
+
     def _to_fields(self) -> dict:
         return {"pretokenizers": [item.to_json() for item in self.pretokenizers]}
 
@@ -904,6 +937,10 @@ class Sequence(PreTokenizer):
         where = fields.field_name("pretokenizers")
         return cls([PreTokenizer.from_json(item, where=f"{where}[{i}]", path=fields.path)
                     for i, item in enumerate(items)])
+
+
+# The pre-tokenizers that only cut a text (by their piece_spans), changing no char of it.
+_PLAIN_CUTS = (Split, Digits, Punctuation)
 
 
 def _check_pre_tokenizer(index: int, value) -> PreTokenizer:

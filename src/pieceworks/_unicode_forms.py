@@ -45,7 +45,7 @@ from itertools import compress, repeat
 
 from ._kernels.aligned_nfc import FormTables, splice_segments
 from ._unicode_tables import (NO_CANONICAL_DECOMPOSITION, NO_COMBINING_CLASS, NO_COMPATIBILITY_DECOMPOSITION,
-                              code_points)
+                              code_points, every_code_point)
 
 __all__ = ["FORMS", "changes", "normalize_aligned", "compose_pair", "char_set"]
 
@@ -66,10 +66,9 @@ _SCAN_END = 0x30000
 _NO_CLASS = code_points(NO_COMBINING_CLASS)
 
 
-@functools.cache
 def _scanned_chars() -> str:
     """Every code point below ``_SCAN_END`` as one str (lone surrogates included)."""
-    return array("I", range(_SCAN_END)).tobytes().decode("utf-32-le", "surrogatepass")
+    return every_code_point()[:_SCAN_END]
 
 
 @functools.cache

@@ -563,7 +563,7 @@ class SentencePieceProcessor:
     def PieceToId(self, piece):
         model = self._model
         if type(piece) is str and model is not None:
-            found = model._piece_table().get(piece)    # (the common call, without a method frame)
+            found = model._piece_table().get(piece)    # (the common call: one dict look-up, no kernel call)
             return model.piece_to_id(piece) if found is None else found
         if isinstance(piece, (list, tuple)):
             if only_str(piece):

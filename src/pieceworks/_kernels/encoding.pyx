@@ -168,13 +168,18 @@ cdef object _item_of_token(Encoding self, object token_index, Py_ssize_t token, 
     return items[token_index] if 0 <= token_index < len(items) else None
 
 
+cdef inline object _ranges(Encoding self):
+    """``self._sequence_ranges``, read from its slot once built."""
+    cdef Lists lists = _lists_of(self)
+    return self._sequence_ranges if lists.ranges is None else lists.ranges
+
+
 cdef object _sequence_holding(Encoding self, object token_index, Py_ssize_t token=-1):
     """Which input sequence token ``token_index`` is of: 0 when the encoding has no ranges, None when
     no range holds it or it is past the end (Hugging Face's ``token_to_sequence``). ``token``:
     ``token_index`` as :func:`_position` read it (-1: compare the objects)."""
-    cdef Lists lists = _lists_of(self)
     cdef Py_ssize_t start, end
-    ranges = self._sequence_ranges if lists.ranges is None else lists.ranges
+    ranges = _ranges(self)
     if token_index > len(self) if token < 0 else token > len(self):
         return None
     if not ranges:
@@ -198,8 +203,7 @@ cdef object _sequence_holding(Encoding self, object token_index, Py_ssize_t toke
 cdef bint _range_of(Encoding self, object sequence_index, Py_ssize_t* start, Py_ssize_t* stop) except -1:
     """Set ``start``/``stop`` to the token range of input ``sequence_index`` (the whole encoding when
     it has no range for it); False when a range is not a pair of ints from 0 (the Python path)."""
-    cdef Lists lists = _lists_of(self)
-    ranges = self._sequence_ranges if lists.ranges is None else lists.ranges
+    ranges = _ranges(self)
     found = (<dict>ranges).get(sequence_index) if type(ranges) is dict else None
     if found is None:
         start[0], stop[0] = 0, len(self)
@@ -485,6 +489,7 @@ cdef class Encoding(EncodingBase):
         return (first, last)
 
     def word_to_chars(self, word_index, sequence_index=0):
+        _not_negative("word_to_chars", word_index, sequence_index)
         span = self.word_to_tokens(word_index, sequence_index)
         if span is None or span[1] == 0:
             return None

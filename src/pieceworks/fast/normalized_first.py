@@ -104,7 +104,7 @@ def _step_of(member):
     return _FORMS.get(type(member))
 
 
-def steps_of(normalizer) -> tuple[str, ...] | None:
+def steps_of(normalizer) -> tuple | None:
     """:func:`normalizing_steps`, else :data:`GENERAL` for a built-in normalizer; None for none and
     for one holding a custom normalizer.
 
@@ -158,7 +158,7 @@ class NormalizedFirstPlan:
         self.nogil_min_chars = getattr(inner, "nogil_min_chars", 0)
         self._steps_for: tuple = (None, None)      # (stages_key, steps), swapped as one
 
-    def _steps(self) -> tuple[str, ...] | None:
+    def _steps(self) -> tuple | None:
         key = stages_key(self)
         known, steps = self._steps_for
         if known != key:
@@ -166,7 +166,7 @@ class NormalizedFirstPlan:
             self._steps_for = (key, steps)
         return steps
 
-    def normalized(self, text: str, steps: tuple[str, ...]) -> "tuple[str, bytes | None]":
+    def normalized(self, text: str, steps: tuple) -> "tuple[str, bytes | None]":
         """``(made, spans)``: ``text`` normalized, and each made char's span in ``text`` (int32 pairs),
         or None when every char is where it was.
 
@@ -289,16 +289,9 @@ def lowercase_aligned(text: str) -> tuple[str, bytes]:
     >>> made == "ai\\u0307", array("i", spans).tolist()
     (True, [0, 1, 1, 2, 1, 2])
     """
-    lowered = _LOWERCASE.normalize_str(text)
-    own = _identity_spans(len(text))
-    spans, at = array("i"), 0
-    for found in _LOWERCASES_TO_SEVERAL.finditer(text):
-        k = found.start()
-        spans.extend(own[2 * at:2 * k])
-        spans.extend((k, k + 1) * len(lower(found.group())))
-        at = k + 1
-    spans.extend(own[2 * at:])
-    return lowered, spans.tobytes()
+    # (Each such char is an edit whose chars all take its span, as edited_spans aligns them.)
+    edits = [(*found.span(), lower(found.group())) for found in _LOWERCASES_TO_SEVERAL.finditer(text)]
+    return _LOWERCASE.normalize_str(text), edited_spans(None, len(text), edits)
 
 
 def _edits(step, text: str) -> list[tuple[int, int, str]] | None:
@@ -331,21 +324,6 @@ def _edited(text: str, spans: bytes | None, edits: list[tuple[int, int, str]]) -
     pieces = [part for (start, _, content), done in zip(edits, ends) for part in (text[done:start], content)]
     pieces.append(text[ends[-1]:])
     return "".join(pieces), edited_spans(spans, len(text), edits)
-
-
-def _identity_spans(n: int) -> array:
-    """``(k, k + 1)`` for each of ``n`` chars, as int32 pairs: a slice of a table kept for the
-    longest text so far (built from ranges, it cost a line more than the edits)."""
-    global _OWN_SPANS
-    if len(_OWN_SPANS) < 2 * n:
-        size = max(n, 2 * len(_OWN_SPANS))
-        own = array("i", bytes(8 * size))
-        own[0::2], own[1::2] = array("i", range(size)), array("i", range(1, size + 1))
-        _OWN_SPANS = own
-    return _OWN_SPANS[:2 * n]
-
-
-_OWN_SPANS = array("i")
 
 
 def _first_start(spans: bytes | None) -> int:

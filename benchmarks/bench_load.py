@@ -9,14 +9,23 @@ the tokenizer.json files of ../shared/data against Hugging Face
 ``tokenizers``, and the cl100k/o200k rank files through the tiktoken face
 against ``tiktoken`` (with the same ranks, pattern and special tokens).
 The first encode's ids must be equal before a time is printed.
+
+A last table loads BERT's tokenizer.json in fresh processes (load and
+first encode, imports not counted), where the per-code-point map BERT's
+kernel needs is built once per machine and read back from the disk cache
+after (see README): pieceworks with its cache, pieceworks with
+``PIECEWORKS_CACHE=off``, and ``tokenizers``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -74,6 +83,46 @@ def tiktoken_rows():
         yield f"{name} ranks (tiktoken face)", ours, theirs, "tiktoken"
 
 
+BERT_FILE = "tokenizers/bert_all-MiniLM-L6-v2/tokenizer.json"
+# Run in a fresh process: prints the seconds from loading to the first encode's end, then the ids.
+FRESH_LOAD = """
+import sys, time, json
+import {module} as lib
+start = time.perf_counter()
+ids = lib.Tokenizer.from_file(sys.argv[1]).encode(sys.argv[2]).ids
+print(time.perf_counter() - start); print(json.dumps(ids))
+"""
+
+
+def fresh_process_load(module: str, cache: str, repeat: int) -> tuple[float, list[int]]:
+    """Median seconds to load BERT_FILE and encode TEXT in a new process (after one run that may
+    fill the disk cache ``cache``), and the ids."""
+    env = {**os.environ, "PIECEWORKS_CACHE": cache}
+    times, ids = [], None
+    for _ in range(repeat + 1):
+        out = subprocess.run([sys.executable, "-c", FRESH_LOAD.format(module=module),
+                              str(SHARED_DATA / BERT_FILE), TEXT], env=env, check=True, capture_output=True,
+                             text=True).stdout.splitlines()
+        times.append(float(out[0]))
+        ids = json.loads(out[1])
+    return statistics.median(times[1:]), ids
+
+
+def fresh_process_table(repeat: int) -> None:
+    if not (SHARED_DATA / BERT_FILE).exists():
+        return
+    with tempfile.TemporaryDirectory() as cache:
+        rows = [("pieceworks, disk cache", fresh_process_load("pieceworks", cache, repeat)),
+                ("pieceworks, PIECEWORKS_CACHE=off", fresh_process_load("pieceworks", "off", repeat)),
+                ("tokenizers", fresh_process_load("tokenizers", cache, repeat))]
+    if len({str(ids) for _, (_, ids) in rows}) != 1:
+        raise SystemExit("BERT in fresh processes: ids differ, no speed")
+    peer_time = rows[-1][1][0]
+    print(f"\nBERT (MiniLM) tokenizer.json in a fresh process, load to first encode end (median of {repeat})")
+    for title, (seconds, _) in rows:
+        print(f"{title:<58}{seconds * 1000:>15.0f}  tokenizers' time / this: {peer_time / seconds:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="loads per row (median; default 5)")
@@ -86,6 +135,7 @@ def main() -> None:
             raise SystemExit(f"{title}: ids differ, no speed")
         print(f"{title:<58}{our_time * 1000:>15.0f}{their_time * 1000:>10.0f}  {peer:<11}"
               f"{their_time / our_time:>16.2f}x")
+    fresh_process_table(args.repeat)
 
 
 if __name__ == "__main__":

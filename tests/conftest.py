@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,21 @@ def shared_data() -> Path:
 
 
 needs_shared_data = pytest.mark.skipif(SHARED_DATA is None, reason=SKIP_REASON)
+
+
+_OWN_CACHE: list[str] = []
+
+
+def pytest_configure(config):
+    """The tests' disk cache (see pieceworks._disk_cache) is a folder of their own, emptied at the end,
+    so no test reads what an older build left in the user's cache, and none leaves files there."""
+    if "PIECEWORKS_CACHE" not in os.environ:
+        _OWN_CACHE.append(tempfile.mkdtemp(prefix="pieceworks-test-cache-"))
+        os.environ["PIECEWORKS_CACHE"] = _OWN_CACHE[-1]
+
+
+def pytest_unconfigure(config):
+    for folder in _OWN_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get("PIECEWORKS_CACHE") == folder:
+            del os.environ["PIECEWORKS_CACHE"]

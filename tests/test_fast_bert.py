@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 import time
 import unicodedata
 from contextlib import contextmanager
@@ -60,16 +61,21 @@ INTERESTING = list(
 
 
 @contextmanager
-def plans_disabled():
-    saved = os.environ.get("PIECEWORKS_NO_FAST")
-    os.environ["PIECEWORKS_NO_FAST"] = "1"
+def env_set(name: str, value: str):
+    """``os.environ[name] = value`` for the block (for module fixtures, which monkeypatch cannot serve)."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
     try:
         yield
     finally:
         if saved is None:
-            del os.environ["PIECEWORKS_NO_FAST"]
+            del os.environ[name]
         else:
-            os.environ["PIECEWORKS_NO_FAST"] = saved
+            os.environ[name] = saved
+
+
+def plans_disabled():
+    return env_set("PIECEWORKS_NO_FAST", "1")
 
 
 def twin(tok: Tokenizer) -> Tokenizer:
@@ -649,3 +655,130 @@ def test_texts_holding_special_tokens_are_encoded_around_them_in_the_kernel(text
                                                                         ref.word_ids), repr(text)
         assert_same_encoding(one, expected, repr(text))
     assert left == []
+
+
+# -- the char map's disk cache -------------------------------------------------------
+
+BERT_OPTIONS = (True, True, True, True)
+
+
+@pytest.fixture(scope="module")
+def built_map() -> bytes:
+    """BERT's default char map, built without the disk cache, as bytes."""
+    with env_set("PIECEWORKS_CACHE", "off"):
+        return bert._cached_char_map(BERT_OPTIONS, bert.class_run_actions(BertPreTokenizer())).to_bytes()
+
+
+def _no_build(*args):
+    raise AssertionError("the char map was built, not read from the cache")
+
+
+def test_a_char_map_read_back_from_the_disk_cache_is_the_one_built(tmp_path, monkeypatch, built_map):
+    monkeypatch.setenv("PIECEWORKS_CACHE", str(tmp_path))
+    actions = bert.class_run_actions(BertPreTokenizer())
+    first = bert._cached_char_map(BERT_OPTIONS, actions)
+    assert [p.name.startswith("bert-char-map-") for p in tmp_path.iterdir()] == [True]
+    monkeypatch.setattr(bert, "special_chars", _no_build)
+    again = bert._cached_char_map(BERT_OPTIONS, actions)
+    assert first.to_bytes() == again.to_bytes() == built_map
+    text = "".join(INTERESTING) * 3
+    assert bert_fast.pieces(text, again, True) == bert_fast.pieces(text, first, True)
+    # A tokenizer whose first map comes from the cache encodes as Hugging Face's general path does.
+    monkeypatch.setattr(bert, "_MAPS", {})
+    tok = Tokenizer(WordPiece({"[UNK]": 0, "a": 1, "##b": 2, "e": 3}, unk_token="[UNK]"))
+    tok.normalizer, tok.pre_tokenizer = BertNormalizer(), BertPreTokenizer()
+    assert_same(tok, twin(tok), "AB É\u00e9 ab\tX")
+
+
+def test_a_map_with_merged_runs_survives_the_round_trip():
+    actions = bytearray([2]) * 0x110000
+    actions[ord(" ")], actions[ord("▁")] = 0, 3
+    cmap = bert_fast.CharMap(bytes(actions), {ord(" "): "▁", ord("x"): "yz"}, [ord("q")], True)
+    back = bert_fast.CharMap.from_bytes(cmap.to_bytes())
+    text = "ab cd▁ex q"
+    assert bert_fast.pieces(text, back, True) == bert_fast.pieces(text, cmap, True) == [
+        ("ab", [0, 1]), ("▁cd", [2, 3, 4]), ("▁eyz", [5, 6, 7, 7]), ("▁q", [8, 9])]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "a bad entry", "empty", "another magic", "a folder"])
+def test_a_damaged_cache_file_is_built_again_and_rewritten(tmp_path, monkeypatch, built_map, damage):
+    monkeypatch.setenv("PIECEWORKS_CACHE", str(tmp_path))
+    actions = bert.class_run_actions(BertPreTokenizer())
+    path = tmp_path / f"bert-char-map-{bert._map_stamp(BERT_OPTIONS, actions)}.bin"
+    saved = bert._MAP_MAGIC + built_map
+    if damage == "a folder":
+        path.mkdir()
+    else:
+        words = bytearray(saved)
+        at = len(bert._MAP_MAGIC) + 4 * (3 + ord("A"))
+        words[at:at + 4] = (5 << 21 | 0x1FFFFF).to_bytes(4, sys.byteorder)   # a multi list past the end
+        path.write_bytes({"truncated": saved[:len(saved) // 2], "a bad entry": bytes(words), "empty": b"",
+                          "another magic": b"PWBERTMAP0" + built_map}[damage])
+    assert bert._cached_char_map(BERT_OPTIONS, actions).to_bytes() == built_map
+    assert damage == "a folder" or path.read_bytes() == saved
+
+
+def test_a_cache_folder_that_cannot_be_written_is_not_used(tmp_path, monkeypatch, built_map):
+    blocked = tmp_path / "a file"
+    blocked.write_bytes(b"")
+    monkeypatch.setenv("PIECEWORKS_CACHE", str(blocked / "cache"))
+    assert bert._cached_char_map(BERT_OPTIONS, bert.class_run_actions(BertPreTokenizer())).to_bytes() == built_map
+
+
+def test_the_cache_file_is_named_by_everything_the_map_is_made_from():
+    bert_actions = bert.class_run_actions(BertPreTokenizer())
+    names = {bert._map_stamp(BERT_OPTIONS, bert_actions), bert._map_stamp((True, True, False, True), bert_actions),
+             bert._map_stamp(BERT_OPTIONS, bert.class_run_actions(Whitespace())),
+             bert._map_stamp(BERT_OPTIONS, bert.class_run_actions(WhitespaceSplit()))}
+    assert len(names) == 4
+    assert bert._map_stamp(BERT_OPTIONS, bert_actions) == bert._map_stamp(BERT_OPTIONS, bytes(bert_actions))
+
+
+def _small_map() -> bert_fast.CharMap:
+    actions = bytearray([2]) * 0x110000
+    actions[ord(" ")], actions[ord(",")] = 0, 1
+    return bert_fast.CharMap(bytes(actions), {ord("a"): "bc", ord("d"): "", ord("f"): "g h"}, [ord("e")])
+
+
+_SMALL_MAP = _small_map().to_bytes()
+_SMALL_TEXT = "a d,e f xa"
+# Words worth changing: the header, the entries of the chars above, the multi list.
+_WORTH_CHANGING = [0, 1, 2, *(3 + ord(c) for c in "ad,ef x"), *range(3 + 0x110000, len(_SMALL_MAP) // 4)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(where=st.sampled_from(_WORTH_CHANGING),
+       value=st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 7).map(lambda kind: kind << 21),
+                       st.tuples(st.integers(0, 7), st.integers(0, 12)).map(lambda k: k[0] << 21 | k[1])))
+def test_a_changed_saved_map_is_refused_or_scans_inside_itself(where, value):
+    """Whatever one word of a saved map becomes, loading it raises ValueError or gives a map that
+    holds exactly those bytes and scans text without reading outside itself."""
+    words = bytearray(_SMALL_MAP)
+    words[4 * where:4 * where + 4] = value.to_bytes(4, sys.byteorder)
+    try:
+        cmap = bert_fast.CharMap.from_bytes(bytes(words))
+    except ValueError:
+        return
+    assert cmap.to_bytes() == bytes(words)
+    pieces = bert_fast.pieces(_SMALL_TEXT + "".join(INTERESTING), cmap, True)
+    assert all(0 <= i <= len(_SMALL_TEXT) + len(INTERESTING) for _, where_from in pieces for i in where_from)
+
+
+@pytest.mark.parametrize("where, value, message", [
+    (0, 0, "not a saved CharMap"),
+    (1, 2, "not a saved CharMap"),
+    (2, 0, "not a saved CharMap"),
+    (3 + ord("x"), 7 << 21 | ord("x"), "is not one a map holds"),
+    (3 + ord("x"), 0x110000, "is not one a map holds"),
+    (3 + ord("a"), 5 << 21, "points outside its multi list"),
+    (3 + ord("a"), 5 << 21 | 100, "points outside its multi list"),
+    (3 + 0x110000 + 1, 100, "points outside its multi list"),
+    (3 + 0x110000 + 2, 5 << 21 | 1, "lists a bad char"),
+])
+def test_a_saved_map_that_could_read_outside_itself_is_refused(where, value, message):
+    words = bytearray(_SMALL_MAP)
+    words[4 * where:4 * where + 4] = value.to_bytes(4, sys.byteorder)
+    with pytest.raises(ValueError, match=message):
+        bert_fast.CharMap.from_bytes(bytes(words))
+    with pytest.raises(ValueError, match="not a saved CharMap"):
+        bert_fast.CharMap.from_bytes(_SMALL_MAP[:-4])

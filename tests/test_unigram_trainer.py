@@ -139,7 +139,11 @@ def test_charsmap_normalizes_as_sentencepiece(shared_data):
     ours = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
     theirs = spm.SentencePieceProcessor(
         model_file=str(shared_data / "tokenizers" / "sentencepiece" / "hf_transformers_fixtures" / "spiece.model"))
-    inputs = [json.loads(line)["text"]
+    # That fixture's charsmap comes from a build before 0.2.3: it spaces out ZERO WIDTH JOINER and
+    # keeps ARABIC LETTER MARK, where ours does as 0.2.3 does (test_sentencepiece_normalizer holds
+    # every char to the installed one). Those two chars leave the inputs; everything else must agree.
+    assert theirs.normalize("a\u200db") == "▁a▁b" and ours.normalize("a\u200db") == "▁a\u200db"
+    inputs = [json.loads(line)["text"].replace("\u200d", "").replace("\u061c", "")
               for line in open(shared_data / "testvectors" / "generated" / "inputs.jsonl", encoding="utf-8")]
     assert [ours.normalize(x) for x in inputs] == [theirs.normalize(x) for x in inputs]
 

@@ -48,7 +48,7 @@ from cpython.long cimport PyLong_FromLong
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DATA, PyUnicode_GET_LENGTH, PyUnicode_KIND
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 from libcpp.vector cimport vector
 
 from pieceworks._kernels.bpe_encode cimport BpeEncoder, symbol_span
@@ -79,6 +79,15 @@ ctypedef fused char_t:
 
 cdef inline uint32_t make_entry(uint32_t kind, uint32_t payload) noexcept nogil:
     return (kind << ENTRY_SHIFT) | payload
+
+
+# CharMap.to_bytes's first word: "PWC1" as a little-endian uint32 (its layout's version is the 1).
+cdef uint32_t _SAVED_MAGIC = 0x31435750
+
+
+cdef inline bint _plain_entry(uint32_t e) noexcept nogil:
+    """Whether ``e`` is a pre-tokenizer action (kind 0-3) on a code point."""
+    return (e >> ENTRY_SHIFT) <= 3 and (e & ENTRY_PAYLOAD) < <uint32_t>N_CODE_POINTS
 
 
 cdef class CharMap:
@@ -136,6 +145,70 @@ cdef class CharMap:
         """``(kind, payload)`` of one code point (for tests and debugging)."""
         cdef uint32_t e = self.entries[ch]
         return e >> ENTRY_SHIFT, e & ENTRY_PAYLOAD
+
+    def to_bytes(self) -> bytes:
+        """The map as bytes, for :meth:`from_bytes` in this process or another on this machine.
+
+        A header (``_SAVED_MAGIC``, merged_with_next, the multi list's
+        length: three uint32 in native order), then the entries and the
+        multi list as native uint32s. It is a cache format, not a file
+        format: native byte order, and no promise across pieceworks builds.
+
+        >>> cmap = CharMap(bytes(0x110000), {ord("a"): "bc"})
+        >>> CharMap.from_bytes(cmap.to_bytes()).to_bytes() == cmap.to_bytes()
+        True
+        """
+        cdef size_t n = self.entries.size(), n_multi = self.multi.size()
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, 4 * (3 + n + n_multi))
+        cdef uint32_t* words = <uint32_t*>PyBytes_AS_STRING(out)
+        words[0] = _SAVED_MAGIC
+        words[1] = self.merged_with_next
+        words[2] = <uint32_t>n_multi
+        memcpy(words + 3, self.entries.data(), 4 * n)
+        memcpy(words + 3 + n, self.multi.data(), 4 * n_multi)
+        return out
+
+    @staticmethod
+    def from_bytes(bytes saved not None) -> CharMap:
+        """The map :meth:`to_bytes` gave; ValueError if ``saved`` is not one.
+
+        Every entry is checked before the kernel may read it: its kind, its
+        code point, and a multi entry's list within the multi list. Bytes
+        that pass cannot make a scan read outside the map, whatever they
+        are (the map is read from a cache file, which anything can touch).
+
+        >>> CharMap.from_bytes(b"not a map")
+        Traceback (most recent call last):
+        ValueError: not a saved CharMap (9 bytes)
+        """
+        cdef Py_ssize_t size = len(saved)
+        cdef const uint32_t* words = <const uint32_t*>PyBytes_AS_STRING(saved)
+        cdef size_t n_multi, i, count, k
+        cdef uint32_t e, kind
+        cdef CharMap cmap
+        if size % 4 or size < 12 or words[0] != _SAVED_MAGIC or words[1] > 1 \
+                or <size_t>size != 4 * (3 + <size_t>N_CODE_POINTS + words[2]):
+            raise ValueError(f"not a saved CharMap ({size} bytes)")
+        n_multi = words[2]
+        if n_multi == 0 or n_multi > ENTRY_PAYLOAD + 1:
+            raise ValueError(f"a saved CharMap's multi list has {n_multi} entries (1 to {ENTRY_PAYLOAD + 1})")
+        cmap = CharMap.__new__(CharMap)
+        cmap.merged_with_next = words[1]
+        cmap.entries.assign(words + 3, words + 3 + N_CODE_POINTS)
+        cmap.multi.assign(words + 3 + N_CODE_POINTS, words + 3 + N_CODE_POINTS + n_multi)
+        for i in range(<size_t>N_CODE_POINTS):
+            e = cmap.entries[i]
+            kind = e >> ENTRY_SHIFT
+            if kind == ENTRY_MULTI or kind == ENTRY_CHECK:
+                k = e & ENTRY_PAYLOAD
+                if k == 0 or k >= n_multi or cmap.multi[k] > n_multi - 1 - k:
+                    raise ValueError(f"a saved CharMap's entry for U+{i:04X} points outside its multi list")
+                for count in range(cmap.multi[k]):
+                    if not _plain_entry(cmap.multi[k + 1 + count]):
+                        raise ValueError(f"a saved CharMap's entry for U+{i:04X} lists a bad char")
+            elif kind != ENTRY_DELETE and not _plain_entry(e):
+                raise ValueError(f"a saved CharMap's entry for U+{i:04X} is not one a map holds ({e:#x})")
+        return cmap
 
 
 cdef class Scratch:

@@ -40,11 +40,7 @@ matches as typed, as Hugging Face's ``vocab.contains(word[0..end])`` does.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from libcpp.algorithm cimport stable_sort
-from libcpp.unordered_map cimport unordered_map
-from libcpp.utility cimport pair
 from libcpp.vector cimport vector
-from cython.operator cimport dereference as deref
 
 
 cdef inline uint64_t edge_key(int32_t v, Py_UCS4 c) noexcept nogil:
@@ -85,6 +81,7 @@ cdef class WordPieceMatcher:
         cdef int32_t v
         self.values = {tid: text for text, tid in vocab.items()}
         self.token_cls = token_cls
+        self.size_slots(len(vocab))           # (it grows with the trie: shared prefixes make fewer edges than chars)
         # With an empty prefix one trie serves both roles: continuing tokens are typed as is.
         self.new_node(-1, 0, 0)                         # node 0: word-initial root
         self.croot = 0
@@ -99,7 +96,6 @@ cdef class WordPieceMatcher:
                 v = self.insert(self.croot, text, len(prefix))
                 self.token[v] = tid
         self.link()
-        self.build_slots()
 
     cdef int32_t new_node(self, int32_t parent, Py_UCS4 c, int32_t depth):
         cdef int32_t v = self.parent.size()
@@ -112,10 +108,7 @@ cdef class WordPieceMatcher:
         return v
 
     cdef int32_t child(self, int32_t v, Py_UCS4 c) noexcept:
-        cdef unordered_map[uint64_t, int32_t].iterator it = self.edges.find(edge_key(v, c))
-        if it == self.edges.end():
-            return -1
-        return deref(it).second
+        return probe(self.slots.data(), self.slot_mask, v, c)
 
     cdef int32_t insert(self, int32_t root, str text, Py_ssize_t skip) except -1:
         cdef int32_t v = root, w
@@ -126,24 +119,20 @@ cdef class WordPieceMatcher:
             w = self.child(v, c)
             if w < 0:
                 w = self.new_node(v, c, self.depth[v] + 1)
-                self.edges[edge_key(v, c)] = w
+                self.add_edge(edge_key(v, c), w)
             v = w
         return v
 
     cdef void link(self):
         # Parents before children: every failure link points to a shallower node.
-        cdef vector[pair[int32_t, int32_t]] order
+        cdef vector[int32_t] order = self.by_depth()
         cdef vector[int32_t] pops
         cdef int32_t v, u, z, nxt
         cdef Py_ssize_t i, k
         cdef Py_UCS4 c
-        for i in range(<Py_ssize_t>self.parent.size()):
-            if self.parent[i] >= 0:
-                order.push_back(pair[int32_t, int32_t](self.depth[i], i))
-        stable_sort(order.begin(), order.end())
         self.starts.push_back(0)
         for k in range(<Py_ssize_t>order.size()):
-            v = order[k].second
+            v = order[k]
             if self.token[v] >= 0:
                 self.fpop[v] = v
                 self.fail[v] = self.croot
@@ -172,6 +161,28 @@ cdef class WordPieceMatcher:
                     self.items.push_back(pops[i])
                 self.fpop[v] = -2 - (<int32_t>self.starts.size() - 1)
                 self.starts.push_back(self.items.size())
+
+    cdef vector[int32_t] by_depth(self):
+        """The nodes below the roots, shallowest first, in creation order within a depth (a
+        counting sort: one pass to count each depth, one to place)."""
+        cdef vector[int32_t] first, order
+        cdef Py_ssize_t i, n = self.parent.size()
+        cdef int32_t d
+        for i in range(n):
+            if self.parent[i] >= 0:
+                d = self.depth[i]
+                if <size_t>d + 1 >= first.size():
+                    first.resize(d + 2, 0)
+                first[d + 1] += 1
+        for i in range(1, <Py_ssize_t>first.size()):
+            first[i] += first[i - 1]
+        order.resize(first.back() if first.size() else 0)
+        for i in range(n):
+            if self.parent[i] >= 0:
+                d = self.depth[i]
+                order[first[d]] = <int32_t>i
+                first[d] += 1
+        return order
 
     cdef void expand(self, int32_t handle, vector[int32_t]& out):
         # Depth-first, items in order: push them reversed.
@@ -225,23 +236,38 @@ cdef class WordPieceMatcher:
         return True
 
     # -- the nogil API: C arrays in, trie nodes out; shared by fused kernels ------
-    cdef void build_slots(self):
-        # Load factor <= 1/2, so a probe run stays short.
-        cdef uint64_t size = 16
-        cdef uint64_t i
+    cdef void size_slots(self, uint64_t edges):
+        """Empty slots for at least ``edges`` edges at load <= 1/2 (a power of two), the edges
+        already in place moved over."""
+        cdef uint64_t size = 16, i
+        cdef vector[EdgeSlot] old
         cdef EdgeSlot empty
         empty.key = EMPTY_EDGE
         empty.child = -1
-        while size < 2 * <uint64_t>self.edges.size():
+        while size < 2 * edges:
             size *= 2
+        if size <= self.slots.size():
+            return
+        old.swap(self.slots)
         self.slots.assign(size, empty)
         self.slot_mask = size - 1
-        for item in self.edges:
-            i = slot_of(item.first, self.slot_mask)
-            while self.slots[i].key != EMPTY_EDGE:
-                i = (i + 1) & self.slot_mask
-            self.slots[i].key = item.first
-            self.slots[i].child = item.second
+        for item in old:
+            if item.key != EMPTY_EDGE:
+                self.put_edge(item.key, item.child)
+
+    cdef void add_edge(self, uint64_t key, int32_t child):
+        if 2 * (self.n_edges + 1) > self.slots.size():
+            self.size_slots(2 * (self.n_edges + 1))
+        self.put_edge(key, child)
+        self.n_edges += 1
+
+    cdef void put_edge(self, uint64_t key, int32_t child) noexcept:
+        # (key is new: a lookup missed it)
+        cdef uint64_t i = slot_of(key, self.slot_mask)
+        while self.slots[i].key != EMPTY_EDGE:
+            i = (i + 1) & self.slot_mask
+        self.slots[i].key = key
+        self.slots[i].child = child
 
     cdef int32_t child_nogil(self, int32_t v, Py_UCS4 c) noexcept nogil:
         return probe(self.slots.data(), self.slot_mask, v, c)

@@ -41,6 +41,7 @@ pre-tokenizer's flags); the tests compare the two over all of Unicode.
 from __future__ import annotations
 
 import functools
+import hashlib
 import operator
 import re
 import sys
@@ -50,7 +51,11 @@ from functools import partial
 from itertools import compress, count
 from typing import NamedTuple
 
+from regex import _regex as regex_engine
+
+from .. import _unicode_forms, _unicode_tables, normalizers
 from .._component import epoch
+from .._disk_cache import read_cached, source_stamp, write_cached
 from .._kernels import bert_fast
 from .._unicode_forms import changed_among, changes_text, form_tables, normalize
 from .._unicode_tables import bert_accent_marks, bert_controls, char_flags, every_code_point, strip_accents_marks
@@ -422,19 +427,51 @@ _MAPS_KEPT = 8
 
 
 def char_map(options: tuple[bool, bool, bool, bool], actions: bytes) -> bert_fast.CharMap:
-    """The kernel's char map for these normalizer options and pre-tokenizer actions; built once."""
+    """The kernel's char map for these normalizer options and pre-tokenizer actions; built once a
+    process, and read from the disk cache (:mod:`pieceworks._disk_cache`) when an earlier process
+    built it."""
     key = (options, actions)
     found = _MAPS.get(key)
     if found is None:
         with _MAPS_LOCK:
             found = _MAPS.get(key)
             if found is None:
-                check = _checked_chars(options[2])
-                found = bert_fast.CharMap(char_flags().translate(actions), special_chars(*options), check)
+                found = _cached_char_map(options, actions)
                 if len(_MAPS) >= _MAPS_KEPT:
                     del _MAPS[next(iter(_MAPS))]
                 _MAPS[key] = found
     return found
+
+
+_MAP_MAGIC = b"PWBERTMAP1"
+# Maps kept in the disk cache (4.6 MB each): a new build or option set replaces the least used.
+_MAPS_ON_DISK = 6
+
+
+def _cached_char_map(options: tuple[bool, bool, bool, bool], actions: bytes) -> bert_fast.CharMap:
+    """:func:`char_map`'s map, from the disk cache or built (and then cached).
+
+    Building takes about half a second of Unicode scans (its inputs are
+    every code point's NFD, case and class); a process that reads it back
+    starts its first encode in milliseconds, as Hugging Face's does.
+    """
+    name = f"bert-char-map-{_map_stamp(options, actions)}.bin"
+    saved = read_cached(name, _MAP_MAGIC)
+    if saved is not None:
+        try:
+            return bert_fast.CharMap.from_bytes(saved)
+        except ValueError:
+            pass                                # (damaged: built again and rewritten below)
+    built = bert_fast.CharMap(char_flags().translate(actions), special_chars(*options), _checked_chars(options[2]))
+    write_cached(name, _MAP_MAGIC, built.to_bytes(), keep=("bert-char-map-", _MAPS_ON_DISK))
+    return built
+
+
+def _map_stamp(options: tuple[bool, bool, bool, bool], actions: bytes) -> str:
+    """A digest of what a char map is made from: the options, the actions and the code that reads them."""
+    code = source_stamp(sys.modules[__name__], bert_fast, _unicode_tables, _unicode_forms, normalizers,
+                        regex_engine)
+    return hashlib.blake2b(repr((options, code)).encode() + actions, digest_size=12).hexdigest()
 
 
 def _checked_chars(strip_accents: bool | str) -> tuple[int, ...]:
@@ -539,7 +576,7 @@ def nfd_keeps_order(text: str, clean_text: bool) -> bool:
     (True, False)
     """
     if clean_text:
-        text = _unicode_facts().control_runs.sub("", text)    # removed before NFD: their neighbours meet
+        text = _bert_control_runs().sub("", text)    # removed before NFD: their neighbours meet
     return unicodedata.normalize("NFD", text) == "".join(map(partial(unicodedata.normalize, "NFD"), text))
 
 
@@ -558,7 +595,6 @@ class _UnicodeFacts(NamedTuple):
     """What the maps are built from, found once per process (about 0.3 s)."""
 
     controls: tuple[tuple[int, int], ...]       # runs [start, end) that clean_text removes
-    control_runs: "re.Pattern[str]"
     chinese: tuple[tuple[int, int], ...]        # runs handle_chinese_chars spaces out
     strip_candidates: frozenset[int]            # chars NFD changes, combining marks, the accents stripped
     lower_candidates: frozenset[int]            # chars str.lower changes
@@ -588,7 +624,6 @@ def _unicode_facts() -> _UnicodeFacts:
                                             for c in unicodedata.normalize("NFD", every[cp]))
     return _UnicodeFacts(
         controls=_as_runs(controls),
-        control_runs=_bert_control_runs(),
         chinese=tuple(m.span() for m in _CHINESE.finditer(every)),
         strip_candidates=frozenset(marks | decomposing | accents | all_marks),
         lower_candidates=frozenset(compress(count(), map(operator.ne, map(str.lower, head), head)))

@@ -67,8 +67,6 @@ STRIP_ACCENTS = "strip_accents"
 _LOWERCASE = Lowercase()
 #: The steps of a normalizer run as the general path runs it (see the module doc).
 GENERAL = ("general",)
-# The runs of marks StripAccents drops (its own regex).
-_MARK_RUNS = _mark_runs(strip_accents_marks)
 
 
 def normalizing_steps(normalizer) -> tuple | None:
@@ -303,7 +301,7 @@ def _edits(step, text: str) -> list[tuple[int, int, str]] | None:
     ([(1, 4, ' '), (5, 7, ' ')], [(1, 2, ''), (4, 5, '')])
     """
     if step is STRIP_ACCENTS:
-        return [] if text.isascii() else [(*found.span(), "") for found in _MARK_RUNS.finditer(text)]
+        return [] if text.isascii() else [(*found.span(), "") for found in _mark_runs(strip_accents_marks).finditer(text)]
     if not text or type(step.pattern) is str and step.pattern and step.pattern not in text:
         return []       # (Hugging Face looks for no match, not even an empty one, in empty text)
     found = step._regex.spans(text)

@@ -24,11 +24,11 @@ or from a ``normalization_rule_tsv`` file (``U+0041 U+0301<TAB>U+00C1``).
 
 from __future__ import annotations
 
-import os
 import struct
 import unicodedata
 from functools import lru_cache
 
+from .._disk_cache import read_cached, write_cached
 from ..errors import ConfigError, FileFormatError
 
 __all__ = ["compile_charsmap", "decompile_charsmap", "builtin_rules", "precompiled_charsmap", "fill_normalizer_spec",
@@ -135,40 +135,23 @@ def load_rule_tsv(path: str) -> dict[str, str]:
 def precompiled_charsmap(name: str) -> bytes:
     """The ``precompiled_charsmap`` blob of a built-in rule set (empty for identity).
 
-    Building one takes a few seconds, so the blob is cached on disk (in
-    ``$PIECEWORKS_CACHE`` or ``~/.cache/pieceworks``), keyed by the rule set
-    and the Unicode version; a cache that cannot be read or written is
-    simply not used.
+    Building one takes a few seconds, so the blob is cached on disk (see
+    :mod:`pieceworks._disk_cache`), keyed by the rule set and the Unicode
+    version.
     """
     if name == "identity":
         return b""
-    path = _cache_path(name)
-    try:
-        with open(path, "rb") as fh:
-            blob = fh.read()
-        if blob[:4] == _CACHE_MAGIC:
-            return blob[4:]
-    except OSError:
-        pass
-    rules = builtin_rules(name)
-    blob = compile_charsmap(rules) if rules else b""
-    try:
-        from ..fileio import atomic_write_bytes
-
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        atomic_write_bytes(path, _CACHE_MAGIC + blob)
-    except OSError:
-        pass
+    # (v2: the _cf sets fold simply; a v1 blob folded fully.)
+    cache_name = f"charsmap-{name}-unicode{unicodedata.unidata_version}-v2.bin"
+    blob = read_cached(cache_name, _CACHE_MAGIC)
+    if blob is None:
+        rules = builtin_rules(name)
+        blob = compile_charsmap(rules) if rules else b""
+        write_cached(cache_name, _CACHE_MAGIC, blob)
     return blob
 
 
 _CACHE_MAGIC = b"PWC1"
-
-
-def _cache_path(name: str) -> str:
-    root = os.environ.get("PIECEWORKS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "pieceworks")
-    # (v2: the _cf sets fold simply; a v1 blob folded fully.)
-    return os.path.join(root, f"charsmap-{name}-unicode{unicodedata.unidata_version}-v2.bin")
 
 
 def fill_normalizer_spec(spec) -> None:

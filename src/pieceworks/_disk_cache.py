@@ -1,0 +1,109 @@
+"""Tables that take a second or more to build, kept on disk between processes.
+
+A cache file holds bytes that pieceworks can always build again: a missing,
+unreadable, stale or corrupted one costs only the build, and a folder that
+cannot be written is simply not used. Where: ``$PIECEWORKS_CACHE``, else
+``$XDG_CACHE_HOME/pieceworks``, else ``~/.cache/pieceworks``;
+``PIECEWORKS_CACHE=off`` turns the cache off.
+
+The caller names its file by everything the bytes depend on (see
+:func:`source_stamp`), so a changed input or a new pieceworks build reads
+a new name rather than an old table.
+
+>>> import tempfile, os
+>>> os.environ["PIECEWORKS_CACHE"] = tempfile.mkdtemp()
+>>> read_cached("demo.bin", b"DEMO"), write_cached("demo.bin", b"DEMO", b"table"), read_cached("demo.bin", b"DEMO")
+(None, None, b'table')
+>>> del os.environ["PIECEWORKS_CACHE"]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import unicodedata
+
+from .errors import FileWriteError
+from .fileio import atomic_write_bytes
+
+_OFF = "off"
+
+
+def cache_folder() -> str | None:
+    """The folder cache files go in (see the module docstring); None when the cache is off."""
+    chosen = os.environ.get("PIECEWORKS_CACHE")
+    if chosen:
+        return None if chosen.lower() == _OFF else chosen
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pieceworks")
+
+
+def read_cached(name: str, magic: bytes) -> bytes | None:
+    """The bytes after ``magic`` in cache file ``name``; None if there is no such file with that start.
+
+    A file read is marked as just used (its modification time), so
+    :func:`write_cached` keeps it over files not read for longer.
+    """
+    folder = cache_folder()
+    if folder is None:
+        return None
+    path = os.path.join(folder, name)
+    try:
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    except OSError:
+        return None
+    try:
+        os.utime(path)
+    except OSError:
+        pass                    # (a read-only cache: still read, just never pruned)
+    return blob[len(magic):] if blob.startswith(magic) else None
+
+
+def write_cached(name: str, magic: bytes, blob: bytes, keep: tuple[str, int] | None = None) -> None:
+    """Keep ``magic + blob`` as cache file ``name`` (written whole, then renamed); nothing if it cannot.
+
+    ``keep=(prefix, n)``: then only the ``n`` files named ``prefix...``
+    used last stay (big tables, whose names change with every build).
+    """
+    folder = cache_folder()
+    if folder is None:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+        atomic_write_bytes(os.path.join(folder, name), magic + blob)
+        if keep is not None:
+            _remove_least_used(folder, *keep)
+    except (OSError, FileWriteError):
+        pass
+
+
+def _remove_least_used(folder: str, prefix: str, kept: int) -> None:
+    """Remove the files named ``prefix...`` in ``folder`` beyond the ``kept`` used last."""
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.is_file():
+                found.append((entry.stat().st_mtime_ns, entry.path))
+    for _, path in sorted(found, reverse=True)[kept:]:
+        try:
+            os.remove(path)
+        except OSError:
+            pass                # (another process removed it, or may not: either way, not ours to fix)
+
+
+def source_stamp(*modules) -> str:
+    """A short digest of what built tables depend on besides their arguments: these modules' files
+    (size and modification time: an edit or a reinstall changes it), Python's Unicode data version
+    and the byte order.
+
+    >>> import pieceworks.normalizers as n
+    >>> len(source_stamp(n)), source_stamp(n) == source_stamp(n)
+    (16, True)
+    """
+    facts = [unicodedata.unidata_version, sys.byteorder, sys.implementation.cache_tag or ""]
+    for module in modules:
+        stat = os.stat(module.__file__)
+        facts.append(f"{module.__name__}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.blake2b("\n".join(facts).encode(), digest_size=8).hexdigest()

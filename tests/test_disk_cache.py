@@ -3,8 +3,13 @@ that a cache it cannot use costs only the build."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import subprocess
+import sys
 import types
+
+import pytest
 
 from pieceworks import _disk_cache as cache
 
@@ -66,3 +71,56 @@ def test_the_source_stamp_changes_with_a_module_file(tmp_path):
     source.write_text("x = 22\n")
     assert cache.source_stamp(module) not in (before, cache.source_stamp(types.SimpleNamespace(
         __file__=str(source), __name__="other")))
+
+
+def test_a_table_is_built_once_then_read_back_while_it_passes_its_check(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIECEWORKS_CACHE", str(tmp_path))
+    builds = []
+
+    def build():
+        builds.append(1)
+        return b"table %d" % len(builds)
+
+    def valid(blob):
+        return blob.startswith(b"table")
+
+    assert cache.cached_bytes("t", build, "s1", valid) == b"table 1"
+    assert cache.cached_bytes("t", build, "s1", valid) == b"table 1" and len(builds) == 1
+    assert cache.cached_bytes("t", build, "s2", valid) == b"table 2"      # another stamp: built again
+    (tmp_path / "t-s1.bin").write_bytes(cache._TABLE_MAGIC + b"damaged")
+    assert cache.cached_bytes("t", build, "s1", valid) == b"table 3"
+    assert cache.cached_bytes("t", build, "s1", valid) == b"table 3" and len(builds) == 3
+
+
+@pytest.mark.parametrize("name", ["char_flags", "grapheme_table"])
+def test_unicode_tables_read_back_are_the_ones_built(tmp_path, monkeypatch, name):
+    from pieceworks import _unicode_tables
+
+    monkeypatch.setenv("PIECEWORKS_CACHE", str(tmp_path))
+    table = getattr(_unicode_tables, name).__wrapped__          # (without the per-process functools.cache)
+    built = getattr(_unicode_tables, f"_built_{name}")()
+    assert table() == built                                     # built, and written
+    [path] = tmp_path.iterdir()
+    monkeypatch.setattr(_unicode_tables, f"_built_{name}", lambda: pytest.fail("built again"))
+    assert table() == built                                     # read back
+    bad = bytearray(path.read_bytes())
+    bad[-1] = 0x0F                                              # (no flag combination, no grapheme class)
+    path.write_bytes(bytes(bad[:-1]))                           # one byte short
+    monkeypatch.undo()
+    monkeypatch.setenv("PIECEWORKS_CACHE", str(tmp_path))
+    assert table() == built
+    if name == "grapheme_table":
+        path.write_bytes(bytes(bad))                            # the right size, a class past the list
+        assert table() == built and path.read_bytes()[-1] != 0x0F
+
+
+def test_the_byte_level_class_table_from_the_cache_is_the_one_built(tmp_path):
+    from pieceworks._kernels import bytebpe
+
+    # The table is kept per process, so two new processes: one builds and writes it, one reads it.
+    show = "import hashlib; from pieceworks._kernels import bytebpe; print(hashlib.sha256(bytebpe.build_classes()).hexdigest())"
+    env = {**os.environ, "PIECEWORKS_CACHE": str(tmp_path)}
+    digests = [subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True, check=True).stdout
+               for _ in range(2)]
+    assert [p.name.startswith("byte-bpe-classes-") for p in tmp_path.iterdir()] == [True]
+    assert digests == [hashlib.sha256(bytebpe._built_classes()).hexdigest() + "\n"] * 2

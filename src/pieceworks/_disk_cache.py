@@ -93,6 +93,29 @@ def _remove_least_used(folder: str, prefix: str, kept: int) -> None:
             pass                # (another process removed it, or may not: either way, not ours to fix)
 
 
+def cached_bytes(name: str, build, stamp: str, valid=None) -> bytes:
+    """``build()``, read back from cache file ``name-stamp.bin`` when an earlier process built it
+    (and ``valid(blob)`` holds, if given), else built and kept there.
+
+    >>> import os, tempfile; os.environ["PIECEWORKS_CACHE"] = tempfile.mkdtemp()
+    >>> cached_bytes("demo", lambda: b"built", "v1"), cached_bytes("demo", lambda: b"not called", "v1")
+    (b'built', b'built')
+    >>> del os.environ["PIECEWORKS_CACHE"]
+    """
+    file_name = f"{name}-{stamp}.bin"
+    blob = read_cached(file_name, _TABLE_MAGIC)
+    if blob is not None and (valid is None or valid(blob)):
+        return blob
+    blob = build()
+    write_cached(file_name, _TABLE_MAGIC, blob, keep=(f"{name}-", _TABLES_KEPT))
+    return blob
+
+
+_TABLE_MAGIC = b"PWTABLE1"
+# Builds of one table kept (the stamp changes with every pieceworks build).
+_TABLES_KEPT = 3
+
+
 def source_stamp(*modules) -> str:
     """A short digest of what built tables depend on besides their arguments: these modules' files
     (size and modification time: an edit or a reinstall changes it), Python's Unicode data version

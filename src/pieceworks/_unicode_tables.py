@@ -34,6 +34,7 @@ import functools
 
 import regex
 
+from ._disk_cache import cached_bytes, source_stamp
 from ._unicode_scripts import script_ranges
 
 __all__ = ["WHITESPACE", "WORD", "PUNCT", "NUMERIC", "LETTER", "NUMBER",
@@ -213,13 +214,33 @@ def _flag_plane(flag: int, pattern: str, removed, text: str) -> int:
     return int.from_bytes(plane, "little")
 
 
+def _table_stamp() -> str:
+    """What the tables below depend on: this module and ``regex``'s Unicode data (see _disk_cache)."""
+    import sys
+
+    from regex import _regex
+
+    return source_stamp(sys.modules[__name__], _regex)
+
+
+def _full_size(table: bytes) -> bool:
+    return len(table) == N_CODE_POINTS
+
+
 @functools.cache
 def char_flags() -> bytes:
     """``N_CODE_POINTS`` bytes: the OR of the flags that hold for each code point.
 
+    Built from ``regex``'s Unicode classes in a tenth of a second or more,
+    so kept in the disk cache (:mod:`pieceworks._disk_cache`).
+
     >>> char_flags()[ord("7")] == WORD | NUMERIC | NUMBER
     True
     """
+    return cached_bytes("char-flags", _built_char_flags, _table_stamp(), _full_size)
+
+
+def _built_char_flags() -> bytes:
     text = every_code_point()
     # OR the planes as big integers: one C-level pass per flag, no Python loop per code point.
     combined = 0
@@ -252,6 +273,23 @@ def grapheme_table() -> bytes:
     >>> GRAPHEME_CLASSES[table[0x301] & 15], GRAPHEME_CLASSES[table[0x1100] & 15], bool(table[0x1F600] & PICTOGRAPHIC)
     ('Extend', 'L', True)
     """
+    return cached_bytes("grapheme-table", _built_grapheme_table, _table_stamp(), _graphemes_valid)
+
+
+# The bytes whose class index (low four bits) names one of GRAPHEME_CLASSES.
+_GRAPHEME_BYTES = bytes(b for b in range(256) if b & 15 < len(GRAPHEME_CLASSES))
+
+
+def _graphemes_valid(table: bytes) -> bool:
+    """Whether ``table`` has a byte per code point, each of a class in GRAPHEME_CLASSES.
+
+    >>> _graphemes_valid(bytes(N_CODE_POINTS)), _graphemes_valid(bytes([15]) * N_CODE_POINTS)
+    (True, False)
+    """
+    return _full_size(table) and not table.translate(None, _GRAPHEME_BYTES)     # (a C pass: what is left is bad)
+
+
+def _built_grapheme_table() -> bytes:
     text = every_code_point()
     combined = 0
     sources = [(k, rf"\p{{Grapheme_Cluster_Break={name}}}+") for k, name in enumerate(GRAPHEME_CLASSES) if k]

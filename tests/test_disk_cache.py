@@ -124,3 +124,51 @@ def test_the_byte_level_class_table_from_the_cache_is_the_one_built(tmp_path):
                for _ in range(2)]
     assert [p.name.startswith("byte-bpe-classes-") for p in tmp_path.iterdir()] == [True]
     assert digests == [hashlib.sha256(bytebpe._built_classes()).hexdigest() + "\n"] * 2
+
+
+@pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])
+def test_form_tables_from_their_packed_bytes_are_the_ones_made_from_dicts(form):
+    """The cached form (uint32 lists, read in C) against the tables made from Python dicts, on
+    every code point with a decomposition or a class, alone and in a row."""
+    from pieceworks import _unicode_forms as forms
+    from pieceworks._kernels.aligned_nfc import FormTables
+
+    decomposed = forms._DECOMPOSED_FORM[form]
+    decompositions = {}
+    for cp in sorted({*forms._decomposing(), *range(forms._S_BASE, forms._S_BASE + forms._S_COUNT)}):
+        full = forms._full_decomposition(chr(cp), decomposed)
+        if full != chr(cp):
+            decompositions[cp] = full
+    forms.compose_pair("a", "b")                                 # (builds the composition table)
+    from_dicts = FormTables(forms._classes(), decompositions, forms._COMPOSITIONS, forms._COMPOSING[form])
+    from_dicts.set_kinds(forms._built_segment_kinds(form))
+    packed = forms._tables_from_packed(forms._packed_form_facts(form), form)
+    chars = [chr(cp) for cp in sorted({*decompositions, *forms._decomposing(), *(
+        cp for cp, klass in enumerate(forms._classes()) if klass)})]
+    for text in ("".join(chars), "\n".join(chars), "e\u0301\u0323a\u0308\u1100\u1161\u11a8"):
+        assert packed.aligned(text) == from_dicts.aligned(text)
+    if forms._COMPOSING[form]:
+        from_dicts.set_quick(forms.quick_table(form))
+        assert [packed.quick(ch) for ch in chars] == [from_dicts.quick(ch) for ch in chars]
+
+
+@pytest.mark.parametrize("words, pairs, message", [
+    ([0xE9, 2, 0x65], [], "does not fit"),                      # the length runs past the end
+    ([0xE9], [], "does not fit"),
+    ([0x400, 1, 0x65], [], "does not fit"),                     # past the class table
+    ([0xE9, 1, 0x110000], [], "no code point"),
+    ([], [0x65, 0x301], "triples"),
+    ([], [0x65, 0x301, 0x110000], "not of code points"),
+])
+def test_packed_form_tables_that_do_not_fit_are_refused(words, pairs, message):
+    from array import array
+
+    from pieceworks import _unicode_forms as forms
+    from pieceworks._kernels.aligned_nfc import FormTables
+
+    with pytest.raises(ValueError, match=message):
+        FormTables.from_words(bytes(0x400), array("I", words).tobytes(), array("I", pairs).tobytes(), True)
+    good = forms._packed_form_facts("NFD")
+    assert forms._tables_from_packed(good[:-1], "NFD") is None
+    first_word = 20 + array("I", good[:4])[0]                   # (after the sizes and the classes)
+    assert forms._tables_from_packed(good[:first_word] + b"\xff" * 4 + good[first_word + 4:], "NFD") is None

@@ -39,10 +39,13 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import unicodedata
 from array import array
 from itertools import compress, repeat
 
+from . import _unicode_tables
+from ._disk_cache import cached_bytes, source_stamp
 from ._kernels.aligned_nfc import FormTables, splice_segments
 from ._unicode_tables import (NO_CANONICAL_DECOMPOSITION, NO_COMBINING_CLASS, NO_COMPATIBILITY_DECOMPOSITION,
                               code_points, every_code_point)
@@ -371,14 +374,19 @@ def segment_kinds(form: str) -> bytes:
     """
     table = _SEGMENT_KINDS.get(form)
     if table is None:
-        inner, changing = _segment_tables(form)
-        kinds = bytearray(max(inner + changing, default=-1) + 1)
-        for cp in inner:
-            kinds[cp] = 1
-        for cp in changing:
-            kinds[cp] = 2
-        table = _SEGMENT_KINDS[form] = bytes(kinds)
+        form_tables(form)           # (read from the disk cache with the rest, or built)
+        table = _SEGMENT_KINDS[form]
     return table
+
+
+def _built_segment_kinds(form: str) -> bytes:
+    inner, changing = _segment_tables(form)
+    kinds = bytearray(max(inner + changing, default=-1) + 1)
+    for cp in inner:
+        kinds[cp] = 1
+    for cp in changing:
+        kinds[cp] = 2
+    return bytes(kinds)
 
 
 _EDITS: dict[str, dict[str, tuple[str, bytes] | None]] = {}
@@ -417,23 +425,78 @@ _FORM_TABLES: dict = {}
 
 
 def form_tables(form: str):
-    """``form``'s tables in C (``aligned_nfc.FormTables``), built on first use: their ``edit(text)`` is
-    :func:`changes` of ``text``, as :func:`segment_edit` gives it, without a Python step per char."""
+    """``form``'s tables in C (``aligned_nfc.FormTables``), made on first use: their ``edit(text)`` is
+    :func:`changes` of ``text``, as :func:`segment_edit` gives it, without a Python step per char.
+
+    What they are made from takes a fifth of a second of Unicode scans, so
+    it is kept in the disk cache (:mod:`pieceworks._disk_cache`).
+    """
     tables = _FORM_TABLES.get(form)
     if tables is None:
-        decomposed = _DECOMPOSED_FORM[form]
-        decompositions = {}
-        for cp in sorted({*_decomposing(), *range(_S_BASE, _S_BASE + _S_COUNT)}):
-            ch = chr(cp)
-            full = _full_decomposition(ch, decomposed)
-            if full != ch:
-                decompositions[cp] = full
-        if not _COMPOSITIONS:
-            _build_composition_table()
-        classes = _classes()
-        tables = FormTables(classes, decompositions, _COMPOSITIONS, _COMPOSING[form])
-        tables.set_kinds(segment_kinds(form))
+        made = []
+
+        def reads_back(blob: bytes) -> bool:
+            made.append(_tables_from_packed(blob, form))
+            return made[-1] is not None
+
+        blob = cached_bytes(f"form-tables-{form.lower()}", lambda: _packed_form_facts(form),
+                            source_stamp(sys.modules[__name__], _unicode_tables), reads_back)
+        tables = made[-1] if made and made[-1] is not None else _tables_from_packed(blob, form)
+        if tables is None:
+            raise RuntimeError(f"the {form} tables just built do not read back")     # (a bug of ours)
         _FORM_TABLES[form] = tables
+    return tables
+
+
+def _packed_form_facts(form: str) -> bytes:
+    """What ``form``'s tables are made from, as bytes: five uint32 sizes (machine order), then the
+    classes, the decompositions (code point, length, chars: uint32s), the compositions (first,
+    second, composite), the segment kinds and the quick table (none for NFD and NFKD).
+
+    >>> _tables_from_packed(_packed_form_facts("NFC"), "NFC").edit("e\u0301")[0] == "\xe9"
+    True
+    """
+    decomposed = _DECOMPOSED_FORM[form]
+    words = array("I")
+    for cp in sorted({*_decomposing(), *range(_S_BASE, _S_BASE + _S_COUNT)}):
+        full = _full_decomposition(chr(cp), decomposed)
+        if full != chr(cp):
+            words.extend((cp, len(full), *map(ord, full)))
+    if not _COMPOSITIONS:
+        _build_composition_table()
+    pairs = array("I", [ord(ch) for pair, composite in _COMPOSITIONS.items() for ch in (*pair, composite)])
+    classes, kinds = _classes(), _built_segment_kinds(form)
+    quick = quick_table(form) if _COMPOSING[form] else b""
+    sizes = array("I", [len(classes), len(words), len(pairs), len(kinds), len(quick)])
+    return b"".join((sizes.tobytes(), classes, words.tobytes(), pairs.tobytes(), kinds, quick))
+
+
+def _tables_from_packed(blob: bytes, form: str):
+    """``form``'s ``FormTables`` from :func:`_packed_form_facts`' bytes, their segment kinds and
+    quick table set (and kept for :func:`segment_kinds` and :func:`quick_check`); None if ``blob``
+    is not such bytes.
+
+    >>> _tables_from_packed(bytes(19), "NFC") is None
+    True
+    """
+    sizes = array("I")
+    sizes.frombytes(blob[:20] if len(blob) >= 20 else b"\xff" * 20)
+    n_classes, n_words, n_pairs, n_kinds, n_quick = sizes
+    if max(n_kinds, n_quick) > n_classes or 20 + n_classes + 4 * (n_words + n_pairs) + n_kinds + n_quick != len(blob):
+        return None
+    words_at = 20 + n_classes
+    kinds_at = words_at + 4 * (n_words + n_pairs)
+    try:
+        tables = FormTables.from_words(blob[20:words_at], blob[words_at:words_at + 4 * n_words],
+                                       blob[words_at + 4 * n_words:kinds_at], _COMPOSING[form])
+    except ValueError:
+        return None
+    kinds, quick = blob[kinds_at:kinds_at + n_kinds], blob[kinds_at + n_kinds:]
+    tables.set_kinds(kinds)
+    _SEGMENT_KINDS.setdefault(form, kinds)
+    if quick:
+        tables.set_quick(quick)
+        _QUICK.setdefault(form, tables.quick)
     return tables
 
 
@@ -473,9 +536,11 @@ def quick_check(form: str):
     form keeps a text, 1: it changes it, 2: cannot tell), its tables built on first use."""
     quick = _QUICK.get(form)
     if quick is None:
-        tables = form_tables(form)
-        tables.set_quick(quick_table(form))
-        quick = _QUICK[form] = tables.quick
+        tables = form_tables(form)      # (sets the quick table of NFC and NFKC)
+        quick = _QUICK.get(form)
+        if quick is None:
+            tables.set_quick(quick_table(form))
+            quick = _QUICK[form] = tables.quick
     return quick
 
 

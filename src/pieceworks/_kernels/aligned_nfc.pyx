@@ -444,6 +444,49 @@ cdef class FormTables:
             self.seconds[ord(pair[1])] = 1
         self.composing = composing
 
+    @staticmethod
+    def from_words(bytes classes not None, bytes words not None, bytes pairs not None, bint composing):
+        """The tables of ``FormTables(classes, decompositions, compositions, composing)`` from
+        uint32s in machine order (``_unicode_forms``' disk cache keeps them so): ``words`` holds
+        each decomposition as its code point, its length and its chars, ``pairs`` each
+        composition as its first char, second char and composite. ValueError if they are not
+        such lists.
+
+        >>> from array import array
+        >>> words, pairs = array("I", [0xe9, 2, 0x65, 0x301]), array("I", [0x65, 0x301, 0xe9])
+        >>> t = FormTables.from_words(bytes(0x301) + bytes([230]), words.tobytes(), pairs.tobytes(), True)
+        >>> t.edit("e\u0301")[0] == "\xe9"
+        True
+        """
+        cdef FormTables tables = FormTables.__new__(FormTables)
+        cdef const uint32_t* w = <const uint32_t*>PyBytes_AS_STRING(words)
+        cdef const uint32_t* p = <const uint32_t*>PyBytes_AS_STRING(pairs)
+        cdef Py_ssize_t n = PyBytes_GET_SIZE(words) // 4, n_pairs = PyBytes_GET_SIZE(pairs) // 4, i = 0, k
+        if PyBytes_GET_SIZE(words) % 4 or PyBytes_GET_SIZE(pairs) % 12:
+            raise ValueError("FormTables.from_words: the lists are not whole uint32s (pairs: triples)")
+        tables.classes.assign(<const uint8_t*>PyBytes_AS_STRING(classes),
+                              <const uint8_t*>PyBytes_AS_STRING(classes) + PyBytes_GET_SIZE(classes))
+        tables.decomp_at.assign(tables.classes.size(), 0)
+        while i < n:
+            if i + 1 >= n or w[i] >= tables.decomp_at.size() or w[i + 1] > <uint32_t>(n - i - 2):
+                raise ValueError(f"FormTables.from_words: the decomposition at word {i} does not fit")
+            tables.decomp_at[w[i]] = tables.decomp.size() + 1
+            tables.decomp.push_back(w[i + 1])
+            for k in range(i + 2, i + 2 + w[i + 1]):
+                if w[k] > 0x10FFFF:
+                    raise ValueError(f"FormTables.from_words: word {k} is no code point")
+                tables.decomp.push_back(w[k])
+            i += 2 + w[i + 1]
+        for i in range(0, n_pairs, 3):
+            if p[i] > 0x10FFFF or p[i + 1] > 0x10FFFF or p[i + 2] > 0x10FFFF:
+                raise ValueError(f"FormTables.from_words: pair {i // 3} is not of code points")
+            tables.pairs[(<uint64_t>p[i]) << 21 | p[i + 1]] = p[i + 2]
+            if p[i + 1] >= tables.seconds.size():
+                tables.seconds.resize(p[i + 1] + 1, 0)
+            tables.seconds[p[i + 1]] = 1
+        tables.composing = composing
+        return tables
+
     def set_quick(self, bytes qc not None):
         """The form's quick-check values a byte per code point (0 yes, 1 no, 2 maybe: ``_unicode_forms``'s
         ``quick_table``), for :meth:`quick`; no longer than the class table."""

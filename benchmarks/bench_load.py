@@ -10,10 +10,10 @@ the tokenizer.json files of ../shared/data against Hugging Face
 against ``tiktoken`` (with the same ranks, pattern and special tokens).
 The first encode's ids must be equal before a time is printed.
 
-A last table loads BERT's tokenizer.json in fresh processes (load and
-first encode, imports not counted), where the per-code-point map BERT's
-kernel needs is built once per machine and read back from the disk cache
-after (see README): pieceworks with its cache, pieceworks with
+A last table loads tokenizer.json files in fresh processes (load and
+first encode, imports not counted), where the Unicode tables the kernels
+need are built once per machine and read back from the disk cache after
+(see README): pieceworks with its cache, pieceworks with
 ``PIECEWORKS_CACHE=off``, and ``tokenizers``.
 """
 
@@ -83,7 +83,12 @@ def tiktoken_rows():
         yield f"{name} ranks (tiktoken face)", ours, theirs, "tiktoken"
 
 
-BERT_FILE = "tokenizers/bert_all-MiniLM-L6-v2/tokenizer.json"
+# The files the fresh-process table loads (their tables differ: BERT's char map, NFC's forms, the
+# byte-level classes).
+FRESH_FILES = ["tokenizers/bert_all-MiniLM-L6-v2/tokenizer.json",
+               "tokenizers/hf_tokenizer_json/gpt-neox-20b/tokenizer.json",
+               "tokenizers/hf_tokenizer_json/vulrepair-codet5-style-bytelevel-bpe/tokenizer.json",
+               "tokenizers/hf_tokenizer_json/llama3/tokenizer.json"]
 # Run in a fresh process: prints the seconds from loading to the first encode's end, then the ids.
 FRESH_LOAD = """
 import sys, time, json
@@ -94,33 +99,36 @@ print(time.perf_counter() - start); print(json.dumps(ids))
 """
 
 
-def fresh_process_load(module: str, cache: str, repeat: int) -> tuple[float, list[int]]:
-    """Median seconds to load BERT_FILE and encode TEXT in a new process (after one run that may
+def fresh_process_load(module: str, path: Path, cache: str, repeat: int) -> tuple[float, list[int]]:
+    """Median seconds to load ``path`` and encode TEXT in a new process (after one run that may
     fill the disk cache ``cache``), and the ids."""
     env = {**os.environ, "PIECEWORKS_CACHE": cache}
     times, ids = [], None
     for _ in range(repeat + 1):
-        out = subprocess.run([sys.executable, "-c", FRESH_LOAD.format(module=module),
-                              str(SHARED_DATA / BERT_FILE), TEXT], env=env, check=True, capture_output=True,
-                             text=True).stdout.splitlines()
+        out = subprocess.run([sys.executable, "-c", FRESH_LOAD.format(module=module), str(path), TEXT],
+                             env=env, check=True, capture_output=True, text=True).stdout.splitlines()
         times.append(float(out[0]))
         ids = json.loads(out[1])
     return statistics.median(times[1:]), ids
 
 
 def fresh_process_table(repeat: int) -> None:
-    if not (SHARED_DATA / BERT_FILE).exists():
-        return
-    with tempfile.TemporaryDirectory() as cache:
-        rows = [("pieceworks, disk cache", fresh_process_load("pieceworks", cache, repeat)),
-                ("pieceworks, PIECEWORKS_CACHE=off", fresh_process_load("pieceworks", "off", repeat)),
-                ("tokenizers", fresh_process_load("tokenizers", cache, repeat))]
-    if len({str(ids) for _, (_, ids) in rows}) != 1:
-        raise SystemExit("BERT in fresh processes: ids differ, no speed")
-    peer_time = rows[-1][1][0]
-    print(f"\nBERT (MiniLM) tokenizer.json in a fresh process, load to first encode end (median of {repeat})")
-    for title, (seconds, _) in rows:
-        print(f"{title:<58}{seconds * 1000:>15.0f}  tokenizers' time / this: {peer_time / seconds:.2f}x")
+    print(f"\nIn a fresh process (imports not counted), load to first encode end, ms (median of {repeat});"
+          " the disk cache filled by a first run")
+    print(f"{'file':<58}{'cached':>8}{'off':>8}{'peer':>8}  {'speed: cached':>14}{'off':>7}")
+    for relative in FRESH_FILES:
+        path = SHARED_DATA / relative
+        if not path.exists():
+            continue
+        with tempfile.TemporaryDirectory() as cache:
+            rows = [fresh_process_load("pieceworks", path, cache, repeat),
+                    fresh_process_load("pieceworks", path, "off", repeat),
+                    fresh_process_load("tokenizers", path, cache, repeat)]
+        if len({str(ids) for _, ids in rows}) != 1:
+            raise SystemExit(f"{relative}: ids differ in fresh processes, no speed")
+        (cached, _), (off, _), (peer, _) = rows
+        print(f"{path.parent.name + ' tokenizer.json':<58}{cached * 1000:>8.0f}{off * 1000:>8.0f}"
+              f"{peer * 1000:>8.0f}  {peer / cached:>13.2f}x{peer / off:>6.2f}x")
 
 
 def main() -> None:

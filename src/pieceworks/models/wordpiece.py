@@ -180,9 +180,10 @@ class WordPiece(Model):
         max_chars = fields.get("max_input_chars_per_word", int)
         if max_chars < 0:
             raise fields.error("max_input_chars_per_word", f"expected a non-negative integer, got {max_chars}")
-        return cls(vocab, unk_token=fields.get("unk_token", str),
-                   max_input_chars_per_word=max_chars,
-                   continuing_subword_prefix=fields.get("continuing_subword_prefix", str))
+        model = cls(None, unk_token=fields.get("unk_token", str), max_input_chars_per_word=max_chars,
+                    continuing_subword_prefix=fields.get("continuing_subword_prefix", str))
+        model.vocab = vocab         # (checked above, and parsed for this model: no second check or copy)
+        return model
 
     def __repr__(self) -> str:
         return (f"WordPiece(vocab_size={len(self.vocab)}, unk_token={self.unk_token!r}, "

@@ -25,10 +25,11 @@ or from a ``normalization_rule_tsv`` file (``U+0041 U+0301<TAB>U+00C1``).
 from __future__ import annotations
 
 import struct
+import sys
 import unicodedata
 from functools import lru_cache
 
-from .._disk_cache import read_cached, write_cached
+from .._disk_cache import read_cached, source_stamp, write_cached
 from ..errors import ConfigError, FileFormatError
 
 __all__ = ["compile_charsmap", "decompile_charsmap", "builtin_rules", "precompiled_charsmap", "fill_normalizer_spec",
@@ -136,18 +137,19 @@ def precompiled_charsmap(name: str) -> bytes:
     """The ``precompiled_charsmap`` blob of a built-in rule set (empty for identity).
 
     Building one takes a few seconds, so the blob is cached on disk (see
-    :mod:`pieceworks._disk_cache`), keyed by the rule set and the Unicode
-    version.
+    :mod:`pieceworks._disk_cache`), keyed by the rule set and a stamp of
+    this module and the Unicode version.
     """
     if name == "identity":
         return b""
-    # (v2: the _cf sets fold simply; a v1 blob folded fully.)
-    cache_name = f"charsmap-{name}-unicode{unicodedata.unidata_version}-v2.bin"
+    # (Named by this module's stamp: a name that changed only by hand once kept a charsmap built
+    # by older rules, and a test passed against it.)
+    cache_name = f"charsmap-{name}-{source_stamp(sys.modules[__name__])}.bin"
     blob = read_cached(cache_name, _CACHE_MAGIC)
     if blob is None:
         rules = builtin_rules(name)
         blob = compile_charsmap(rules) if rules else b""
-        write_cached(cache_name, _CACHE_MAGIC, blob)
+        write_cached(cache_name, _CACHE_MAGIC, blob, keep=(f"charsmap-{name}-", 3))
     return blob
 
 

@@ -29,7 +29,7 @@ import sys
 import unicodedata
 from functools import lru_cache
 
-from .._disk_cache import read_cached, source_stamp, write_cached
+from .._disk_cache import cached_bytes, source_stamp
 from ..errors import ConfigError, FileFormatError
 
 __all__ = ["compile_charsmap", "decompile_charsmap", "builtin_rules", "precompiled_charsmap", "fill_normalizer_spec",
@@ -144,16 +144,12 @@ def precompiled_charsmap(name: str) -> bytes:
         return b""
     # (Named by this module's stamp: a name that changed only by hand once kept a charsmap built
     # by older rules, and a test passed against it.)
-    cache_name = f"charsmap-{name}-{source_stamp(sys.modules[__name__])}.bin"
-    blob = read_cached(cache_name, _CACHE_MAGIC)
-    if blob is None:
-        rules = builtin_rules(name)
-        blob = compile_charsmap(rules) if rules else b""
-        write_cached(cache_name, _CACHE_MAGIC, blob, keep=(f"charsmap-{name}-", 3))
-    return blob
+    return cached_bytes(f"charsmap-{name}", lambda: _built_charsmap(name), source_stamp(sys.modules[__name__]))
 
 
-_CACHE_MAGIC = b"PWC1"
+def _built_charsmap(name: str) -> bytes:
+    rules = builtin_rules(name)
+    return compile_charsmap(rules) if rules else b""
 
 
 def fill_normalizer_spec(spec) -> None:

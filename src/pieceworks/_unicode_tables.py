@@ -32,8 +32,6 @@ from __future__ import annotations
 import array
 import functools
 
-import regex
-
 from ._disk_cache import cached_bytes, source_stamp
 from ._unicode_scripts import script_ranges
 
@@ -202,11 +200,19 @@ def every_code_point() -> str:
     return array.array("I", range(N_CODE_POINTS)).tobytes().decode("utf-32-le", "surrogatepass")
 
 
+def _finditer(pattern: str, text: str):
+    """``regex.finditer``: imported here, not at the top, as only a table's first build needs it
+    (the disk cache keeps the tables) and it is 20 ms of ``import pieceworks``."""
+    import regex
+
+    return regex.finditer(pattern, text)
+
+
 def _flag_plane(flag: int, pattern: str, removed, text: str) -> int:
     """One flag over all code points, as a big int with byte ``cp`` = flag or 0."""
     plane = bytearray(N_CODE_POINTS)
     one = bytes([flag])
-    for m in regex.finditer(pattern, text):
+    for m in _finditer(pattern, text):
         start, end = m.span()
         plane[start:end] = one * (end - start)
     for first, last in removed:
@@ -215,12 +221,11 @@ def _flag_plane(flag: int, pattern: str, removed, text: str) -> int:
 
 
 def _table_stamp() -> str:
-    """What the tables below depend on: this module and ``regex``'s Unicode data (see _disk_cache)."""
+    """What the tables below depend on: this module and ``regex``'s Unicode data (see _disk_cache;
+    a new ``regex`` release is a reinstall of the package, which its ``__init__.py`` shows)."""
     import sys
 
-    from regex import _regex
-
-    return source_stamp(sys.modules[__name__], _regex)
+    return source_stamp(sys.modules[__name__], "regex")
 
 
 def _full_size(table: bytes) -> bool:
@@ -343,7 +348,7 @@ def code_points(ranges) -> frozenset[int]:
 def _marks(pattern: str, missing, extra) -> frozenset[int]:
     """The code points in runs of ``pattern``, less the ``missing`` ranges, plus the ``extra`` ones."""
     found = set()
-    for m in regex.finditer(pattern, every_code_point()):
+    for m in _finditer(pattern, every_code_point()):
         found.update(range(m.start(), m.end()))
     return frozenset(found - code_points(missing) | code_points(extra))
 

@@ -12,7 +12,6 @@ the original.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ._component import _EPOCH
@@ -22,31 +21,38 @@ from .errors import ConfigError, InputTypeError
 __all__ = ["AddedToken"]
 
 
-@dataclass(eq=True, frozen=False)
 class AddedToken:
     """A token added to the vocabulary and matched whole in the input.
 
     >>> AddedToken("[MASK]", lstrip=True, special=True)
     AddedToken("[MASK]", rstrip=False, lstrip=True, single_word=False, normalized=False, special=True)
 
-    ``normalized`` defaults to ``not special``, as in Hugging Face.
+    ``normalized`` defaults to ``not special``, as in Hugging Face. Tokens
+    are equal when all six fields are.
     """
 
-    content: str
-    single_word: bool = False
-    lstrip: bool = False
-    rstrip: bool = False
-    normalized: bool | None = None
-    special: bool = False
-    # Whether ``normalized`` was given: if not, a token made special (add_special_tokens) is not normalized.
-    _normalized_given: bool = field(default=False, init=False, repr=False, compare=False)
+    _normalized_given = False       # (what a token read back from a pickle, which does not keep it, has)
 
-    def __post_init__(self):
-        if not isinstance(self.content, str):
-            raise InputTypeError(f"AddedToken content must be a str, got {type(self.content).__name__}")
-        self._normalized_given = self.normalized is not None
-        if self.normalized is None:
-            self.normalized = not self.special
+    def __init__(self, content: str, single_word: bool = False, lstrip: bool = False, rstrip: bool = False,
+                 normalized: bool | None = None, special: bool = False):
+        if not isinstance(content, str):
+            raise InputTypeError(f"AddedToken content must be a str, got {type(content).__name__}")
+        self.content = content
+        self.single_word = single_word
+        self.lstrip = lstrip
+        self.rstrip = rstrip
+        # Whether ``normalized`` was given: if not, a token made special (add_special_tokens) is not normalized.
+        self._normalized_given = normalized is not None
+        self.normalized = not special if normalized is None else normalized
+        self.special = special
+
+    def _fields(self) -> tuple:
+        return (self.content, self.single_word, self.lstrip, self.rstrip, self.normalized, self.special)
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
 
     def __repr__(self) -> str:
         return (f'AddedToken("{self.content}", rstrip={self.rstrip}, lstrip={self.lstrip}, '
@@ -85,7 +91,8 @@ def as_added_token(token, special: bool) -> AddedToken:
     if isinstance(token, AddedToken):
         if not special or token.special:
             return token
-        return replace(token, special=True, normalized=token.normalized if token._normalized_given else False)
+        return AddedToken(token.content, token.single_word, token.lstrip, token.rstrip,
+                          normalized=token.normalized if token._normalized_given else False, special=True)
     if isinstance(token, str):
         return AddedToken(token, special=special)
     if all(hasattr(token, name) for name in _ADDED_TOKEN_FIELDS) and isinstance(token.content, str):

@@ -21,6 +21,7 @@ tables lack some decompositions Python has, such as U+32FF's).
 from __future__ import annotations
 
 import re
+from functools import cache
 from itertools import repeat
 
 from ._component import Component, CustomComponent, Fields, stage_base
@@ -203,7 +204,7 @@ def lower(text: str) -> str:
     >>> lower("AB\u1c89")
     'ab\u1c8a'
     """
-    return _with_newer_letters(text.lower(), _NEWER_UPPERCASE, _NEWER_LOWERCASE)
+    return _with_newer_letters(text.lower(), _newer_letters(upper=True), _NEWER_LOWERCASE)
 
 
 def upper(text: str) -> str:
@@ -213,7 +214,7 @@ def upper(text: str) -> str:
     >>> upper("ab\u1c8a")
     'AB\u1c89'
     """
-    return _with_newer_letters(text.upper(), _NEWER_LOWER_LETTERS, _NEWER_UPPERCASE_MAP)
+    return _with_newer_letters(text.upper(), _newer_letters(upper=False), _NEWER_UPPERCASE_MAP)
 
 
 def _with_newer_letters(recased: str, unmapped, mapping: dict) -> str:
@@ -223,9 +224,13 @@ def _with_newer_letters(recased: str, unmapped, mapping: dict) -> str:
 
 _NEWER_LOWERCASE = {cp: cp + shift for first, last, shift in LOWERCASE_AFTER_UNICODE_14
                     for cp in range(first, last + 1)}
-_NEWER_UPPERCASE = re.compile(char_set(sorted(_NEWER_LOWERCASE)))
 _NEWER_UPPERCASE_MAP = {lowered: cp for cp, lowered in _NEWER_LOWERCASE.items()}
-_NEWER_LOWER_LETTERS = re.compile(char_set(sorted(_NEWER_UPPERCASE_MAP)))
+
+
+@cache
+def _newer_letters(upper: bool) -> "re.Pattern[str]":
+    """The upper-case (or lower-case) letters of :data:`_NEWER_LOWERCASE`, compiled on first use."""
+    return re.compile(char_set(sorted(_NEWER_LOWERCASE if upper else _NEWER_UPPERCASE_MAP)))
 
 
 class StripAccents(_FieldlessNormalizer):
@@ -448,7 +453,7 @@ class BertNormalizer(Normalizer):
 
     def normalize(self, normalized: NormalizedString) -> None:
         if self.clean_text:
-            _drop_and_map(normalized, _bert_control_runs(), _BERT_SPACES)
+            _drop_and_map(normalized, _bert_control_runs(), _bert_spaces())
         if self.handle_chinese_chars:
             _space_out_chinese_chars(normalized)
         strip_accents = self.lowercase if self.strip_accents is None else self.strip_accents
@@ -477,7 +482,7 @@ def _ascii_cleaning() -> dict[int, str | None]:
     table = _RUNS.get("bert-ascii-cleaning")
     if table is None:
         controls = _bert_control_runs()
-        table = {cp: " " for cp in _BERT_SPACES if cp < 128}
+        table = {cp: " " for cp in _bert_spaces() if cp < 128}
         table.update({cp: None for cp in range(128) if controls.fullmatch(chr(cp))})   # dropping comes first
         _RUNS["bert-ascii-cleaning"] = table
     return table
@@ -491,14 +496,29 @@ def _bert_control_runs() -> "re.Pattern[str]":
     return _mark_runs(bert_controls)
 
 
-# Whitespace (tab, newline, carriage return, and Unicode White_Space) becomes a
-# space. White_Space has no code point above U+3000.
-_BERT_SPACES = {cp: " " for cp in range(0x3001) if chr(cp) in "\t\n\r" or is_whitespace(chr(cp))}
-del _BERT_SPACES[0x20]
+@cache
+def _bert_spaces() -> dict[int, str]:
+    """BertNormalizer's cleaning turns these into a space: tab, newline, carriage return and Unicode
+    White_Space (none above U+3000), but the space itself. Made on first use (3 ms).
+
+    >>> sorted(_bert_spaces())[:4], 0x20 in _bert_spaces()
+    ([9, 10, 11, 12], False)
+    """
+    spaces = {cp: " " for cp in range(0x3001) if chr(cp) in "\t\n\r" or is_whitespace(chr(cp))}
+    del spaces[0x20]
+    return spaces
 
 # The blocks BERT calls Chinese: CJK Unified Ideographs and Extensions A-E,
 # and the two CJK Compatibility Ideographs blocks (not kana, not Hangul).
-_CHINESE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
+@cache
+def _chinese_runs() -> "re.Pattern[str]":
+    """Runs of the chars BERT calls Chinese; compiled on first use (3 ms: ``re`` builds a table
+    for the ranges above the BMP).
+
+    >>> [m.span() for m in _chinese_runs().finditer("ab中文c")]
+    [(2, 4)]
+    """
+    return re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df"
                       "\U0002a700-\U0002b73f\U0002b740-\U0002b81f\U0002b920-\U0002ceaf\U0002f800-\U0002fa1f]+")
 
 
@@ -506,7 +526,7 @@ def _space_out_chinese_chars(normalized: NormalizedString) -> None:
     text = normalized.normalized
     dest: list[tuple[str, int]] = []
     done = 0
-    for match in _CHINESE.finditer(text):
+    for match in _chinese_runs().finditer(text):
         start, end = match.span()
         dest.extend(zip(text[done:start], repeat(0)))
         for ch in match.group():
@@ -775,7 +795,7 @@ class Precompiled(Normalizer):
         dest: list[tuple[str, int]] = []
         modified = False
         lookup = self._charsmap.lookup
-        for grapheme in _GRAPHEME.findall(text):
+        for grapheme in _grapheme_pattern().findall(text):
             data = grapheme.encode("utf-8", "surrogatepass")
             if len(data) < 6:
                 found = lookup(data, False)
@@ -966,13 +986,13 @@ def _b64decode(text: str) -> bytes:
                               "normalizer_spec.precompiled_charsmap") from exc
 
 
+@cache
 def _grapheme_pattern():
+    """Extended grapheme clusters (``regex``'s ``\\X``: ``re`` has none); compiled on first use, as
+    ``regex`` is 16 ms of ``import pieceworks`` otherwise."""
     import regex
 
     return regex.compile(r"\X", regex.DOTALL)
-
-
-_GRAPHEME = _grapheme_pattern()
 
 
 def _precompiled_replace(dest: list, old: str, new: str) -> None:

@@ -51,8 +51,6 @@ from functools import partial
 from itertools import compress, count
 from typing import NamedTuple
 
-from regex import _regex as regex_engine
-
 from .. import _unicode_forms, _unicode_tables, normalizers
 from .._component import epoch
 from .._disk_cache import read_cached, source_stamp, write_cached
@@ -60,7 +58,7 @@ from .._kernels import bert_fast
 from .._unicode_forms import changed_among, changes_text, form_tables, normalize
 from .._unicode_tables import bert_accent_marks, bert_controls, char_flags, every_code_point, strip_accents_marks
 from ..models.wordpiece import WordPiece
-from ..normalizers import (_BERT_SPACES, _CHINESE, _NEWER_LOWERCASE, NFC, NFD, NFKC, BertNormalizer, Lowercase,
+from ..normalizers import (_bert_spaces, _chinese_runs, _NEWER_LOWERCASE, NFC, NFD, NFKC, BertNormalizer, Lowercase,
                            StripAccents, _bert_control_runs, lower)
 from ..normalizers import Sequence as NormalizerSequence
 from ..pre_tokenizers import class_run_actions
@@ -469,8 +467,7 @@ def _cached_char_map(options: tuple[bool, bool, bool, bool], actions: bytes) -> 
 
 def _map_stamp(options: tuple[bool, bool, bool, bool], actions: bytes) -> str:
     """A digest of what a char map is made from: the options, the actions and the code that reads them."""
-    code = source_stamp(sys.modules[__name__], bert_fast, _unicode_tables, _unicode_forms, normalizers,
-                        regex_engine)
+    code = source_stamp(sys.modules[__name__], bert_fast, _unicode_tables, _unicode_forms, normalizers, "regex")
     return hashlib.blake2b(repr((options, code)).encode() + actions, digest_size=12).hexdigest()
 
 
@@ -497,14 +494,14 @@ def special_chars(clean_text: bool, chinese: bool, strip_accents: bool | str, lo
         # Removed first, so no later step sees them (the bulk: private use planes).
         for start, end in facts.controls:
             out.update(dict.fromkeys(range(start, end), ""))
-    candidates = set(_BERT_SPACES) if clean_text else set()
+    candidates = set(_bert_spaces()) if clean_text else set()
     if strip_accents:
         candidates |= facts.strip_candidates
     if lowercase:
         candidates |= facts.lower_candidates
     chars = [chr(cp) for cp in candidates if cp not in out]
     # (Their NFDs in one C call: char by char, in Python, they took half a second of the map's start.)
-    nfds = _nfd_each([_BERT_SPACES.get(ord(ch), ch) if clean_text else ch for ch in chars]) if strip_accents \
+    nfds = _nfd_each([_bert_spaces().get(ord(ch), ch) if clean_text else ch for ch in chars]) if strip_accents \
         else [None] * len(chars)
     for ch, nfd in zip(chars, nfds):
         mapped = map_char(ch, clean_text, chinese, strip_accents, lowercase, nfd)
@@ -542,8 +539,8 @@ def map_char(ch: str, clean_text: bool, chinese: bool, strip_accents: bool | str
     if clean_text:
         if _is_bert_control(ch):
             return ""
-        ch = _BERT_SPACES.get(ord(ch), ch)
-    spaced = chinese and _CHINESE.fullmatch(ch) is not None
+        ch = _bert_spaces().get(ord(ch), ch)
+    spaced = chinese and _chinese_runs().fullmatch(ch) is not None
     out = ch
     if strip_accents:
         marks = strip_accents_marks() if strip_accents == STRIP_ALL_MARKS else bert_accent_marks()
@@ -624,7 +621,7 @@ def _unicode_facts() -> _UnicodeFacts:
                                             for c in unicodedata.normalize("NFD", every[cp]))
     return _UnicodeFacts(
         controls=_as_runs(controls),
-        chinese=tuple(m.span() for m in _CHINESE.finditer(every)),
+        chinese=tuple(m.span() for m in _chinese_runs().finditer(every)),
         strip_candidates=frozenset(marks | decomposing | accents | all_marks),
         lower_candidates=frozenset(compress(count(), map(operator.ne, map(str.lower, head), head)))
         | frozenset(_NEWER_LOWERCASE),

@@ -62,9 +62,23 @@ class WordPiece(Model):
             value = _count_option(name, value)
         super().__setattr__(name, value)      # (moves the component epoch: fast plans re-read options)
         if name == "vocab":
-            object.__setattr__(self, "vocab_r", {i: t for t, i in value.items()})
+            object.__setattr__(self, "_vocab_r", None)
         if name in _MATCHER_INPUTS:
             object.__setattr__(self, "_matcher", None)
+
+    @property
+    def vocab_r(self) -> dict[int, str]:
+        """Token by id, made on first use: encoding never reads it, and a BERT vocabulary's took
+        5 ms of loading.
+
+        >>> WordPiece({"a": 0, "##b": 1}).vocab_r
+        {0: 'a', 1: '##b'}
+        """
+        vocab_r = self.__dict__.get("_vocab_r")
+        if vocab_r is None:
+            vocab_r = {i: t for t, i in self.vocab.items()}
+            object.__setattr__(self, "_vocab_r", vocab_r)
+        return vocab_r
 
     def _set_trained(self, vocab: dict[str, int], continuing_subword_prefix: str) -> None:
         """What a trainer calls: a new vocabulary and prefix; the other options stay."""

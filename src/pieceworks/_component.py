@@ -137,6 +137,11 @@ class Component:
         """This component as a tokenizer.json object, ``type`` first."""
         return {"type": self.type_name, **self._to_fields()}
 
+    def _text_json(self) -> dict:
+        """:meth:`to_json` to be written as text at once: a big part may be a stand-in that the
+        writer spells (see :mod:`pieceworks.formats.json_text`)."""
+        return self.to_json()
+
     @classmethod
     def from_json(cls, data: dict, where: str | None = None, path: str | None = None):
         """Build the component that ``data["type"]`` names."""
@@ -165,7 +170,10 @@ class Component:
     def __getstate__(self) -> bytes:
         """The tokenizer.json form as compact JSON bytes, as Hugging Face gives it (transformers reads
         a stage's settings with ``json.loads(stage.__getstate__())``). Pickling uses ``__reduce__``."""
-        return state_bytes(self.to_json())
+        from ._collector import paused
+
+        with paused(True):  # (a big model's vocabulary and merges are a million new containers)
+            return state_bytes(self._text_json())
 
     def __setstate__(self, state):
         clone = type(self).from_json(state_data(state))
@@ -190,7 +198,9 @@ def state_bytes(data) -> bytes:
     >>> state_bytes({"type": "NFC", "x": "é"})
     b'{"type":"NFC","x":"\\xc3\\xa9"}'
     """
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    from .formats.json_text import dumps     # (a model's vocabulary and merges written by a kernel)
+
+    return dumps(data).encode("utf-8")
 
 
 def state_data(state):

@@ -32,8 +32,9 @@ _STRATEGIES = {"longest_first": "LongestFirst", "only_first": "OnlyFirst", "only
 
 
 # -- writing -------------------------------------------------------------------
-def tokenizer_to_dict(tok) -> dict:
-    """The tokenizer.json object of ``tok``."""
+def tokenizer_to_dict(tok, for_text: bool = False) -> dict:
+    """The tokenizer.json object of ``tok`` (``for_text``: to be written at once, by
+    :func:`.json_text.dumps`, which spells its model's stand-ins)."""
     return {
         "version": "1.0",
         "truncation": _truncation_to_json(tok.truncation),
@@ -43,15 +44,18 @@ def tokenizer_to_dict(tok) -> dict:
         "pre_tokenizer": _component(tok.pre_tokenizer),
         "post_processor": _component(tok.post_processor),
         "decoder": _component(tok.decoder),
-        "model": tok.model.to_json(),
+        "model": tok.model._text_json() if for_text else tok.model.to_json(),
     }
 
 
 def tokenizer_to_str(tok, pretty: bool = False) -> str:
-    data = tokenizer_to_dict(tok)
-    if pretty:
-        return json.dumps(data, ensure_ascii=False, indent=2)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    """The tokenizer.json text of ``tok``: compact, or indented by two spaces a level as Hugging Face
+    writes files (its vocabulary and merges written by a kernel: see :mod:`.json_text`)."""
+    from .._collector import paused
+    from .json_text import dumps
+
+    with paused(True):      # (a big model's vocabulary and merges are a million new containers)
+        return dumps(tokenizer_to_dict(tok, for_text=True), pretty)
 
 
 def _component(obj):

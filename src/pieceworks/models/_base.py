@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .._component import Component, stage_base
 from ..pretokenized import Token, in_byte_offsets
+from ._vocab import ordered_by_id
 
 __all__ = ["Model", "Token"]
 
@@ -83,7 +84,7 @@ class Model(Component):
     def _write_vocab_json(path: Path, vocab: dict[str, int]) -> str:
         from ..fileio import atomic_write_text
 
-        ordered = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
+        ordered = ordered_by_id(vocab)
         atomic_write_text(path, json.dumps(ordered, ensure_ascii=False, separators=(",", ":")))
         return os.fspath(path)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from itertools import islice
+from operator import itemgetter, lt
+
 from ..errors import FileFormatError
 
 
@@ -39,3 +42,16 @@ def check_vocab(vocab: dict, where: str, path: str | None = None, error=FileForm
                                   fix="give every token a distinct id")
         seen[tid] = token
     return vocab
+
+
+def ordered_by_id(vocab: dict[str, int]) -> dict[str, int]:
+    """A copy of ``vocab`` in id order, as tokenizer.json lists it (a vocabulary read from one is
+    in that order already: a copy, with no sort).
+
+    >>> ordered_by_id({"b": 1, "a": 0}), ordered_by_id({"a": 0, "b": 1})
+    ({'a': 0, 'b': 1}, {'a': 0, 'b': 1})
+    """
+    ids = list(vocab.values())
+    if all(map(lt, ids, islice(ids, 1, None))):
+        return dict(vocab)
+    return dict(sorted(vocab.items(), key=itemgetter(1)))

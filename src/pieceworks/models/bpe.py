@@ -56,9 +56,10 @@ from typing import Iterable
 
 from .._component import Fields
 from ..errors import ConfigError, FileFormatError, InputTypeError, TokenizerFileError
+from .._kernels.json_text import PairsById
 from ..pretokenized import Token
 from ._base import Model
-from ._vocab import check_vocab
+from ._vocab import check_vocab, ordered_by_id
 
 __all__ = ["BPE"]
 
@@ -319,7 +320,8 @@ class BPE(Model):
         return model
 
     # -- tokenizer.json ----------------------------------------------------------
-    def _to_fields(self) -> dict:
+    def _to_fields(self, merges_by_id: bool = False) -> dict:
+        tokens = _tokens_by_id(self.vocab_r) if merges_by_id else None
         return {
             "dropout": self.dropout,
             "unk_token": self.unk_token,
@@ -328,9 +330,15 @@ class BPE(Model):
             "fuse_unk": self.fuse_unk,
             "byte_fallback": self.byte_fallback,
             "ignore_merges": self.ignore_merges,
-            "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
-            "merges": _merge_lists(self._merge_ids, self.vocab_r),
+            "vocab": ordered_by_id(self.vocab),
+            "merges": _merge_lists(self._merge_ids, self.vocab_r) if tokens is None
+            else PairsById(self._merge_ids, tokens),
         }
+
+    def _text_json(self) -> dict:
+        """:meth:`to_json` to be written as text: its merges a stand-in that the writer spells from
+        the merge table's ids (see :mod:`pieceworks.formats.json_text`), not half a million lists."""
+        return {"type": self.type_name, **self._to_fields(merges_by_id=True)}
 
     @classmethod
     def _from_fields(cls, fields: Fields) -> "BPE":
@@ -457,9 +465,31 @@ def _merge_ids(vocab: dict[str, int], pairs: list[tuple[str, str]], prefix: str 
 
 
 def _merge_lists(ids: array, token: dict[int, str]) -> list[list[str]]:
-    """tokenizer.json's ``merges``: ``[[left, right], ...]``."""
-    spell = token.__getitem__
-    return list(map(list, zip(map(spell, ids[0::3]), map(spell, ids[1::3]))))
+    """tokenizer.json's ``merges``: ``[[left, right], ...]``.
+
+    >>> _merge_lists(array("I", [0, 1, 2]), {0: "a", 1: "b", 2: "ab"})
+    [['a', 'b']]
+    """
+    tokens = _tokens_by_id(token)
+    if tokens is None:
+        spell = token.__getitem__
+        return list(map(list, zip(map(spell, ids[0::3]), map(spell, ids[1::3]))))
+    from .._kernels.json_text import pair_lists
+
+    return pair_lists(ids, tokens)
+
+
+def _tokens_by_id(token: dict[int, str]) -> list[str | None] | None:
+    """``token`` as a list indexed by id (None for a missing id), or None when the ids are too far
+    apart for one.
+
+    >>> _tokens_by_id({0: "a", 2: "c"}), _tokens_by_id({10**9: "a"})
+    (['a', None, 'c'], None)
+    """
+    size = max(token, default=-1) + 1
+    if size > 4 * len(token) + 1024:
+        return None
+    return list(map(token.get, range(size)))
 
 
 def _flat_keep_last(triples: list[tuple[int, int, int]]) -> array:

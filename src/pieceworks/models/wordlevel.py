@@ -14,7 +14,7 @@ from .._component import Fields
 from ..errors import FileFormatError, TokenizerFileError, UnknownTokenError
 from ..pretokenized import Token
 from ._base import Model
-from ._vocab import check_vocab
+from ._vocab import check_vocab, ordered_by_id
 
 __all__ = ["WordLevel"]
 
@@ -87,7 +87,7 @@ class WordLevel(Model):
 
     # -- tokenizer.json --------------------------------------------------
     def _to_fields(self) -> dict:
-        return {"vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])), "unk_token": self.unk_token}
+        return {"vocab": ordered_by_id(self.vocab), "unk_token": self.unk_token}
 
     @classmethod
     def _from_fields(cls, fields: Fields) -> "WordLevel":

@@ -27,7 +27,7 @@ from .._component import Fields
 from ..errors import ConfigError, FileFormatError, InputTypeError, TokenizerFileError, UnknownTokenError
 from ..pretokenized import Token
 from ._base import Model
-from ._vocab import check_vocab
+from ._vocab import check_vocab, ordered_by_id
 
 __all__ = ["WordPiece"]
 
@@ -183,7 +183,7 @@ class WordPiece(Model):
             "unk_token": self.unk_token,
             "continuing_subword_prefix": self.continuing_subword_prefix,
             "max_input_chars_per_word": self.max_input_chars_per_word,
-            "vocab": dict(sorted(self.vocab.items(), key=lambda kv: kv[1])),
+            "vocab": ordered_by_id(self.vocab),
         }
 
     @classmethod

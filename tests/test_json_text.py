@@ -89,3 +89,30 @@ def test_real_files_are_written_as_json_dumps_writes_their_data(relative, shared
         assert tok.to_str(pretty) == reference(data, pretty), pretty
     assert json.loads(tok.model.__getstate__()) == tok.model.to_json()
     assert tok.__getstate__() == tok.to_str().encode()
+
+
+def test_a_component_pickles_as_its_json_text_and_older_pickles_still_load():
+    import pickle
+
+    from pieceworks.models import BPE
+
+    model = BPE({"a\ud800": 0, "b": 1, "a\ud800b": 2, "é": 3}, [("a\ud800", "b")], unk_token="é")
+    rebuild, (cls, text) = model.__reduce__()
+    assert cls is BPE and type(text) is str and json.loads(text) == model.to_json()
+    back = pickle.loads(pickle.dumps(model))
+    assert back.to_json() == model.to_json() and back.merges == model.merges
+    # A pickle made before: the class and the JSON data.
+    older = pickle.loads(pickle.dumps(_OldPickle(model)))
+    assert type(older) is BPE and older.to_json() == model.to_json()
+
+
+class _OldPickle:
+    """Pickles as pieceworks 0.1 pickled a component before 2026-12."""
+
+    def __init__(self, component):
+        self.component = component
+
+    def __reduce__(self):
+        from pieceworks import _component
+
+        return (_component._rebuild, (type(self.component), self.component.to_json()))

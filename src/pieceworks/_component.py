@@ -176,7 +176,10 @@ class Component:
             return state_bytes(self._text_json())
 
     def __setstate__(self, state):
-        clone = type(self).from_json(state_data(state))
+        from ._collector import paused
+
+        with paused(True):  # (see __getstate__)
+            clone = type(self).from_json(state_data(state))
         for klass in type(clone).__mro__:
             for slot in klass.__dict__.get("__slots__", ()):
                 if hasattr(clone, slot):
@@ -185,11 +188,29 @@ class Component:
             self.__dict__.update(clone.__dict__)
 
     def __reduce__(self):
-        return (_rebuild, (type(self), self.to_json()))
+        # Pickled as its JSON text (a str: a lone surrogate in a token survives), not as the data:
+        # pickling a big model's half a million merge lists took a second, its text a third of one.
+        from ._collector import paused
+        from .formats.json_text import dumps
+
+        with paused(True):
+            return (_rebuild_from_text, (type(self), dumps(self._text_json())))
+
+
+def _rebuild_from_text(cls, text: str):
+    """What a pickle of a component holds: its class and its JSON text."""
+    from ._collector import paused
+
+    with paused(True):      # (see Component.__getstate__)
+        return cls.from_json(json.loads(text))
 
 
 def _rebuild(cls, state):
-    return cls.from_json(state)
+    """What a pickle made by pieceworks 0.1 before 2026-12 holds: the class and the JSON data."""
+    from ._collector import paused
+
+    with paused(True):
+        return cls.from_json(state)
 
 
 def state_bytes(data) -> bytes:

@@ -21,6 +21,8 @@ import json
 
 from typing import Any, ClassVar
 
+from ._collector import paused
+
 from .errors import InputTypeError, NotSerializableError, TokenizerFileError, UnknownComponentError
 
 __all__ = ["Component", "CustomComponent", "Fields", "MISSING"]
@@ -167,19 +169,17 @@ class Component:
     def __hash__(self) -> int:
         return id(self)
 
+    # (Writing and reading the JSON form pause the collector: a big model's vocabulary and merges
+    # are a million new containers, and each collection while they pile up walks them all.)
+    @paused(True)
     def __getstate__(self) -> bytes:
         """The tokenizer.json form as compact JSON bytes, as Hugging Face gives it (transformers reads
         a stage's settings with ``json.loads(stage.__getstate__())``). Pickling uses ``__reduce__``."""
-        from ._collector import paused
+        return state_bytes(self._text_json())
 
-        with paused(True):  # (a big model's vocabulary and merges are a million new containers)
-            return state_bytes(self._text_json())
-
+    @paused(True)
     def __setstate__(self, state):
-        from ._collector import paused
-
-        with paused(True):  # (see __getstate__)
-            clone = type(self).from_json(state_data(state))
+        clone = type(self).from_json(state_data(state))
         for klass in type(clone).__mro__:
             for slot in klass.__dict__.get("__slots__", ()):
                 if hasattr(clone, slot):
@@ -187,30 +187,25 @@ class Component:
         if hasattr(clone, "__dict__"):
             self.__dict__.update(clone.__dict__)
 
+    @paused(True)
     def __reduce__(self):
         # Pickled as its JSON text (a str: a lone surrogate in a token survives), not as the data:
         # pickling a big model's half a million merge lists took a second, its text a third of one.
-        from ._collector import paused
         from .formats.json_text import dumps
 
-        with paused(True):
-            return (_rebuild_from_text, (type(self), dumps(self._text_json())))
+        return (_rebuild_from_text, (type(self), dumps(self._text_json())))
 
 
+@paused(True)
 def _rebuild_from_text(cls, text: str):
     """What a pickle of a component holds: its class and its JSON text."""
-    from ._collector import paused
-
-    with paused(True):      # (see Component.__getstate__)
-        return cls.from_json(json.loads(text))
+    return cls.from_json(json.loads(text))
 
 
+@paused(True)
 def _rebuild(cls, state):
     """What a pickle made by pieceworks 0.1 before 2026-12 holds: the class and the JSON data."""
-    from ._collector import paused
-
-    with paused(True):
-        return cls.from_json(state)
+    return cls.from_json(state)
 
 
 def state_bytes(data) -> bytes:

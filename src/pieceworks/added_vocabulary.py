@@ -12,6 +12,7 @@ the original.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import NamedTuple
 
 from ._component import _EPOCH
@@ -19,6 +20,10 @@ from ._kernels.token_finder import TokenTrie
 from .errors import ConfigError, InputTypeError
 
 __all__ = ["AddedToken"]
+
+# What an AddedToken is: equality, pickles and other libraries' tokens go by these.
+_ADDED_TOKEN_FIELDS = ("content", "single_word", "lstrip", "rstrip", "normalized", "special")
+_fields_of = attrgetter(*_ADDED_TOKEN_FIELDS)
 
 
 class AddedToken:
@@ -46,13 +51,10 @@ class AddedToken:
         self.normalized = not special if normalized is None else normalized
         self.special = special
 
-    def _fields(self) -> tuple:
-        return (self.content, self.single_word, self.lstrip, self.rstrip, self.normalized, self.special)
-
     def __eq__(self, other) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._fields() == other._fields()
+        return _fields_of(self) == _fields_of(other)
 
     def __repr__(self) -> str:
         return (f'AddedToken("{self.content}", rstrip={self.rstrip}, lstrip={self.lstrip}, '
@@ -70,8 +72,7 @@ class AddedToken:
                 "rstrip": self.rstrip, "normalized": self.normalized, "special": self.special}
 
     def __getstate__(self):
-        return {"content": self.content, "single_word": self.single_word, "lstrip": self.lstrip,
-                "rstrip": self.rstrip, "normalized": self.normalized, "special": self.special}
+        return dict(zip(_ADDED_TOKEN_FIELDS, _fields_of(self)))
 
     def __setstate__(self, state):
         for k, v in state.items():
@@ -102,8 +103,6 @@ def as_added_token(token, special: bool) -> AddedToken:
     raise InputTypeError(f"expected a str or AddedToken, got {type(token).__name__}",
                          fix="pass token strings or pieceworks.AddedToken objects")
 
-
-_ADDED_TOKEN_FIELDS = ("content", "single_word", "lstrip", "rstrip", "normalized", "special")
 
 
 class AddedVocabulary:

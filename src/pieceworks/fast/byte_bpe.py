@@ -39,7 +39,7 @@ from .._component import epoch
 from .._kernels.raw_encoding import untrack
 from ..byte_level import tokens_to_bytes
 from ..errors import ConfigError
-from ..models.bpe import BPE
+from ..models.bpe import BPE, id_table
 from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
@@ -445,8 +445,7 @@ _RAW_MAX_CHARS = 2**31 - 1
 
 def build_kernel(model: BPE, pattern: Pattern):
     """The kernel for ``model`` and the token string of each id, or ``(None, None)``."""
-    size = max(model.vocab_r, default=-1) + 1
-    tokens = list(map(model.vocab_r.get, range(size)))
+    tokens = id_table(model.vocab_r)
     # (None: a gap in the ids, or a char outside GPT-2's alphabet, so no byte sequence merges into it)
     token_bytes = tokens_to_bytes(tokens)
     merges = model._merge_ids

@@ -19,6 +19,7 @@ import json
 import os
 import warnings
 
+from .._collector import paused
 from .._component import Fields
 from ..added_vocabulary import AddedToken
 from ..errors import TokenizerFileError
@@ -48,14 +49,13 @@ def tokenizer_to_dict(tok, for_text: bool = False) -> dict:
     }
 
 
+@paused(True)     # (a big model's vocabulary and merges are a million new containers)
 def tokenizer_to_str(tok, pretty: bool = False) -> str:
     """The tokenizer.json text of ``tok``: compact, or indented by two spaces a level as Hugging Face
     writes files (its vocabulary and merges written by a kernel: see :mod:`.json_text`)."""
-    from .._collector import paused
     from .json_text import dumps
 
-    with paused(True):      # (a big model's vocabulary and merges are a million new containers)
-        return dumps(tokenizer_to_dict(tok, for_text=True), pretty)
+    return dumps(tokenizer_to_dict(tok, for_text=True), pretty)
 
 
 def _component(obj):
@@ -101,24 +101,22 @@ def tokenizer_from_bytes(raw: bytes, path: str | None = None):
     return tokenizer_from_str(text, path=path)
 
 
+# (The collector paused: a big model's vocabulary and merges are a million new containers, and each
+# collection while they pile up walks them all: a quarter of reading Gemma 3's file.)
+@paused(True)
 def tokenizer_from_str(text: str, path: str | None = None):
     """Load tokenizer.json text."""
     if not isinstance(text, str):
         raise TokenizerFileError(path, f"expected JSON text, got {type(text).__name__}",
                                  fix="pass the file's contents as str (or use Tokenizer.from_file)")
-    from .._collector import paused
-
-    # (The collector paused: a big model's vocabulary and merges are a million new containers, and
-    # each collection while they pile up walks them all: a quarter of reading Gemma 3's file.)
-    with paused(True):
-        try:
-            # Floats as Hugging Face reads them (see serde_float.py): Unigram ties depend on the last bit.
-            data = json.loads(text, parse_float=serde_json_float)
-        except json.JSONDecodeError as exc:
-            problem = "the file is empty" if not text.strip() else f"invalid JSON: {exc.msg} at column {exc.colno}"
-            raise TokenizerFileError(path, problem, line=exc.lineno,
-                                     fix="the file is truncated or not JSON; download or save it again") from exc
-        return tokenizer_from_dict(data, path)
+    try:
+        # Floats as Hugging Face reads them (see serde_float.py): Unigram ties depend on the last bit.
+        data = json.loads(text, parse_float=serde_json_float)
+    except json.JSONDecodeError as exc:
+        problem = "the file is empty" if not text.strip() else f"invalid JSON: {exc.msg} at column {exc.colno}"
+        raise TokenizerFileError(path, problem, line=exc.lineno,
+                                 fix="the file is truncated or not JSON; download or save it again") from exc
+    return tokenizer_from_dict(data, path)
 
 
 def tokenizer_from_dict(data: dict, path: str | None = None):

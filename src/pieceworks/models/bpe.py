@@ -173,10 +173,7 @@ class BPE(Model):
             from .._kernels.bpe_encode import BpeEncoder
             from .._kernels.raw_encoding import untrack
 
-            size = max(self.vocab_r, default=-1) + 1
-            id_to_token = [None] * size
-            for tid, token in self.vocab_r.items():
-                id_to_token[tid] = token
+            id_to_token = id_table(self.vocab_r)
             untrack(id_to_token)    # strs and None: no collector pass need read them
             encoder = BpeEncoder(
                 self._merge_ids, _char_table(self.vocab, self.continuing_subword_prefix, self.end_of_word_suffix),
@@ -479,17 +476,24 @@ def _merge_lists(ids: array, token: dict[int, str]) -> list[list[str]]:
     return pair_lists(ids, tokens)
 
 
-def _tokens_by_id(token: dict[int, str]) -> list[str | None] | None:
-    """``token`` as a list indexed by id (None for a missing id), or None when the ids are too far
-    apart for one.
+def id_table(token: dict[int, str]) -> list[str | None]:
+    """``token`` as a list indexed by id, None for a missing id.
 
-    >>> _tokens_by_id({0: "a", 2: "c"}), _tokens_by_id({10**9: "a"})
-    (['a', None, 'c'], None)
+    >>> id_table({0: "a", 2: "c"})
+    ['a', None, 'c']
     """
-    size = max(token, default=-1) + 1
-    if size > 4 * len(token) + 1024:
+    return list(map(token.get, range(max(token, default=-1) + 1)))
+
+
+def _tokens_by_id(token: dict[int, str]) -> list[str | None] | None:
+    """:func:`id_table`, or None when the ids are too far apart for one (writing needs no table).
+
+    >>> _tokens_by_id({10**9: "a"}) is None
+    True
+    """
+    if max(token, default=-1) + 1 > 4 * len(token) + 1024:
         return None
-    return list(map(token.get, range(size)))
+    return id_table(token)
 
 
 def _flat_keep_last(triples: list[tuple[int, int, int]]) -> array:

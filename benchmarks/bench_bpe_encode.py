@@ -25,13 +25,14 @@ reach (the machine's own scaling for this kernel); tokenizer.json files of
 Llama 3, Qwen3, GPT-NeoX, Gemma 3 and Mistral (pieceworks.Tokenizer against
 tokenizers, lines also as chat turns of each file's template but GPT-NeoX's,
 and, for Llama 3 and Qwen3, the tiktoken face on the same
-ranks, given the files' added tokens as special tokens; and Llama 3's and GPT-NeoX's files with
+ranks, given the files' added tokens as special tokens, with batches also
+through ``Tokenizer.encode_batch_ids`` (ids alone, no Encoding a text); and Llama 3's and GPT-NeoX's files with
 pre-tokenizers the kernel has no scanner for: numbers cut two digits at a time, DeepSeek-V3's
 three Splits, StarCoder's Digits; one string, lines, and Llama 3's as chat turns); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
 tiktoken; ``encode(line)`` with tiktoken's defaults, every special token refused, line by line;
 and each line as a Llama 3 chat turn, four special tokens a text:
-pieceworks.Tokenizer, Hugging Face, the tiktoken face and tiktoken); adversarial inputs (1 MB of one letter, of random letters, of
+pieceworks.Tokenizer (and its encode_batch_ids), Hugging Face, the tiktoken face and tiktoken); adversarial inputs (1 MB of one letter, of random letters, of
 digits) against 1 MB of prose.
 """
 
@@ -64,7 +65,7 @@ TENTH_BUDGET_SECONDS = 2.0
 ENCODINGS = ["cl100k_base", "o200k_base"]
 PEERS = ["tiktoken", "tokenizers", "bpe_openai", "rs_bpe", "tokendagger"]
 # Contenders that are pieceworks itself (never counted as a peer).
-OURS = ("pieceworks", "tiktoken face")
+OURS = ("pieceworks", "tiktoken face", "encode_batch_ids")
 
 # The tokenizer.json files of the tokenizer.json section: byte-level BPE (Llama 3, Qwen3, and GPT-NeoX,
 # whose offsets its post-processor trims) and SentencePiece-style BPE with byte fallback (Gemma 3, Mistral).
@@ -272,6 +273,9 @@ def print_row(title: str, seconds: dict[str, float | None], size_bytes: int) -> 
     face = seconds.get("tiktoken face")
     if face is not None:
         print(f"pieceworks.Tokenizer / tiktoken face on the same ranks: {face / base:.2f}x")
+        ids_only = seconds.get("encode_batch_ids")
+        if ids_only is not None:
+            print(f"pieceworks.Tokenizer.encode_batch_ids / tiktoken face on the same ranks: {face / ids_only:.2f}x")
 
 
 # -- sections ----------------------------------------------------------------------------------
@@ -383,6 +387,7 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
         resets = {"pieceworks": cache_reset(ours)}
         if face is not None:
             resets["tiktoken face"] = face._core.clear_cache
+            resets["encode_batch_ids"] = resets["pieceworks"]
         for corpus, text in texts.items():
             size = len(text.encode("utf-8"))
             lines = text.splitlines(keepends=True)
@@ -412,9 +417,13 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
                 summary.append((f"{name}.json {corpus} {tag}", result))
                 if face_fn is not None:
                     # Apart from Hugging Face: its thread pool, still busy after its batch, slowed
-                    # whichever ran next on the two cores.
+                    # whichever ran next on the two cores. A batch also as ids alone (no Encoding a
+                    # text), as the face gives it.
+                    own = {"pieceworks": mine, "tiktoken face": face_fn}
+                    if arg is lines:
+                        own["encode_batch_ids"] = lambda ts: ours.encode_batch_ids(ts, add_special_tokens=False)
                     run_row(f"tokenizer.json {name}, {corpus}, {mode}: against the tiktoken face",
-                            {"pieceworks": mine, "tiktoken face": face_fn}, arg, size, repeat, resets)
+                            own, arg, size, repeat, resets)
 
 
 def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -> None:
@@ -546,6 +555,7 @@ def bench_chat_lines(path: Path, face, ref, corpus: str, lines: list[str], repea
             for line in lines if line.strip()]
     ours = Tokenizer.from_file(str(path))
     contenders = {"pieceworks": lambda ts: [e.ids for e in ours.encode_batch(ts, add_special_tokens=False)],
+                  "encode_batch_ids": lambda ts: ours.encode_batch_ids(ts, add_special_tokens=False),
                   "tiktoken face": lambda ts: face.encode_batch(ts, num_threads=THREADS, allowed_special="all"),
                   "tiktoken": lambda ts: ref.encode_batch(ts, num_threads=THREADS, allowed_special="all")}
     try:
@@ -556,6 +566,7 @@ def bench_chat_lines(path: Path, face, ref, corpus: str, lines: list[str], repea
     except ImportError:
         print("[chat lines] tokenizers: not installed, left out")
     resets = {"pieceworks": cache_reset(ours), "tiktoken face": face._core.clear_cache}
+    resets["encode_batch_ids"] = resets["pieceworks"]
     size = sum(len(t.encode("utf-8")) for t in chat)
     result = run_row(f"Llama 3 chat turns (4 special tokens each), {corpus}, batch, {THREADS} threads", contenders,
                      chat, size, repeat, resets)

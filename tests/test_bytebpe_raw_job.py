@@ -451,3 +451,72 @@ def test_ids_are_built_in_the_job_unless_padding_will_pad_by_frames(monkeypatch)
     assert all(e._ids is None for e in padded)             # left for padding by frames
     for a, b in zip(padded, twin.encode_batch(texts)):
         assert_same_encoding(a, b)
+
+
+# -- encode_batch_ids: the job's ids lists alone, no Encoding a text ---------------------------------
+
+def _ids_of(batch) -> list[list[int]]:
+    return [e.ids for e in batch]
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("normalizer", [None, "nfc"])
+@pytest.mark.parametrize("truncate", [False, True])
+def test_encode_batch_ids_equals_the_ids_of_the_general_path(monkeypatch, threads, normalizer, truncate):
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", threads)
+    tok = trained(NFC() if normalizer else None)
+    twin = general_twin(tok, monkeypatch)
+    if truncate:        # (the cat text is cut: it goes through its encoding's ids in the job)
+        for t in (tok, twin):
+            t.enable_truncation(12)
+    for add in (True, False):
+        ids = tok.encode_batch_ids(TEXTS, add_special_tokens=add)
+        assert all(type(x) is list for x in ids)
+        assert ids == _ids_of(twin.encode_batch(TEXTS, add_special_tokens=add))
+
+
+def test_encode_batch_ids_makes_no_encoding_in_the_job(monkeypatch):
+    tok = trained()
+    seen = []
+    plan = tok._current_plan()
+    real = type(plan).encode_job
+
+    def spy(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        seen.append((kwargs.get("ids_only"), {type(x).__name__ for x in out}))
+        return out
+
+    monkeypatch.setattr(type(plan), "encode_job", spy)
+    texts = ["hello world", "a <|endoftext|> b", "cat", "caf\u00e9"]
+    assert tok.encode_batch_ids(texts) == _ids_of(tok.encode_batch(texts))
+    # The text holding an added token is encoded around it in the job, and its ids come back too.
+    assert seen == [(True, {"list"}), (False, {"EncodingWithIds"})]
+
+
+def test_encode_batch_ids_falls_back_to_encodings_where_the_job_does_not_go(monkeypatch):
+    tok = trained()
+    twin = general_twin(tok, monkeypatch)
+    pairs = [("hello world", "the cat"), ("a <|endoftext|> b", "x")]
+    words = [["hello", " world"], ["the", " cat", " sat"]]
+    assert tok.encode_batch_ids(pairs) == _ids_of(twin.encode_batch(pairs))
+    assert tok.encode_batch_ids(words, is_pretokenized=True) == _ids_of(twin.encode_batch(words, is_pretokenized=True))
+    for t in (tok, twin):
+        t.enable_padding(pad_id=1, pad_token="<|pad|>")
+    padded = tok.encode_batch_ids(TEXTS)
+    assert padded == _ids_of(twin.encode_batch(TEXTS)) and len({len(x) for x in padded}) == 1
+
+
+def test_the_kernel_refuses_ids_only_without_the_encodings_class():
+    tok = trained()
+    kernel = tok._current_plan()._prepare()[0]
+    with pytest.raises(ValueError, match="ids_only needs an ids_cls"):
+        kernel.raw_batch_job(["a"], Encoding, tok._current_plan()._tokens, PLAIN_FRAME, None, False, 1 << 20,
+                             ids_only=True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(_PARTS, max_size=12).map("".join), min_size=1, max_size=30), st.booleans(),
+       st.booleans())
+def test_encode_batch_ids_of_texts_with_overlapping_tokens_equal_the_general_path(texts, strip, second_pass):
+    tok, twin = _OVERLAPPING[(strip, second_pass)]
+    assert tok.encode_batch_ids(texts) == _ids_of(twin.encode_batch(texts))

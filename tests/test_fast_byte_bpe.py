@@ -183,6 +183,10 @@ def test_added_tokens_split_first(trio):
     text = "<|begin_of_text|>Hi<|eot_id|> <|start_header_id|>user<|end_header_id|>\n\nthere"
     same(fast.encode(text), general.encode(text), text)
     assert fast.encode(text).ids == hf.encode(text).ids
+    texts = [text, "plain text", ""] * 3
+    for add in (True, False):   # (Llama 3's post-processor puts <|begin_of_text|> first)
+        assert fast.encode_batch_ids(texts, add_special_tokens=add) == [
+            e.ids for e in hf.encode_batch(texts, add_special_tokens=add)]
 
 
 def test_batches_match_one_by_one(trio, inputs):
@@ -192,6 +196,7 @@ def test_batches_match_one_by_one(trio, inputs):
     for text, enc in zip(lines, batch):
         same(enc, fast.encode(text), text)
     assert [e.ids for e in batch[:300]] == [e.ids for e in hf.encode_batch(lines[:300])]
+    assert fast.encode_batch_ids(lines) == [e.ids for e in batch]
 
 
 def test_retraining_rebuilds_the_kernel():
@@ -482,6 +487,7 @@ def test_a_batch_with_texts_nfc_changes(name, trio, shared_data):
     for ours, theirs, ref in zip(fast.encode_batch(lines), general.encode_batch(lines), hf.encode_batch(lines)):
         same(ours, theirs, "batch")
         assert (ours.ids, ours.offsets, ours.tokens) == (ref.ids, ref.offsets, ref.tokens)
+    assert fast.encode_batch_ids(lines) == [e.ids for e in hf.encode_batch(lines)]
 
 
 @pytest.mark.parametrize("name", ["qwen3", "gpt-neox-20b"])
@@ -504,6 +510,7 @@ def test_a_batch_holding_tokens_matched_after_nfc(name, trio, shared_data):
              for k, line in enumerate(lines)]
     lines += ["<dom_tag>\u0301", "caf\u00e9\u0323", f"{special}\u0301<dom_tag>", "de la\u0301 \u4eba"]
     assert fast._added.has_normalized_tokens()
+    assert fast.encode_batch_ids(lines) == [e.ids for e in hf.encode_batch(lines)]
     for ours, theirs, ref in zip(fast.encode_batch(lines), general.encode_batch(lines), hf.encode_batch(lines)):
         same(ours, theirs, "batch")
         assert (ours.ids, ours.offsets, ours.tokens, ours.word_ids) == (ref.ids, ref.offsets, ref.tokens,

@@ -303,13 +303,44 @@ class Tokenizer:
             self._pad(out)
         return out
 
-    def _encode_batch_job(self, items: list, plan, frame, split: bool, add_special_tokens: bool) -> list | None:
+    def encode_batch_ids(self, input: list, is_pretokenized: bool = False, add_special_tokens: bool = True,
+                         split_special_tokens: bool | None = None) -> list[list[int]]:
+        """``[e.ids for e in encode_batch(input, ...)]``, without making an :class:`Encoding` when it can.
+
+        For callers that read only the ids (a pieceworks addition: Hugging
+        Face has no such call). A byte-level BPE tokenizer's batch of plain
+        texts, unpadded, goes through its kernel job with no object a text
+        but the ids list, as the tiktoken face's ``encode_batch``; anything
+        else is ``encode_batch`` and its ids.
+
+        >>> from pieceworks import Tokenizer
+        >>> from pieceworks.models import WordLevel
+        >>> from pieceworks.pre_tokenizers import Whitespace
+        >>> tok = Tokenizer(WordLevel({"hi": 0, "there": 1, "[UNK]": 2}, unk_token="[UNK]"))
+        >>> tok.pre_tokenizer = Whitespace()
+        >>> tok.encode_batch_ids(["hi there", "there you"])
+        [[0, 1], [1, 2]]
+        """
+        if not is_pretokenized and self._padding is None:
+            items = _as_list(input, "input")
+            split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
+            plan = self._current_plan()
+            frame = self._raw_batch_ready(plan, add_special_tokens, split, ids_only=True)
+            if frame is not None and hasattr(plan, "encode_job"):
+                out = self._encode_batch_job(items, plan, frame, split, add_special_tokens, ids_only=True)
+                if out is not None:
+                    return out
+        return [e.ids for e in self.encode_batch(input, is_pretokenized, add_special_tokens, split_special_tokens)]
+
+    def _encode_batch_job(self, items: list, plan, frame, split: bool, add_special_tokens: bool,
+                          ids_only: bool = False) -> list | None:
         """The batch as one kernel job on the pool's threads (see ``plan.encode_job``), or None.
 
         For plain texts; those that hold an added token (the job's threads
         find them as they go) are encoded around them in the job too (see
         :meth:`_around_added`), and the few others it leaves out (None)
-        afterwards, on threads.
+        afterwards, on threads. ``ids_only`` (unpadded only): each item is
+        the ids list alone.
         """
         added = self._added
         if type(items) is not list or not items or not only_str(items):
@@ -322,7 +353,7 @@ class Tokenizer:
         finder = added.finder if added.by_content else None
         around = self._around_added(plan, split) if finder is not None and ids_cls is not None else None
         out = plan.encode_job(items, Encoding, frame, self._raw_truncation(add_special_tokens), num_threads(), None,
-                              ids_cls=ids_cls, finder=finder, around=around)
+                              ids_cls=ids_cls, finder=finder, around=around, ids_only=ids_only)
         if out is None:
             return None
         left = _none_positions(out)
@@ -332,7 +363,7 @@ class Tokenizer:
                                                                                add_special_tokens, ids_cls),
                                     rest, plan, True)
             for k, encoding in zip(left, encoded):
-                out[k] = encoding
+                out[k] = encoding.ids if ids_only else encoding
         return out
 
     def _around_added(self, plan, split: bool) -> tuple | None:

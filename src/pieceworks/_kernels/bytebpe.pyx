@@ -2865,7 +2865,7 @@ cdef class ByteBPE:
 
     def raw_batch_job(self, list texts, type cls, strings, frame, tuple truncation, bint nfc, Py_ssize_t max_chars,
                       list skip=None, type ids_cls=None, TokenTrie finder=None, tuple around=None,
-                      Py_ssize_t chunk_chars=CHUNK_CHARS):
+                      Py_ssize_t chunk_chars=CHUNK_CHARS, bint ids_only=False):
         """A :class:`BatchJob` whose result is a lazy ``cls`` encoding of each text (``Tokenizer.encode_batch``).
 
         Each is a lazy encoding of the text's tokens (``strings``, ``frame``,
@@ -2891,6 +2891,9 @@ cdef class ByteBPE:
         then ``finder`` must find both passes' strings). Its encoding (an ``ids_cls``)
         holds the ids; it spells its tokens from ``strings`` and works its
         offsets out through ``spans_from`` (from the text) when first read.
+
+        ``ids_only`` (with ``ids_cls``): each item is the ids list its
+        encoding would hold, and no encoding is made (None stays None).
         """
         from pieceworks._unicode_forms import form_tables, quick_check, verdict_changes
 
@@ -2902,8 +2905,11 @@ cdef class ByteBPE:
         quick = quick_check("NFC") if nfc else None
         self._fill_job(job, texts, False, chunk_chars, False)
         job.raw_mode = True
+        if ids_only and ids_cls is None:
+            raise ValueError("raw_batch_job: ids_only needs an ids_cls (the encodings it stands for)")
         job.eager_ids = ids_cls is not None
         job.ids_cls = ids_cls
+        job.ids_only = ids_only
         job.finder = finder
         if around is not None and ids_cls is not None:
             job.around = <AroundTokens?>around[0]
@@ -3481,6 +3487,7 @@ cdef class BatchJob:
     cdef pw_board* board
     # Raw jobs (ByteBPE.raw_batch_job): lazy encodings instead of id lists.
     cdef bint raw_mode, eager_ids
+    cdef bint ids_only                 # raw jobs: each text's ids list alone, no encoding (encode_batch_ids)
     cdef vector[char] skip             # texts left for the long way
     cdef object cls, ids_cls, strings, frame
     cdef TokenTrie finder               # raw jobs: a text holding one of its strings is skipped (None: no check)
@@ -3604,7 +3611,8 @@ cdef class BatchJob:
         With ``eager_ids`` and no cut to make, an encoding (an ``ids_cls``) holds its ids list
         alone, made here from the chunk's ids as the tiktoken face makes its
         lists, and the chunk's :class:`ChunkSpans`: no buffer of its own.
-        Otherwise each gets its raw encoding, offsets and all.
+        Otherwise each gets its raw encoding, offsets and all. With ``ids_only``, each
+        item is that ids list (or the cut encoding's), and no encoding is kept.
         """
         cdef ChunkIds* chunk = &self.results[i]
         cdef Py_ssize_t k, first = 0, n, item
@@ -3624,21 +3632,28 @@ cdef class BatchJob:
                 encoding = None
             elif self.normal.size() and self.normal[item]:
                 encoding = self._normalized_encoding(shared, item, first, n)
+                if self.ids_only and encoding is not None:
+                    encoding = encoding.ids
             elif self.held.size() and self.held[item]:       # (made eager: see raw_batch_job's around)
-                encoding = None if n > max_length else lazy_with_ids(
-                    self.ids_cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before, after), n,
-                    self.around_basis, text, 0)
+                if n > max_length:
+                    encoding = None
+                else:
+                    encoding = framed_ids(<const int32_t*>shared.ids.data() + first, n, before, after)
+                    if not self.ids_only:
+                        encoding = lazy_with_ids(self.ids_cls, encoding, n, self.around_basis, text, 0)
             elif self.eager_ids and n <= max_length:
                 prefetch_next_ints(self.bpe._int_table, self.bpe._n_ints, <const uint32_t*>shared.ids.data(),
                                    shared.ends[k], shared.ids.size())
-                encoding = lazy_with_ids(self.ids_cls, framed_ids(<const int32_t*>shared.ids.data() + first, n, before,
-                                                              after),
-                                         n, basis, text, k)
+                encoding = framed_ids(<const int32_t*>shared.ids.data() + first, n, before, after)
+                if not self.ids_only:
+                    encoding = lazy_with_ids(self.ids_cls, encoding, n, basis, text, k)
             else:
                 encoding = encoding_of(self.cls, shared.full(text, k, n), n, self.strings, self.frame,
                                        self.truncation)
                 if self.eager_ids and encoding is not None:
-                    encoding.ids        # built now, while the other threads still encode
+                    ids = encoding.ids      # built now, while the other threads still encode
+                    if self.ids_only:
+                        encoding = ids
             Py_INCREF_p(<PyObject*>encoding)
             PyList_SET_ITEM_p(out, item, <PyObject*>encoding)
             first = shared.ends[k]

@@ -260,7 +260,7 @@ class ByteBpePlan:
 
     def encode_job(self, texts: list[str], cls: type, frame, truncation: tuple | None, threads: int,
                    skip: list[int] | None = None, ids_cls: type | None = None, finder=None,
-                   around: tuple | None = None) -> list | None:
+                   around: tuple | None = None, ids_only: bool = False) -> list | None:
         """Lazy ``cls`` encodings of ``texts`` (framed, cut as ``truncation`` says) made on ``threads`` threads.
 
         A job (``ByteBPE.raw_batch_job``): threads take chunks of the list
@@ -273,13 +273,14 @@ class ByteBpePlan:
         ``finder`` (a TokenTrie, or None): the texts holding one of its
         strings are None too, found on the threads, unless ``around`` says
         how to encode them around the tokens (see ``ByteBPE.raw_batch_job``). None for the whole list when the kernel
-        cannot take it (no kernel, or a prefix space to add).
+        cannot take it (no kernel, or a prefix space to add). ``ids_only`` (with ``ids_cls``): each item is
+        the ids list alone, and no encoding is made.
         """
         ready = self._prepare()
         if ready is None or ready[1]:
             return None
         job = ready[0].raw_batch_job(texts, cls, self._tokens, frame, truncation, self.normalizer is not None,
-                                     _RAW_MAX_CHARS, skip, ids_cls, finder, around)
+                                     _RAW_MAX_CHARS, skip, ids_cls, finder, around, ids_only=ids_only)
         return run_job(job, threads)
 
     def encode_raw_batch(self, texts: list[str]) -> list:

@@ -28,7 +28,9 @@ and, for Llama 3 and Qwen3, the tiktoken face on the same
 ranks, given the files' added tokens as special tokens, with batches also
 through ``Tokenizer.encode_batch_ids`` (ids alone, no Encoding a text); and Llama 3's and GPT-NeoX's files with
 pre-tokenizers the kernel has no scanner for: numbers cut two digits at a time, DeepSeek-V3's
-three Splits, StarCoder's Digits; one string, lines, and Llama 3's as chat turns); many special tokens (Llama 3's ranks
+three Splits, StarCoder's Digits; one string, lines, and Llama 3's as chat turns); Llama 3's and
+Qwen3's files with BPE-dropout 0.1 against Hugging Face (``--only dropout``: random ids, so each
+side's are checked to decode to the text instead of compared); many special tokens (Llama 3's ranks
 and its 256 special tokens, all allowed: pieceworks.tiktoken against
 tiktoken; ``encode(line)`` with tiktoken's defaults, every special token refused, line by line;
 and each line as a Llama 3 chat turn, four special tokens a text:
@@ -214,8 +216,10 @@ def reset_for(contender: str, enc):
 
 
 def run_row(title: str, contenders: dict, arg, size_bytes: int, repeat: int,
-            resets: dict | None = None) -> dict[str, float | None]:
+            resets: dict | None = None, same_output: bool = True) -> dict[str, float | None]:
     """Time each contender (median of ``repeat`` after a warm-up), check outputs, print the row.
+
+    ``same_output=False`` (random outputs: BPE-dropout) leaves the check to the caller.
 
     ``resets[name]()`` runs before each run of that contender, untimed. The
     contenders take turns (in the reverse order every other round), two runs
@@ -245,7 +249,7 @@ def run_row(title: str, contenders: dict, arg, size_bytes: int, repeat: int,
     seconds = {name: statistics.median(t) for name, t in times.items()}
     reference = outputs["pieceworks"]
     for name, out in outputs.items():
-        if out != reference:
+        if same_output and out != reference:
             seconds[name] = None
     print_row(title, seconds, size_bytes)
     return seconds
@@ -424,6 +428,55 @@ def bench_tokenizer_json(texts: dict[str, str], repeat: int, summary: list,
                         own["encode_batch_ids"] = lambda ts: ours.encode_batch_ids(ts, add_special_tokens=False)
                     run_row(f"tokenizer.json {name}, {corpus}, {mode}: against the tiktoken face",
                             own, arg, size, repeat, resets)
+
+
+def bench_dropout(texts: dict[str, str], repeat: int, summary: list, dropout: float = 0.1) -> None:
+    """Llama 3's and Qwen3's tokenizer.json with BPE-dropout, against Hugging Face: one string on one
+    thread, and a batch of lines (Hugging Face on its 2 threads; pieceworks on one, in order, so
+    that a seed gives the same ids). The ids are random, so instead of comparing them each side's
+    are checked to decode to the text and to differ from the ids without dropout."""
+    try:
+        import tokenizers
+    except ImportError:
+        print("\n[dropout] tokenizers: not installed, skipped")
+        return
+    from pieceworks import Tokenizer
+
+    for name in ("llama3", "qwen3"):
+        data = json.loads((SHARED_DATA / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json").read_text("utf-8"))
+        plain = Tokenizer.from_str(json.dumps(data))
+        data["model"]["dropout"] = dropout
+        ours, theirs = Tokenizer.from_str(json.dumps(data)), tokenizers.Tokenizer.from_str(json.dumps(data))
+        ours.model.seed = 1
+        for corpus, text in texts.items():
+            lines = text.splitlines(keepends=True)
+            rows = {
+                "one string, 1 thread": (text, lambda t: ours.encode(t, add_special_tokens=False).ids,
+                                         lambda t: theirs.encode(t, add_special_tokens=False).ids, "1T"),
+                f"batch of lines, {THREADS} threads (pieceworks: 1)": (
+                    lines, lambda ts: ours.encode_batch_ids(ts, add_special_tokens=False),
+                    lambda ts: [e.ids for e in theirs.encode_batch(ts, add_special_tokens=False)], f"lines {THREADS}T"),
+            }
+            for mode, (arg, mine, hf, tag) in rows.items():
+                _check_dropout_output(plain, arg, mine(arg), hf(arg), f"{name} {corpus} {mode}")
+                result = run_row(f"tokenizer.json {name} with dropout {dropout}, {corpus}, {mode}",
+                                 {"pieceworks": mine, "tokenizers": hf}, arg, len(text.encode("utf-8")), repeat,
+                                 same_output=False)
+                summary.append((f"{name}.json dropout {corpus} {tag}", result))
+
+
+def _check_dropout_output(plain, arg, ours, theirs, what: str) -> None:
+    """Both sides' ids decode to the text, and both differ from the ids without dropout."""
+    texts = [arg] if isinstance(arg, str) else arg
+    ours, theirs = ([ours], [theirs]) if isinstance(arg, str) else (ours, theirs)
+    without = [e.ids for e in plain.encode_batch(texts, add_special_tokens=False)]
+    normalize = plain.normalizer.normalize_str if plain.normalizer is not None else str   # (Qwen3's NFC)
+    expected = [normalize(t) for t in texts[:200]]
+    for side, out in (("pieceworks", ours), ("tokenizers", theirs)):
+        if [plain.decode(ids, skip_special_tokens=False) for ids in out[:200]] != expected:
+            raise SystemExit(f"[dropout] {what}: {side}'s ids do not decode to the text")
+        if out == without:
+            raise SystemExit(f"[dropout] {what}: {side}'s ids are those without dropout")
 
 
 def bench_unscanned_pattern(texts: dict[str, str], repeat: int, summary: list) -> None:
@@ -631,7 +684,7 @@ def main(argv=None) -> None:
     parser.add_argument("--size", type=float, default=2.0, help="MB of each corpus (default 2)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per row (median; default 3)")
     parser.add_argument("--quick", action="store_true", help="0.5 MB corpora, 2 runs")
-    parser.add_argument("--only", choices=["encodings", "tokenizer-json", "special-tokens", "adversarial"],
+    parser.add_argument("--only", choices=["encodings", "tokenizer-json", "dropout", "special-tokens", "adversarial"],
                         help="one section")
     parser.add_argument("--files", help="comma-separated tokenizer.json names for that section (default: "
                         + ",".join(TOKENIZER_JSON_FILES) + ")")
@@ -649,6 +702,8 @@ def main(argv=None) -> None:
         bench_tokenizer_json(texts, repeat, summary,
                              tuple(args.files.split(",")) if args.files else TOKENIZER_JSON_FILES)
         bench_unscanned_pattern(texts, repeat, summary)
+    if args.only in (None, "dropout"):
+        bench_dropout(texts, repeat, summary)
     if args.only in (None, "special-tokens"):
         bench_special_tokens(texts, repeat, summary)
     if args.only in (None, "adversarial"):

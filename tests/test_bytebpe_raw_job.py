@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from parity import assert_same_encoding, general_path
 from pieceworks import AddedToken, Tokenizer
 from pieceworks._kernels.encoding import EncodingWithIds
+from pieceworks.byte_level import byte_chars_to_bytes
 from pieceworks.encoding import Encoding, PLAIN_FRAME
 from pieceworks.models import BPE
 from pieceworks.normalizers import NFC
@@ -520,3 +521,98 @@ def test_the_kernel_refuses_ids_only_without_the_encodings_class():
 def test_encode_batch_ids_of_texts_with_overlapping_tokens_equal_the_general_path(texts, strip, second_pass):
     tok, twin = _OVERLAPPING[(strip, second_pass)]
     assert tok.encode_batch_ids(texts) == _ids_of(twin.encode_batch(texts))
+
+
+# -- BPE-dropout in the kernel: the general path's ids from the same seed, on one thread ---------------
+
+PLAIN = ["hello world", "", "the cat sat on the mat", "cafe\u0301 and caf\u00e9", "the cat " * 40,
+         "x = f(y) + 1;", "\u00fcn\u00efcode " * 3, "tail <|endof"] * 4
+
+
+def _dropout_pair(dropout: float, seed: int, normalizer=None) -> tuple[Tokenizer, Tokenizer]:
+    """A trained tokenizer with BPE-dropout (its plan on), and its general-path twin, seeded alike."""
+    def make():
+        tok = trained(normalizer)
+        tok.model.dropout = dropout
+        tok.model.seed = seed
+        return tok
+
+    return make(), general_path(make)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("dropout", [0.1, 0.5, 1.0])
+@pytest.mark.parametrize("normalizer", [None, "nfc"])
+def test_dropout_is_merged_in_the_kernel_as_the_general_path_merges(monkeypatch, threads, dropout, normalizer):
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", threads)
+    fast, general = _dropout_pair(dropout, 11, NFC() if normalizer else None)
+    assert fast._current_plan()._current_kernel().dropout == dropout
+    for text in PLAIN:      # (one by one, the draws in the same order)
+        assert_same_encoding(fast.encode(text), general.encode(text), repr(text[:40]))
+    for a, b in zip(fast.encode_batch(PLAIN * 3), general.encode_batch(PLAIN * 3)):
+        assert_same_encoding(a, b)
+    assert fast.encode_batch_ids(PLAIN) == _ids_of(general.encode_batch(PLAIN))
+
+
+@pytest.mark.parametrize("padding", [dict(), dict(pad_to_multiple_of=8), dict(length=64)])
+def test_dropout_batches_of_pairs_cut_and_padded_equal_the_general_path(padding):
+    fast, general = _dropout_pair(0.4, 9)
+    items = [*PLAIN[:6], ("hello world", "the cat sat"), ("a <|endoftext|> b", ""), "the cat " * 40]
+    for tok in (fast, general):
+        tok.enable_truncation(24)
+        tok.enable_padding(pad_id=1, pad_token="<|pad|>", **padding)
+    for a, b in zip(fast.encode_batch(items), general.encode_batch(items)):
+        assert_same_encoding(a, b)
+    assert fast.encode_batch_ids(items) == _ids_of(general.encode_batch(items))
+
+
+def test_dropout_of_one_drops_every_merge_and_of_none_none():
+    fast, _ = _dropout_pair(1.0, 3)
+    plain = trained()
+    batch = fast.encode_batch(PLAIN, add_special_tokens=False)
+    assert all(len(byte_chars_to_bytes(t)) == 1 for e in batch for t in e.tokens)
+    assert [b"".join(map(byte_chars_to_bytes, e.tokens)) for e in batch] == [t.encode() for t in PLAIN]
+    fast.model.dropout = None       # (the plan's kernel is the plain one again)
+    assert fast._current_plan()._current_kernel().dropout == 0.0
+    assert _ids_of(fast.encode_batch(PLAIN)) == _ids_of(plain.encode_batch(PLAIN))
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_seeded_dropout_batch_gives_the_same_ids_every_run(monkeypatch, threads):
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", threads)
+    texts = PLAIN * 60 + ["a <|endoftext|> b"] * 3      # (enough for threads, were they used)
+    runs = []
+    for _ in range(3):
+        fast, _ = _dropout_pair(0.3, 5)
+        runs.append((_ids_of(fast.encode_batch(texts)), fast.encode_batch_ids(texts)))
+    assert runs[0] == runs[1] == runs[2]
+    others = {str(_dropout_pair(0.3, seed)[0].encode_batch_ids(texts)) for seed in range(4)}
+    assert len(others) == 4
+
+
+def test_the_kernel_takes_dropout_once_and_only_from_an_encoder_with_it():
+    from pieceworks._kernels.bpe_encode import BpeEncoder  # noqa: F401  (the type use_dropout takes)
+    from pieceworks.fast.byte_bpe import build_kernel
+    from pieceworks._kernels.bytebpe import Pattern
+
+    fast, _ = _dropout_pair(0.2, 1)
+    kernel = fast._current_plan()._current_kernel()
+    with pytest.raises(ValueError, match="only once"):
+        kernel.use_dropout(fast.model._get_encoder())
+    plain = trained()
+    fresh, _ = build_kernel(plain.model, Pattern.PAT_GPT2)
+    with pytest.raises(ValueError, match="no dropout"):
+        fresh.use_dropout(plain.model._get_encoder())
+    with pytest.raises(TypeError):
+        fresh.use_dropout(None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("helo wrdcat\u00e9\u0301\u00fc;\n\U0001F600")), max_size=30),
+                min_size=1, max_size=20), st.sampled_from([0.05, 0.3, 0.9]), st.integers(0, 2**64 - 1))
+def test_any_dropout_batch_equals_the_general_path(texts, dropout, seed):
+    fast, general = _dropout_pair(dropout, seed)
+    assert _ids_of(fast.encode_batch(texts)) == _ids_of(general.encode_batch(texts))
+    fast, general = _dropout_pair(dropout, seed)        # (each generator from the seed again)
+    general_ids = [general.encode(t).ids for t in texts]
+    assert [fast.encode(t).ids for t in texts] == general_ids

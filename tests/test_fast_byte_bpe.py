@@ -518,3 +518,31 @@ def test_a_batch_holding_tokens_matched_after_nfc(name, trio, shared_data):
     for line in lines[:40] + lines[-4:]:
         ours, ref = fast.encode(line), hf.encode(line)
         assert (ours.ids, ours.offsets, ours.tokens) == (ref.ids, ref.offsets, ref.tokens), repr(line[:40])
+
+
+@pytest.mark.parametrize("name", ["llama3", "qwen3"])
+def test_dropout_in_the_kernel_is_the_general_paths_and_of_one_hugging_faces(name, shared_data, inputs):
+    """BPE-dropout on a real file: the plan (one thread, in order) draws as the general path does,
+    so a seed gives the same ids, offsets and tokens; with dropout 1.0 every merge is dropped, as in
+    Hugging Face (whose generator cannot be seeded: only that case compares)."""
+    path = shared_data / f"tokenizers/hf_tokenizer_json/{name}/tokenizer.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    lines = [line for text in inputs for line in text.split("\n")][:400]
+    for dropout in (0.1, 1.0):
+        data["model"]["dropout"] = dropout
+        text = json.dumps(data)
+
+        def make():
+            tok = Tokenizer.from_str(text)
+            tok.model.seed = 2024
+            return tok
+
+        fast, general = make(), general_path(make)
+        assert isinstance(fast._current_plan(), ByteBpePlan)
+        for line in lines[:150]:
+            same(fast.encode(line), general.encode(line), line)
+        for ours, theirs in zip(fast.encode_batch(lines), general.encode_batch(lines)):
+            same(ours, theirs, "batch")
+        if dropout == 1.0:
+            hf = tokenizers.Tokenizer.from_str(text)
+            assert fast.encode_batch_ids(lines) == [e.ids for e in hf.encode_batch(lines)]

@@ -254,7 +254,10 @@ class Tokenizer:
         items = _as_list(input, "input")
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
         plan = None if is_pretokenized else self._current_plan()
-        raw_ready = None if is_pretokenized else self._raw_batch_ready(plan, add_special_tokens, split)
+        # Under BPE-dropout (a plan that samples) each input in turn, through the plan one by one:
+        # the draws then come in the order a serial loop makes them, so a seed gives its ids.
+        in_turn = getattr(plan if plan is not None else self._current_plan(), "samples", False)
+        raw_ready = None if is_pretokenized or in_turn else self._raw_batch_ready(plan, add_special_tokens, split)
 
         def encode_range(start: int, stop: int) -> list[Encoding]:
             if raw_ready is not None:
@@ -269,6 +272,9 @@ class Tokenizer:
                     out.append(words[i - start])
                     continue
                 first, second = _split_batch_item(items[i], is_pretokenized, i)
+                if in_turn:     # (as encode takes it; padded again with the batch below, to the same end)
+                    out.append(self.encode(first, second, is_pretokenized, add_special_tokens, split))
+                    continue
                 if is_pretokenized and second is None:
                     enc = self._encode_words_framed(first, add_special_tokens, split)
                     if enc is not None:
@@ -290,7 +296,7 @@ class Tokenizer:
             done = current_single(self).encode_pairs(self, items, add_special_tokens, split, self._fixed_padding())
             if None not in done:
                 out = done
-        elif is_pretokenized and items:
+        elif is_pretokenized and items and not in_turn:
             # Each sequence of words as one encode call takes it, in one C loop; the rest as below.
             done = current_single(self).encode_words_batch(self, items, add_special_tokens, split)
             if None not in done:
@@ -326,7 +332,7 @@ class Tokenizer:
             split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
             plan = self._current_plan()
             frame = self._raw_batch_ready(plan, add_special_tokens, split, ids_only=True)
-            if frame is not None and hasattr(plan, "encode_job"):
+            if frame is not None and hasattr(plan, "encode_job") and not getattr(plan, "samples", False):
                 out = self._encode_batch_job(items, plan, frame, split, add_special_tokens, ids_only=True)
                 if out is not None:
                     return out
@@ -388,7 +394,10 @@ class Tokenizer:
         """``(tokens, strings, passes)``: the added tokens a kernel encodes around
         (``token_finder.AroundTokens``), the plan's table of token strings with them, and
         :meth:`AddedVocabulary.exact_matcher`'s passes; None to leave texts holding them to the
-        long way. Made once per state of the tokens."""
+        long way (so too under BPE-dropout, ``plan.samples``: the rest, worked out when read by
+        encoding the text again, would draw other ids). Made once per state of the tokens."""
+        if getattr(plan, "samples", False):
+            return None
         strings = plan.token_strings() if hasattr(plan, "token_strings") else None
         key = (epoch(), split, id(plan), id(strings))
         cached = self.__dict__.get("_around")
@@ -466,8 +475,8 @@ class Tokenizer:
         """
         plan = self._current_plan()
         split = self.encode_special_tokens
-        frame = None if self._padding is not None else self._raw_batch_ready(plan, add_special_tokens, split,
-                                                                              ids_only=True)
+        in_turn = self._padding is not None or getattr(plan, "samples", False)     # (see encode_batch)
+        frame = None if in_turn else self._raw_batch_ready(plan, add_special_tokens, split, ids_only=True)
         if frame is None:
             return [e._ids_array() for e in self.encode_batch(texts, add_special_tokens=add_special_tokens)]
         encodings = run_in_ranges(lambda start, stop: self._encode_range_raw(texts, start, stop, plan, frame, split,

@@ -82,6 +82,13 @@ cdef inline void symbol_span(const int32_t* char_at, int64_t last, int64_t pos, 
         stop[0] = stop[0] - 1 if stop[0] > 1 else 1
 
 
+# Hugging Face's ``merge_all`` (a heap of (rank, position) over linked symbols; with ``dropout``,
+# each merge popped is skipped with that chance, drawn from ``rng_state``). Also byte-level BPE's
+# kernel's with dropout (bytebpe), drawing from the model's encoder's generator.
+cdef void merge_heap(const U64Map* merges, const uint64_t* made_by, uint64_t* rng_state, double dropout,
+                     vector[Symbol]& syms, const uint8_t* banned) noexcept nogil
+
+
 cdef class Exclusion:
     cdef vector[uint8_t] flags   # per id: 1 = must not be produced
     cdef bint active             # some flagged id can come out of a merge, a char or a whole-piece look-up

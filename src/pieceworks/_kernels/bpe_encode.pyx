@@ -594,6 +594,57 @@ cdef inline void queue_pair(MergeQueue* q, int32_t pos, uint64_t merge, uint32_t
         heap_push(q.late, c)
 
 
+cdef inline double draw(uint64_t* rng_state) noexcept nogil:
+    """A uniform double in [0, 1) from the generator at ``rng_state`` (xorshift64*: plenty for
+    dropout, and reproducible from a seed; stepped by compare-and-swap, so threads may share it)."""
+    cdef uint64_t x = rng_step(rng_state)
+    return <double>((x * 0x2545F4914F6CDD1DULL) >> 11) * (1.0 / 9007199254740992.0)
+
+
+cdef inline void push_merge(vector[Candidate]& heap, const U64Map* merges, int32_t left, int32_t right,
+                            int32_t pos, const uint8_t* banned) noexcept nogil:
+    """Push the merge of ids ``left right`` (the pair at ``pos``) onto ``heap``, if they have one."""
+    cdef uint64_t value
+    cdef Candidate c
+    if merge_of(merges, left, right, &value, banned):
+        c.rank = <uint32_t>(value >> 32)
+        c.pos = pos
+        c.new_id = <uint32_t>(value & 0xFFFFFFFFULL)
+        heap_push(heap, c)
+
+
+cdef void merge_heap(const U64Map* merges, const uint64_t* made_by, uint64_t* rng_state, double dropout,
+                     vector[Symbol]& syms, const uint8_t* banned) noexcept nogil:
+    """Hugging Face's ``merge_all``: a heap of (rank, position) over linked symbols (merges making a
+    banned id skipped); with ``dropout``, a merge popped is skipped with that chance (a draw from
+    ``rng_state`` each pop, as Hugging Face draws) and comes back after the next merge done."""
+    cdef vector[Candidate] heap
+    cdef vector[Candidate] skipped
+    cdef Candidate top
+    cdef size_t i
+    cdef int32_t pos
+    link_symbols(syms)
+    for i in range(syms.size() - 1 if syms.size() else 0):
+        push_merge(heap, merges, syms[i].id, syms[i + 1].id, <int32_t>i, banned)
+    while heap.size():
+        top = heap_pop(heap)
+        if dropout > 0.0 and draw(rng_state) < dropout:
+            skipped.push_back(top)  # dropped this time; back after the next merge
+            continue
+        for i in range(skipped.size()):
+            heap_push(heap, skipped[i])
+        skipped.clear()
+        pos = top.pos
+        if not still_makes(merges, made_by, syms, pos, top.new_id, banned):
+            continue        # a stale entry: the pair here changed since it was pushed
+        join_next(syms, pos, top.new_id)
+        if syms[pos].prev != -1:
+            push_merge(heap, merges, syms[syms[pos].prev].id, syms[pos].id, syms[pos].prev, banned)
+        if syms[pos].next != -1:
+            push_merge(heap, merges, syms[pos].id, syms[syms[pos].next].id, pos, banned)
+    drop_merged(syms)
+
+
 cdef class BpeEncoder:
     """Everything a BPE model needs to encode, in C form.
 
@@ -691,9 +742,7 @@ cdef class BpeEncoder:
         map_free(&self.chars)
 
     cdef double _random(self) noexcept nogil:
-        # xorshift64*: plenty for dropout, and reproducible from a seed.
-        cdef uint64_t x = rng_step(&self.rng_state)
-        return <double>((x * 0x2545F4914F6CDD1DULL) >> 11) * (1.0 / 9007199254740992.0)
+        return draw(&self.rng_state)
 
     # -- piece -> symbols --------------------------------------------------------
     cdef int _missing_unk(self) except -1:
@@ -835,46 +884,8 @@ cdef class BpeEncoder:
                 cand[best] = UINT64_MAX
 
     cdef void _merge_heap(self, vector[Symbol]& syms, double dropout, const uint8_t* banned) noexcept nogil:
-        """Hugging Face's ``merge_all``: a heap of (rank, position) over linked symbols (merges making a
-        banned id skipped)."""
-        cdef vector[Candidate] heap
-        cdef vector[Candidate] skipped
-        cdef Candidate top, c
-        cdef size_t i
-        cdef int32_t pos, nxt, prv
-        cdef uint64_t value
-        link_symbols(syms)
-        for i in range(syms.size() - 1 if syms.size() else 0):
-            if merge_of(&self.merges, syms[i].id, syms[i + 1].id, &value, banned):
-                c.rank = <uint32_t>(value >> 32)
-                c.pos = <int32_t>i
-                c.new_id = <uint32_t>(value & 0xFFFFFFFFULL)
-                heap_push(heap, c)
-        while heap.size():
-            top = heap_pop(heap)
-            if dropout > 0.0 and self._random() < dropout:
-                skipped.push_back(top)  # dropped this time; back after the next merge
-                continue
-            for i in range(skipped.size()):
-                heap_push(heap, skipped[i])
-            skipped.clear()
-            pos = top.pos
-            if not still_makes(&self.merges, self.made_by.data(), syms, pos, top.new_id, banned):
-                continue        # a stale entry: the pair here changed since it was pushed
-            join_next(syms, pos, top.new_id)
-            prv = syms[pos].prev
-            if prv != -1 and merge_of(&self.merges, syms[prv].id, syms[pos].id, &value, banned):
-                c.rank = <uint32_t>(value >> 32)
-                c.pos = prv
-                c.new_id = <uint32_t>(value & 0xFFFFFFFFULL)
-                heap_push(heap, c)
-            nxt = syms[pos].next
-            if nxt != -1 and merge_of(&self.merges, syms[pos].id, syms[nxt].id, &value, banned):
-                c.rank = <uint32_t>(value >> 32)
-                c.pos = pos
-                c.new_id = <uint32_t>(value & 0xFFFFFFFFULL)
-                heap_push(heap, c)
-        drop_merged(syms)
+        """Hugging Face's ``merge_all`` (:func:`merge_heap`), drawing from this encoder's generator."""
+        merge_heap(&self.merges, self.made_by.data(), &self.rng_state, dropout, syms, banned)
 
     cdef void _merge_buckets(self, vector[Symbol]& syms, const uint8_t* banned) noexcept nogil:
         """:meth:`_merge_heap` without dropout, for long pieces: the same merges in the same order

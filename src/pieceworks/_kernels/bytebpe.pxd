@@ -5,6 +5,7 @@
 from cpython.object cimport PyObject
 from pieceworks._kernels.byte_buffer cimport ByteBuffer
 from pieceworks._kernels.raw_encoding cimport SpanSource
+from pieceworks._kernels.bpe_encode cimport Symbol, U64Map
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp.vector cimport vector
 
@@ -89,6 +90,12 @@ cdef struct Model:
     const uint8_t* inexact        # bit t: token t's merges are not in rank order (see _mark_rebuilds)
     bint any_inexact
     const uint32_t* low_pairs     # rank of a b for ids a, b < 256 at [a << 8 | b] (UINT32_MAX: none)
+    # BPE-dropout (ByteBPE.use_dropout): every piece merged by bpe_encode.merge_heap over the model's
+    # encoder's merges, drawing from its generator. drop_merges NULL: no dropout.
+    const U64Map* drop_merges
+    const uint64_t* drop_made_by
+    uint64_t* drop_rng
+    double dropout
 
 
 # Where the texts of a batch keep their chars (pointers into the str objects, which the caller holds).
@@ -128,6 +135,7 @@ cdef cppclass State:
     uint64_t run_keys[RUN_SLOTS]  # long runs of one char: the char (char_key; 0: empty) ...
     uint32_t run_tokens[RUN_SLOTS]  # ... and the token they are cut into (see run_token)
     uint32_t last_merge[2]        # the pair of the last merge done
+    vector[Symbol] drop_syms      # BPE-dropout: the piece's symbols
     uint64_t block_epoch          # the piece cache's epoch when this thread claimed the blocks below
     size_t key_at, key_end        # this thread's claimed part of the cache's key arena
     size_t id_at, id_end          # ... and of its id arena
@@ -148,6 +156,7 @@ cdef class ByteBPE:
     cdef vector[TokenMerge] _token_merge
     cdef vector[uint8_t] _inexact
     cdef object _classes_ref
+    cdef object _dropout_owner         # the BpeEncoder whose merges and generator Model.drop_* point into
     cdef PyObject** _int_table         # raw_encoding's shared ints, _n_ints of them (at least n_ids)
     cdef Py_ssize_t _n_ints
     cdef list _pool

@@ -98,6 +98,7 @@ from cpython.tuple cimport PyTuple_New
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from pieceworks._kernels.board cimport pw_board
+from pieceworks._kernels.bpe_encode cimport BpeEncoder, merge_heap as merge_like_hugging_face
 from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, TokenTrie, tokens_around
 from pieceworks._kernels.scan cimport code_point
 from pieceworks._kernels.onig_spans cimport Cutter, CutStage, Region, cut_text, search_t
@@ -1306,11 +1307,31 @@ cdef void encode_long(const Model* m, const uint8_t* p, size_t n, vector[uint32_
     out.insert(out.end(), ids.begin(), ids.end())
 
 
+cdef void dropout_piece(const Model* m, const uint8_t* p, size_t n, vector[uint32_t]& out,
+                        State* st) noexcept nogil:
+    """The ids of one piece under BPE-dropout: its bytes' tokens merged as the general path
+    merges them (``bpe_encode.merge_heap``, Hugging Face's ``merge_all``: no cache, no whole-piece
+    look-up), drawing from the same generator, so that one seeded model gives the same ids either way."""
+    cdef size_t i
+    cdef vector[Symbol]* syms = &st.drop_syms
+    syms.resize(n)
+    for i in range(n):
+        syms[0][i].id = <int32_t>m.byte_id[p[i]]
+        syms[0][i].nbytes = 1
+        syms[0][i].alive = True
+    merge_like_hugging_face(m.drop_merges, m.drop_made_by, m.drop_rng, m.dropout, syms[0], NULL)
+    for i in range(syms.size()):
+        out.push_back(<uint32_t>syms[0][i].id)
+
+
 cdef void encode_piece(const Model* m, const uint8_t* p, size_t n, vector[uint32_t]& out,
                        State* st) noexcept nogil:
     """The ids of one pre-tokenized piece (``n >= 1`` bytes), appended to ``out``."""
     cdef uint64_t h
     cdef const BytesSlot* hit
+    if m.drop_merges != NULL:
+        dropout_piece(m, p, n, out, st)
+        return
     if n == 1:
         out.push_back(<uint32_t>m.byte_id[p[0]])
         return
@@ -2253,6 +2274,27 @@ cdef class ByteBPE:
         self._cache.epoch += 1      # (no workspace keeps blocks of the arenas this replaces)
         self._cache.keys_used = self._cache.ids_used = self._cache.slots_used = 0
         self.m.cache = &self._cache
+
+    def use_dropout(self, BpeEncoder encoder not None):
+        """Merge every piece as ``encoder`` (the model's, built with its ``dropout`` and ``seed``)
+        merges under BPE-dropout, from its merges and drawing from its generator (see
+        :func:`dropout_piece`). Once, on a kernel no thread has used yet (the plan builds one
+        for each such encoder); byte-level merges only (``merges`` given, ids as ``encoder``'s).
+        """
+        if self._dropout_owner is not None or self._busy or len(self._pool):
+            raise ValueError("use_dropout: only once, on a kernel not used yet")
+        if encoder.dropout <= 0.0:
+            raise ValueError("use_dropout: the encoder has no dropout")
+        self._dropout_owner = encoder       # (keeps the tables the pointers below point into)
+        self.m.drop_made_by = encoder.made_by.data()
+        self.m.drop_rng = &encoder.rng_state
+        self.m.dropout = encoder.dropout
+        self.m.drop_merges = &encoder.merges
+
+    @property
+    def dropout(self):
+        """The BPE-dropout probability this kernel merges with (0.0: none; see :meth:`use_dropout`)."""
+        return self.m.dropout if self.m.drop_merges != NULL else 0.0
 
     def _free_cache(self):
         free(self._cache.slots)

@@ -1,7 +1,7 @@
 """The fast plan for byte-level BPE (GPT-2, Llama 3, Qwen, GPT-NeoX...) in one kernel pass.
 
 It takes a tokenizer whose model is a byte-level :class:`~pieceworks.models.BPE`
-(every byte's token in the vocabulary, no dropout, no byte fallback, no
+(every byte's token in the vocabulary, no byte fallback, no
 continuing-subword prefix or end-of-word suffix) and whose pre-tokenizer is
 either ``ByteLevel(use_regex=True)`` (GPT-2's pattern) or, as Llama 3 and
 Qwen files have it, ``Sequence([Split(Regex(<pattern>), "isolated"),
@@ -12,6 +12,11 @@ in a batch, by the thread that encodes it), and the kernel's offsets are
 mapped back through it. The kernel
 (``_kernels/bytebpe.pyx``) scans the pattern, merges each piece and
 reports Hugging Face's ids, tokens, char offsets and one word per piece.
+
+With BPE-dropout the kernel merges every piece as the model's own encoder
+does (Hugging Face's heap, no cache), drawing from that encoder's
+generator, so a seeded model gives the general path's ids; a batch then
+runs on one thread, in order, so that a seed gives the same ids every run.
 
 The plan keeps the tokenizer's stage objects and reads their options on
 every call, so a change takes effect at once; options it does not handle
@@ -136,7 +141,6 @@ def byte_bpe_plan(tokenizer) -> "ByteBpePlan | None":
 class ByteBpePlan:
     """Encodes plain text of a byte-level BPE tokenizer in the fused kernel (see the module doc)."""
 
-    releases_gil = True
     nogil_min_chars = NOGIL_MIN_CHARS
     #: encode_raw and encode_raw_batch exist (see pieceworks.fast).
     has_raw = True
@@ -157,6 +161,18 @@ class ByteBpePlan:
     def supported(self) -> bool:
         """Whether the stages, as they are now, are ones the kernel reproduces."""
         return self._prepare() is not None
+
+    @property
+    def samples(self) -> bool:
+        """Whether the ids are drawn at random (BPE-dropout): what is read later must come from
+        them, not from encoding the text again."""
+        return bool(self.model.dropout)
+
+    @property
+    def releases_gil(self) -> bool:
+        """Whether a batch may be shared out to threads: not under BPE-dropout, whose draws
+        must come in the texts' order for a seed to give the same ids every run."""
+        return not self.model.dropout
 
     def encode_plain(self, text: str):
         """``(ids, tokens, offsets, words, n_words)`` of ``text``, or None for the general path."""
@@ -279,6 +295,8 @@ class ByteBpePlan:
         ready = self._prepare()
         if ready is None or ready[1]:
             return None
+        if self.model.dropout:
+            threads = 1     # (see releases_gil)
         job = ready[0].raw_batch_job(texts, cls, self._tokens, frame, truncation, self.normalizer is not None,
                                      _RAW_MAX_CHARS, skip, ids_cls, finder, around, ids_only=ids_only)
         return run_job(job, threads)
@@ -395,9 +413,11 @@ class ByteBpePlan:
         if options is not None:
             pattern, prefix_space = options
             model = self.model
-            key = (id(model.vocab), id(model._merge_ids), model.ignore_merges, pattern)
+            # (Under dropout, a kernel per encoder: it draws from that encoder's generator.)
+            encoder = model._get_encoder() if model.dropout else None
+            key = (id(model.vocab), id(model._merge_ids), model.ignore_merges, pattern, id(encoder))
             if key != self._built_for:
-                self._kernel, self._tokens = build_kernel(model, pattern)
+                self._kernel, self._tokens = build_kernel(model, pattern, encoder)
                 self._built_for = key
             ready = None if self._kernel is None else (self._kernel, prefix_space)
         self._ready_at = (now, ready)   # (one tuple: a thread reading it meanwhile sees both or neither)
@@ -414,7 +434,7 @@ class ByteBpePlan:
 
     def _options(self) -> "tuple[Pattern, bool] | None":
         """``(pattern, add_prefix_space)``, or None when a stage is one the kernel cannot do."""
-        if not kernel_takes(self.model, self.normalizer):
+        if not kernel_takes(self.model, self.normalizer, dropout=True):
             return None
         pre = self.pre_tokenizer
         if type(pre) is ByteLevel:
@@ -430,11 +450,12 @@ class ByteBpePlan:
         return None
 
 
-def kernel_takes(model, normalizer) -> bool:
+def kernel_takes(model, normalizer, dropout: bool = False) -> bool:
     """Whether the kernel encodes as ``model`` does, after ``normalizer`` (none, or NFC: a text NFC
-    changes is each plan's to send elsewhere)."""
+    changes is each plan's to send elsewhere); ``dropout``: the plan runs a BPE-dropout kernel
+    as it should (one thread, in order: see :meth:`ByteBpePlan.releases_gil`)."""
     # (An empty prefix or suffix is no prefix or suffix.)
-    return (type(model) is BPE and not model.dropout and not model.byte_fallback
+    return (type(model) is BPE and (dropout or not model.dropout) and not model.byte_fallback
             and not model.continuing_subword_prefix and not model.end_of_word_suffix
             and (normalizer is None or type(normalizer) is NFC))
 
@@ -444,13 +465,17 @@ _GPT2 = Pattern.PAT_GPT2
 _RAW_MAX_CHARS = 2**31 - 1
 
 
-def build_kernel(model: BPE, pattern: Pattern):
-    """The kernel for ``model`` and the token string of each id, or ``(None, None)``."""
+def build_kernel(model: BPE, pattern: Pattern, dropout_encoder=None):
+    """The kernel for ``model`` and the token string of each id, or ``(None, None)``;
+    ``dropout_encoder``: the model's encoder, whose BPE-dropout the kernel does
+    (``ByteBPE.use_dropout``)."""
     tokens = id_table(model.vocab_r)
     # (None: a gap in the ids, or a char outside GPT-2's alphabet, so no byte sequence merges into it)
     token_bytes = tokens_to_bytes(tokens)
     merges = model._merge_ids
     if None in token_bytes and not {tid for tid, raw in enumerate(token_bytes) if raw is not None}.issuperset(merges):
+        if dropout_encoder is not None:
+            return None, None   # (the encoder's merges would make them: the general path)
         # Drop the merges of (or into) a token with no bytes.
         merges = array("I", [x for k in range(0, len(merges), 3) for x in merges[k:k + 3]
                              if all(token_bytes[merges[j]] is not None for j in range(k, k + 3))])
@@ -458,5 +483,7 @@ def build_kernel(model: BPE, pattern: Pattern):
         kernel = ByteBPE(token_bytes, merges, pattern=pattern, whole_piece=model.ignore_merges, text_only=True)
     except ConfigError:
         return None, None   # a byte without a token: the general path says what happens
+    if dropout_encoder is not None:
+        kernel.use_dropout(dropout_encoder)
     untrack(tokens)     # strs and None: no collector pass need read them (see raw_encoding's shared ints)
     return kernel, tokens

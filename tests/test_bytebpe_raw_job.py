@@ -564,6 +564,9 @@ def test_dropout_batches_of_pairs_cut_and_padded_equal_the_general_path(padding)
     for a, b in zip(fast.encode_batch(items), general.encode_batch(items)):
         assert_same_encoding(a, b)
     assert fast.encode_batch_ids(items) == _ids_of(general.encode_batch(items))
+    words = [["hello", " world"], ["a<|endoftext|>b", " x"], ["the", " cat", " sat"], [], ["cafe\u0301", " x"] * 5]
+    for a, b in zip(fast.encode_batch(words, is_pretokenized=True), general.encode_batch(words, is_pretokenized=True)):
+        assert_same_encoding(a, b)
 
 
 def test_dropout_of_one_drops_every_merge_and_of_none_none():

@@ -266,7 +266,7 @@ class Tokenizer:
             out = []
             words = self._encode_words_framed_batch(items[start:stop], add_special_tokens, split,
                                                     None if done is None else done[start:stop]) \
-                if is_pretokenized else None
+                if is_pretokenized and not in_turn else None
             for i in range(start, stop):
                 if words is not None and words[i - start] is not None:
                     out.append(words[i - start])

@@ -24,7 +24,7 @@ from pieceworks.byte_level import byte_chars_to_bytes
 from pieceworks.encoding import Encoding, PLAIN_FRAME
 from pieceworks.models import BPE
 from pieceworks.normalizers import NFC
-from pieceworks.pre_tokenizers import ByteLevel
+from pieceworks.pre_tokenizers import ByteLevel, Digits, Sequence
 from pieceworks.processors import TemplateProcessing
 from pieceworks.trainers import BpeTrainer
 
@@ -526,13 +526,16 @@ def test_encode_batch_ids_of_texts_with_overlapping_tokens_equal_the_general_pat
 # -- BPE-dropout in the kernel: the general path's ids from the same seed, on one thread ---------------
 
 PLAIN = ["hello world", "", "the cat sat on the mat", "cafe\u0301 and caf\u00e9", "the cat " * 40,
-         "x = f(y) + 1;", "\u00fcn\u00efcode " * 3, "tail <|endof"] * 4
+         "x = f(y) + 1;", "in 2024 or 1999", "\u00fcn\u00efcode " * 3, "tail <|endof"] * 4
 
 
-def _dropout_pair(dropout: float, seed: int, normalizer=None) -> tuple[Tokenizer, Tokenizer]:
-    """A trained tokenizer with BPE-dropout (its plan on), and its general-path twin, seeded alike."""
+def _dropout_pair(dropout: float, seed: int, normalizer=None, cut: bool = False) -> tuple[Tokenizer, Tokenizer]:
+    """A trained tokenizer with BPE-dropout (its plan on), and its general-path twin, seeded alike;
+    ``cut``: digits cut apart before the ByteLevel (the cut plan's, fast/cut_byte_bpe.py)."""
     def make():
         tok = trained(normalizer)
+        if cut:
+            tok.pre_tokenizer = Sequence([Digits(individual_digits=True), ByteLevel(add_prefix_space=False)])
         tok.model.dropout = dropout
         tok.model.seed = seed
         return tok
@@ -543,10 +546,13 @@ def _dropout_pair(dropout: float, seed: int, normalizer=None) -> tuple[Tokenizer
 @pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize("dropout", [0.1, 0.5, 1.0])
 @pytest.mark.parametrize("normalizer", [None, "nfc"])
-def test_dropout_is_merged_in_the_kernel_as_the_general_path_merges(monkeypatch, threads, dropout, normalizer):
+@pytest.mark.parametrize("cut", [False, True])
+def test_dropout_is_merged_in_the_kernel_as_the_general_path_merges(monkeypatch, threads, dropout, normalizer, cut):
     monkeypatch.setenv("PIECEWORKS_NUM_THREADS", threads)
-    fast, general = _dropout_pair(dropout, 11, NFC() if normalizer else None)
-    assert fast._current_plan()._current_kernel().dropout == dropout
+    fast, general = _dropout_pair(dropout, 11, NFC() if normalizer else None, cut)
+    plan = fast._current_plan()
+    assert type(plan).__name__ == ("CutByteBpePlan" if cut else "ByteBpePlan")
+    assert plan._prepare()[0].dropout == dropout
     for text in PLAIN:      # (one by one, the draws in the same order)
         assert_same_encoding(fast.encode(text), general.encode(text), repr(text[:40]))
     for a, b in zip(fast.encode_batch(PLAIN * 3), general.encode_batch(PLAIN * 3)):
@@ -611,11 +617,11 @@ def test_the_kernel_takes_dropout_once_and_only_from_an_encoder_with_it():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet=st.sampled_from(list("helo wrdcat\u00e9\u0301\u00fc;\n\U0001F600")), max_size=30),
-                min_size=1, max_size=20), st.sampled_from([0.05, 0.3, 0.9]), st.integers(0, 2**64 - 1))
-def test_any_dropout_batch_equals_the_general_path(texts, dropout, seed):
-    fast, general = _dropout_pair(dropout, seed)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("helo wrdcat\u00e9\u0301\u00fc;\n\U0001F60012")), max_size=30),
+                min_size=1, max_size=20), st.sampled_from([0.05, 0.3, 0.9]), st.integers(0, 2**64 - 1), st.booleans())
+def test_any_dropout_batch_equals_the_general_path(texts, dropout, seed, cut):
+    fast, general = _dropout_pair(dropout, seed, cut=cut)
     assert _ids_of(fast.encode_batch(texts)) == _ids_of(general.encode_batch(texts))
-    fast, general = _dropout_pair(dropout, seed)        # (each generator from the seed again)
+    fast, general = _dropout_pair(dropout, seed, cut=cut)      # (each generator from the seed again)
     general_ids = [general.encode(t).ids for t in texts]
     assert [fast.encode(t).ids for t in texts] == general_ids

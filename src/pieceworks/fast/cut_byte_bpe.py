@@ -17,7 +17,8 @@ number and order (StarCoder's ``Digits`` before GPT-2's ``ByteLevel``, Tekken's
 or DeepSeek's Splits), then a ``ByteLevel``, with GPT-2's pattern or not; none
 that removes what it matches (so the pieces cover the text, whose UTF-8 the
 tokens spell in order), no prefix space; the model and the
-normalizer (none, or NFC) as :mod:`~pieceworks.fast.byte_bpe` takes them. A
+normalizer (none, or NFC) as :mod:`~pieceworks.fast.byte_bpe` takes them,
+BPE-dropout included (a batch then text by text, in order). A
 text NFC changes is cut and encoded normalized, its offsets moved back.
 
 >>> from pieceworks import Regex, Tokenizer
@@ -69,9 +70,6 @@ class CutByteBpePlan:
     the kernel encodes the pieces, both in C (see the module doc)."""
 
     has_raw = True
-    # A batch is cut and encoded in one kernel call without the GIL; Oniguruma's search is most of
-    # its time, so threads pay on short lines too.
-    releases_gil = True
     raw_min_average_chars = 16
     #: encode_around_batch leaves out (None) every text the normalizer (NFC) would change, so added
     #: tokens matched after normalizing are found in the texts it takes as they are.
@@ -90,6 +88,15 @@ class CutByteBpePlan:
         """Whether the stages, as they are now, are ones this plan reproduces."""
         return self._prepare() is not None
 
+    @property
+    def releases_gil(self) -> bool:
+        """A batch is cut and encoded in one kernel call without the GIL; Oniguruma's search is
+        most of its time, so threads pay on short lines too. Not under BPE-dropout: as
+        :attr:`ByteBpePlan.samples` says, its texts go one by one, in order."""
+        return not self.model.dropout
+
+    samples = ByteBpePlan.samples
+
     def _prepare(self) -> "tuple[ByteBPE, Cutter] | None":
         """``(kernel, cutter)`` for the stages as they are now, or None: read again when they may
         have changed (``stages_key``, and the pre-tokenizer Sequence's members, whose list may be
@@ -102,10 +109,12 @@ class CutByteBpePlan:
         splits = self._splits()
         model = self.model
         ready = None
-        if splits is not None and kernel_takes(model, self.normalizer):
-            built = (id(model.vocab), id(model._merge_ids), model.ignore_merges)
+        if splits is not None and kernel_takes(model, self.normalizer, dropout=True):
+            # (Under dropout, a kernel per encoder: see ByteBpePlan._prepare.)
+            encoder = model._get_encoder() if model.dropout else None
+            built = (id(model.vocab), id(model._merge_ids), model.ignore_merges, id(encoder))
             if built != self._built_for:
-                self._kernel, self._tokens = build_kernel(model, Pattern.PAT_PIECES)
+                self._kernel, self._tokens = build_kernel(model, Pattern.PAT_PIECES, encoder)
                 self._built_for = built
             ready = None if self._kernel is None else (self._kernel, _cutter_of(splits))
         self._ready_for = (key, ready)

@@ -560,6 +560,22 @@ def test_dropout_is_merged_in_the_kernel_as_the_general_path_merges(monkeypatch,
     assert fast.encode_batch_ids(PLAIN) == _ids_of(general.encode_batch(PLAIN))
 
 
+@pytest.mark.parametrize("cut", [False, True])
+def test_dropout_after_a_normalizer_the_kernel_lacks_is_in_turn_too(monkeypatch, cut):
+    """NFKC then Lowercase (normalized_first.py wraps the byte-level plan): still one by one, in order."""
+    monkeypatch.setenv("PIECEWORKS_NUM_THREADS", "2")
+    from pieceworks.normalizers import NFKC, Lowercase
+    from pieceworks.normalizers import Sequence as NormalizerSequence
+
+    fast, general = _dropout_pair(0.3, 4, NormalizerSequence([NFKC(), Lowercase()]), cut)
+    assert type(fast._current_plan()).__name__ == "NormalizedFirstPlan" and fast._current_plan().samples
+    texts = [t.upper() for t in PLAIN + ["\ufb01ne \u00bd \uff21\uff22"]] * 20
+    assert _ids_of(fast.encode_batch(texts)) == _ids_of(general.encode_batch(texts))
+    fast, general = _dropout_pair(0.3, 4, NormalizerSequence([NFKC(), Lowercase()]), cut)
+    for text in texts[:len(PLAIN) + 1]:     # (one text: not encoded twice where offsets move)
+        assert_same_encoding(fast.encode(text), general.encode(text), repr(text[:40]))
+
+
 @pytest.mark.parametrize("padding", [dict(), dict(pad_to_multiple_of=8), dict(length=64)])
 def test_dropout_batches_of_pairs_cut_and_padded_equal_the_general_path(padding):
     fast, general = _dropout_pair(0.4, 9)

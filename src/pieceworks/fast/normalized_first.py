@@ -149,12 +149,21 @@ class NormalizedFirstPlan:
 
     def __init__(self, model, normalizer, pre_tokenizer, inner):
         self.model, self.normalizer, self.pre_tokenizer, self.inner = model, normalizer, pre_tokenizer, inner
-        self.releases_gil = getattr(inner, "releases_gil", False)
         #: encode_raw and encode_raw_batch take where each text starts in its input, when inner's do
         #: (Metaspace's prepend_scheme="first"; see pieceworks.fast).
         self.takes_position = getattr(inner, "takes_position", False)
         self.nogil_min_chars = getattr(inner, "nogil_min_chars", 0)
         self._steps_for: tuple = (None, None)      # (stages_key, steps), swapped as one
+
+    @property
+    def releases_gil(self) -> bool:
+        """As ``inner``'s, read live (BPE-dropout turns a byte-level plan's off)."""
+        return getattr(self.inner, "releases_gil", False)
+
+    @property
+    def samples(self) -> bool:
+        """Whether ``inner`` draws its ids at random (BPE-dropout: see ``ByteBpePlan.samples``)."""
+        return getattr(self.inner, "samples", False)
 
     def _steps(self) -> tuple | None:
         key = stages_key(self)
@@ -215,7 +224,9 @@ class NormalizedFirstPlan:
         if steps is None or strings is None:
             return None
         found = self.inner.one_text()
-        inner_one = None if found is None or found[1] is not strings else found[0]
+        # (Not under BPE-dropout: a result it cannot move back is encoded again below, which would
+        # draw again.)
+        inner_one = None if found is None or found[1] is not strings or self.samples else found[0]
 
         def encode(text: str):
             made, spans = self.normalized(text, steps)

@@ -172,7 +172,7 @@ class ByteBpePlan:
     def releases_gil(self) -> bool:
         """Whether a batch may be shared out to threads: not under BPE-dropout, whose draws
         must come in the texts' order for a seed to give the same ids every run."""
-        return not self.model.dropout
+        return not self.samples
 
     def encode_plain(self, text: str):
         """``(ids, tokens, offsets, words, n_words)`` of ``text``, or None for the general path."""
@@ -295,8 +295,6 @@ class ByteBpePlan:
         ready = self._prepare()
         if ready is None or ready[1]:
             return None
-        if self.model.dropout:
-            threads = 1     # (see releases_gil)
         job = ready[0].raw_batch_job(texts, cls, self._tokens, frame, truncation, self.normalizer is not None,
                                      _RAW_MAX_CHARS, skip, ids_cls, finder, around, ids_only=ids_only)
         return run_job(job, threads)
@@ -434,7 +432,7 @@ class ByteBpePlan:
 
     def _options(self) -> "tuple[Pattern, bool] | None":
         """``(pattern, add_prefix_space)``, or None when a stage is one the kernel cannot do."""
-        if not kernel_takes(self.model, self.normalizer, dropout=True):
+        if not kernel_takes(self.model, self.normalizer):
             return None
         pre = self.pre_tokenizer
         if type(pre) is ByteLevel:
@@ -450,12 +448,12 @@ class ByteBpePlan:
         return None
 
 
-def kernel_takes(model, normalizer, dropout: bool = False) -> bool:
+def kernel_takes(model, normalizer) -> bool:
     """Whether the kernel encodes as ``model`` does, after ``normalizer`` (none, or NFC: a text NFC
-    changes is each plan's to send elsewhere); ``dropout``: the plan runs a BPE-dropout kernel
-    as it should (one thread, in order: see :meth:`ByteBpePlan.releases_gil`)."""
+    changes is each plan's to send elsewhere). BPE-dropout included: the plans' ``samples`` then
+    has the Tokenizer encode a batch text by text, in order."""
     # (An empty prefix or suffix is no prefix or suffix.)
-    return (type(model) is BPE and (dropout or not model.dropout) and not model.byte_fallback
+    return (type(model) is BPE and not model.byte_fallback
             and not model.continuing_subword_prefix and not model.end_of_word_suffix
             and (normalizer is None or type(normalizer) is NFC))
 

@@ -93,7 +93,7 @@ class CutByteBpePlan:
         """A batch is cut and encoded in one kernel call without the GIL; Oniguruma's search is
         most of its time, so threads pay on short lines too. Not under BPE-dropout: as
         :attr:`ByteBpePlan.samples` says, its texts go one by one, in order."""
-        return not self.model.dropout
+        return not self.samples
 
     samples = ByteBpePlan.samples
 
@@ -109,7 +109,7 @@ class CutByteBpePlan:
         splits = self._splits()
         model = self.model
         ready = None
-        if splits is not None and kernel_takes(model, self.normalizer, dropout=True):
+        if splits is not None and kernel_takes(model, self.normalizer):
             # (Under dropout, a kernel per encoder: see ByteBpePlan._prepare.)
             encoder = model._get_encoder() if model.dropout else None
             built = (id(model.vocab), id(model._merge_ids), model.ignore_merges, id(encoder))

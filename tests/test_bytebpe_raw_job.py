@@ -579,7 +579,9 @@ def test_dropout_after_a_normalizer_the_kernel_lacks_is_in_turn_too(monkeypatch,
 @pytest.mark.parametrize("padding", [dict(), dict(pad_to_multiple_of=8), dict(length=64)])
 def test_dropout_batches_of_pairs_cut_and_padded_equal_the_general_path(padding):
     fast, general = _dropout_pair(0.4, 9)
-    items = [*PLAIN[:6], ("hello world", "the cat sat"), ("a <|endoftext|> b", ""), "the cat " * 40]
+    # (A pair whose first text holds an added token: the batch way took the second first.)
+    items = [*PLAIN[:6], ("hello world", "the cat sat"), ("a <|endoftext|> b", ""),
+             ("a <|endoftext|> hello world the cat", "the cat sat on the mat hello"), "the cat " * 40]
     for tok in (fast, general):
         tok.enable_truncation(24)
         tok.enable_padding(pad_id=1, pad_token="<|pad|>", **padding)

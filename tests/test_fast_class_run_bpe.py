@@ -198,10 +198,10 @@ def test_options_are_read_live():
     tok.model.continuing_subword_prefix = "##"      # the encoder is rebuilt; the plan follows
     assert_same(tok, general, text)
     assert tok.encode(text).tokens != before
-    tok.model.dropout = 0.5                         # dropout: every text the general way
-    assert tok._current_plan().encode_plain(text) is None
-    assert tok._current_plan().one_text() is None
+    tok.model.dropout = 0.5                         # dropout: the plan still, text by text
+    assert tok._current_plan().samples and not tok._current_plan().releases_gil
     tok.model.dropout = None
+    assert not tok._current_plan().samples and tok._current_plan().releases_gil
     tok.model.ignore_merges = True                  # a whole-piece look-up the kernel does not make
     assert tok._current_plan().encode_plain(text) is None
     assert_same(tok, general, text)

@@ -24,7 +24,7 @@ from functools import lru_cache, partial
 from itertools import accumulate
 from operator import itemgetter
 from types import FunctionType, MethodType
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ._collector import paused as _collector_paused
 from .added_vocabulary import AddedToken, AddedVocabulary, as_added_token, spans_in_passes, spans_in_passes_of
@@ -221,6 +221,7 @@ class Tokenizer:
         """:meth:`encode` for every input: the fused fast plan when it applies, else the pipeline."""
         split = self.encode_special_tokens if split_special_tokens is None else split_special_tokens
         encoding = None
+        rewind = self._generator_rewind()
         if pair is None and is_pretokenized:
             encoding = self._encode_words_framed(sequence, add_special_tokens, split)
         elif pair is None and type(sequence) is str and not (split and self._split_exclusion() is not None):
@@ -234,6 +235,8 @@ class Tokenizer:
             if self._padding is not None:
                 self._pad([encoding])
             return encoding
+        if rewind is not None:
+            rewind()
         encoding = self._encode_sequence(sequence, 0, is_pretokenized, split, "sequence")
         pair_encoding = None
         if pair is not None:
@@ -394,9 +397,10 @@ class Tokenizer:
         """``(tokens, strings, passes)``: the added tokens a kernel encodes around
         (``token_finder.AroundTokens``), the plan's table of token strings with them, and
         :meth:`AddedVocabulary.exact_matcher`'s passes; None to leave texts holding them to the
-        long way (so too under BPE-dropout, ``plan.samples``: the rest, worked out when read by
-        encoding the text again, would draw other ids). Made once per state of the tokens."""
-        if getattr(plan, "samples", False):
+        long way (so too under BPE-dropout, ``plan.samples``, unless the plan's call makes each
+        text's whole encoding at once, ``around_whole``: the byte-level job's rest, worked out when
+        read by encoding the text again, would draw other ids). Made once per state of the tokens."""
+        if getattr(plan, "samples", False) and not getattr(plan, "around_whole", False):
             return None
         strings = plan.token_strings() if hasattr(plan, "token_strings") else None
         key = (epoch(), split, id(plan), id(strings))
@@ -492,9 +496,12 @@ class Tokenizer:
                                      f"got {type(sequence).__name__}",
                                      fix="pass a list of words, or is_pretokenized=False for a plain str")
             words = [_check_str(w, f"{name}[{j}]") for j, w in enumerate(sequence)]
+            rewind = self._generator_rewind()
             encoding = self._encode_words_raw(words, type_id, split_special)
             if encoding is not None:
                 return encoding
+            if rewind is not None:
+                rewind()
             parts = [self._encode_text(w, type_id, j, split_special) for j, w in enumerate(words)]
             return Encoding.merge(parts, growing_offsets=False)
         return self._encode_text(_check_str(sequence, name), type_id, None, split_special)
@@ -551,6 +558,8 @@ class Tokenizer:
         if plan is None or not plan.has_raw or split_special and self._split_exclusion() is not None \
                 or max(map(len, texts), default=0) >= _RAW_MAX_CHARS:
             return None
+        if len(texts) > 1 and getattr(plan, "samples", False):
+            return None     # (BPE-dropout: the texts below need not go in order; the long way takes each in turn)
         if self._matched_after_normalizing(plan, ""):
             return self._texts_raw_as_is(plan, texts, split_special)
         # A plan that encodes around added tokens in its kernel takes every text, holding one or not,
@@ -728,9 +737,12 @@ class Tokenizer:
         excluded = self._split_exclusion() if split_special else None
         plan = self._current_plan() if excluded is None else None
         if plan is not None:
+            rewind = self._generator_rewind(plan)
             encoding = self._encode_with_plan(plan, text, type_id, word_index, split_special)
             if encoding is not None:
                 return encoding
+            if rewind is not None:
+                rewind()
         with _collector_paused(len(text) >= _PAUSE_COLLECTOR_CHARS):
             pretok = self._added.extract_and_normalize(self._normalizer, text, split_special)
             if self.pre_tokenizer is not None:
@@ -824,9 +836,12 @@ class Tokenizer:
                 return self._encode_raw_around_added(plan, text, split_special, frame, limit)
             # A plan that encodes around the tokens in its kernel finds them as it goes (none found:
             # the text whole; Tokenizer.encode sends here the texts that hold one).
+            rewind = self._generator_rewind(plan)
             joined = self._encode_around_in_kernel(plan, [text], split_special, limit)
             if joined is not None and joined[0] is not None:    # (with its own tokens list, if it has one)
                 return _encoding_of_result(joined[0], frame, None)
+            if rewind is not None:      # (BPE-dropout: it may have drawn, then given up)
+                rewind()
             # Where the tokens are, or that there are none: one read of the text (asking first whether
             # it holds one read it again up to the first).
             found = added.token_spans(text, split_special) if len(text) < _RAW_MAX_CHARS else None
@@ -1152,8 +1167,25 @@ class Tokenizer:
                                 (self._pair_frame(True), self._pair_frame(False)),
                                 # (A Python encoder costs a word more than one kernel call for all of them.)
                                 type(one[0]) in (FunctionType, MethodType))
+        single.samples = getattr(plan, "samples", False)
         self.__dict__["_single"] = single
         return single
+
+    def _generator_rewind(self, plan=None) -> "Callable[[], None] | None":
+        """Under BPE-dropout (the plan ``samples``): a call that puts the model's generator back
+        where it is now; else None. A way that draws and then gives up (a text too long for the
+        truncation's room, a stretch the plan leaves) rewinds before the next way, which then
+        draws what the general path draws: a seed gives its ids, each text drawn once."""
+        if plan is None:
+            plan = self._current_plan()
+        if not getattr(plan, "samples", False):
+            return None
+        encoder = self._model._get_encoder()
+        state = encoder.rng_state
+
+        def rewind() -> None:
+            encoder.rng_state = state
+        return rewind
 
     def _single_around(self, plan):
         """For encode's snapshot: ``around(tokenizer, text, frame, truncation)``, the Encoding of a

@@ -325,7 +325,8 @@ cdef class Scratch:
             pos += length
 
     cdef const int32_t* tokens_cached(self, WordPieceMatcher m, BpeEncoder b, int32_t* count) noexcept nogil:
-        # The open piece's tokens, from the word cache when the piece is short enough to cache:
+        # The open piece's tokens, from the word cache when the piece is short enough to cache (and
+        # BPE draws nothing):
         # WordPiece's trie nodes (m), or BPE's (id, start, end) triples (b); count = -1 for none
         # (WordPiece: an unknown word; BPE: an unknown char and no unk token to spell it).
         cdef Py_ssize_t n = self.word.size()
@@ -334,7 +335,8 @@ cdef class Scratch:
         cdef size_t slot, at
         cdef Py_ssize_t i
         cdef int32_t* entry
-        if n > CACHE_MAX_CHARS:
+        if n > CACHE_MAX_CHARS or b is not None and b.dropout > 0.0:
+            # (Under BPE-dropout each piece draws its own merges, in the order the pieces come.)
             self.tokens_of(m, b, count)
             return self.nodes.data()
         h = hash_chars(chars, n)

@@ -114,7 +114,9 @@ cdef class BpeEncoder:
     cdef vector[uint8_t] suffix_utf8     # the end_of_word_suffix's
     cdef vector[uint8_t] no_bytes
     cdef double dropout
-    cdef uint64_t rng_state   # stepped only by compare-and-swap (see _random)
+    # Stepped only by compare-and-swap (see _random); public so that a way which gives up after
+    # drawing can put it back (Tokenizer._generator_rewind: the next way then draws the same).
+    cdef public uint64_t rng_state
     cdef list id_to_token
     cdef dict vocab
     cdef dict cache

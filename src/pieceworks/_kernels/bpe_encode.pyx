@@ -1390,8 +1390,9 @@ cdef class BpeEncoder:
         """Each text SentencePiece-style around the added tokens ``around`` splits out of it: its
         result as a plan's ``encode_raw_batch`` gives it, ``(raw, n, 0, strings)`` (untracked), or
         None to take the long way (a token with no id, a char with no token and no unk token, more
-        than ``limit`` tokens if ``limit`` >= 0); all None where dropout or ``ignore_merges`` (its
-        whole-piece look-ups) asks for the long way.
+        than ``limit`` tokens if ``limit`` >= 0); all None where ``ignore_merges`` (its whole-piece
+        look-ups) asks for the long way. With BPE-dropout the stretches draw in order, text by
+        text (one that goes the long way has drawn: see ``Tokenizer._generator_rewind``).
 
         Hugging Face splits the tokens out first, then makes each stretch between them a piece on
         its own: each space ``space`` (one char), and in front, by ``scheme``: ``front`` (no char or
@@ -1429,7 +1430,7 @@ cdef class BpeEncoder:
         (``mark`` in front of a word by ``mode``; 2: only of a word at the text's first char), each
         token a word of its own: ``(raw, n, n_words, strings)`` (untracked), or None to take the
         long way (a token with no id, a char with no token and no unk token, more than ``limit``
-        tokens if ``limit`` >= 0); all None with dropout or ``ignore_merges``. Hugging Face's
+        tokens if ``limit`` >= 0); all None with ``ignore_merges``. Hugging Face's
         added tokens, then WhitespaceSplit and Metaspace on each stretch (BARThez's chat turns).
         All the texts' words are merged without the GIL, with one word cache. ``joined``: the
         texts are a pre-tokenized sequence's words, each encoded alone: the result is their one
@@ -1485,8 +1486,8 @@ cdef class BpeEncoder:
         cdef int failed
         cdef list out = [None] * count
         cdef tuple result
-        if self.dropout > 0.0 or self.ignore_merges:
-            return out      # (dropout draws per piece; ignore_merges looks whole pieces up: the long way)
+        if self.ignore_merges:
+            return out      # (it looks whole pieces up: the long way)
         read_strs(texts, name, kinds, datas, lengths)
         status.assign(count, 0)
         with nogil:
@@ -1607,7 +1608,8 @@ cdef class BpeEncoder:
         WhitespaceSplit: Unicode White_Space), each word merged alone, ``mark`` put in front of it
         where its text's ``fronts`` entry says (Metaspace): 0 never, 1 every word, 2 a word at the
         text's start only. A word's tokens are one word of the raw encoding; the char put in front
-        spans the word's first char, as :meth:`encode_raw` ``front``. All with the GIL released once.
+        spans the word's first char, as :meth:`encode_raw` ``front``. All with the GIL released once
+        (with BPE-dropout each word draws, in order: no word cache).
 
         >>> from array import array
         >>> enc = BpeEncoder(array("I", [2, 0, 3]), [(ord("a") << 2, 0), (ord("b") << 2, 1), (ord("_") << 2, 2)],
@@ -1631,8 +1633,6 @@ cdef class BpeEncoder:
         cdef WordCache* shared
         if len(fronts) != count:
             raise ValueError(f"encode_words_raw_batch: {count} texts but {len(fronts)} fronts")
-        if self.dropout > 0.0:
-            raise ValueError("encode_words_raw_batch: not with dropout (each word draws)")
         read_strs(texts, "encode_words_raw_batch: texts", kinds, datas, lengths)
         for k in range(count):
             modes.push_back(fronts[k])

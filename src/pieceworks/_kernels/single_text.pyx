@@ -73,6 +73,9 @@ cdef class SingleText:
     cdef object frame_with, frame_without, pair_with, pair_without
     cdef tuple truncation_with, truncation_without
     cdef bint default_split, split_matters, pads, words_in_one_call
+    #: The plan draws its ids at random (BPE-dropout): ``encode`` then puts the model's generator
+    #: back before the long way when this one gives up (as ``Tokenizer._generator_rewind``).
+    cdef public bint samples
 
     def __init__(self, long long epoch, encoder=None, strings=None, encoding_type=None, finder=None,
                  frames=(None, None), truncations=(None, None), bint default_split=False, bint split_matters=False,
@@ -351,15 +354,21 @@ def tokenizer_encode(self, sequence, pair=None, is_pretokenized=False, add_speci
     as plain text (safe for untrusted input); the default follows
     :attr:`encode_special_tokens` (False: matched, as in Hugging Face).
     """
-    encoding = None
+    encoding = drawer = state = None
+    cdef SingleText single = _snapshot(self)
+    if single.samples:      # (this way may draw, then give up: the long way must draw the same)
+        drawer = self._model._get_encoder()
+        state = drawer.rng_state
     if pair is None and is_pretokenized is True and (type(sequence) is list or type(sequence) is tuple):
-        encoding = _snapshot(self).encode_words(self, sequence, add_special_tokens, split_special_tokens)
+        encoding = single.encode_words(self, sequence, add_special_tokens, split_special_tokens)
     elif type(sequence) is str and is_pretokenized is False:
         if pair is None:
-            encoding = _snapshot(self).encode_one(self, <str>sequence, add_special_tokens, split_special_tokens)
+            encoding = single.encode_one(self, <str>sequence, add_special_tokens, split_special_tokens)
         elif type(pair) is str:
-            encoding = _snapshot(self).encode_pair(self, <str>sequence, <str>pair, add_special_tokens,
-                                                   split_special_tokens)
+            encoding = single.encode_pair(self, <str>sequence, <str>pair, add_special_tokens,
+                                          split_special_tokens)
     if encoding is not None:
         return encoding
+    if drawer is not None:
+        drawer.rng_state = state
     return self._encode_general(sequence, pair, is_pretokenized, add_special_tokens, split_special_tokens)

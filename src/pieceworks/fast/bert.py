@@ -231,6 +231,9 @@ class BertWordPiecePlan:
         changed = changed_among(form, texts) if form is not None else ()
         if not changed:
             return self._scanned(texts, setup, fronts)
+        if getattr(self, "samples", False) and len(texts) > 1:
+            # (BPE-dropout: each in turn, as the general path draws; below the kept go first.)
+            return [self.encode_raw_batch([text], None if ats is None else [ats[k]])[0] for k, text in enumerate(texts)]
         kept = _all_but(len(texts), changed)
         out = _scattered(len(texts), kept, self._scanned([texts[k] for k in kept], setup,
                                                          None if fronts is None else [fronts[k] for k in kept]))
@@ -261,9 +264,11 @@ class BertWordPiecePlan:
 
     def _finished(self, text: str, status: int, setup, front: str) -> tuple | None:
         """``(raw, n_tokens, n_words)`` of a text the kernel gave ``status`` for, where the status only
-        asks whether NFD moves a mark in it (and it does not); else None (the long way)."""
+        asks whether NFD moves a mark in it (and it does not); else None (the long way, as under
+        BPE-dropout, ``samples``: encoding the text again would draw again)."""
         options, cmap, table, max_chars, unk_id = setup
-        if status == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]):
+        if status == bert_fast.NEEDS_ORDER_CHECK and nfd_keeps_order(text, options[0]) \
+                and not getattr(self, "samples", False):
             result = bert_fast.encode_raw(text, cmap, table, max_chars, unk_id, self.nogil_min_chars, True, front)
             return result if type(result) is tuple else None
         return None

@@ -14,8 +14,10 @@ the model's BPE encoder (``bpe_encode``: the same chars-to-symbols and merges
 as :meth:`BPE.tokenize_chars <pieceworks.models.BPE.tokenize_chars>`,
 prefix, suffix, unknown chars and byte fallback included), with a word cache.
 
-Not for BPE-dropout (each piece draws) or ``ignore_merges`` (a whole-piece
-look-up the kernel does not make): those take the general path.
+With BPE-dropout each piece is merged afresh, no word cache, the draws in
+the order the general path makes them (a batch then goes text by text:
+:attr:`ClassRunBpePlan.samples`). Not for ``ignore_merges`` (a whole-piece
+look-up the kernel does not make): that takes the general path.
 
 >>> from pieceworks import Tokenizer
 >>> from pieceworks.models import BPE
@@ -61,11 +63,21 @@ class ClassRunBpePlan(BertWordPiecePlan):
         return self.model._get_encoder()
 
     def _model_limits(self) -> "tuple[int, int] | None":
-        """No word-length cap, and the encoder's own unknown token; None with dropout or ignore_merges."""
-        model = self.model
-        if model.dropout or model.ignore_merges:
+        """No word-length cap, and the encoder's own unknown token; None with ignore_merges."""
+        if self.model.ignore_merges:
             return None
         return sys.maxsize, -1
+
+    @property
+    def samples(self) -> bool:
+        """Whether the ids are drawn at random (BPE-dropout, which the model's encoder does): a
+        batch then goes text by text, in order, so a seed gives the general path's ids."""
+        return bool(self.model.dropout)
+
+    @property
+    def releases_gil(self) -> bool:
+        """Whether a batch may be shared out to threads: not while :attr:`samples`."""
+        return not self.samples
 
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer leaves ``text`` as it is: none does, and a Unicode form alone may

@@ -13,7 +13,7 @@ normalizer changes is normalized with its alignment
 (:class:`~pieceworks.fast._aligned.AlignedForm`), encoded, and its offsets
 mapped back.
 
-Not for BPE-dropout or ``ignore_merges``, nor ``split=False`` (one piece
+BPE-dropout as in :mod:`pieceworks.fast.class_run_bpe`. Not for ``ignore_merges``, nor ``split=False`` (one piece
 per text: :mod:`pieceworks.fast.spm_bpe`'s) or a space as the replacement:
 those take another way.
 

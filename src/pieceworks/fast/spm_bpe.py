@@ -98,7 +98,6 @@ class _BpeKernelPlan:
     text is long enough).
     """
 
-    releases_gil = True
     nogil_min_chars = sys.maxsize
     # The kernel takes ~60 ns a char, so ranges of lines pay on threads from ~32 chars a line
     # (Gemma 3, 2 MB of prose lines, 2 threads: 0.26 s at the byte-level plan's 256, 0.20 s here).
@@ -107,11 +106,26 @@ class _BpeKernelPlan:
     has_raw = True
     #: encode_plain and encode_raw take ``at``, where the text starts in the input (see the module doc).
     takes_position = True
+    #: ``encode_around_batch`` makes each text's whole encoding at once (nothing encoded again when
+    #: read), so it stays under BPE-dropout (see ``Tokenizer._around_parts``).
+    around_whole = True
 
     def __init__(self, model, normalizer, pre_tokenizer):
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
+
+    @property
+    def samples(self) -> bool:
+        """Whether the ids are drawn at random (BPE-dropout, which the model's encoder does): a
+        batch then goes text by text, in order, so a seed gives the general path's ids."""
+        return bool(getattr(self.model, "dropout", None))
+
+    @property
+    def releases_gil(self) -> bool:
+        """Whether a batch may be shared out to threads: not while :attr:`samples` (the draws would
+        come in the threads' order)."""
+        return not self.samples
 
     def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
         """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (``ats``: each text's start in its input; 0s if None)."""
@@ -158,7 +172,7 @@ class SpmBpePlan(_BpeKernelPlan):
 
     def _read_stages(self) -> "tuple[str, str, str | None] | None":
         model, pre = self.model, self.pre_tokenizer
-        if type(model) is not BPE or model.dropout:
+        if type(model) is not BPE:
             return None
         if type(pre) is Metaspace:
             if self.normalizer is not None or pre.split or pre.replacement == " ":
@@ -303,7 +317,7 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
         """``(Precompiled or None, replacement, prepend scheme)`` for stages this plan reproduces, else None."""
         model, normalizer, pre = self.model, self.normalizer, self.pre_tokenizer
         # (ignore_merges: a word in the vocabulary is one token, which the kernel's words do not look up.)
-        if type(model) is not BPE or model.dropout or model.ignore_merges or normalizer is not None \
+        if type(model) is not BPE or model.ignore_merges or normalizer is not None \
                 and type(normalizer) is not Precompiled:
             return None
         if type(pre) is not PreSequence or len(pre.pretokenizers) != 2:
@@ -425,6 +439,8 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
             keep = [k for k, text in enumerate(texts) if take(text) == text]
             if len(keep) == len(texts):
                 return encode_around(texts, around, mark, mode, strings, limit)
+            if len(texts) > 1 and self.samples:     # (BPE-dropout: in turn; below, the kept go first)
+                return [encode([text], around, strings, limit)[0] for text in texts]
             out: list = [None] * len(texts)
             for k, made in zip(keep, encode_around([texts[k] for k in keep], around, mark, mode, strings, limit)):
                 out[k] = made

@@ -11,7 +11,11 @@ course's ``Sequence([NFD(), Lowercase(), StripAccents()])``, or ``course-unigram
 ``Replace``, ``NFKD``, ``StripAccents``, ``Replace``, first; ``--model unigram`` with ``--pre metaspace``
 is the course's Unigram), trained here on the embedded corpus to ``--vocab`` tokens;
 or, with ``--implementation NAME``, one of Hugging Face's ready-made classes
-(``pieceworks.implementations``: ``SentencePieceUnigramTokenizer``, ...). Both
+(``pieceworks.implementations``: ``SentencePieceUnigramTokenizer``, ...); or, with ``--clip``,
+CLIP's stages as transformers' converter builds them (NFC, ``Replace(\\s+, " ")`` and
+``Lowercase``; a ``Split`` that keeps only its matches, then ``ByteLevel``; byte-level BPE with
+the end-of-word suffix ``"</w>"``, every byte's suffixed token in the vocabulary, as CLIP's has
+them; ``RobertaProcessing``). Both
 libraries load the same tokenizer.json. The inputs and modes are
 ``bench_wordpiece``'s (prose, code and multilingual text; per line, 64 KB
 chunks, and ``encode_batch`` of each on 2 threads), ids and offsets built on
@@ -28,6 +32,7 @@ Usage::
     python benchmarks/bench_trained.py --pre bytelevel --normalizer nfkc-lower
     python benchmarks/bench_trained.py --model unigram --pre metaspace --normalizer course-unigram
     python benchmarks/bench_trained.py --implementation SentencePieceUnigramTokenizer
+    python benchmarks/bench_trained.py --clip --vocab 30000
 """
 
 from __future__ import annotations
@@ -94,6 +99,37 @@ def trained_pair(model: str, pre: str, normalizer: str, vocab_size: int, impleme
     return _both_loading(tok.to_str())
 
 
+#: CLIP's pre-tokenizing Split (transformers' converter), whose matches are the pieces.
+CLIP_SPLIT = r"'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"
+
+
+def clip_pair(vocab_size: int):
+    """(pieceworks, Hugging Face) tokenizers of a CLIP-style tokenizer.json trained here (see the module doc)."""
+    import json
+
+    import pieceworks as pw
+    from pieceworks.byte_level import BYTE_TO_CHAR
+    from pieceworks.corpus import iter_default_corpus
+
+    tok = pw.Tokenizer(pw.models.BPE(continuing_subword_prefix="", end_of_word_suffix="</w>",
+                                     unk_token="<|endoftext|>"))
+    tok.normalizer = pw.normalizers.Sequence([pw.normalizers.NFC(), pw.normalizers.Replace(pw.Regex(r"\s+"), " "),
+                                              pw.normalizers.Lowercase()])
+    tok.pre_tokenizer = pw.pre_tokenizers.Sequence([pw.pre_tokenizers.Split(pw.Regex(CLIP_SPLIT), "removed", invert=True),
+                                                    pw.pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tok.train_from_iterator(islice(iter_default_corpus(), 200_000), pw.trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<|startoftext|>", "<|endoftext|>"], end_of_word_suffix="</w>",
+        initial_alphabet=pw.pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tok.post_processor = pw.processors.RobertaProcessing(("<|endoftext|>", 1), ("<|startoftext|>", 0),
+                                                         add_prefix_space=False, trim_offsets=False)
+    tok.decoder = pw.decoders.ByteLevel()
+    document = json.loads(tok.to_str())
+    vocab = document["model"]["vocab"]
+    for char in BYTE_TO_CHAR:
+        vocab.setdefault(char + "</w>", len(vocab))
+    return _both_loading(json.dumps(document))
+
+
 def _both_loading(saved: str):
     """(pieceworks, Hugging Face) tokenizers loading the same tokenizer.json. (Both load it: a
     Unigram score read back from JSON may differ from the trained one in its last bit, as Hugging
@@ -106,9 +142,10 @@ def _both_loading(saved: str):
 
 
 def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], model: str, pre: str, normalizer: str,
-        vocab_size: int, implementation: str | None = None) -> list[tuple[str, str, float]]:
-    pw, hf = trained_pair(model, pre, normalizer, vocab_size, implementation)
-    stages = implementation or f"{MODELS[model][0]}, {PRE_TOKENIZERS[pre]}, normalizer {NORMALIZERS[normalizer]}"
+        vocab_size: int, implementation: str | None = None, clip: bool = False) -> list[tuple[str, str, float]]:
+    pw, hf = clip_pair(vocab_size) if clip else trained_pair(model, pre, normalizer, vocab_size, implementation)
+    stages = "CLIP's stages" if clip else (
+        implementation or f"{MODELS[model][0]}, {PRE_TOKENIZERS[pre]}, normalizer {NORMALIZERS[normalizer]}")
     print(f"# {stages}, {vocab_size} tokens, trained on the embedded corpus")
     summary = []
     for name, (kind, text) in wp.corpora(n_bytes).items():
@@ -138,11 +175,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--normalizer", choices=sorted(NORMALIZERS), default="none", help="the normalizer")
     parser.add_argument("--vocab", type=int, default=8000, help="vocabulary size to train (default 8000)")
     parser.add_argument("--implementation", help="a class of pieceworks.implementations instead (its own stages)")
+    parser.add_argument("--clip", action="store_true", help="CLIP's stages instead (see above)")
     args = parser.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()} or None
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     summary = run(int(args.mb * 1e6), args.repeat, only, modes, args.model, args.pre, args.normalizer, args.vocab,
-                  args.implementation)
+                  args.implementation, args.clip)
     print("\n## Summary: pieceworks speed / Hugging Face's (>= 1.00 means pieceworks is at least as fast)")
     for name, mode, ratio in summary:
         print(f"{name + ': ' + mode:<48}{ratio:>8.2f}x")

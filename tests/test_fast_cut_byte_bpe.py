@@ -4,7 +4,10 @@ Held to Hugging Face on real vocabularies (Llama 3, Qwen3 with its NFC)
 under pre-tokenizers their files do not have: another digits rule, three
 Splits in a row, other behaviours, an inverted Split, StarCoder's Digits
 before GPT-2's ByteLevel, Punctuation. And to the general path, field by
-field, on a small vocabulary and any text (hypothesis).
+field, on a small vocabulary and any text (hypothesis). And a CLIP-style
+tokenizer (NFC, Replace(\\s+), Lowercase; a Split that keeps only its matches;
+the end-of-word suffix "</w>"), made and trained by Hugging Face here, against
+Hugging Face.
 """
 
 from __future__ import annotations
@@ -150,6 +153,11 @@ PRE_TOKENIZERS = {
     "empty matches": lambda: Sequence([Split(Regex(r"x*"), "isolated"), ByteLevel(False, use_regex=False)]),
     "digits, GPT-2": lambda: Sequence([Digits(True), ByteLevel(False, use_regex=True)]),
     "punctuation, digits": lambda: Sequence([Punctuation("contiguous"), Digits(), ByteLevel(False, use_regex=False)]),
+    # (Splits that remove: the tokens spell the kept pieces' bytes, each piece's offsets its own.)
+    "spaces removed": lambda: Sequence([Split(" ", "removed"), ByteLevel(False, use_regex=True)]),
+    "matches kept": lambda: Sequence([Split(Regex(r"\p{L}+|\p{N}|[^\s\p{L}\p{N}]+"), "removed", invert=True),
+                                      ByteLevel(False, use_regex=True)]),
+    "punctuation removed": lambda: Sequence([Punctuation("removed"), ByteLevel(False, use_regex=False)]),
 }
 
 
@@ -175,13 +183,10 @@ def test_small_vocabulary_matches_hugging_face(text):
 
 
 def test_stages_it_does_not_take():
-    removed = _small(Sequence([Split(" ", "removed"), ByteLevel(False, use_regex=False)]))
-    punctuation_removed = _small(Sequence([Punctuation("removed"), ByteLevel(False, use_regex=False)]))
     prefix = _small(Sequence([Split(" ", "isolated"), ByteLevel(True, use_regex=False)]))
     gpt2_alone = _small(ByteLevel(False))       # (the scanning plan's)
-    for tok in (removed, punctuation_removed, prefix, gpt2_alone):
+    for tok in (prefix, gpt2_alone):
         assert type(tok._current_plan()) is not CutByteBpePlan
-    # (A Split that removes drops chars: the tokens would no longer spell the text's UTF-8 in order.)
 
 
 def test_an_option_changed_later_is_read():
@@ -200,13 +205,15 @@ def test_piece_ends_cover_the_text():
     splits = [Split(Regex(r"\d+"), "isolated"), Split(" ", "merged_with_next")]
     assert piece_ends("ab 12 c", splits) == [2, 3, 5, 7]
     assert piece_ends("", splits) == []
+    # (What a Split removes is one negated entry a stretch.)
+    assert piece_ends(" ab  12", [Split(" ", "removed"), Split(Regex(r"\d"), "isolated")]) == [-1, 3, -5, 6, 7]
 
 
 # -- a chain of Splits, cut and encoded in one kernel call (onig_spans.Cutter) ----------------
 
 _PATTERNS = [r"\d", r"\p{N}{1,2}", r"a*", r"x*", " ", r" ?\p{L}+", r"\b", "^", "$", "(?=a)", r"\s+(?!\S)",
              r"[^\s\p{L}\p{N}]+", "b|", r"[一-龥]+", r"\X"]
-_BEHAVIORS = ["isolated", "merged_with_previous", "merged_with_next", "contiguous"]
+_BEHAVIORS = ["isolated", "merged_with_previous", "merged_with_next", "contiguous", "removed"]
 _CHARS = list("ab x1\n2é日\u0301.,!") + ["\ud800", "\U0001F600"]
 
 
@@ -292,3 +299,137 @@ def test_texts_holding_added_tokens_match_hugging_face(shared_data, file):
         theirs.enable_truncation(16)
         for mine, hf, line in zip(ours.encode_batch(lines), theirs.encode_batch(lines), lines):
             assert_same_encoding(mine, hf, f"truncated: {line[:60]!r}")
+
+
+# -- CLIP: its normalizer, a Split that keeps only its matches, the end-of-word suffix --------------
+
+_CLIP_SPLIT = r"'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"
+_CLIP: dict = {}
+
+
+def _clip_json(every_byte_suffixed: bool = True) -> str:
+    """A CLIP-style tokenizer.json, made and trained by Hugging Face on the embedded corpus (as
+    transformers' converter builds CLIP's), with every byte's suffixed token, as CLIP's vocabulary
+    has them (``every_byte_suffixed``; else as the trainer left it)."""
+    if every_byte_suffixed not in _CLIP:
+        from itertools import islice
+
+        from pieceworks.corpus import iter_default_corpus
+        from tokenizers import Regex as HfRegex
+        from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+        tok = tokenizers.Tokenizer(models.BPE(continuing_subword_prefix="", end_of_word_suffix="</w>",
+                                              unk_token="<|endoftext|>"))
+        tok.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Replace(HfRegex(r"\s+"), " "),
+                                               normalizers.Lowercase()])
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(HfRegex(_CLIP_SPLIT), behavior="removed", invert=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False)])
+        tok.train_from_iterator(list(islice(iter_default_corpus(), 3000)), trainers.BpeTrainer(
+            vocab_size=1500, special_tokens=["<|startoftext|>", "<|endoftext|>"], end_of_word_suffix="</w>",
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+        tok.post_processor = processors.RobertaProcessing(("<|endoftext|>", 1), ("<|startoftext|>", 0),
+                                                          add_prefix_space=False, trim_offsets=False)
+        tok.decoder = decoders.ByteLevel()
+        document = json.loads(tok.to_str())
+        if every_byte_suffixed:
+            vocab = document["model"]["vocab"]
+            for char in BYTE_TO_CHAR:
+                vocab.setdefault(char + "</w>", len(vocab))
+        _CLIP[every_byte_suffixed] = json.dumps(document)
+    return _CLIP[every_byte_suffixed]
+
+
+CLIP_TEXTS = ["A photo of a cat", "  Two   spaces\tand\ttabs\n", "it's THE cat's toy, isn't it?", "x = f(y) + 12;",
+              "caf\u00e9 cafe\u0301 \u00c5ngstr\u00f6m", "\u4e2d\u6587\u3000\u65e5\u672c", "emoji \U0001F600!!",
+              "<|startoftext|>a prompt<|endoftext|>", "", "   ", "''s 'T '''s"]
+
+
+def _clip_pair():
+    if "pair" not in _CLIP:
+        text = _clip_json()
+        _CLIP["pair"] = (Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text))
+    return _CLIP["pair"]
+
+
+def test_clip_takes_the_plan_and_matches_hugging_face(shared_data):
+    from pieceworks.fast.normalized_first import NormalizedFirstPlan
+
+    text = _clip_json()
+    ours, theirs = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    plan = ours._current_plan()
+    assert type(plan) is NormalizedFirstPlan and type(plan.inner) is CutByteBpePlan
+    assert plan.inner._prepare() is not None
+    assert_same_as_hugging_face_on_lines(ours, theirs, CLIP_TEXTS)
+    assert_same_as_hugging_face_on_corpora(ours, theirs, shared_data, CORPORA, limit=60_000)
+    pairs = list(zip(CLIP_TEXTS, reversed(CLIP_TEXTS)))
+    for mine, hf in zip(ours.encode_batch(pairs), theirs.encode_batch(pairs)):
+        assert_same_encoding(mine, hf, "pairs")
+    for tok in (ours, theirs):      # (CLIP's 77 tokens, padded; 12 here)
+        tok.enable_truncation(12)
+        tok.enable_padding(pad_id=1, pad_token="<|endoftext|>", length=12)
+    for mine, hf, line in zip(ours.encode_batch(CLIP_TEXTS * 2), theirs.encode_batch(CLIP_TEXTS * 2), CLIP_TEXTS * 2):
+        assert_same_encoding(mine, hf, repr(line))
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.lists(st.sampled_from(list("ab Tc'sdt\t\n 1.,!?é\u0301\u00a0\u3000中") + ["\U0001F600", "'ll",
+                                                                                         "<|endoftext|>"]),
+                     max_size=40).map("".join) | st.text(max_size=20))
+def test_clip_on_any_text_matches_hugging_face(text):
+    ours, theirs = _clip_pair()
+    assert_same_encoding(ours.encode(text), theirs.encode(text), repr(text))
+    assert [e.ids for e in ours.encode_batch([text, text.upper()])] == [e.ids for e in theirs.encode_batch(
+        [text, text.upper()])]
+
+
+def test_clip_without_every_suffixed_byte_goes_the_general_way_and_matches_hugging_face():
+    """A byte whose suffixed token the vocabulary lacks is the unknown token at a word's end in Hugging
+    Face: the kernel cannot spell that, so such a vocabulary takes the general path."""
+    text = _clip_json(every_byte_suffixed=False)
+    ours, theirs = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    plan = ours._current_plan()
+    assert plan is None or getattr(plan, "inner", plan)._prepare() is None
+    assert_same_as_hugging_face_on_lines(ours, theirs, CLIP_TEXTS + ["\u0100\u0101 \u03a9"])
+
+
+def test_the_suffixed_kernel_refuses_dropout_and_a_second_mark():
+    from pieceworks.fast.cut_byte_bpe import build_suffixed_kernel
+
+    ours = Tokenizer.from_str(_clip_json())
+    kernel, _ = build_suffixed_kernel(ours.model, "</w>")
+    with pytest.raises(ValueError, match="only once"):
+        kernel.mark_piece_ends()
+    ours.model.dropout, ours.model.seed = 0.5, 3
+    with pytest.raises(ValueError, match="not with marked piece ends"):
+        kernel.use_dropout(ours.model._get_encoder())
+    # Under dropout the suffix is the general path's (no kernel spells it there): the same draws.
+    general = general_path(lambda: Tokenizer.from_str(_clip_json()))
+    general.model.dropout, general.model.seed = 0.5, 3
+    plan = ours._current_plan()
+    assert plan is None or getattr(plan, "inner", plan)._prepare() is None
+    for text in CLIP_TEXTS:
+        assert_same_encoding(ours.encode(text), general.encode(text), repr(text))
+
+
+def test_every_char_clips_white_space_pattern_matches_but_the_space_is_unprintable():
+    """The CLIP normalizer's shortcut (fast/normalized_first.py): a printable text with no two spaces
+    in a row has no run for Replace(\\s+, " ") to change."""
+    from pieceworks.fast.normalized_first import WHITE_SPACE_RUNS
+
+    every_char = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    spans = Regex(WHITE_SPACE_RUNS).spans(every_char)
+    assert spans
+    for start, end in spans:
+        for char in every_char[start:end]:
+            assert char == " " or not char.isprintable(), hex(ord(char))
+
+
+def test_clip_with_ignore_merges_looks_words_up_without_their_suffix_as_hugging_face():
+    """``ignore_merges`` looks a word up as it is, not suffixed (Hugging Face's BPE): not the kernel's
+    way with the suffix, so the general path's."""
+    document = json.loads(_clip_json())
+    document["model"]["ignore_merges"] = True
+    text = json.dumps(document)
+    ours, theirs = Tokenizer.from_str(text), tokenizers.Tokenizer.from_str(text)
+    assert_same_as_hugging_face_on_lines(ours, theirs, CLIP_TEXTS + ["a", "the cat"])

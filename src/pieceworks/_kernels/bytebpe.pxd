@@ -96,6 +96,9 @@ cdef struct Model:
     const uint64_t* drop_made_by
     uint64_t* drop_rng
     double dropout
+    # An end-of-word suffix (CLIP's "</w>", ByteBPE.mark_piece_ends): a cut piece is encoded with the
+    # byte 0xFF after it (never in UTF-8), which the tokens ending in the suffix spell.
+    bint end_mark
 
 
 # Where the texts of a batch keep their chars (pointers into the str objects, which the caller holds).

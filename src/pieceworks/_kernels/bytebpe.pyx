@@ -101,7 +101,7 @@ from pieceworks._kernels.board cimport pw_board
 from pieceworks._kernels.bpe_encode cimport BpeEncoder, merge_heap as merge_like_hugging_face
 from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, TokenTrie, tokens_around
 from pieceworks._kernels.scan cimport code_point
-from pieceworks._kernels.onig_spans cimport Cutter, CutStage, Region, cut_text, search_t
+from pieceworks._kernels.onig_spans cimport Cutter, CutStage, PW_PIECE_REMOVED, Region, cut_text, search_t
 from pieceworks._kernels.aligned_nfc cimport FormTables, Item
 from cython.operator cimport dereference as deref
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
@@ -1689,6 +1689,8 @@ cdef Py_ssize_t cut_and_encode(const Model* m, const CutStage* stages, size_t n_
     found = cut_text(stages, n_stages, search, p, size, region, ends, scratch)
     if found < 0:
         return found
+    if m.end_mark or any_removed(ends):
+        return encode_pieces_apart(m, p, kind == 1 and ascii, ends, st, spans, char_base, word_base)
     for k in range(<Py_ssize_t>ends.size()):
         encode_piece(m, p + piece_start, <size_t>(deref(ends)[k] - piece_start), st.ids, st)
         for t in range(spans.size() // 3, st.ids.size()):
@@ -1699,6 +1701,60 @@ cdef Py_ssize_t cut_and_encode(const Model* m, const CutStage* stages, size_t n_
     token_spans(m, p, kind == 1 and ascii, st.ids.data() + first, st.ids.size() - first,
                 spans.data() + 3 * first, char_base)
     return <Py_ssize_t>ends.size()
+
+
+cdef inline bint any_removed(const vector[Py_ssize_t]* ends) noexcept nogil:
+    """Whether a Split that removes took a piece out of ``ends`` (see onig_spans.cut_text)."""
+    cdef size_t k
+    for k in range(ends.size()):
+        if deref(ends)[k] & PW_PIECE_REMOVED:
+            return True
+    return False
+
+
+cdef Py_ssize_t encode_pieces_apart(const Model* m, const unsigned char* p, bint ascii,
+                                    const vector[Py_ssize_t]* ends, State* st, vector[int32_t]* spans,
+                                    int32_t char_base, int32_t word_base) noexcept nogil:
+    """:func:`cut_and_encode`'s pieces, each encoded and its tokens' spans worked out on its own,
+    for pieces whose tokens do not spell the text's bytes in order: a removed piece
+    (``PW_PIECE_REMOVED``) is left out, its chars counted; with ``m.end_mark`` each piece is
+    encoded with the byte 0xFF after it (the suffix its last token spells), whose span then
+    ends where the piece does. The number of pieces kept (each a word)."""
+    cdef vector[uint8_t] marked
+    cdef const unsigned char* q
+    cdef size_t n, first, t
+    cdef Py_ssize_t k, start = 0, end, kept = 0
+    cdef int32_t chars = 0, piece_chars
+    for k in range(<Py_ssize_t>ends.size()):
+        end = deref(ends)[k] & ~PW_PIECE_REMOVED
+        piece_chars = <int32_t>(end - start)
+        if not ascii:
+            piece_chars = 0
+            for t in range(<size_t>start, <size_t>end):
+                piece_chars += (p[t] & 0xC0) != 0x80
+        if not (deref(ends)[k] & PW_PIECE_REMOVED):
+            q = p + start
+            n = <size_t>(end - start)
+            if m.end_mark:
+                marked.assign(q, q + n)
+                marked.push_back(0xFF)
+                q = marked.data()
+                n += 1
+            first = st.ids.size()
+            encode_piece(m, q, n, st.ids, st)
+            for t in range(first, st.ids.size()):
+                spans.push_back(0)
+                spans.push_back(0)
+                spans.push_back(word_base + <int32_t>kept)
+            token_spans(m, q, ascii, st.ids.data() + first, st.ids.size() - first, spans.data() + 3 * first,
+                        char_base + chars)
+            if m.end_mark and st.ids.size() > first:     # (the 0xFF counted as a char of its own)
+                t = 3 * (st.ids.size() - 1) + 1
+                deref(spans)[t] = min(deref(spans)[t], char_base + chars + piece_chars)
+            kept += 1
+        chars += piece_chars
+        start = end
+    return kept
 
 
 cdef Py_ssize_t cut_around(const Model* m, const CutStage* stages, size_t n_stages, search_t search,
@@ -2281,8 +2337,8 @@ cdef class ByteBPE:
         :func:`dropout_piece`). Once, on a kernel no thread has used yet (the plan builds one
         for each such encoder); byte-level merges only (``merges`` given, ids as ``encoder``'s).
         """
-        if self._dropout_owner is not None or self._busy or len(self._pool):
-            raise ValueError("use_dropout: only once, on a kernel not used yet")
+        if self._dropout_owner is not None or self._busy or len(self._pool) or self.m.end_mark:
+            raise ValueError("use_dropout: only once, on a kernel not used yet, not with marked piece ends")
         if encoder.dropout <= 0.0:
             raise ValueError("use_dropout: the encoder has no dropout")
         self._dropout_owner = encoder       # (keeps the tables the pointers below point into)
@@ -2290,6 +2346,19 @@ cdef class ByteBPE:
         self.m.drop_rng = &encoder.rng_state
         self.m.dropout = encoder.dropout
         self.m.drop_merges = &encoder.merges
+
+    def mark_piece_ends(self):
+        """Encode each piece a :class:`Cutter` cuts (:meth:`encode_raw_cut_batch`) with the byte 0xFF
+        after it: an end-of-word suffix (CLIP's ``"</w>"``), which the plan spells as that byte in
+        the tokens ending with it (the merges of a char with it ranked first, so the piece's last
+        char takes its suffixed token, as Hugging Face's BPE gives it). Once, on a kernel not
+        used yet, not with dropout; only the cut pieces have it, not the scanners' (the plan
+        gives such a kernel no scanner)."""
+        if self.m.end_mark or self._busy or len(self._pool) or self._dropout_owner is not None:
+            raise ValueError("mark_piece_ends: only once, on a kernel not used yet, not with dropout")
+        if self.m.byte_id[0xFF] < 0:
+            raise ValueError("mark_piece_ends: no token is the byte 0xFF alone")
+        self.m.end_mark = True
 
     @property
     def dropout(self):

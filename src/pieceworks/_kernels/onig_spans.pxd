@@ -26,6 +26,15 @@ cpdef enum Behavior:
     CUT_MERGED_WITH_PREVIOUS = 1
     CUT_MERGED_WITH_NEXT = 2
     CUT_CONTIGUOUS = 3
+    CUT_REMOVED = 4         # each span a piece, those flagged (matches, after invert) removed
+
+
+# A removed piece's end carries this bit (cut_text's ``ends``): its bytes are no piece's.
+cdef extern from *:
+    """
+    #define PW_PIECE_REMOVED (((Py_ssize_t)1) << 62)
+    """
+    const Py_ssize_t PW_PIECE_REMOVED
 
 
 cdef class Cutter:

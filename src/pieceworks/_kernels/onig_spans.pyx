@@ -100,10 +100,12 @@ cdef inline int next_match(search_t search, void* regex, unsigned char* text, Py
 # -- a chain of Splits, cut in C ------------------------------------------------------------
 
 cdef class Cutter:
-    """The pieces a chain of ``Split`` pre-tokenizers (Oniguruma patterns, any behaviour but
-    ``"removed"``, inverted or not) cuts a text into, each stage cutting each piece the one
-    before made, as the general path cuts them (``Split.piece_spans``): for a kernel that
-    encodes a batch of texts without the GIL (``ByteBPE.encode_raw_cut_batch``).
+    """The pieces a chain of ``Split`` pre-tokenizers (Oniguruma patterns, any behaviour,
+    inverted or not) cuts a text into, each stage cutting each piece the one before made, as
+    the general path cuts them (``Split.piece_spans``): for a kernel that encodes a batch of
+    texts without the GIL (``ByteBPE.encode_raw_cut_batch``). A ``"removed"`` stage's removed
+    spans stay pieces, marked (``PW_PIECE_REMOVED``), which later stages do not cut and the
+    kernel does not encode.
 
     ``stages``: ``(regex, behavior, invert)`` with ``regex`` a :class:`pieceworks.Regex`, kept
     alive here, and ``behavior`` a :class:`Behavior`; ``search``: the address of
@@ -122,7 +124,7 @@ cdef class Cutter:
         self.search = <search_t>search
         self.stages.clear()
         for regex, behavior, invert in stages:
-            if not CUT_ISOLATED <= behavior <= CUT_CONTIGUOUS:
+            if not CUT_ISOLATED <= behavior <= CUT_REMOVED:
                 raise ValueError(f"Cutter: behavior {behavior!r} is not one this cutter takes")
             stage.regex = <void*><uintptr_t>regex._address
             stage.behavior = behavior
@@ -132,12 +134,19 @@ cdef class Cutter:
 
     def piece_ends(self, str text not None, uintptr_t region):
         """Where each piece of ``text`` ends, in chars (a lone surrogate is one), or a search's
-        (negative) error code; ``region``: an ``OnigRegion`` no other thread uses."""
+        (negative) error code; ``region``: an ``OnigRegion`` no other thread uses. A stretch of
+        removed pieces is one entry, its end negated.
+
+        >>> from pieceworks import Regex
+        >>> from pieceworks._regex import _SEARCH, _region_address
+        >>> Cutter(_SEARCH, [(Regex(r"\\w+"), Behavior.CUT_REMOVED, True)]).piece_ends(" ab  c", _region_address())
+        [-1, 3, -5, 6]
+        """
         cdef bytes data = text.encode("utf-8", "surrogatepass")
         cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
         cdef vector[Py_ssize_t] ends, scratch
         cdef int found
-        cdef Py_ssize_t k, byte_at = 0, char_at = 0, size = PyBytes_GET_SIZE(data)
+        cdef Py_ssize_t k, end, byte_at = 0, char_at = 0, size = PyBytes_GET_SIZE(data)
         with nogil:
             found = cut_text(self.stages.data(), self.stages.size(), self.search, p, size, <Region*>region,
                              &ends, &scratch)
@@ -145,9 +154,16 @@ cdef class Cutter:
             return found
         out = []
         for k in range(<Py_ssize_t>ends.size()):
-            char_at += chars_in(p, byte_at, ends[k])
-            byte_at = ends[k]
-            out.append(char_at)
+            end = ends[k] & ~PW_PIECE_REMOVED
+            char_at += chars_in(p, byte_at, end)
+            byte_at = end
+            if ends[k] & PW_PIECE_REMOVED:
+                if out and out[len(out) - 1] < 0:     # (no wraparound here: no out[-1])
+                    out[len(out) - 1] = -char_at
+                else:
+                    out.append(-char_at)
+            else:
+                out.append(char_at)
         return out
 
 
@@ -155,9 +171,10 @@ cdef int cut_text(const CutStage* stages, size_t n_stages, search_t search, cons
                   Py_ssize_t size, Region* region, vector[Py_ssize_t]* ends,
                   vector[Py_ssize_t]* scratch) noexcept nogil:
     """Where each non-empty piece of UTF-8 ``text[:size]`` ends after ``stages`` (bytes, rising,
-    the last ``size``; none for an empty text), into ``ends``; 0, or a search's error code."""
+    the last ``size``; none for an empty text), into ``ends``, a removed piece's with the
+    ``PW_PIECE_REMOVED`` bit (later stages leave it as it is); 0, or a search's error code."""
     cdef size_t s, k
-    cdef Py_ssize_t start
+    cdef Py_ssize_t start, end
     cdef int found
     ends.clear()
     if size == 0:
@@ -168,17 +185,22 @@ cdef int cut_text(const CutStage* stages, size_t n_stages, search_t search, cons
         ends.clear()
         start = 0
         for k in range(scratch.size()):
-            found = cut_piece(&stages[s], search, text, start, deref(scratch)[k], region, ends)
+            end = deref(scratch)[k]
+            if end & PW_PIECE_REMOVED:
+                ends.push_back(end)
+                start = end & ~PW_PIECE_REMOVED
+                continue
+            found = cut_piece(&stages[s], search, text, start, end, region, ends)
             if found < 0:
                 return found
-            start = deref(scratch)[k]
+            start = end
     return 0
 
 
 cdef inline bint cuts_before(int behavior, bint before, bint flag) noexcept nogil:
     """Whether a piece ends between two spans (matches, or text between them) flagged ``before``
     and ``flag`` (a match, after ``invert``): Hugging Face's ``split_ranges``, span by span."""
-    if behavior == CUT_ISOLATED:
+    if behavior == CUT_ISOLATED or behavior == CUT_REMOVED:
         return True
     if behavior == CUT_CONTIGUOUS:
         return before != flag
@@ -207,7 +229,7 @@ cdef int cut_piece(const CutStage* stage, search_t search, const unsigned char* 
     if prev != size:
         span_at(stage, prev, False, &before, &last_cut, a, out)
     if size > last_cut:
-        out.push_back(b)
+        out.push_back(b | (PW_PIECE_REMOVED if stage.behavior == CUT_REMOVED and before == 1 else 0))
     return 0
 
 
@@ -216,9 +238,9 @@ cdef inline void span_at(const CutStage* stage, Py_ssize_t start, bint is_match,
     """The next span (a match, or text between matches) begins at ``start`` of a piece that begins
     at ``base``: a piece ends there if ``stage``'s behaviour cuts between it and the span before
     (flagged ``before``: -1 for none) and that piece is not empty (``last_cut``: where the last one
-    ended)."""
+    ended). Under CUT_REMOVED the piece ending there is the span before, removed if flagged."""
     cdef bint flag = is_match != stage.invert
     if before[0] >= 0 and cuts_before(stage.behavior, before[0], flag) and start > last_cut[0]:
-        out.push_back(base + start)
+        out.push_back((base + start) | (PW_PIECE_REMOVED if stage.behavior == CUT_REMOVED and before[0] == 1 else 0))
         last_cut[0] = start
     before[0] = flag

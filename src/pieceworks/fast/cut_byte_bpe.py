@@ -14,12 +14,15 @@ encodes the pieces, giving each raw encoding with its offsets and words
 
 The stages taken: ``Split``, ``Digits`` and ``Punctuation`` stages, in any
 number and order (StarCoder's ``Digits`` before GPT-2's ``ByteLevel``, Tekken's
-or DeepSeek's Splits), then a ``ByteLevel``, with GPT-2's pattern or not; none
-that removes what it matches (so the pieces cover the text, whose UTF-8 the
-tokens spell in order), no prefix space; the model and the
-normalizer (none, or NFC) as :mod:`~pieceworks.fast.byte_bpe` takes them,
-BPE-dropout included (a batch then text by text, in order). A
+or DeepSeek's Splits, CLIP's Split that keeps only its matches), then a
+``ByteLevel``, with GPT-2's pattern or not, no prefix space; the model and
+the normalizer (none, or NFC) as :mod:`~pieceworks.fast.byte_bpe` takes them,
+BPE-dropout included (a batch then text by text, in order), and also with an
+end-of-word suffix (CLIP's ``"</w>"``, no dropout): the kernel spells it as a
+byte no UTF-8 holds, put after each piece (``ByteBPE.mark_piece_ends``). A
 text NFC changes is cut and encoded normalized, its offsets moved back.
+(CLIP's normalizer, NFC, a Replace and Lowercase, is
+:mod:`~pieceworks.fast.normalized_first`'s, around this plan.)
 
 >>> from pieceworks import Regex, Tokenizer
 >>> from pieceworks.models import BPE
@@ -42,8 +45,13 @@ from array import array
 from .._kernels import scan
 from .._kernels.bytebpe import ByteBPE, Pattern
 from .._kernels.onig_spans import Behavior, Cutter
+from .._kernels.raw_encoding import untrack
 from .._regex import _SEARCH, Regex, _region_address
 from .._unicode_forms import changed_among, changes_text
+from ..byte_level import tokens_to_bytes
+from ..errors import ConfigError
+from ..models.bpe import BPE, id_table
+from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
 from . import plain_from_raw, register_plan, stages_key
 from ._aligned import AlignedNfc, nfc_aligned, remap_spans
@@ -108,13 +116,16 @@ class CutByteBpePlan:
             return known[1]
         splits = self._splits()
         model = self.model
+        suffix = _end_of_word_suffix(model)
         ready = None
-        if splits is not None and kernel_takes(model, self.normalizer):
+        if splits is not None and (kernel_takes(model, self.normalizer) or suffix is not None and (
+                self.normalizer is None or type(self.normalizer) is NFC)):
             # (Under dropout, a kernel per encoder: see ByteBpePlan._prepare.)
             encoder = model._get_encoder() if model.dropout else None
-            built = (id(model.vocab), id(model._merge_ids), model.ignore_merges, id(encoder))
+            built = (id(model.vocab), id(model._merge_ids), model.ignore_merges, id(encoder), suffix)
             if built != self._built_for:
-                self._kernel, self._tokens = build_kernel(model, Pattern.PAT_PIECES, encoder)
+                self._kernel, self._tokens = (build_kernel(model, Pattern.PAT_PIECES, encoder) if suffix is None
+                                              else build_suffixed_kernel(model, suffix))
                 self._built_for = built
             ready = None if self._kernel is None else (self._kernel, _cutter_of(splits))
         self._ready_for = (key, ready)
@@ -128,9 +139,8 @@ class CutByteBpePlan:
         if not stages:
             return None
         *splits, byte_level = stages
-        if (type(byte_level) is not ByteLevel or byte_level.add_prefix_space
-                or any(type(split) not in _CUTTERS or getattr(split, "behavior", "") == "removed"
-                       for split in splits)):
+        if type(byte_level) is not ByteLevel or byte_level.add_prefix_space or any(
+                type(split) not in _CUTTERS for split in splits):
             return None
         return splits + [byte_level] if byte_level.use_regex else splits
 
@@ -248,15 +258,17 @@ class CutByteBpePlan:
         return None if self._prepare() is None else self._tokens
 
 
-def piece_ends(text: str, splits: list) -> list[int] | None:
-    """Where each non-empty piece of ``text`` ends after ``splits`` (stages with a ``piece_spans``
-    that removes nothing), each cutting the pieces the one before made, as the general path cuts
-    them; None if the pieces do not cover the text. The readable statement of what the plan's
-    :class:`Cutter` does in C (the tests hold the two equal).
+def piece_ends(text: str, splits: list) -> list[int]:
+    """Where each non-empty piece of ``text`` ends after ``splits`` (stages with a ``piece_spans``),
+    each cutting the pieces the one before made, as the general path cuts them; each stretch no
+    piece covers (a ``"removed"`` Split took it out) as one entry, its end negated. The readable
+    statement of what the plan's :class:`Cutter` does in C (the tests hold the two equal).
 
     >>> from pieceworks import Regex
     >>> piece_ends("ab12 c", [Split(Regex(r"\\d"), "isolated"), Split(" ", "merged_with_next")])
     [2, 3, 4, 6]
+    >>> piece_ends(" ab  c", [Split(Regex(r"\\w+"), "removed", invert=True)])
+    [-1, 3, -5, 6]
     """
     ranges = [(0, len(text))]
     for split in splits:
@@ -267,17 +279,69 @@ def piece_ends(text: str, splits: list) -> list[int] | None:
     ends, reached = [], 0
     for start, end in ranges:
         if start != reached:
-            return None
+            ends.append(-start)
         ends.append(end)
         reached = end
-    return ends if reached == len(text) else None
+    if reached != len(text):
+        ends.append(-len(text))
+    return ends
 
 
 #: The stages that only cut (each has ``piece_spans``): with no behaviour that removes, they keep every char.
 _CUTTERS = (Split, Digits, Punctuation)
 
 _BEHAVIORS = {"isolated": Behavior.CUT_ISOLATED, "merged_with_previous": Behavior.CUT_MERGED_WITH_PREVIOUS,
-              "merged_with_next": Behavior.CUT_MERGED_WITH_NEXT, "contiguous": Behavior.CUT_CONTIGUOUS}
+              "merged_with_next": Behavior.CUT_MERGED_WITH_NEXT, "contiguous": Behavior.CUT_CONTIGUOUS,
+              "removed": Behavior.CUT_REMOVED}
+
+
+def _end_of_word_suffix(model) -> "str | None":
+    """The model's end-of-word suffix where the kernel spells it (``ByteBPE.mark_piece_ends``): a
+    byte-level BPE as :func:`kernel_takes` takes it but for the suffix, and no dropout,
+    continuing-subword prefix or ``ignore_merges`` (which looks a word up without its suffix, as
+    Hugging Face does); else None."""
+    if (type(model) is not BPE or not model.end_of_word_suffix or model.continuing_subword_prefix
+            or model.byte_fallback or model.dropout or model.ignore_merges):
+        return None
+    return model.end_of_word_suffix
+
+
+def build_suffixed_kernel(model: BPE, suffix: str):
+    """:func:`build_kernel` for a model with an end-of-word suffix (CLIP): a token ending in it spells
+    its bytes then 0xFF, the byte the kernel puts after each piece, and the merge of each byte
+    with that one into the byte's suffixed token ranks first; ``(None, None)`` when a byte has
+    no suffixed token (Hugging Face would give the unknown token for it: the general path).
+
+    >>> from pieceworks.byte_level import BYTE_TO_CHAR
+    >>> vocab = {c: i for i, c in enumerate(BYTE_TO_CHAR)}
+    >>> vocab.update({c + "</w>": 256 + i for i, c in enumerate(BYTE_TO_CHAR)})
+    >>> vocab["ab</w>"] = 512
+    >>> kernel, tokens = build_suffixed_kernel(BPE(vocab, [("a", "b</w>")], end_of_word_suffix="</w>"), "</w>")
+    >>> kernel is not None, tokens[512]
+    (True, 'ab</w>')
+    """
+    tokens = id_table(model.vocab_r)
+    cut = len(suffix)
+    stems = [None if token is None or token == suffix else token[:-cut] if token.endswith(suffix) else token
+             for token in tokens]
+    token_bytes = [None if raw is None else raw + b"\xff" if tokens[tid].endswith(suffix) else raw
+                   for tid, raw in enumerate(tokens_to_bytes(stems))]
+    by_bytes = {raw: tid for tid, raw in enumerate(token_bytes) if raw is not None}
+    end = by_bytes.get(b"\xff")
+    firsts = [(by_bytes.get(bytes([b])), end, by_bytes.get(bytes([b, 0xFF]))) for b in range(256)]
+    if end is None or any(None in first for first in firsts):
+        return None, None
+    merges = model._merge_ids
+    kept = [x for k in range(0, len(merges), 3) for x in merges[k:k + 3]
+            if all(token_bytes[merges[j]] is not None for j in range(k, k + 3))]
+    try:
+        kernel = ByteBPE(token_bytes, array("I", [x for first in firsts for x in first] + kept),
+                         pattern=Pattern.PAT_PIECES, whole_piece=model.ignore_merges, text_only=True)
+    except ConfigError:
+        return None, None
+    kernel.mark_piece_ends()
+    untrack(tokens)
+    return kernel, tokens
 
 
 def _cutter_of(stages: list) -> Cutter:

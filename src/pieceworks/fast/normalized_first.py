@@ -55,6 +55,7 @@ from .._kernels.aligned_nfc import composed_spans, edited_spans
 from .._kernels.raw_encoding import remap_spans
 from .._unicode_forms import changes_text, form_tables
 from ..alignment import NormalizedString
+from .._regex import Regex
 from .._unicode_tables import strip_accents_marks
 from ..normalizers import NFC, NFD, NFKC, NFKD, Lowercase, Replace, Sequence, StripAccents, _mark_runs, lower
 from . import find_plan, plain_from_raw, register_fallback_plan, stages_key
@@ -303,6 +304,10 @@ def lowercase_aligned(text: str) -> tuple[str, bytes]:
     return _LOWERCASE.normalize_str(text), edited_spans(None, len(text), edits)
 
 
+#: CLIP's normalizer replaces the runs this matches with one space.
+WHITE_SPACE_RUNS = r"\s+"
+
+
 def _edits(step, text: str) -> list[tuple[int, int, str]] | None:
     """The edits a ``Replace`` or :data:`STRIP_ACCENTS` step makes to ``text``: ``(start, end,
     content)``, left to right, not overlapping; None for an empty match.
@@ -315,10 +320,16 @@ def _edits(step, text: str) -> list[tuple[int, int, str]] | None:
         return [] if text.isascii() else [(*found.span(), "") for found in _mark_runs(strip_accents_marks).finditer(text)]
     if not text or type(step.pattern) is str and step.pattern and step.pattern not in text:
         return []       # (Hugging Face looks for no match, not even an empty one, in empty text)
+    if step.content == " " and type(step.pattern) is Regex and step.pattern.pattern == WHITE_SPACE_RUNS \
+            and "  " not in text and text.isprintable():
+        return []       # (CLIP's: every white space char but the space is unprintable, so each match is a space)
     found = step._regex.spans(text)
     if any(start == end for start, end in found):
         return None
-    return [(start, end, step.content) for start, end in found]
+    content = step.content
+    # (A match that is its content already, each space of CLIP's Replace(\s+, " "), edits nothing:
+    # its chars keep their own spans, as Hugging Face aligns a char replaced by itself.)
+    return [(start, end, content) for start, end in found if text[start:end] != content]
 
 
 def _edited(text: str, spans: bytes | None, edits: list[tuple[int, int, str]]) -> tuple[str, bytes]:

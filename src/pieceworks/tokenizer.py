@@ -737,7 +737,7 @@ class Tokenizer:
         excluded = self._split_exclusion() if split_special else None
         plan = self._current_plan() if excluded is None else None
         if plan is not None:
-            rewind = self._generator_rewind(plan)
+            rewind = self._generator_rewind()
             encoding = self._encode_with_plan(plan, text, type_id, word_index, split_special)
             if encoding is not None:
                 return encoding
@@ -836,7 +836,7 @@ class Tokenizer:
                 return self._encode_raw_around_added(plan, text, split_special, frame, limit)
             # A plan that encodes around the tokens in its kernel finds them as it goes (none found:
             # the text whole; Tokenizer.encode sends here the texts that hold one).
-            rewind = self._generator_rewind(plan)
+            rewind = self._generator_rewind()
             joined = self._encode_around_in_kernel(plan, [text], split_special, limit)
             if joined is not None and joined[0] is not None:    # (with its own tokens list, if it has one)
                 return _encoding_of_result(joined[0], frame, None)
@@ -1171,16 +1171,16 @@ class Tokenizer:
         self.__dict__["_single"] = single
         return single
 
-    def _generator_rewind(self, plan=None) -> "Callable[[], None] | None":
-        """Under BPE-dropout (the plan ``samples``): a call that puts the model's generator back
+    def _generator_rewind(self) -> "Callable[[], None] | None":
+        """Under BPE-dropout (a model with ``dropout``): a call that puts the model's generator back
         where it is now; else None. A way that draws and then gives up (a text too long for the
         truncation's room, a stretch the plan leaves) rewinds before the next way, which then
-        draws what the general path draws: a seed gives its ids, each text drawn once."""
-        if plan is None:
-            plan = self._current_plan()
-        if not getattr(plan, "samples", False):
+        draws what the general path draws: a seed gives its ids, each text drawn once. (A way
+        that gave up before drawing leaves nothing to put back: the call changes nothing.)"""
+        model = self._model
+        if not getattr(model, "dropout", None):
             return None
-        encoder = self._model._get_encoder()
+        encoder = model._get_encoder()
         state = encoder.rng_state
 
         def rewind() -> None:

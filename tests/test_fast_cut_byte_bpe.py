@@ -365,6 +365,8 @@ def test_clip_takes_the_plan_and_matches_hugging_face(shared_data):
     pairs = list(zip(CLIP_TEXTS, reversed(CLIP_TEXTS)))
     for mine, hf in zip(ours.encode_batch(pairs), theirs.encode_batch(pairs)):
         assert_same_encoding(mine, hf, "pairs")
+    ids = [e.ids for e in theirs.encode_batch(CLIP_TEXTS)]     # (decoding is the decoder's, not the kernel's)
+    assert ours.decode_batch(ids) == theirs.decode_batch(ids)
     for tok in (ours, theirs):      # (CLIP's 77 tokens, padded; 12 here)
         tok.enable_truncation(12)
         tok.enable_padding(pad_id=1, pad_token="<|endoftext|>", length=12)

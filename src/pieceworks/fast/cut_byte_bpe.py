@@ -287,7 +287,8 @@ def piece_ends(text: str, splits: list) -> list[int]:
     return ends
 
 
-#: The stages that only cut (each has ``piece_spans``): with no behaviour that removes, they keep every char.
+#: The stages that cut (each has ``piece_spans``); what a ``"removed"`` one takes out stays a marked piece,
+#: not encoded (``Cutter``).
 _CUTTERS = (Split, Digits, Punctuation)
 
 _BEHAVIORS = {"isolated": Behavior.CUT_ISOLATED, "merged_with_previous": Behavior.CUT_MERGED_WITH_PREVIOUS,

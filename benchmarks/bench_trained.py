@@ -15,7 +15,10 @@ or, with ``--implementation NAME``, one of Hugging Face's ready-made classes
 CLIP's stages as transformers' converter builds them (NFC, ``Replace(\\s+, " ")`` and
 ``Lowercase``; a ``Split`` that keeps only its matches, then ``ByteLevel``; byte-level BPE with
 the end-of-word suffix ``"</w>"``, every byte's suffixed token in the vocabulary, as CLIP's has
-them; ``RobertaProcessing``). Both
+them; ``RobertaProcessing``). With ``--dropout P`` both sides' models get BPE-dropout ``P``
+(pieceworks seeded, a batch text by text on one thread; Hugging Face on its 2): the ids are
+random, so instead of comparing them each side's tokens are checked to spell what the
+tokens without dropout spell, and pieceworks's to differ from them. Both
 libraries load the same tokenizer.json. The inputs and modes are
 ``bench_wordpiece``'s (prose, code and multilingual text; per line, 64 KB
 chunks, and ``encode_batch`` of each on 2 threads), ids and offsets built on
@@ -33,6 +36,7 @@ Usage::
     python benchmarks/bench_trained.py --model unigram --pre metaspace --normalizer course-unigram
     python benchmarks/bench_trained.py --implementation SentencePieceUnigramTokenizer
     python benchmarks/bench_trained.py --clip --vocab 30000
+    python benchmarks/bench_trained.py --pre metaspace --normalizer nfkc --dropout 0.1
 """
 
 from __future__ import annotations
@@ -141,12 +145,43 @@ def _both_loading(saved: str):
     return pw.Tokenizer.from_str(saved), tokenizers.Tokenizer.from_str(saved)
 
 
+def with_dropout(pw, hf, dropout: float):
+    """``(pw, hf, plain)``: both tokenizers given BPE-dropout ``dropout`` (pieceworks's seeded), and a
+    pieceworks tokenizer without it, for the check."""
+    import pieceworks
+
+    plain = pieceworks.Tokenizer.from_str(pw.to_str())
+    pw.model.dropout, pw.model.seed = dropout, 1
+    hf.model.dropout = dropout
+    return pw, hf, plain
+
+
+def check_dropout(plain, contenders: dict, items: list, what: str) -> None:
+    """Each side's tokens spell, item by item, what the tokens without dropout spell (dropping merges
+    only splits tokens), and pieceworks's ids are not those without dropout (unless Hugging Face's
+    are not either: a merge dropped in a long piece comes back after the next one made)."""
+    items = items[:200]
+    without = [ids for ids, _ in wp.ids_and_offsets(plain.encode_batch(items))]
+    spelled = [[plain.id_to_token(i) for i in ids] for ids in without]
+    outputs = {name: [ids for ids, _ in run_once(items)] for name, run_once in contenders.items()}
+    for name, out in outputs.items():
+        if ["".join(plain.id_to_token(i) for i in ids) for ids in out] != ["".join(t) for t in spelled]:
+            raise SystemExit(f"[dropout] {what}: {name}'s tokens do not spell the text's")
+    if outputs[wp.PW] == without and outputs[wp.HF] != without:
+        raise SystemExit(f"[dropout] {what}: pieceworks's ids are those without dropout, Hugging Face's not")
+
+
 def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], model: str, pre: str, normalizer: str,
-        vocab_size: int, implementation: str | None = None, clip: bool = False) -> list[tuple[str, str, float]]:
+        vocab_size: int, implementation: str | None = None, clip: bool = False,
+        dropout: float | None = None) -> list[tuple[str, str, float]]:
     pw, hf = clip_pair(vocab_size) if clip else trained_pair(model, pre, normalizer, vocab_size, implementation)
+    plain = None
+    if dropout:
+        pw, hf, plain = with_dropout(pw, hf, dropout)
     stages = "CLIP's stages" if clip else (
         implementation or f"{MODELS[model][0]}, {PRE_TOKENIZERS[pre]}, normalizer {NORMALIZERS[normalizer]}")
-    print(f"# {stages}, {vocab_size} tokens, trained on the embedded corpus")
+    print(f"# {stages}, {vocab_size} tokens, trained on the embedded corpus"
+          + (f", BPE-dropout {dropout}" if dropout else ""))
     summary = []
     for name, (kind, text) in wp.corpora(n_bytes).items():
         if only and kind not in only and name not in only:
@@ -157,8 +192,11 @@ def run(n_bytes: int, repeat: int, only: set[str] | None, modes: list[str], mode
         inputs = {"per line": lines, "chunks": wp.chunks_of(text), "batch lines x2": lines,
                   "batch chunks x2": wp.chunks_of(text)}
         for mode in modes:
-            results = compare(wp.mode_contenders(mode, pw, hf), inputs[mode], size=size_mb, repeat=repeat,
-                              check=True, reference=wp.HF)
+            contenders = wp.mode_contenders(mode, pw, hf)
+            if plain is not None:       # (random ids: checked apart, not compared)
+                check_dropout(plain, contenders, inputs[mode], f"{name}: {mode}")
+            results = compare(contenders, inputs[mode], size=size_mb, repeat=repeat,
+                              check=plain is None, reference=wp.HF)
             print_table(f"{name}: {mode}", results, size_mb, baseline=wp.HF)
             summary.append((name, mode, results[wp.HF] / results[wp.PW]))
     return summary
@@ -176,11 +214,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vocab", type=int, default=8000, help="vocabulary size to train (default 8000)")
     parser.add_argument("--implementation", help="a class of pieceworks.implementations instead (its own stages)")
     parser.add_argument("--clip", action="store_true", help="CLIP's stages instead (see above)")
+    parser.add_argument("--dropout", type=float, help="BPE-dropout for both sides' models (see above)")
     args = parser.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()} or None
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     summary = run(int(args.mb * 1e6), args.repeat, only, modes, args.model, args.pre, args.normalizer, args.vocab,
-                  args.implementation, args.clip)
+                  args.implementation, args.clip, args.dropout)
     print("\n## Summary: pieceworks speed / Hugging Face's (>= 1.00 means pieceworks is at least as fast)")
     for name, mode, ratio in summary:
         print(f"{name + ': ' + mode:<48}{ratio:>8.2f}x")

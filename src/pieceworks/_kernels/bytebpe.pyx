@@ -101,7 +101,8 @@ from pieceworks._kernels.board cimport pw_board
 from pieceworks._kernels.bpe_encode cimport BpeEncoder, merge_heap as merge_like_hugging_face
 from pieceworks._kernels.token_finder cimport AroundScratch, AroundTokens, Found, TokenTrie, tokens_around
 from pieceworks._kernels.scan cimport code_point
-from pieceworks._kernels.onig_spans cimport Cutter, CutStage, PW_PIECE_REMOVED, Region, cut_text, search_t
+from pieceworks._kernels.onig_spans cimport (Cutter, CutStage, PW_PIECE_REMOVED, Region, chars_in, cut_text,
+                                             search_t)
 from pieceworks._kernels.aligned_nfc cimport FormTables, Item
 from cython.operator cimport dereference as deref
 from pieceworks._kernels.raw_encoding cimport (PREFETCH_AHEAD, Basis, EncodingBase, SpanSource, basis_for, encoding_of,
@@ -1727,11 +1728,7 @@ cdef Py_ssize_t encode_pieces_apart(const Model* m, const unsigned char* p, bint
     cdef int32_t chars = 0, piece_chars
     for k in range(<Py_ssize_t>ends.size()):
         end = deref(ends)[k] & ~PW_PIECE_REMOVED
-        piece_chars = <int32_t>(end - start)
-        if not ascii:
-            piece_chars = 0
-            for t in range(<size_t>start, <size_t>end):
-                piece_chars += (p[t] & 0xC0) != 0x80
+        piece_chars = <int32_t>(end - start if ascii else chars_in(p, start, end))
         if not (deref(ends)[k] & PW_PIECE_REMOVED):
             q = p + start
             n = <size_t>(end - start)

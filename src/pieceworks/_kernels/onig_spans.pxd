@@ -37,6 +37,14 @@ cdef extern from *:
     const Py_ssize_t PW_PIECE_REMOVED
 
 
+cdef inline Py_ssize_t chars_in(const unsigned char* data, Py_ssize_t start, Py_ssize_t end) noexcept nogil:
+    """The chars of UTF-8 ``data[start:end]`` (whole chars): its bytes that are not continuation bytes."""
+    cdef Py_ssize_t k, count = 0
+    for k in range(start, end):
+        count += (data[k] & 0xC0) != 0x80
+    return count
+
+
 cdef class Cutter:
     cdef vector[CutStage] stages
     cdef search_t search

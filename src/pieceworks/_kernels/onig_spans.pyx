@@ -21,14 +21,6 @@ cdef enum:
     ONIG_MISMATCH = -1
 
 
-cdef inline Py_ssize_t chars_in(const unsigned char* data, Py_ssize_t start, Py_ssize_t end) noexcept nogil:
-    """The chars of UTF-8 ``data[start:end]`` (whole chars): its bytes that are not continuation bytes."""
-    cdef Py_ssize_t k, count = 0
-    for k in range(start, end):
-        count += (data[k] & 0xC0) != 0x80
-    return count
-
-
 cdef inline Py_ssize_t char_size(unsigned char lead) noexcept nogil:
     return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 

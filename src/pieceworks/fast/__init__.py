@@ -119,6 +119,42 @@ def _load_builders() -> None:
 PREPEND_MODES = {"never": 0, "always": 1, "first": 2}
 
 
+class DrawsFromModel:
+    """A plan mixin for a model that may draw its ids at random (BPE-dropout, ``model.dropout``).
+
+    ``samples`` says it draws: what is read later (offsets, the tokens of a cut text) must come
+    from the draws, not from encoding the text again. ``releases_gil`` is then False, so a batch
+    goes text by text, in order, on one thread, and a seed gives the general path's ids.
+
+    >>> from types import SimpleNamespace
+    >>> plan = DrawsFromModel()
+    >>> plan.model = SimpleNamespace(dropout=0.1)
+    >>> plan.samples, plan.releases_gil
+    (True, False)
+    """
+
+    @property
+    def samples(self) -> bool:
+        return bool(getattr(self.model, "dropout", None))
+
+    @property
+    def releases_gil(self) -> bool:
+        return not self.samples
+
+
+def each_alone(encode_batch: Callable, texts: list[str], ats: list[int] | None = None) -> list:
+    """``encode_batch(texts, ats)`` made one text at a time, in order: for a plan whose batch call
+    puts some texts first (those its kernel takes as they are) while BPE-dropout's draws must come
+    in the texts' order, as the general path makes them.
+
+    >>> each_alone(lambda texts, ats: [(t, ats) for t in texts], ["a", "b"], [0, 3])
+    [('a', [0]), ('b', [3])]
+    """
+    if ats is None:
+        return [encode_batch([text], None)[0] for text in texts]
+    return [encode_batch([text], [at])[0] for text, at in zip(texts, ats)]
+
+
 def plain_from_raw(result):
     """``encode_plain``'s ``(ids, tokens, offsets, words, n_words)`` made from ``encode_raw``'s
     ``(raw, n_tokens, n_words, strings)``, or None for None (a plan whose raw form is its own).

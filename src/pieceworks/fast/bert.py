@@ -62,7 +62,7 @@ from ..normalizers import (_bert_spaces, _chinese_runs, _NEWER_LOWERCASE, NFC, N
                            StripAccents, _bert_control_runs, lower)
 from ..normalizers import Sequence as NormalizerSequence
 from ..pre_tokenizers import class_run_actions
-from . import register_plan
+from . import each_alone, register_plan
 from ._aligned import AlignedForm
 
 __all__ = ["bert_plan", "BertWordPiecePlan", "class_run_stages"]
@@ -232,8 +232,7 @@ class BertWordPiecePlan:
         if not changed:
             return self._scanned(texts, setup, fronts)
         if getattr(self, "samples", False) and len(texts) > 1:
-            # (BPE-dropout: each in turn, as the general path draws; below the kept go first.)
-            return [self.encode_raw_batch([text], None if ats is None else [ats[k]])[0] for k, text in enumerate(texts)]
+            return each_alone(self.encode_raw_batch, texts, ats)
         kept = _all_but(len(texts), changed)
         out = _scattered(len(texts), kept, self._scanned([texts[k] for k in kept], setup,
                                                          None if fronts is None else [fronts[k] for k in kept]))

@@ -50,7 +50,7 @@ from ..pre_tokenizers import ByteLevel, Sequence, Split
 from .._regex import Regex
 from .._unicode_forms import changed_among, changes_text, normalize
 from ..alignment import NormalizedString
-from . import register_plan
+from . import DrawsFromModel, register_plan
 from ._aligned import AlignedNfc, nfc_aligned, remap_spans
 from ._pool import run_job
 
@@ -138,7 +138,7 @@ def byte_bpe_plan(tokenizer) -> "ByteBpePlan | None":
     return plan if plan.supported() else None
 
 
-class ByteBpePlan:
+class ByteBpePlan(DrawsFromModel):
     """Encodes plain text of a byte-level BPE tokenizer in the fused kernel (see the module doc)."""
 
     nogil_min_chars = NOGIL_MIN_CHARS
@@ -161,18 +161,6 @@ class ByteBpePlan:
     def supported(self) -> bool:
         """Whether the stages, as they are now, are ones the kernel reproduces."""
         return self._prepare() is not None
-
-    @property
-    def samples(self) -> bool:
-        """Whether the ids are drawn at random (BPE-dropout): what is read later must come from
-        them, not from encoding the text again."""
-        return bool(self.model.dropout)
-
-    @property
-    def releases_gil(self) -> bool:
-        """Whether a batch may be shared out to threads: not under BPE-dropout, whose draws
-        must come in the texts' order for a seed to give the same ids every run."""
-        return not self.samples
 
     def encode_plain(self, text: str):
         """``(ids, tokens, offsets, words, n_words)`` of ``text``, or None for the general path."""

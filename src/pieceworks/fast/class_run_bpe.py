@@ -36,7 +36,7 @@ import sys
 from .._unicode_forms import changes_text
 from ..models.bpe import BPE
 from ..normalizers import Sequence
-from . import register_plan
+from . import DrawsFromModel, register_plan
 from .bert import BertWordPiecePlan, class_run_stages
 
 __all__ = ["class_run_bpe_plan", "ClassRunBpePlan"]
@@ -49,7 +49,7 @@ def class_run_bpe_plan(tokenizer) -> "ClassRunBpePlan | None":
     return None if stages is None else ClassRunBpePlan(*stages)
 
 
-class ClassRunBpePlan(BertWordPiecePlan):
+class ClassRunBpePlan(DrawsFromModel, BertWordPiecePlan):
     """:class:`~pieceworks.fast.bert.BertWordPiecePlan` with the pieces merged by the BPE encoder.
 
     The encoder says what an unknown char becomes (the ``unk_token``,
@@ -67,17 +67,6 @@ class ClassRunBpePlan(BertWordPiecePlan):
         if self.model.ignore_merges:
             return None
         return sys.maxsize, -1
-
-    @property
-    def samples(self) -> bool:
-        """Whether the ids are drawn at random (BPE-dropout, which the model's encoder does): a
-        batch then goes text by text, in order, so a seed gives the general path's ids."""
-        return bool(self.model.dropout)
-
-    @property
-    def releases_gil(self) -> bool:
-        """Whether a batch may be shared out to threads: not while :attr:`samples`."""
-        return not self.samples
 
     def normalizes_nothing(self, text: str) -> bool:
         """Whether the normalizer leaves ``text`` as it is: none does, and a Unicode form alone may

@@ -53,7 +53,7 @@ from ..errors import ConfigError
 from ..models.bpe import BPE, id_table
 from ..normalizers import NFC
 from ..pre_tokenizers import ByteLevel, Digits, Punctuation, Sequence, Split
-from . import plain_from_raw, register_plan, stages_key
+from . import DrawsFromModel, plain_from_raw, register_plan, stages_key
 from ._aligned import AlignedNfc, nfc_aligned, remap_spans
 from .byte_bpe import GPT2_PATTERN, ByteBpePlan, build_kernel, kernel_takes
 
@@ -73,7 +73,7 @@ def cut_byte_bpe_plan(tokenizer) -> "CutByteBpePlan | None":
     return plan if plan.supported() else None
 
 
-class CutByteBpePlan:
+class CutByteBpePlan(DrawsFromModel):
     """Encodes plain text of a byte-level BPE tokenizer: its stages, as Oniguruma patterns, cut it and
     the kernel encodes the pieces, both in C (see the module doc)."""
 
@@ -95,15 +95,6 @@ class CutByteBpePlan:
     def supported(self) -> bool:
         """Whether the stages, as they are now, are ones this plan reproduces."""
         return self._prepare() is not None
-
-    @property
-    def releases_gil(self) -> bool:
-        """A batch is cut and encoded in one kernel call without the GIL; Oniguruma's search is
-        most of its time, so threads pay on short lines too. Not under BPE-dropout: as
-        :attr:`ByteBpePlan.samples` says, its texts go one by one, in order."""
-        return not self.samples
-
-    samples = ByteBpePlan.samples
 
     def _prepare(self) -> "tuple[ByteBPE, Cutter] | None":
         """``(kernel, cutter)`` for the stages as they are now, or None: read again when they may

@@ -163,7 +163,7 @@ class NormalizedFirstPlan:
 
     @property
     def samples(self) -> bool:
-        """Whether ``inner`` draws its ids at random (BPE-dropout: see ``ByteBpePlan.samples``)."""
+        """Whether ``inner`` draws its ids at random (BPE-dropout: see ``DrawsFromModel``)."""
         return getattr(self.inner, "samples", False)
 
     def _steps(self) -> tuple | None:

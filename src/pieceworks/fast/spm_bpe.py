@@ -40,7 +40,7 @@ from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
-from . import PREPEND_MODES, fill_plain_left, joined_words_of, plain_from_raw, register_plan, stages_key
+from . import PREPEND_MODES, DrawsFromModel, each_alone, fill_plain_left, joined_words_of, plain_from_raw, register_plan, stages_key
 from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
@@ -87,7 +87,7 @@ def _splits_nothing(pre_tokenizer) -> bool:
                                      and pre_tokenizer.pattern == " " and not pre_tokenizer.invert)
 
 
-class _BpeKernelPlan:
+class _BpeKernelPlan(DrawsFromModel):
     """What the SentencePiece-style BPE plans share: the stages, the raw way, the one-text call.
 
     Subclasses give ``_stages()`` (None when the stages, as they are now,
@@ -114,18 +114,6 @@ class _BpeKernelPlan:
         self.model = model
         self.normalizer = normalizer
         self.pre_tokenizer = pre_tokenizer
-
-    @property
-    def samples(self) -> bool:
-        """Whether the ids are drawn at random (BPE-dropout, which the model's encoder does): a
-        batch then goes text by text, in order, so a seed gives the general path's ids."""
-        return bool(getattr(self.model, "dropout", None))
-
-    @property
-    def releases_gil(self) -> bool:
-        """Whether a batch may be shared out to threads: not while :attr:`samples` (the draws would
-        come in the threads' order)."""
-        return not self.samples
 
     def encode_raw_batch(self, texts: list[str], ats: list[int] | None = None) -> list:
         """``[encode_raw(t, at) for t, at in zip(texts, ats)]`` (``ats``: each text's start in its input; 0s if None)."""
@@ -439,8 +427,8 @@ class SpmBpeWordsPlan(_BpeKernelPlan):
             keep = [k for k, text in enumerate(texts) if take(text) == text]
             if len(keep) == len(texts):
                 return encode_around(texts, around, mark, mode, strings, limit)
-            if len(texts) > 1 and self.samples:     # (BPE-dropout: in turn; below, the kept go first)
-                return [encode([text], around, strings, limit)[0] for text in texts]
+            if len(texts) > 1 and self.samples:
+                return each_alone(lambda one, _: encode(one, around, strings, limit), texts)
             out: list = [None] * len(texts)
             for k, made in zip(keep, encode_around([texts[k] for k in keep], around, mark, mode, strings, limit)):
                 out[k] = made

@@ -215,6 +215,25 @@ cdef bint _range_of(Encoding self, object sequence_index, Py_ssize_t* start, Py_
     return start[0] >= 0 and stop[0] >= 0
 
 
+cdef object _built_char_to_token(Encoding self, object char_pos, object sequence_index, Py_ssize_t pos):
+    """:meth:`Encoding.char_to_token` once the offsets are built (``pos``: ``char_pos`` as
+    :func:`_position` read it, -1 for the Python path); a C call, which ``char_to_word`` makes too
+    (a method call from it was a fifth of its time)."""
+    cdef Py_ssize_t start, stop, found
+    offsets = _built_offsets(self)
+    if pos >= 0 and type(offsets) is list and _range_of(self, sequence_index, &start, &stop):
+        packed = _packed(_lists_of(self), offsets, True)
+        if packed is not False:
+            found = _first_span_holding(packed, pos, start, min(stop, len(<list>offsets)))
+            return None if found < 0 else found
+    start_r, end_r = self._sequence_range(sequence_index)
+    for i in range(start_r, min(end_r, len(offsets))):
+        s, e = offsets[i]
+        if s <= char_pos < e:
+            return i
+    return None
+
+
 cdef inline int _not_negative(str method, object index, object other=0) except -1:
     """Hugging Face reads positions as unsigned ints: a negative one is an OverflowError there, not
     a look-up from the end (which ``None`` would silently pretend to answer). (A C function: the
@@ -498,23 +517,12 @@ cdef class Encoding(EncodingBase):
 
     def char_to_token(self, char_pos, sequence_index=0):
         """The token whose span holds char ``char_pos`` of input ``sequence_index``."""
-        cdef Py_ssize_t pos = _position("char_to_token", char_pos, sequence_index), start, stop, found, word
+        cdef Py_ssize_t pos = _position("char_to_token", char_pos, sequence_index), found, word
         if pos >= 0:
             found = pending_char_to_token(self, pos, _small_int(sequence_index), &word)
             if found != -2:
                 return None if found < 0 else found
-        offsets = _built_offsets(self)
-        if pos >= 0 and type(offsets) is list and _range_of(self, sequence_index, &start, &stop):
-            packed = _packed(_lists_of(self), offsets, True)
-            if packed is not False:
-                found = _first_span_holding(packed, pos, start, min(stop, len(<list>offsets)))
-                return None if found < 0 else found
-        start_r, end_r = self._sequence_range(sequence_index)
-        for i in range(start_r, min(end_r, len(offsets))):
-            s, e = offsets[i]
-            if s <= char_pos < e:
-                return i
-        return None
+        return _built_char_to_token(self, char_pos, sequence_index, pos)
 
     def char_to_word(self, char_pos, sequence_index=0):
         cdef Py_ssize_t pos = _position("char_to_word", char_pos, sequence_index), found, word
@@ -522,7 +530,7 @@ cdef class Encoding(EncodingBase):
             found = pending_char_to_token(self, pos, _small_int(sequence_index), &word)
             if found != -2:
                 return None if found < 0 else word
-        token = self.char_to_token(char_pos, sequence_index)
+        token = _built_char_to_token(self, char_pos, sequence_index, pos)
         return None if token is None else _item_of_token(self, token, token, _built_words(self))
 
     # -- truncation, merging, padding -------------------------------------

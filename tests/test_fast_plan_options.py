@@ -663,3 +663,23 @@ def _test_for(shape: str):
 for _shape in SHAPES:
     globals()[f"test_{_shape}"] = _test_for(_shape)
     globals()[f"test_{_shape}_option_changed"] = _test_changed_for(_shape)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_plan_modules_for_each_model_type(data):
+    """``fast.MODULES_FOR_MODEL`` names every plan module whose builder offers a plan for a model of
+    that type: a tokenizer imports only those, so a module it leaves out would silently send that
+    model's texts the general path. Every module is imported here and every builder asked."""
+    from pieceworks import fast
+
+    fast._load_builders()       # (every module: the table is held to all the builders)
+    config = data.draw(configs(data.draw(st.sampled_from(SHAPES), label="shape")), label="config")
+    assume(_hf_or_none(lambda: tokenizers.Tokenizer.from_str(json.dumps(config))) is not None)
+    ours = Tokenizer.from_str(json.dumps(config))
+    model_type = type(ours.model).__name__
+    named = fast.MODULES_FOR_MODEL[model_type]
+    for builder in fast._BUILDERS + fast._FALLBACK_BUILDERS:
+        if builder(ours) is not None:
+            module = builder.__module__.rsplit(".", 1)[-1]
+            assert module in named, f"{module}.{builder.__name__} offers a plan for a {model_type}: {describe(config)}"

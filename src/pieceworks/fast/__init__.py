@@ -83,7 +83,7 @@ def find_plan(tokenizer, fallbacks: bool = True):
     builders), or None."""
     if os.environ.get("PIECEWORKS_NO_FAST"):
         return None
-    _load_builders()
+    _load_builders(type(tokenizer.model).__name__)
     for builder in _BUILDERS + _FALLBACK_BUILDERS if fallbacks else _BUILDERS:
         plan = builder(tokenizer)
         if plan is not None:
@@ -91,26 +91,42 @@ def find_plan(tokenizer, fallbacks: bool = True):
     return None
 
 
-_loaded = False
+# The plan modules whose builders may offer a plan for a model of each type (each builder asks
+# for its type exactly): a tokenizer imports only those, as importing every one took a third of a
+# BERT tokenizer's first encode. A model of a type not named here imports them all.
+# (tests/test_fast_plan_modules.py holds this table to what the builders do.)
+MODULES_FOR_MODEL = {
+    "BPE": ("byte_bpe", "class_run_bpe", "cut_byte_bpe", "metaspace_bpe", "normalized_first", "spm_bpe"),
+    "WordPiece": ("bert", "normalized_first"),
+    "Unigram": ("normalized_first", "unigram"),
+    "WordLevel": ("normalized_first", "word_level"),
+}
+
+_loaded: set[str] = set()       # the model types whose modules are all imported ("*": every module)
 _loading = threading.Lock()
 
 
-def _load_builders() -> None:
-    # Builders live beside their kernels; importing them registers them. The flag is
-    # set only once all are imported: a thread arriving meanwhile waits on the lock
-    # instead of seeing a half-filled list (and caching "no plan" for good).
-    global _loaded
-    if _loaded:
+def _load_builders(model_type: str = "*") -> None:
+    # Builders live beside their kernels; importing them registers them. A type is marked loaded
+    # only once all its modules are imported: a thread arriving meanwhile waits on the lock
+    # instead of seeing a half-filled list (and caching "no plan" for good). Modules are imported
+    # in name order whatever the type, so builders that may answer for one model keep the order a
+    # whole import gives them.
+    if model_type in _loaded or "*" in _loaded:
         return
     with _loading:
-        if _loaded:
+        if model_type in _loaded or "*" in _loaded:
             return
         import importlib
         import pkgutil
 
-        for info in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{info.name}")
-        _loaded = True
+        names = MODULES_FOR_MODEL.get(model_type)
+        if names is None:
+            model_type = "*"
+            names = [info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+        for name in sorted(names):
+            importlib.import_module(f"{__name__}.{name}")
+        _loaded.add(model_type)
 
 
 #: Metaspace's prepend scheme as the kernels take it for a word or a stretch between added tokens

@@ -36,6 +36,19 @@ def test_what_is_written_is_read_back_only_under_its_magic(tmp_path, monkeypatch
     assert os.listdir(tmp_path / "new folder") == ["t.bin"]       # (no temporary file left behind)
 
 
+def test_a_mapped_file_gives_the_bytes_read_gives(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIECEWORKS_CACHE", str(tmp_path))
+    assert cache.map_cached("t.bin", b"MAG1") is None                 # (no file)
+    (tmp_path / "empty.bin").write_bytes(b"")
+    assert cache.map_cached("empty.bin", b"MAG1") is None             # (an empty file cannot be mapped)
+    cache.write_cached("t.bin", b"MAG1", b"\x00table")
+    view = cache.map_cached("t.bin", b"MAG1")
+    assert view.readonly and bytes(view) == cache.read_cached("t.bin", b"MAG1") == b"\x00table"
+    assert cache.map_cached("t.bin", b"MAG2") is None
+    cache.write_cached("t.bin", b"MAG1", b"new")                      # (replaced while mapped: the view keeps the old)
+    assert bytes(view) == b"\x00table" and bytes(cache.map_cached("t.bin", b"MAG1")) == b"new"
+
+
 def test_off_and_unwritable_caches_are_not_used(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

@@ -695,6 +695,9 @@ def test_a_map_with_merged_runs_survives_the_round_trip():
     actions[ord(" ")], actions[ord("▁")] = 0, 3
     cmap = bert_fast.CharMap(bytes(actions), {ord(" "): "▁", ord("x"): "yz"}, [ord("q")], True)
     back = bert_fast.CharMap.from_bytes(cmap.to_bytes())
+    # Any buffer of the bytes, aligned for uint32 reads or not (as a mapped cache file gives them).
+    shifted = memoryview(b"\0" + cmap.to_bytes())[1:]
+    assert bert_fast.CharMap.from_bytes(shifted).to_bytes() == cmap.to_bytes()
     text = "ab cd▁ex q"
     assert bert_fast.pieces(text, back, True) == bert_fast.pieces(text, cmap, True) == [
         ("ab", [0, 1]), ("▁cd", [2, 3, 4]), ("▁eyz", [5, 6, 7, 7]), ("▁q", [8, 9])]

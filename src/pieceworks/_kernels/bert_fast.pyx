@@ -169,23 +169,30 @@ cdef class CharMap:
         return out
 
     @staticmethod
-    def from_bytes(bytes saved not None) -> CharMap:
+    def from_bytes(saved not None) -> CharMap:
         """The map :meth:`to_bytes` gave; ValueError if ``saved`` is not one.
 
-        Every entry is checked before the kernel may read it: its kind, its
-        code point, and a multi entry's list within the multi list. Bytes
-        that pass cannot make a scan read outside the map, whatever they
-        are (the map is read from a cache file, which anything can touch).
+        ``saved`` is bytes or any buffer of them (a mapped cache file,
+        copied here once). Every entry is checked before the kernel may read
+        it: its kind, its code point, and a multi entry's list within the
+        multi list. Bytes that pass cannot make a scan read outside the map,
+        whatever they are (the map is read from a cache file, which anything
+        can touch: so the map is a copy, which no later write to the file
+        reaches).
 
         >>> CharMap.from_bytes(b"not a map")
         Traceback (most recent call last):
         ValueError: not a saved CharMap (9 bytes)
         """
-        cdef Py_ssize_t size = len(saved)
-        cdef const uint32_t* words = <const uint32_t*>PyBytes_AS_STRING(saved)
+        cdef const unsigned char[::1] view = saved
+        cdef Py_ssize_t size = view.shape[0]
+        cdef const uint32_t* words
         cdef size_t n_multi, i, count, k
         cdef uint32_t e, kind
         cdef CharMap cmap
+        if size >= 12 and (<size_t>&view[0]) % 4:
+            view = bytes(view)                  # (uint32s read in place must be aligned)
+        words = <const uint32_t*>&view[0] if size >= 12 else NULL
         if size % 4 or size < 12 or words[0] != _SAVED_MAGIC or words[1] > 1 \
                 or <size_t>size != 4 * (3 + <size_t>N_CODE_POINTS + words[2]):
             raise ValueError(f"not a saved CharMap ({size} bytes)")

@@ -79,9 +79,21 @@ cdef class WordPieceMatcher:
     def __init__(self, dict vocab, str prefix, token_cls=None):
         cdef str text
         cdef int32_t v
+        cdef size_t expected
         self.values = {tid: text for text, tid in vocab.items()}
         self.token_cls = token_cls
-        self.size_slots(len(vocab))           # (it grows with the trie: shared prefixes make fewer edges than chars)
+        # Sized for about as many trie nodes (and edges) as a BERT vocabulary makes, 2.4 a token, so
+        # neither the vectors nor the table grow through copies on the way: each copy is memory
+        # touched afresh, and the table's two doublings were a fifth of the build. (More is only
+        # a late resize; the vectors' unused room is never touched.)
+        expected = 3 * len(vocab) + 2
+        self.parent.reserve(expected)
+        self.depth.reserve(expected)
+        self.token.reserve(expected)
+        self.fail.reserve(expected)
+        self.fpop.reserve(expected)
+        self.label.reserve(expected)
+        self.size_slots(expected)
         # With an empty prefix one trie serves both roles: continuing tokens are typed as is.
         self.new_node(-1, 0, 0)                         # node 0: word-initial root
         self.croot = 0

@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 from .. import _unicode_forms, _unicode_tables, normalizers
 from .._component import epoch
-from .._disk_cache import read_cached, source_stamp, write_cached
+from .._disk_cache import map_cached, source_stamp, write_cached
 from .._kernels import bert_fast
 from .._unicode_forms import changed_among, changes_text, form_tables, normalize
 from .._unicode_tables import bert_accent_marks, bert_controls, char_flags, every_code_point, strip_accents_marks
@@ -445,7 +445,7 @@ def char_map(options: tuple[bool, bool, bool, bool], actions: bytes) -> bert_fas
     return found
 
 
-_MAP_MAGIC = b"PWBERTMAP1"
+_MAP_MAGIC = b"PWBERTMAP2".ljust(16, b"\0")     # (16 bytes: the map after it is read as uint32s)
 # Maps kept in the disk cache (4.6 MB each): a new build or option set replaces the least used.
 _MAPS_ON_DISK = 6
 
@@ -458,7 +458,7 @@ def _cached_char_map(options: tuple[bool, bool, bool, bool], actions: bytes) -> 
     starts its first encode in milliseconds, as Hugging Face's does.
     """
     name = f"bert-char-map-{_map_stamp(options, actions)}.bin"
-    saved = read_cached(name, _MAP_MAGIC)
+    saved = map_cached(name, _MAP_MAGIC)
     if saved is not None:
         try:
             return bert_fast.CharMap.from_bytes(saved)

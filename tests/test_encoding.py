@@ -98,6 +98,31 @@ def test_char_to_token_reads_any_spans_as_the_first_holding_the_char(spans, pos)
     assert as_tuples.char_to_token(2 ** 70) is None
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4), st.integers(0, 9)), max_size=40),
+       st.integers(0, 40), st.integers(0, 40), st.integers(0, 120), st.integers(0, 2))
+def test_char_to_token_halves_sorted_runs_as_it_scans(spans, cut_a, cut_b, pos, seq):
+    """Spans in order (each starts and ends no earlier than the one before), as a tokenizer makes a
+    sequence's, now and then out of order (a restart, as a pair's second text): within a sorted
+    range the look-up halves, elsewhere it scans, and both give the first span holding the char
+    in the sequence's range, as ``char_to_word`` does its word."""
+    offsets, at = [], 0
+    for gap, width, restart in spans:
+        at = 0 if restart == 0 else at + gap
+        offsets.append((at, at + width))
+        at += width // 2 if restart == 1 else width    # (1: the next span may start inside this one)
+    n = len(offsets)
+    enc = Encoding.from_tokens([(i, "t", span) for i, span in enumerate(offsets)], words=list(range(n)))
+    first, second = sorted((min(cut_a, n), min(cut_b, n)))
+    enc._sequence_ranges = {0: (0, first), 1: (first, second)}
+    start, stop = enc._sequence_ranges.get(seq, (0, n))
+    want = next((i for i in range(start, stop) if offsets[i][0] <= pos < offsets[i][1]), None)
+    assert enc.char_to_token(pos, seq) == want
+    # (Its word only when a sequence holds the token, as Hugging Face's token_to_word says.)
+    held = want is not None and any(s <= want < e for s, e in enc._sequence_ranges.values())
+    assert enc.char_to_word(pos, seq) == (want if held else None)
+
+
 def assert_char_look_ups_match(mine, hf_encoding, first: str, second: str) -> None:
     for seq in (0, 1, 2):
         for pos in range(0, max(len(first), len(second)) + 2, 3):
@@ -177,12 +202,18 @@ def test_position_lookups_match_huggingface_on_real_pairs(relative, direction, s
     assert len(a.overflowing) == len(b.overflowing) > 1
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.integers(0, 6)), max_size=14), st.integers(0, 7))
-def test_word_to_tokens_reads_any_words_by_the_rule(words, word):
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(0, 6)), max_size=14), st.integers(0, 7), st.booleans())
+def test_word_to_tokens_reads_any_words_by_the_rule(words, word, in_order):
     """The C loop (ints and None) and the Python one (anything else: numpy ints here) both give the
-    first and last-plus-one token of ``word``, stopping at the first larger word, as Hugging Face does."""
+    first and last-plus-one token of ``word``, stopping at the first larger word, as Hugging Face does.
+    ``in_order``: the words sorted around their Nones, as a tokenizer numbers them (the C look-up
+    halves a sorted run with no None, and scans the rest)."""
     import numpy as np
+
+    if in_order:
+        ints = iter(sorted(w for w in words if w is not None))
+        words = [None if w is None else next(ints) for w in words]
 
     def rule():
         first = last = None

@@ -467,3 +467,39 @@ def test_a_batch_of_short_pairs_is_one_c_loop_and_names_a_bad_item_by_its_index(
                        ([("a", "b"), ("c", "d", "e")], 1)):
         with pytest.raises(InputTypeError, match=rf"input\[{index}\]"):
             ours.encode_batch(bad)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4), st.booleans()), max_size=20),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4), st.booleans()), max_size=20),
+       st.integers(0, 40), st.integers(0, 2), st.integers(0, 6))
+def test_a_pending_pairs_char_look_ups_read_as_its_built_lists(rows_a, rows_b, pos, seq, cut):
+    """A pair's char look-ups before its lists are built (read from its raw results: halving
+    spans in order, scanning others) answer as the built lists do, spans in order or not
+    (``back``: a span starting before the one ahead of it) and with tokens cut off."""
+    from pieceworks._kernels.raw_encoding import pack, pair_encoding
+    from pieceworks.frame import PairFrame
+
+    def raw(rows):
+        starts, ends, at = [], [], 0
+        for gap, width, back in rows:
+            at = max(0, at - 3) if back else at + gap
+            starts.append(at)
+            ends.append(at + width)
+            at += width
+        n = len(rows)
+        return (pack(list(range(10, 10 + n)), starts, ends, list(range(n))), n, n, {i: "t" for i in range(10, 40)})
+
+    frame = PairFrame([(1, "<s>", 0)], 0, [(2, "</s>", 0)], 1, [(2, "</s>", 1)])
+    a, b = raw(rows_a), raw(rows_b)
+    keep_b = (0, max(0, len(rows_b) - cut))
+
+    def made():
+        return pair_encoding(Encoding, a, b, frame, None, keep_b)
+
+    pending, built = made(), made()
+    built.offsets                                           # (built now: its look-ups read the lists)
+    assert pending._pair_pending and not built._pair_pending
+    assert pending.char_to_token(pos, seq) == built.char_to_token(pos, seq)
+    assert pending.char_to_word(pos, seq) == built.char_to_word(pos, seq)
+    assert pending._pair_pending                            # (answered from the raw results)

@@ -24,6 +24,7 @@ from pieceworks._kernels.raw_encoding cimport (Basis, EncodingBase, Lists, _list
                                               pending_char_to_token,
                                               overflowing_parts)
 
+from pieceworks._kernels.sorted_spans cimport first_holding_in_order
 from pieceworks._kernels.id_list cimport PyErr_Clear, PyErr_Occurred, PyLong_CheckExact, _as_ssize
 from pieceworks._kernels import raw_encoding as _raw
 from pieceworks.errors import ConfigError, OutOfRangeError
@@ -38,13 +39,16 @@ cdef object _packed(Lists lists, list items, bint spans):
     """``items``, the offsets (``spans``) or the words, as int32s (bytes), packed once and kept in
     ``lists`` while its list is the same one at the same length; False if an item does not pack.
 
-    Offsets pack as their starts then their ends, each a pair of ints from
-    0 to 2**31 - 1; words as themselves, None as -1. A look-up then scans 4
-    to 8 packed bytes a token, not Python objects scattered over the heap
-    (which cost ``char_to_token`` 7 times Hugging Face's time on 150
-    tokens). Like Hugging Face's, whose lists are copies, the look-ups do
-    not see an item changed in place (setting the list, which every change
-    of ours does, is seen).
+    Offsets pack as their starts, their ends (each a pair of ints from
+    0 to 2**31 - 1), then where each one's *sorted run* begins: the first
+    ``j`` such that the spans ``j..i`` have starts and ends in order, which
+    lets :func:`_first_span_holding` search a range halving. Words pack as
+    themselves, None as -1, then where each one's sorted run begins (words
+    in order, none -1: :func:`_word_span` halves those). A look-up then reads packed bytes, not Python
+    objects scattered over the heap (which cost ``char_to_token`` 7 times
+    Hugging Face's time on 150 tokens). Like Hugging Face's, whose lists are
+    copies, the look-ups do not see an item changed in place (setting the
+    list, which every change of ours does, is seen).
 
     >>> e = Encoding([1, 2], offsets=[(0, 2), (3, 5)]); e.char_to_token(4), e.char_to_token(2)
     (1, None)
@@ -54,9 +58,9 @@ cdef object _packed(Lists lists, list items, bint spans):
     cdef bytes packed
     cdef int32_t* out
     if (lists.spans_of if spans else lists.words_of) is items and (
-            kept is False or len(<bytes>kept) == (8 if spans else 4) * n):
+            kept is False or len(<bytes>kept) == (12 if spans else 8) * n):
         return kept
-    packed = PyBytes_FromStringAndSize(NULL, (8 if spans else 4) * n)
+    packed = PyBytes_FromStringAndSize(NULL, (12 if spans else 8) * n)
     out = <int32_t*>PyBytes_AS_STRING(packed)
     for i in range(n):
         item = items[i]
@@ -66,6 +70,7 @@ cdef object _packed(Lists lists, list items, bint spans):
                 packed = None
                 break
             out[i] = <int32_t>begin
+            out[n + i] = <int32_t>i if i == 0 or begin < 0 or out[i - 1] < 0 or out[i - 1] > begin else out[n + i - 1]
             continue
         if type(item) is not tuple or len(<tuple>item) != 2:
             packed = None
@@ -77,6 +82,7 @@ cdef object _packed(Lists lists, list items, bint spans):
             break
         out[i] = <int32_t>begin
         out[n + i] = <int32_t>end
+        out[2 * n + i] = <int32_t>i if i == 0 or out[i - 1] > begin or out[n + i - 1] > end else out[2 * n + i - 1]
     kept = False if packed is None else packed
     if spans:
         lists.spans_of, lists.packed_spans = items, kept
@@ -89,10 +95,18 @@ cdef object _packed(Lists lists, list items, bint spans):
 @cython.wraparound(False)
 cdef Py_ssize_t _first_span_holding(bytes packed, Py_ssize_t pos, Py_ssize_t start, Py_ssize_t stop) noexcept:
     """The first ``i`` in ``[start, stop)`` whose packed span (see :func:`_packed`) holds
-    ``pos``; -1 if none."""
-    cdef Py_ssize_t n = len(packed) // 8, i
+    ``pos``; -1 if none.
+
+    A range that is one sorted run (every tokenizer's own spans of one
+    sequence) is searched by halving (:mod:`sorted_spans`), not a scan
+    (which was most of a look-up in an encoding of 384 tokens).
+    """
+    cdef Py_ssize_t n = len(packed) // 12, i
     cdef const int32_t* starts = <const int32_t*>PyBytes_AS_STRING(packed)
     cdef const int32_t* ends = starts + n
+    cdef const int32_t* runs = starts + 2 * n
+    if start < stop and runs[stop - 1] <= start:
+        return first_holding_in_order(starts, ends, start, stop, pos)
     for i in range(start, stop):
         if starts[i] <= pos < ends[i]:
             return i
@@ -103,9 +117,29 @@ cdef Py_ssize_t _first_span_holding(bytes packed, Py_ssize_t pos, Py_ssize_t sta
 @cython.wraparound(False)
 cdef object _word_span(bytes packed, Py_ssize_t word, Py_ssize_t start, Py_ssize_t stop):
     """``(first, last + 1)`` of the tokens of ``word`` among packed words ``start:stop`` (see
-    :func:`_packed`; in order, -1 for special tokens), None if it has none."""
+    :func:`_packed`; in order, -1 for special tokens), None if it has none. A range that is one
+    sorted run (a sequence's own words) is searched halving: its word's tokens are together."""
+    cdef Py_ssize_t n = len(packed) // 8
     cdef const int32_t* words = <const int32_t*>PyBytes_AS_STRING(packed)
-    cdef Py_ssize_t i, w, first = -1, last = -1
+    cdef const int32_t* runs = words + n
+    cdef Py_ssize_t i, w, first = -1, last = -1, lo = start, hi = stop
+    if start < stop and runs[stop - 1] <= start:
+        while lo < hi:                      # (the first word at or past ``word``)
+            i = (lo + hi) >> 1
+            if words[i] < word:
+                lo = i + 1
+            else:
+                hi = i
+        if lo == stop or words[lo] != word:
+            return None
+        first, hi = lo, stop
+        while lo < hi:                      # (the first word past it)
+            i = (lo + hi) >> 1
+            if words[i] <= word:
+                lo = i + 1
+            else:
+                hi = i
+        return (first, lo)
     for i in range(start, stop):
         w = words[i]
         if w < 0:
@@ -213,6 +247,30 @@ cdef bint _range_of(Encoding self, object sequence_index, Py_ssize_t* start, Py_
     start[0] = _small_int((<tuple>found)[0])
     stop[0] = _small_int((<tuple>found)[1])
     return start[0] >= 0 and stop[0] >= 0
+
+
+cdef object _word_tokens(Encoding self, object word_index, object sequence_index, Py_ssize_t word):
+    """:meth:`Encoding.word_to_tokens` (``word``: ``word_index`` as :func:`_position` read it, -1
+    for the Python path); a C call, which ``word_to_chars`` makes too."""
+    cdef Py_ssize_t start, stop
+    words = _built_words(self)
+    if word >= 0 and type(words) is list and _range_of(self, sequence_index, &start, &stop):
+        packed = _packed(_lists_of(self), words, False)
+        if packed is not False:
+            return _word_span(packed, word, start, min(stop, len(<list>words)))
+    start_r, end_r = self._sequence_range(sequence_index)
+    first = last = None
+    for i in range(start_r, end_r):
+        w = words[i]
+        if w is not None and w > word_index:
+            break
+        if w == word_index:
+            if first is None:
+                first = i
+            last = i + 1
+    if first is None:
+        return None
+    return (first, last)
 
 
 cdef object _built_char_to_token(Encoding self, object char_pos, object sequence_index, Py_ssize_t pos):
@@ -487,32 +545,19 @@ cdef class Encoding(EncodingBase):
 
     def word_to_tokens(self, word_index, sequence_index=0):
         """``(first_token, last_token + 1)`` of a word in one input sequence."""
-        cdef Py_ssize_t word = _position("word_to_tokens", word_index, sequence_index), start, stop
-        words = _built_words(self)
-        if word >= 0 and type(words) is list and _range_of(self, sequence_index, &start, &stop):
-            packed = _packed(_lists_of(self), words, False)
-            if packed is not False:
-                return _word_span(packed, word, start, min(stop, len(<list>words)))
-        start_r, end_r = self._sequence_range(sequence_index)
-        first = last = None
-        for i in range(start_r, end_r):
-            w = words[i]
-            if w is not None and w > word_index:
-                break
-            if w == word_index:
-                if first is None:
-                    first = i
-                last = i + 1
-        if first is None:
-            return None
-        return (first, last)
+        return _word_tokens(self, word_index, sequence_index,
+                            _position("word_to_tokens", word_index, sequence_index))
 
     def word_to_chars(self, word_index, sequence_index=0):
-        _not_negative("word_to_chars", word_index, sequence_index)
-        span = self.word_to_tokens(word_index, sequence_index)
+        cdef Py_ssize_t first, last
+        span = _word_tokens(self, word_index, sequence_index, _position("word_to_chars", word_index, sequence_index))
         if span is None or span[1] == 0:
             return None
         offsets = _built_offsets(self)
+        if type(span) is tuple and type(offsets) is list:     # (the C path's: indexed without generic calls)
+            first, last = (<tuple>span)[0], (<tuple>span)[1]
+            if 0 <= first < last <= len(<list>offsets):
+                return ((<list>offsets)[first][0], (<list>offsets)[last - 1][1])
         return (offsets[span[0]][0], offsets[span[1] - 1][1])
 
     def char_to_token(self, char_pos, sequence_index=0):

@@ -38,6 +38,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_Tailmatch
 from libc.stdint cimport INT32_MAX, int32_t, int64_t
 from libc.string cimport memcpy
+from pieceworks._kernels.sorted_spans cimport first_holding_in_order
 
 from pieceworks.errors import ConfigError
 
@@ -429,6 +430,7 @@ def pair_encoding(type cls, tuple a not None, tuple b not None, frame, tuple kee
     pending.n_a = _kept_stop(keep_a, a[1]) - pending.first_a
     pending.first_b = _kept_start(keep_b, b[1])
     pending.n_b = _kept_stop(keep_b, b[1]) - pending.first_b
+    pending.in_order_a = pending.in_order_b = -1
     _check_sequence(a)
     _check_sequence(b)
     cdef Py_ssize_t nb = frame.nb, nm = frame.nm, na = frame.na
@@ -457,6 +459,9 @@ cdef class PendingPair:
     cdef tuple a, b
     cdef object frame
     cdef Py_ssize_t first_a, n_a, first_b, n_b
+    # Whether each sequence's kept spans are in order (starts and ends each never going back): 1
+    # yes, 0 no, -1 not looked at yet (see _token_holding).
+    cdef signed char in_order_a, in_order_b
 
 
 cdef inline Py_ssize_t _frame_position(Py_ssize_t j, Py_ssize_t nb, Py_ssize_t nm, Py_ssize_t n_a,
@@ -530,21 +535,39 @@ cdef Py_ssize_t pending_char_to_token(EncodingBase e, Py_ssize_t pos, Py_ssize_t
     cdef Py_ssize_t nb = frame.nb, found = -1
     if sequence != 1:
         p.a = whole_result(p.a)     # (kept worked out: the lists, when built, read the same)
-        found = _token_holding(p.a, p.first_a, p.first_a + p.n_a, pos, nb, word)
+        found = _token_holding(p.a, p.first_a, p.first_a + p.n_a, pos, nb, word, &p.in_order_a)
     if found < 0 and sequence != 0:
         p.b = whole_result(p.b)
-        found = _token_holding(p.b, p.first_b, p.first_b + p.n_b, pos, nb + p.n_a + <Py_ssize_t>frame.nm, word)
+        found = _token_holding(p.b, p.first_b, p.first_b + p.n_b, pos, nb + p.n_a + <Py_ssize_t>frame.nm, word,
+                               &p.in_order_b)
     return found
 
 
 cdef Py_ssize_t _token_holding(tuple result, Py_ssize_t first, Py_ssize_t stop, Py_ssize_t pos, Py_ssize_t at,
-                               Py_ssize_t* word) except -3:
+                               Py_ssize_t* word, signed char* in_order) except -3:
     """The position (from ``at``) of the first of tokens ``first:stop`` of one sequence of
-    :func:`pair_encoding` whose span holds ``pos``, its word in ``word``; -1 if none."""
+    :func:`pair_encoding` whose span holds ``pos``, its word in ``word``; -1 if none.
+
+    ``in_order`` (worked out on the first call) says whether those spans are in order, as a
+    tokenizer's own spans of one text are: they are then searched by halving
+    (:mod:`sorted_spans`), not scanned (a 384-token pair's look-up was 0.44x Hugging Face's so).
+    """
     cdef bytes raw = result[0]
     cdef Py_ssize_t n = result[1], i
     cdef const int32_t* starts = block(raw, n, 1)
     cdef const int32_t* ends = block(raw, n, 2)
+    if in_order[0] < 0:
+        in_order[0] = 1
+        for i in range(first + 1, stop):
+            if starts[i] < starts[i - 1] or ends[i] < ends[i - 1]:
+                in_order[0] = 0
+                break
+    if in_order[0]:
+        i = first_holding_in_order(starts, ends, first, stop, pos)
+        if i < 0:
+            return -1
+        word[0] = block(raw, n, 3)[i]
+        return at + i - first
     for i in range(first, stop):
         if starts[i] <= pos < ends[i]:
             word[0] = block(raw, n, 3)[i]

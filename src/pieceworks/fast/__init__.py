@@ -94,7 +94,7 @@ def find_plan(tokenizer, fallbacks: bool = True):
 # The plan modules whose builders may offer a plan for a model of each type (each builder asks
 # for its type exactly): a tokenizer imports only those, as importing every one took a third of a
 # BERT tokenizer's first encode. A model of a type not named here imports them all.
-# (tests/test_fast_plan_modules.py holds this table to what the builders do.)
+# (test_fast_plan_options.py::test_plan_modules_for_each_model_type holds it to what the builders do.)
 MODULES_FOR_MODEL = {
     "BPE": ("byte_bpe", "class_run_bpe", "cut_byte_bpe", "metaspace_bpe", "normalized_first", "spm_bpe"),
     "WordPiece": ("bert", "normalized_first"),

@@ -17,41 +17,11 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Callable, Iterable
 
+from ._kernels.model_token import Token
 from .alignment import NormalizedString
 from .errors import ConfigError, InputTypeError
 
 __all__ = ["Token", "Split", "PreTokenizedString", "in_byte_offsets"]
-
-
-class Token:
-    """One token from a model: its id, its text, and its span in the split.
-
-    (Written out, not a dataclass: ``dataclasses`` imports ``inspect``, 16 ms of ``import pieceworks``.)
-
-    >>> Token(3, "ab", (0, 2)), Token(3, "ab", (0, 2)) == Token(3, "ab", (0, 2))
-    (Token(id=3, value='ab', offsets=(0, 2)), True)
-    """
-
-    __slots__ = ("id", "value", "offsets")
-    __match_args__ = ("id", "value", "offsets")
-    __hash__ = None     # (mutable, and equal by value: as a dataclass's)
-
-    def __init__(self, id: int, value: str, offsets: tuple[int, int]):
-        self.id = id
-        self.value = value
-        self.offsets = offsets
-
-    def __repr__(self) -> str:
-        return f"Token(id={self.id!r}, value={self.value!r}, offsets={self.offsets!r})"
-
-    def __eq__(self, other) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self.as_tuple() == other.as_tuple()
-
-    def as_tuple(self) -> tuple[int, str, tuple[int, int]]:
-        """``(id, value, offsets)``, as Hugging Face's ``Token.as_tuple``."""
-        return (self.id, self.value, self.offsets)
 
 
 class Split:

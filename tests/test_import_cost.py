@@ -85,3 +85,9 @@ def test_token_is_equal_by_value_and_unhashable():
     match t:
         case Token(i, v, o):
             assert (i, v, o) == t.as_tuple()
+    # An extension type (made in C per token): it still pickles, copies, and takes new field values.
+    import copy
+
+    assert pickle.loads(pickle.dumps(t)) == t == copy.deepcopy(t) and copy.copy(t) is not t
+    t.id, t.offsets = 4, (1, 2)
+    assert t.as_tuple() == (4, "ab", (1, 2)) and Token(id=1, value="a", offsets=(0, 1)).id == 1

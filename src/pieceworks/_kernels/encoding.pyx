@@ -44,9 +44,9 @@ cdef object _packed(Lists lists, list items, bint spans):
     ``j`` such that the spans ``j..i`` have starts and ends in order, which
     lets :func:`_first_span_holding` search a range halving. Words pack as
     themselves, None as -1, then where each one's sorted run begins (words
-    in order, none -1: :func:`_word_span` halves those). A look-up then reads packed bytes, not Python
-    objects scattered over the heap (which cost ``char_to_token`` 7 times
-    Hugging Face's time on 150 tokens). Like Hugging Face's, whose lists are
+    in order, none -1: :func:`_word_span` halves those). A look-up then
+    reads packed bytes, not Python objects scattered over the heap (which
+    cost ``char_to_token`` 7 times Hugging Face's time on 150 tokens). Like Hugging Face's, whose lists are
     copies, the look-ups do not see an item changed in place (setting the
     list, which every change of ours does, is seen).
 

@@ -328,7 +328,7 @@ def build_suffixed_kernel(model: BPE, suffix: str):
             if all(token_bytes[merges[j]] is not None for j in range(k, k + 3))]
     try:
         kernel = ByteBPE(token_bytes, array("I", [x for first in firsts for x in first] + kept),
-                         pattern=Pattern.PAT_PIECES, whole_piece=model.ignore_merges, text_only=True)
+                         pattern=Pattern.PAT_PIECES, whole_piece=False, text_only=True)
     except ConfigError:
         return None, None
     kernel.mark_piece_ends()

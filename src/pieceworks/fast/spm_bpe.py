@@ -40,7 +40,8 @@ from ..models.bpe import BPE
 from ..normalizers import Precompiled, Prepend, Replace, Sequence
 from ..pre_tokenizers import Metaspace, Split, WhitespaceSplit
 from ..pre_tokenizers import Sequence as PreSequence
-from . import PREPEND_MODES, DrawsFromModel, each_alone, fill_plain_left, joined_words_of, plain_from_raw, register_plan, stages_key
+from . import (PREPEND_MODES, DrawsFromModel, each_alone, fill_plain_left, joined_words_of, plain_from_raw,
+               register_plan, stages_key)
 from ._aligned import aligned_precompiled
 
 __all__ = ["spm_bpe_plan", "SpmBpePlan", "SpmBpeWordsPlan"]
